@@ -1,0 +1,63 @@
+"""The ``dlscale`` command line: one entry point with subcommands.
+
+Each subcommand lives in its own module under :mod:`dlscale.commands` and exposes
+``add_parser(subparsers)`` and ``run(args) -> int``. User mistakes (a
+:class:`~dlscale.perfmodel.errors.DlscaleError`) print one line on stderr and exit
+with status 2, with no traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from dlscale.perfmodel.errors import DlscaleError
+
+#: Subcommand name -> module under dlscale.commands.
+COMMANDS: dict[str, str] = {
+
+
+}
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line on stderr, exit status 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with every subcommand registered."""
+    from dlscale import __version__
+
+    parser = OneLineParser(
+        prog="dlscale",
+        description="Performance model and simulator of distributed deep-learning training.",
+    )
+    parser.add_argument("--version", action="version", version=f"dlscale {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for module in COMMANDS.values():
+        mod = importlib.import_module(f"dlscale.commands.{module}")
+        mod.add_parser(sub)
+    return parser
+
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.run(args) or 0)
+    except DlscaleError as exc:
+        print(f"dlscale {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # `dlscale ... | head`
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Subcommands of the dlscale command line, one module each."""

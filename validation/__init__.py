@@ -1,0 +1,1 @@
+"""dlscale.validation"""

@@ -1,4 +1,5 @@
 import pytest
+
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.hardware import Device, FatTree, Link
 

@@ -1,0 +1,93 @@
+"""Argument helpers shared by the subcommands: node lists, output options."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from dlscale.output import format_table, rows_to_csv, to_jsonable, write_rows
+from dlscale.perfmodel.errors import ConfigError
+
+__all__ = ["add_output_args", "emit", "parse_nodes"]
+
+
+def _positive_int(text: str, where: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise ConfigError(f"{where}: {text!r} is not an integer") from None
+    if value < 1:
+        raise ConfigError(f"{where}: node counts must be >= 1, got {value}")
+    return value
+
+
+def parse_nodes(text: str) -> list[int]:
+    """Parse a node list: ``"1,2,4"``, a doubling range ``"1-4608"``, or ``"A-B:STEP"``.
+
+    A doubling range holds A, 2A, 4A, ... below B, and B itself. ``A-B:STEP`` is
+    arithmetic. Items can be mixed: ``"1-8,12"``. The result is sorted, unique.
+
+    Examples
+    --------
+    >>> parse_nodes("1-4608")[-3:]
+    [2048, 4096, 4608]
+    >>> parse_nodes("2-10:4,1")
+    [1, 2, 6, 10]
+    >>> parse_nodes("0")
+    Traceback (most recent call last):
+    ...
+    dlscale.perfmodel.errors.ConfigError: --nodes: node counts must be >= 1, got 0
+    """
+    where = "--nodes"
+    out: set[int] = set()
+    for item in text.split(","):
+        item = item.strip()
+        if not item:
+            raise ConfigError(f"{where}: empty item in {text!r}")
+        if "-" in item:
+            span, _, step_text = item.partition(":")
+            lo_text, _, hi_text = span.partition("-")
+            lo, hi = _positive_int(lo_text, where), _positive_int(hi_text, where)
+            if hi < lo:
+                raise ConfigError(f"{where}: range {item!r} ends before it starts")
+            if step_text:
+                step = _positive_int(step_text, where)
+                out.update(range(lo, hi + 1, step))
+                out.add(hi)
+            else:
+                n = lo
+                while n < hi:
+                    out.add(n)
+                    n *= 2
+                out.add(hi)
+        else:
+            out.add(_positive_int(item, where))
+    return sorted(out)
+
+
+def add_output_args(parser: argparse.ArgumentParser) -> None:
+    """``--format table|json|csv`` and ``-o FILE``."""
+    parser.add_argument("--format", choices=("table", "json", "csv"), default="table",
+                        help="what to print on stdout (default: table)")
+    parser.add_argument("-o", "--output", metavar="FILE",
+                        help="also write the rows to FILE (.csv for CSV, else JSON)")
+
+
+def emit(args: argparse.Namespace, rows: Sequence[Mapping[str, Any]],
+         meta: Mapping[str, Any] | None = None, columns: Sequence[str] | None = None,
+         header: str = "") -> None:
+    """Print rows in ``args.format`` and write ``args.output`` if given."""
+    if args.format == "json":
+        doc = {"meta": to_jsonable(dict(meta or {})), "rows": to_jsonable(list(rows))}
+        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+    elif args.format == "csv":
+        sys.stdout.write(rows_to_csv(rows))
+    else:
+        if header:
+            print(header)
+        print(format_table(rows, columns))
+    if getattr(args, "output", None):
+        write_rows(args.output, rows, meta)

@@ -1,0 +1,148 @@
+"""Writing results: aligned text tables, and JSON/CSV files written atomically.
+
+A file is first written to a temporary file in the destination folder and then
+renamed over the destination, so an interrupted run never leaves half a file.
+
+Examples
+--------
+>>> print(format_table([{"nodes": 1, "iteration_s": 0.25}, {"nodes": 16, "iteration_s": 0.5}]))
+nodes  iteration_s
+    1         0.25
+   16          0.5
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import tempfile
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "atomic_write_bytes",
+    "atomic_write_text",
+    "format_table",
+    "format_value",
+    "rows_to_csv",
+    "to_jsonable",
+    "write_rows",
+]
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file and a rename."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` atomically."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_with(path: str | Path, writer: Callable[[str], Any]) -> None:
+    """Call ``writer(tmp_path)`` (e.g. ``fig.savefig``), then rename to ``path``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=path.suffix, dir=path.parent)
+    os.close(fd)
+    try:
+        writer(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def to_jsonable(value: Any) -> Any:
+    """Convert numpy scalars/arrays, tuples and non-finite floats for JSON."""
+    if hasattr(value, "tolist"):
+        value = value.tolist()
+    if isinstance(value, Mapping):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def format_value(value: Any) -> str:
+    """Short human form of a table cell.
+
+    Examples
+    --------
+    >>> format_value(0.000123456), format_value(1234567.0), format_value(0.93), format_value(True)
+    ('0.000123', '1.23e+06', '0.93', 'yes')
+    """
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if hasattr(value, "item"):
+        value = value.item()
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return str(value)
+        if value != 0 and (abs(value) >= 1e6 or abs(value) < 1e-4):
+            return f"{value:.3g}"
+        return f"{value:.3g}" if abs(value) < 1 else f"{value:.4g}"
+    return str(value)
+
+
+def format_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None) -> str:
+    """Rows of dicts as an aligned text table (numbers right-aligned)."""
+    if not rows:
+        return "(no rows)"
+    columns = list(columns or rows[0].keys())
+    cells = [[format_value(row.get(c, "")) for c in columns] for row in rows]
+    widths = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(columns)]
+    numeric = [all(isinstance(row.get(c), (int, float)) or hasattr(row.get(c), "item")
+                   for row in rows) for c in columns]
+
+    def line(values: Iterable[str]) -> str:
+        out = []
+        for v, w, num in zip(values, widths, numeric, strict=True):
+            out.append(v.rjust(w) if num else v.ljust(w))
+        return "  ".join(out).rstrip()
+
+    header = "  ".join(c.rjust(w) if num else c.ljust(w)
+                       for c, w, num in zip(columns, widths, numeric, strict=True)).rstrip()
+    return "\n".join([header, *(line(r) for r in cells)])
+
+
+def rows_to_csv(rows: Sequence[Mapping[str, Any]]) -> str:
+    """Rows of dicts as CSV text with a header line."""
+    buf = io.StringIO()
+    if rows:
+        writer = csv.DictWriter(buf, fieldnames=list(rows[0].keys()), lineterminator="\n")
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: to_jsonable(v) for k, v in row.items()})
+    return buf.getvalue()
+
+
+def write_rows(path: str | Path, rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any] | None = None) -> None:
+    """Write rows to ``path`` as CSV (``.csv``) or JSON (anything else), atomically.
+
+    JSON holds ``{"meta": ..., "rows": [...]}``.
+    """
+    path = Path(path)
+    if path.suffix.lower() == ".csv":
+        atomic_write_text(path, rows_to_csv(rows))
+    else:
+        doc = {"meta": to_jsonable(dict(meta or {})), "rows": to_jsonable(list(rows))}
+        atomic_write_text(path, json.dumps(doc, indent=2) + "\n")

@@ -1,0 +1,147 @@
+"""Load clusters and workloads from preset names or TOML files; apply overrides.
+
+A cluster or a workload is given either as the name of a built-in preset
+(``summit``, ``resnet50``) or as a path to a TOML file. A file may start from a
+preset with ``base = "summit"`` and change only some fields. Keys carry their units
+(``bandwidth_GBps``, ``latency_us``, ``memory_GiB``); see :mod:`.tomlmap`. Both are
+parsed once, at the edge, into the frozen dataclasses of :mod:`.hardware` and
+:mod:`.workload`; every error names the file, the dotted field, the value and what
+is allowed.
+
+Examples
+--------
+>>> c = load_cluster("summit")
+>>> c2 = apply_overrides(c, {"network.link.bandwidth_GBps": 25.0})
+>>> c2.network.link.bandwidth_Bps
+25000000000.0
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+from .hardware import Cluster, Device, Link, NodeSpec
+from .tomlmap import build
+from .workload import Model, Workload
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+__all__ = ["apply_overrides", "load_cluster", "load_workload", "read_toml"]
+
+
+def read_toml(path: str | Path) -> dict[str, Any]:
+    """Parse a TOML file; a missing file or a syntax error is a ConfigError.
+
+    The syntax error names the file and the line.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: file not found") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: TOML syntax error: {exc}") from None
+
+
+def _preset(tp: type, name: str, where: str) -> Any:
+    """Resolve a preset name for a nested dataclass field."""
+    from . import catalog
+
+    getters = {
+        Device: catalog.get_device,
+        Link: catalog.get_link,
+        NodeSpec: catalog.get_node,
+        Model: catalog.get_model,
+        Cluster: catalog.get_cluster,
+        Workload: catalog.get_workload,
+    }
+    if tp not in getters:
+        raise ConfigError(f"{where}: a preset name is not allowed here, got {name!r}")
+    try:
+        return getters[tp](name)
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+
+
+def _is_file_spec(spec: str) -> bool:
+    return spec.endswith(".toml") or "/" in spec or Path(spec).is_file()
+
+
+def _load(tp: type, kind: str, spec: str | Path | Any) -> Any:
+    if isinstance(spec, tp):
+        return spec
+    spec = str(spec)
+    if not _is_file_spec(spec):
+        return _preset(tp, spec, kind)
+    table = read_toml(spec)
+    where = f"{spec}: {kind}"
+    base = None
+    if "base" in table:
+        base_name = table.pop("base")
+        if not isinstance(base_name, str):
+            raise ConfigError(f"{where}.base: expected a preset name, got {base_name!r}")
+        base = _preset(tp, base_name, f"{where}.base")
+    return build(tp, table, where, base=base, lookup=_preset)
+
+
+def load_cluster(spec: str | Path | Cluster) -> Cluster:
+    """A cluster from a preset name, a TOML path, or a Cluster (returned as is).
+
+    Examples
+    --------
+    >>> load_cluster("sumit")
+    Traceback (most recent call last):
+    ...
+    dlscale.perfmodel.errors.ConfigError: cluster: unknown name 'sumit'; valid: ... (did you mean 'summit'?)
+    """
+    return _load(Cluster, "cluster", spec)
+
+
+def load_workload(spec: str | Path | Workload) -> Workload:
+    """A workload from a preset name, a TOML path, or a Workload (returned as is)."""
+    return _load(Workload, "workload", spec)
+
+
+def _nest(overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """``{"a.b": 1, "a.c": 2}`` -> ``{"a": {"b": 1, "c": 2}}``."""
+    nested: dict[str, Any] = {}
+    for path, value in overrides.items():
+        parts = path.split(".")
+        if not all(parts):
+            raise ConfigError(f"override {path!r}: empty component in dotted path")
+        node = nested
+        for part in parts[:-1]:
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                raise ConfigError(f"override {path!r}: {part} is set both as a value and a table")
+            node = child
+        node[parts[-1]] = value
+    return nested
+
+
+def apply_overrides(obj: Any, overrides: Mapping[str, Any], where: str | None = None) -> Any:
+    """Return a copy of ``obj`` with fields changed by dotted path.
+
+    Paths use the same keys as the TOML files, units included
+    (``"network.topology.max_nodes"``, ``"node.nic.bandwidth_GBps"``,
+    ``"batch_per_device"``).
+
+    Examples
+    --------
+    >>> w = apply_overrides(load_workload("resnet50"), {"batch_per_device": 64})
+    >>> w.batch_per_device
+    64
+    """
+    where = where or type(obj).__name__.lower()
+    return build(type(obj), _nest(overrides), where, base=obj, lookup=_preset)

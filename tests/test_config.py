@@ -1,0 +1,77 @@
+from pathlib import Path
+
+import pytest
+
+from dlscale.perfmodel.config import apply_overrides, load_cluster, read_toml
+from dlscale.perfmodel.errors import ConfigError
+from dlscale.perfmodel.hardware import FatTree, Link
+from dlscale.perfmodel.tomlmap import build
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "configs"
+
+
+def test_full_cluster_file_parses_into_si_units():
+    c = load_cluster(EXAMPLES / "cluster-full.toml")
+    assert c.node.device.peak_fp32_flops == pytest.approx(15.7e12)
+    assert c.node.device.memory_bytes == pytest.approx(16e9)
+    assert c.node.memory_bytes == 256 * 1024**3
+    assert c.node.nic.latency_s == pytest.approx(1e-6)
+    assert c.network.hop_latency_s == pytest.approx(90e-9)
+    assert isinstance(c.network.topology, FatTree)
+    assert c.network.topology.down_up == ((24, 12),)
+    assert c.max_nodes == 576
+
+
+def test_node_count_above_topology_is_rejected():
+    c = load_cluster(EXAMPLES / "cluster-full.toml")
+    with pytest.raises(ConfigError, match=r"nodes: 577 is more than cluster 'my-v100-cluster' holds \(fat-tree of 576 nodes\)"):
+        c.check_nodes(577)
+    with pytest.raises(ConfigError, match="nodes: must be a positive integer, got 0"):
+        c.check_nodes(0)
+
+
+def _write(tmp_path, text):
+    p = tmp_path / "c.toml"
+    p.write_text(text)
+    return p
+
+
+def test_toml_syntax_error_names_file_and_line(tmp_path):
+    p = _write(tmp_path, 'name = "x"\n[node\n')
+    with pytest.raises(ConfigError, match=r"c\.toml: TOML syntax error: .*line 2"):
+        read_toml(p)
+
+
+def test_missing_file():
+    with pytest.raises(ConfigError, match=r"nope\.toml: file not found"):
+        load_cluster("nope.toml")
+
+
+def test_unknown_key_lists_valid_ones_and_suggests(tmp_path):
+    with pytest.raises(ConfigError, match=r"link\.bandwith_GBps: unknown key; valid: bandwidth_<.*GBps.*>, latency_<.*>, name, source \(did you mean 'bandwidth_GBps'\?\)"):
+        build(Link, {"name": "x", "bandwith_GBps": 1}, "link")
+
+
+def test_wrong_type_and_non_positive_values():
+    with pytest.raises(ConfigError, match=r"link\.bandwidth_GBps: expected a number, got 'fast'"):
+        build(Link, {"name": "x", "bandwidth_GBps": "fast", "latency_us": 1}, "link")
+    with pytest.raises(ConfigError, match=r"link 'x'\.bandwidth_Bps: must be a positive number, got 0\.0"):
+        build(Link, {"name": "x", "bandwidth_GBps": 0, "latency_us": 1}, "link")
+    with pytest.raises(ConfigError, match=r"link: missing required field\(s\): bandwidth_Bps"):
+        build(Link, {"name": "x", "latency_us": 1}, "link")
+
+
+def test_unknown_topology_family(tmp_path):
+    text = (EXAMPLES / "cluster-full.toml").read_text().replace('family = "fat-tree"', 'family = "fat-three"')
+    with pytest.raises(ConfigError, match=r"network\.topology\.family: unknown value 'fat-three'; valid: crossbar, dragonfly, fat-tree, torus \(did you mean 'fat-tree'\?\)"):
+        load_cluster(_write(tmp_path, text))
+
+
+def test_overrides_by_dotted_path_keep_the_rest():
+    c = load_cluster(EXAMPLES / "cluster-full.toml")
+    c2 = apply_overrides(c, {"network.topology.max_nodes": 100, "node.nic.bandwidth_Gbps": 200})
+    assert c2.max_nodes == 100
+    assert c2.node.nic.bandwidth_Bps == pytest.approx(25e9)
+    assert c2.node.device == c.node.device
+    with pytest.raises(ConfigError, match=r"cluster\.network\.topology\.max_nodes: expected an integer, got 'many'"):
+        apply_overrides(c, {"network.topology.max_nodes": "many"})

@@ -72,8 +72,8 @@ def add_output_args(parser: argparse.ArgumentParser) -> None:
     """``--format table|json|csv`` and ``-o FILE``."""
     parser.add_argument("--format", choices=("table", "json", "csv"), default="table",
                         help="what to print on stdout (default: table)")
-    parser.add_argument("-o", "--output", metavar="FILE",
-                        help="also write the rows to FILE (.csv for CSV, else JSON)")
+    parser.add_argument("-o", "--output", metavar="FILE", action="append", default=[],
+                        help="also write the rows to FILE (.csv for CSV, else JSON); repeatable")
 
 
 def emit(args: argparse.Namespace, rows: Sequence[Mapping[str, Any]],
@@ -89,5 +89,5 @@ def emit(args: argparse.Namespace, rows: Sequence[Mapping[str, Any]],
         if header:
             print(header)
         print(format_table(rows, columns))
-    if getattr(args, "output", None):
-        write_rows(args.output, rows, meta)
+    for path in getattr(args, "output", None) or []:
+        write_rows(path, rows, meta)

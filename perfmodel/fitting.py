@@ -1,0 +1,473 @@
+"""Fitting network and collective models to measurements (scipy).
+
+Three fits, each returning a documented result object:
+
+- :func:`fit_hockney` -- one ``t(n) = alpha + n * beta`` line, weighted least
+  squares on relative error (message sizes span eight decades, so an absolute-error
+  fit would ignore every small message).
+- :func:`fit_piecewise_hockney` -- one Hockney line per message-size segment, the
+  segment breaks found from the data. This is what SimGrid's SMPI calibration does
+  (``smpi/os``, ``smpi/or``, ``smpi/bw-factor`` are piecewise in message size, the
+  breaks put where MPI changes protocol: eager, rendezvous, pipelined copies):
+  every break position between measured sizes is tried by dynamic programming, and
+  the number of segments is chosen by the Bayesian information criterion.
+- :func:`fit_loggp` -- LogGP (Alexandrov et al., SPAA'95) from a ping-pong, a
+  streaming (back-to-back messages) and a send-overhead measurement.
+- :func:`fit_collective` -- efficiency factors of a collective whose algorithm is
+  unknown: measured times as ``a * latency term + b * bandwidth term + c * reduction
+  term`` of a closed-form algorithm, non-negative least squares; the efficiencies are
+  ``1/a``, ``1/b``, ``1/c``.
+
+Examples
+--------
+>>> import numpy as np
+>>> n = np.array([1, 64, 1024, 65536, 1 << 20])
+>>> fit = fit_hockney(n, 2e-6 + n / 5e9)
+>>> round(fit.alpha_s * 1e6, 6), round(1 / fit.beta_s_per_B / 1e9, 6)
+(2.0, 5.0)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy.optimize import lsq_linear, nnls
+
+from .errors import ConfigError
+
+__all__ = [
+    "CollectiveFit",
+    "HockneyFit",
+    "HockneySegment",
+    "LogGPFit",
+    "PiecewiseHockneyFit",
+    "fit_collective",
+    "fit_hockney",
+    "fit_loggp",
+    "fit_piecewise_hockney",
+]
+
+
+def _as_sizes_times(sizes: Any, times: Any, what: str = "times_s") -> tuple[np.ndarray, np.ndarray]:
+    n = np.asarray(sizes, dtype=np.float64).ravel()
+    t = np.asarray(times, dtype=np.float64).ravel()
+    if n.shape != t.shape:
+        raise ConfigError(f"{what}: needs one time per size, got {t.size} times for {n.size} sizes")
+    if n.size < 2:
+        raise ConfigError(f"sizes_bytes: need at least 2 measurements to fit, got {n.size}")
+    if not (np.all(np.isfinite(n)) and np.all(n >= 0)):
+        raise ConfigError(f"sizes_bytes: must be finite and >= 0, got {n.tolist()}")
+    if not (np.all(np.isfinite(t)) and np.all(t > 0)):
+        raise ConfigError(f"{what}: must be finite and > 0, got {t.tolist()}")
+    order = np.argsort(n, kind="stable")
+    return n[order], t[order]
+
+
+def _wls_line(n: np.ndarray, t: np.ndarray) -> tuple[float, float, float]:
+    """Weighted (1/t) least-squares ``t = a + b n`` with ``a, b >= 0``; -> (a, b, SSE of rel. err)."""
+    w = 1.0 / t
+    design = np.column_stack([w, n * w])
+    if n.size == 1 or np.ptp(n) == 0:
+        a, b = float(np.mean(t)), 0.0
+    else:
+        sol = lsq_linear(design, np.ones_like(t), bounds=(0.0, np.inf), method="bvls")
+        a, b = float(sol.x[0]), float(sol.x[1])
+    rel = (a + b * n) / t - 1.0
+    return a, b, float(np.sum(rel * rel))
+
+
+@dataclass(frozen=True)
+class HockneyFit:
+    """A fitted Hockney line ``t(n) = alpha_s + n * beta_s_per_B``.
+
+    Attributes
+    ----------
+    alpha_s : float
+        Latency (time of a zero-byte message), seconds.
+    beta_s_per_B : float
+        Inverse bandwidth, seconds per byte.
+    sizes_bytes, measured_s, predicted_s : tuple of float
+        The data fitted and the fit's value at each size.
+    rel_error : tuple of float
+        ``predicted / measured - 1`` per size (the fit's error per size).
+    """
+
+    alpha_s: float
+    beta_s_per_B: float
+    sizes_bytes: tuple[float, ...]
+    measured_s: tuple[float, ...]
+    predicted_s: tuple[float, ...]
+    rel_error: tuple[float, ...]
+
+    @property
+    def bandwidth_Bps(self) -> float:
+        """``1 / beta`` (infinite where the fit found no size dependence)."""
+        return math.inf if self.beta_s_per_B == 0 else 1.0 / self.beta_s_per_B
+
+    def predict_s(self, n_bytes: Any) -> Any:
+        """Time of a message of ``n_bytes``."""
+        return self.alpha_s + np.asarray(n_bytes, dtype=np.float64) * self.beta_s_per_B
+
+
+def _result_lists(n: np.ndarray, t: np.ndarray, pred: np.ndarray) -> dict[str, tuple[float, ...]]:
+    return {
+        "sizes_bytes": tuple(float(x) for x in n),
+        "measured_s": tuple(float(x) for x in t),
+        "predicted_s": tuple(float(x) for x in pred),
+        "rel_error": tuple(float(x) for x in pred / t - 1.0),
+    }
+
+
+def fit_hockney(sizes_bytes: Any, times_s: Any) -> HockneyFit:
+    """Fit one Hockney line to ``(size, time)`` measurements.
+
+    Minimises the sum of squared *relative* errors with ``alpha, beta >= 0``.
+
+    Examples
+    --------
+    >>> round(fit_hockney([0, 1000], [1e-6, 2e-6]).beta_s_per_B, 15)
+    1e-09
+    """
+    n, t = _as_sizes_times(sizes_bytes, times_s)
+    a, b, _ = _wls_line(n, t)
+    return HockneyFit(a, b, **_result_lists(n, t, a + b * n))
+
+
+@dataclass(frozen=True)
+class HockneySegment:
+    """One segment of a piecewise Hockney model: sizes ``[min_bytes, max_bytes]``."""
+
+    min_bytes: float
+    max_bytes: float
+    alpha_s: float
+    beta_s_per_B: float
+
+
+@dataclass(frozen=True)
+class PiecewiseHockneyFit:
+    """A piecewise Hockney model fitted with breaks found from the data.
+
+    Attributes
+    ----------
+    segments : tuple of HockneySegment
+        In increasing size order. Segment ``i`` covers measured sizes
+        ``min_bytes..max_bytes``; a size between two segments belongs to the upper
+        one, a size beyond the last to the last (see :meth:`segment_index`).
+    breaks_bytes : tuple of float
+        First measured size of every segment but the first.
+    bic : float
+        Bayesian information criterion of the chosen segmentation.
+    sizes_bytes, measured_s, predicted_s, rel_error : tuple of float
+        Data, fit and ``predicted / measured - 1`` per size.
+    """
+
+    segments: tuple[HockneySegment, ...]
+    breaks_bytes: tuple[float, ...]
+    bic: float
+    sizes_bytes: tuple[float, ...]
+    measured_s: tuple[float, ...]
+    predicted_s: tuple[float, ...]
+    rel_error: tuple[float, ...]
+
+    def segment_index(self, n_bytes: Any) -> np.ndarray:
+        """Index of the segment that models each size."""
+        starts = np.array([s.min_bytes for s in self.segments[1:]], dtype=np.float64)
+        return np.searchsorted(starts, np.asarray(n_bytes, dtype=np.float64), side="right")
+
+    def predict_s(self, n_bytes: Any) -> Any:
+        """Time of a message of ``n_bytes`` (scalar or array).
+
+        Examples
+        --------
+        >>> seg = (HockneySegment(0, 100, 1e-6, 0.0), HockneySegment(1000, 1e6, 5e-6, 1e-9))
+        >>> fit = PiecewiseHockneyFit(seg, (1000.0,), 0.0, (), (), (), ())
+        >>> fit.predict_s([10, 2000]).round(12).tolist()
+        [1e-06, 7e-06]
+        """
+        n = np.asarray(n_bytes, dtype=np.float64)
+        idx = self.segment_index(n)
+        alpha = np.array([s.alpha_s for s in self.segments])[idx]
+        beta = np.array([s.beta_s_per_B for s in self.segments])[idx]
+        return alpha + n * beta
+
+    @property
+    def latency_s(self) -> float:
+        """Zero-byte latency: ``alpha`` of the first segment."""
+        return self.segments[0].alpha_s
+
+    @property
+    def bandwidth_Bps(self) -> float:
+        """Large-message bandwidth: the effective rate at the largest measured size."""
+        n = self.sizes_bytes[-1]
+        return n / float(self.predict_s(n))
+
+
+def fit_piecewise_hockney(
+    sizes_bytes: Any,
+    times_s: Any,
+    max_segments: int = 4,
+    min_points: int = 3,
+    min_gain: float = 0.4,
+) -> PiecewiseHockneyFit:
+    """Fit Hockney lines per size segment, breaks and segment count from the data.
+
+    Every partition of the sorted sizes into up to ``max_segments`` contiguous
+    segments of at least ``min_points`` sizes is scored by dynamic programming on
+    the sum of squared relative errors of per-segment weighted fits; the segment
+    count minimising ``BIC = m ln(SSE/m) + 3 k ln(m)`` (``m`` measurements, ``k``
+    segments, three parameters each: alpha, beta, break) wins, with one more
+    guard against fitting noise: a segment is only added where it also cuts the
+    root-mean-square relative error by at least ``min_gain`` (0.4: by 40 %) per
+    added segment, as a
+    change of MPI protocol does and measurement noise does not.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> n = 2.0 ** np.arange(0, 21)
+    >>> t = np.where(n < 8192, 1e-6 + n / 2e9, 8e-6 + n / 8e9)   # an eager/rendezvous switch
+    >>> fit = fit_piecewise_hockney(n, t)
+    >>> fit.breaks_bytes
+    (8192.0,)
+    >>> float(np.max(np.abs(fit.rel_error))) < 1e-9
+    True
+    """
+    if not (isinstance(max_segments, int) and max_segments >= 1):
+        raise ConfigError(f"max_segments: must be an integer >= 1, got {max_segments!r}")
+    if not (isinstance(min_points, int) and min_points >= 2):
+        raise ConfigError(f"min_points: must be an integer >= 2, got {min_points!r}")
+    if not (0.0 <= min_gain < 1.0):
+        raise ConfigError(f"min_gain: must be in [0, 1), got {min_gain!r}")
+    n, t = _as_sizes_times(sizes_bytes, times_s)
+    m = n.size
+    # cost[i][j]: fit of points i..j-1 (inclusive i, exclusive j)
+    cost: dict[tuple[int, int], tuple[float, float, float]] = {}
+
+    def seg(i: int, j: int) -> tuple[float, float, float]:
+        if (i, j) not in cost:
+            cost[(i, j)] = _wls_line(n[i:j], t[i:j])
+        return cost[(i, j)]
+
+    # best[k][j] = (sse, splits) for the first j points in k segments
+    best: list[dict[int, tuple[float, tuple[int, ...]]]] = [{0: (0.0, ())}]
+    k_max = min(max_segments, m // min_points) or 1
+    for k in range(1, k_max + 1):
+        layer: dict[int, tuple[float, tuple[int, ...]]] = {}
+        for j in range(min(k * min_points, m), m + 1):
+            cands = [
+                (prev_sse + seg(i, j)[2], (*splits, i))
+                for i, (prev_sse, splits) in best[k - 1].items()
+                if j - i >= min_points or (k == 1 and i == 0 and j == m)
+            ]
+            if cands:
+                layer[j] = min(cands)
+        best.append(layer)
+    eps = 1e-30  # keeps ln(SSE) finite on exact data
+    k = 1
+    bic = m * math.log(best[1][m][0] / m + eps) + 3 * math.log(m)
+    for kk in range(2, k_max + 1):
+        if m not in best[kk]:
+            continue
+        sse = best[kk][m][0]
+        bic_kk = m * math.log(sse / m + eps) + 3 * kk * math.log(m)
+        ratio = math.sqrt(sse / best[k][m][0]) if best[k][m][0] > 0 else 1.0
+        if bic_kk < bic and ratio <= (1.0 - min_gain) ** (kk - k):
+            k, bic = kk, bic_kk
+    starts = (*best[k][m][1], m)[1:]
+    bounds = list(zip((0, *starts[:-1]), starts, strict=True))
+    segments = []
+    for i, j in bounds:
+        a, b, _ = seg(i, j)
+        segments.append(HockneySegment(float(n[i]), float(n[j - 1]), a, b))
+    fit = PiecewiseHockneyFit(tuple(segments), tuple(s.min_bytes for s in segments[1:]),
+                              float(bic), (), (), (), ())
+    pred = np.asarray(fit.predict_s(n))
+    return PiecewiseHockneyFit(fit.segments, fit.breaks_bytes, fit.bic, **_result_lists(n, t, pred))
+
+
+@dataclass(frozen=True)
+class LogGPFit:
+    """LogGP parameters (Alexandrov, Ionescu, Schauser, Scheiman, SPAA'95).
+
+    Attributes
+    ----------
+    L_s : float
+        Network latency: one-way small-message time minus the two overheads.
+    o_s : float
+        CPU overhead of sending (or receiving) one message.
+    g_s : float
+        Gap: minimum time between consecutive small messages (inverse message rate),
+        from the streaming test's small-message time per message.
+    G_s_per_B : float
+        Gap per byte of a long message (inverse bandwidth), from the streaming
+        test's largest quarter of sizes.
+    rel_error : tuple of float
+        ``predicted / measured - 1`` of the one-way ping-pong time
+        ``L + 2 o + (n - 1) G`` per size.
+    """
+
+    L_s: float
+    o_s: float
+    g_s: float
+    G_s_per_B: float
+    sizes_bytes: tuple[float, ...] = field(default=())
+    rel_error: tuple[float, ...] = field(default=())
+
+    def one_way_s(self, n_bytes: Any) -> Any:
+        """LogGP one-way time of an ``n``-byte message: ``L + 2 o + (n - 1) G``."""
+        n = np.maximum(np.asarray(n_bytes, dtype=np.float64), 1.0)
+        return self.L_s + 2 * self.o_s + (n - 1) * self.G_s_per_B
+
+
+def fit_loggp(
+    sizes_bytes: Any,
+    one_way_s: Any,
+    stream_sizes_bytes: Any,
+    stream_per_msg_s: Any,
+    send_overhead_s: float,
+) -> LogGPFit:
+    """Fit LogGP from ping-pong, streaming and send-overhead measurements.
+
+    ``G`` is the slope of the streaming time per message against size over the
+    largest quarter of the streaming sizes; ``g`` is the streaming time per message of
+    the smallest size; ``o`` is the measured send overhead; ``L`` is the
+    intercept of the ping-pong one-way time ``L + 2 o + (n-1) G`` fitted over the
+    smaller half of the sizes with ``G`` held fixed (``L >= 0``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> n = 2.0 ** np.arange(0, 20)
+    >>> fit = fit_loggp(n, 3e-6 + (n - 1) * 1e-10, n, np.maximum(5e-7, n * 1e-10), 5e-7)
+    >>> round(fit.L_s * 1e6, 6), round(fit.g_s * 1e6, 6), round(fit.G_s_per_B * 1e10, 6)
+    (2.0, 0.5, 1.0)
+    """
+    n, t = _as_sizes_times(sizes_bytes, one_way_s, "one_way_s")
+    sn, st = _as_sizes_times(stream_sizes_bytes, stream_per_msg_s, "stream_per_msg_s")
+    if not (math.isfinite(send_overhead_s) and send_overhead_s >= 0):
+        raise ConfigError(f"send_overhead_s: must be a number >= 0, got {send_overhead_s!r}")
+    upper = sn >= np.quantile(sn, 0.75)
+    big = _wls_line(sn[upper], st[upper])
+    G = big[1]
+    if G == 0.0:
+        G = float(sn[-1] / st[-1]) ** -1
+    lower = n <= np.median(n)
+    resid = t[lower] - (n[lower] - 1) * G
+    L = max(float(np.median(resid)) - 2 * send_overhead_s, 0.0)
+    fit = LogGPFit(L, float(send_overhead_s), float(st[0]), float(G))
+    pred = np.asarray(fit.one_way_s(n))
+    return LogGPFit(fit.L_s, fit.o_s, fit.g_s, fit.G_s_per_B,
+                    tuple(float(x) for x in n), tuple(float(x) for x in pred / t - 1.0))
+
+
+#: A closed-form collective: f(n_bytes, p, alpha_s, beta_s_per_B, gamma_s_per_B).
+CollectiveForm = Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class CollectiveFit:
+    """Efficiency factors of a measured collective against one closed form.
+
+    The measured times are modelled as ``a * T_alpha + b * T_beta + c * T_gamma``
+    where ``T_alpha`` is the closed form's latency term (its value with
+    ``alpha = alpha_s, beta = gamma = 0``), ``T_beta`` its bandwidth term and
+    ``T_gamma`` its reduction term, each with the point-to-point parameters given.
+
+    Attributes
+    ----------
+    algorithm : str
+        Name of the closed form the factors refer to.
+    latency_efficiency, bandwidth_efficiency, reduction_efficiency : float
+        ``1/a``, ``1/b``, ``1/c``: 1.0 means the collective runs as the model
+        predicts from point-to-point figures; 0.5 means that term takes twice as
+        long. ``inf`` where the term is not needed to explain the data.
+    rms_rel_error : float
+        Root mean square of ``predicted / measured - 1``.
+    sizes_bytes, ranks, measured_s, predicted_s, rel_error : tuple
+        The data and the fit per measurement.
+    """
+
+    algorithm: str
+    latency_efficiency: float
+    bandwidth_efficiency: float
+    reduction_efficiency: float
+    rms_rel_error: float
+    sizes_bytes: tuple[float, ...]
+    ranks: tuple[int, ...]
+    measured_s: tuple[float, ...]
+    predicted_s: tuple[float, ...]
+    rel_error: tuple[float, ...]
+
+
+def fit_collective(
+    algorithm: str,
+    form: CollectiveForm,
+    sizes_bytes: Any,
+    ranks: Any,
+    times_s: Any,
+    alpha_s: float,
+    beta_s_per_B: float,
+    gamma_s_per_B: float = 0.0,
+) -> CollectiveFit:
+    """Fit efficiency factors of a collective against the closed form ``form``.
+
+    Non-negative least squares on relative error; a term whose factor comes out
+    0 gets efficiency ``inf``. Where the bandwidth and reduction terms are
+    proportional over the data (ring, Rabenseifner: both ``(p-1)/p n``), they cannot
+    be told apart and share one factor.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> def ring(n, p, a, b, g=0.0):
+    ...     return 2 * (p - 1) * a + 2 * (p - 1) / p * n * b + (p - 1) / p * n * g
+    >>> n = np.array([8, 1024, 65536, 1 << 20, 8 << 20] * 2)
+    >>> p = np.array([2] * 5 + [4] * 5)
+    >>> t = ring(n, p, 2e-6, 2e-10, 2e-10)   # twice the p2p alpha, beta and gamma
+    >>> fit = fit_collective("ring", ring, n, p, t, 1e-6, 1e-10, 1e-10)
+    >>> round(fit.latency_efficiency, 6), round(fit.bandwidth_efficiency, 6)
+    (0.5, 0.5)
+    """
+    n = np.asarray(sizes_bytes, dtype=np.float64).ravel()
+    p = np.asarray(ranks, dtype=np.float64).ravel()
+    t = np.asarray(times_s, dtype=np.float64).ravel()
+    if not (n.shape == p.shape == t.shape) or n.size < 2:
+        raise ConfigError(
+            f"times_s: need matching sizes, ranks and times (>= 2), got {n.size}, {p.size}, {t.size}"
+        )
+    if not (np.all(np.isfinite(t)) and np.all(t > 0)):
+        raise ConfigError(f"times_s: must be finite and > 0, got {t.tolist()}")
+    if np.any(p < 2):
+        raise ConfigError(f"ranks: collectives are fitted for p >= 2, got {sorted(set(p.tolist()))}")
+    terms = np.column_stack([
+        np.asarray(form(n, p, alpha_s, 0.0, 0.0), dtype=np.float64) * np.ones_like(n),
+        np.asarray(form(n, p, 0.0, beta_s_per_B, 0.0), dtype=np.float64) * np.ones_like(n),
+        np.asarray(form(n, p, 0.0, 0.0, gamma_s_per_B), dtype=np.float64) * np.ones_like(n),
+    ])
+    coef = np.zeros(3)
+    scaled = terms / t[:, None]
+    collinear = bool(np.all(terms[:, 2] > 0)) and np.linalg.matrix_rank(scaled[:, 1:], tol=1e-9) < 2
+    if collinear:  # bandwidth and reduction terms cannot be told apart: one shared factor
+        scaled = np.column_stack([scaled[:, 0], scaled[:, 1] + scaled[:, 2]])
+    used = np.any(scaled > 0, axis=0)
+    if np.any(used):
+        sol, _ = nnls(scaled[:, used], np.ones_like(t))
+        coef[: used.size][used] = sol
+    if collinear:
+        coef[2] = coef[1]
+    pred = terms @ coef
+    rel = pred / t - 1.0
+
+    def eff(c: float) -> float:
+        return math.inf if c <= 0 else 1.0 / c
+
+    return CollectiveFit(
+        algorithm, eff(float(coef[0])), eff(float(coef[1])), eff(float(coef[2])),
+        float(np.sqrt(np.mean(rel * rel))),
+        tuple(float(x) for x in n), tuple(int(x) for x in p), tuple(float(x) for x in t),
+        tuple(float(x) for x in pred), tuple(float(x) for x in rel),
+    )

@@ -1,0 +1,301 @@
+"""The machine profile: what ``dlscale calibrate`` measured and fitted on a machine.
+
+A :class:`MachineProfile` is written as JSON with a schema version
+(:data:`SCHEMA_VERSION`), atomically (a temporary file in the same folder, then
+``os.replace``), and checked field by field when loaded. :func:`apply_profile`
+returns a new :class:`~dlscale.perfmodel.hardware.Cluster` whose intra-node link,
+NIC, network link and device memory bandwidth come from the profile, so that every
+prediction and simulation of that machine uses what was measured instead of the
+catalog's datasheet figures.
+
+Examples
+--------
+>>> prof = MachineProfile(
+...     p2p={"intra-node": {"latency_s": 1e-6, "bandwidth_Bps": 5e9}},
+...     kernels={"stream_triad_Bps": 1e10},
+... )
+>>> prof.link_params("intra-node")
+(1e-06, 2e-10)
+>>> MachineProfile.from_dict(prof.to_dict()) == prof
+True
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+from .hardware import Cluster, Link
+
+__all__ = [
+    "KERNEL_FIGURES",
+    "REGIMES",
+    "SCHEMA_VERSION",
+    "MachineProfile",
+    "apply_profile",
+    "load_profile",
+    "save_profile",
+]
+
+#: Version of the JSON layout; :func:`load_profile` refuses any other.
+SCHEMA_VERSION = 1
+
+#: Point-to-point regimes a profile can describe. On a single host only
+#: ``"intra-node"`` exists.
+REGIMES = ("intra-node", "inter-node")
+
+#: Kernel figures a profile may carry (all optional), name -> what it is.
+KERNEL_FIGURES: dict[str, str] = {
+    "stream_triad_Bps": "STREAM triad a = b + s*c, bytes moved per second (3 arrays)",
+    "gemm_flops": "float32 GEMM FLOP/s of one rank (numpy/BLAS)",
+    "easgd_Bps": "numba EASGD update, bytes of parameters updated per second",
+    "sgd_Bps": "numba SGD (momentum) update, bytes of parameters updated per second",
+    "reduce_Bps": "numba reduction (sum into) kernel, bytes reduced per second",
+    "model_fwd_bwd_s": "small real model: forward + backward of one mini-batch, seconds",
+}
+
+
+@dataclass(frozen=True)
+class MachineProfile:
+    """Measurements and fits of one machine, as ``dlscale calibrate`` writes them.
+
+    Attributes
+    ----------
+    p2p : dict
+        Regime (``"intra-node"``, ``"inter-node"``) -> point-to-point results:
+        ``latency_s`` (zero-byte one-way latency) and ``bandwidth_Bps`` (streaming
+        bandwidth of the largest messages) are required; ``segments`` (piecewise
+        Hockney: list of ``{min_bytes, max_bytes, alpha_s, beta_s_per_B}``),
+        ``loggp`` (``{L_s, o_s, g_s, G_s_per_B}``), ``sizes_bytes``,
+        ``one_way_s``, ``stream_Bps`` and ``rel_error`` (the fit's error per size)
+        are optional.
+    collectives : dict
+        Collective name (``"allreduce"``, ``"reduce_scatter"``, ``"allgather"``,
+        ``"bcast"``) -> ``{"algorithm": ..., "measurements": [{"ranks",
+        "sizes_bytes", "times_s", "spread"}], "fit": {efficiencies, residuals}}``.
+    kernels : dict
+        Name in :data:`KERNEL_FIGURES` -> positive number, plus ``noise`` (kernel ->
+        coefficient of variation of repeated iterations, for the straggler model).
+    provenance : dict
+        Hosts, ranks per host, MPI library and version, mpi4py / numba / numpy
+        versions, date and command line of the calibration run.
+    notes : list of str
+        What the run could not measure and why (for example: one host, so no
+        inter-node figures).
+    schema_version : int
+        :data:`SCHEMA_VERSION` at writing time.
+    """
+
+    p2p: dict[str, dict[str, Any]] = field(default_factory=dict)
+    collectives: dict[str, dict[str, Any]] = field(default_factory=dict)
+    kernels: dict[str, Any] = field(default_factory=dict)
+    provenance: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    schema_version: int = SCHEMA_VERSION
+
+    def __post_init__(self) -> None:
+        _check(self)
+
+    def link_params(self, regime: str = "intra-node") -> tuple[float, float]:
+        """Hockney ``(alpha_s, beta_s_per_B)`` of ``regime``.
+
+        A regime the profile lacks raises :class:`ConfigError` (no fallback from
+        inter-node to intra-node: shared memory is not a network).
+        """
+        if regime not in self.p2p:
+            have = ", ".join(self.p2p) or "none"
+            raise ConfigError(f"profile.p2p: no {regime!r} measurements (has: {have})")
+        entry = self.p2p[regime]
+        return float(entry["latency_s"]), 1.0 / float(entry["bandwidth_Bps"])
+
+    @property
+    def gamma_s_per_B(self) -> float:
+        """Reduction cost per byte, ``1 / reduce_Bps`` (0.0 where not measured)."""
+        rate = self.kernels.get("reduce_Bps")
+        return 1.0 / float(rate) if rate else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dictionary (``schema_version`` first)."""
+        d = asdict(self)
+        return {"schema_version": d.pop("schema_version"), **d}
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "profile") -> MachineProfile:
+        """Build from a dictionary, checking the schema version and every field."""
+        if not isinstance(data, dict):
+            raise ConfigError(f"{where}: must be a JSON object, got {type(data).__name__}")
+        version = data.get("schema_version")
+        if version != SCHEMA_VERSION:
+            raise ConfigError(
+                f"{where}.schema_version: must be {SCHEMA_VERSION}, got {version!r} "
+                "(re-run `dlscale calibrate` with this version of dlscale)"
+            )
+        known = {"schema_version", "p2p", "collectives", "kernels", "provenance", "notes"}
+        extra = sorted(set(data) - known)
+        if extra:
+            raise ConfigError(f"{where}: unknown fields {extra}; valid: {sorted(known)}")
+        for name, kind in (("p2p", dict), ("collectives", dict), ("kernels", dict),
+                           ("provenance", dict), ("notes", list)):
+            if name in data and not isinstance(data[name], kind):
+                raise ConfigError(
+                    f"{where}.{name}: must be a JSON {'object' if kind is dict else 'array'}, "
+                    f"got {type(data[name]).__name__}"
+                )
+        return cls(
+            p2p=data.get("p2p", {}), collectives=data.get("collectives", {}),
+            kernels=data.get("kernels", {}), provenance=data.get("provenance", {}),
+            notes=list(data.get("notes", [])), schema_version=version,
+        )
+
+
+def _positive(where: str, value: Any) -> None:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not (ok and math.isfinite(value) and value > 0):
+        raise ConfigError(f"{where}: must be a positive number, got {value!r}")
+
+
+def _check(prof: MachineProfile) -> None:
+    if prof.schema_version != SCHEMA_VERSION:
+        raise ConfigError(
+            f"profile.schema_version: must be {SCHEMA_VERSION}, got {prof.schema_version!r}"
+        )
+    if not prof.p2p and not prof.kernels:
+        raise ConfigError("profile: has neither p2p nor kernels figures; nothing to apply")
+    for regime, entry in prof.p2p.items():
+        if regime not in REGIMES:
+            raise ConfigError(
+                f"profile.p2p: unknown regime {regime!r}; valid: {', '.join(REGIMES)}"
+            )
+        if not isinstance(entry, dict):
+            raise ConfigError(f"profile.p2p.{regime}: must be an object, got {entry!r}")
+        for key in ("latency_s", "bandwidth_Bps"):
+            if key not in entry:
+                raise ConfigError(f"profile.p2p.{regime}.{key}: missing")
+        if not (isinstance(entry["latency_s"], (int, float)) and entry["latency_s"] >= 0):
+            raise ConfigError(
+                f"profile.p2p.{regime}.latency_s: must be a number >= 0, got {entry['latency_s']!r}"
+            )
+        _positive(f"profile.p2p.{regime}.bandwidth_Bps", entry["bandwidth_Bps"])
+    for key, value in prof.kernels.items():
+        if key == "noise":
+            if not isinstance(value, dict):
+                raise ConfigError(f"profile.kernels.noise: must be an object, got {value!r}")
+            continue
+        if key not in KERNEL_FIGURES and not key.startswith("x_"):
+            raise ConfigError(
+                f"profile.kernels: unknown figure {key!r}; valid: "
+                f"{', '.join(sorted(KERNEL_FIGURES))}, noise"
+            )
+        _positive(f"profile.kernels.{key}", value)
+
+
+def save_profile(profile: MachineProfile, path: str | os.PathLike[str]) -> Path:
+    """Write ``profile`` as JSON at ``path`` atomically; return the path.
+
+    The JSON goes to a temporary file in the same folder, is flushed to disk, then
+    renamed over ``path`` with ``os.replace``, so a reader never sees half a file.
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(profile.to_dict(), indent=2, sort_keys=False, allow_nan=False) + "\n"
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
+
+
+def load_profile(path: str | os.PathLike[str]) -> MachineProfile:
+    """Read and check a profile written by :func:`save_profile`.
+
+    Raises :class:`ConfigError` naming the file and the field for a missing file,
+    invalid JSON, a different schema version or a bad field.
+    """
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"profile: no such file {str(p)!r}") from None
+    except OSError as exc:
+        raise ConfigError(f"profile: cannot read {str(p)!r}: {exc.strerror}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"profile {str(p)!r}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    return MachineProfile.from_dict(data, where=f"profile {str(p)!r}")
+
+
+def _link(old: Link, entry: dict[str, Any], regime: str, host: str) -> Link:
+    return Link(
+        name=f"{old.name}@profile",
+        bandwidth_Bps=float(entry["bandwidth_Bps"]),
+        latency_s=float(entry["latency_s"]),
+        source=f"measured {regime} by dlscale calibrate on {host}",
+    )
+
+
+def apply_profile(cluster: Cluster, profile: MachineProfile) -> Cluster:
+    """A copy of ``cluster`` whose network and memory figures come from ``profile``.
+
+    - ``node.intra_link`` <- the ``intra-node`` latency and bandwidth;
+    - ``node.nic`` and ``network.link`` <- the ``inter-node`` figures, where the
+      profile has them (a one-host calibration has none: the catalog's stay);
+    - ``node.device`` memory bandwidth (MCDRAM's on a KNL, where the training
+      state lives) <- the STREAM triad bandwidth;
+    - ``node.device.sustained_fraction`` <- measured GEMM FLOP/s over the
+      device's fp32 peak (at most 1), where the profile has ``gemm_flops``.
+
+    Nothing else changes; the input is not modified.
+
+    Examples
+    --------
+    >>> from dlscale.perfmodel.hardware import Crossbar, Device, NetworkSpec, NodeSpec
+    >>> dev = Device("cpu", "cpu", 2, 2e9, 1e11, 2e11, 2e11, 8e9, 2e10, 0.5)
+    >>> node = NodeSpec("n", dev, 2, Link("shm", 1e10, 1e-6), Link("nic", 1e10, 2e-6))
+    >>> cl = Cluster("c", node, NetworkSpec("x", Crossbar(4), Link("l", 1e10, 1e-7)))
+    >>> prof = MachineProfile(p2p={"intra-node": {"latency_s": 4e-7, "bandwidth_Bps": 6e9}},
+    ...                       kernels={"stream_triad_Bps": 1.2e10, "gemm_flops": 5e10})
+    >>> new = apply_profile(cl, prof)
+    >>> new.node.intra_link.bandwidth_Bps, new.node.device.memory_bandwidth_Bps
+    (6000000000.0, 12000000000.0)
+    >>> new.node.nic == cl.node.nic, new.node.device.sustained_fraction
+    (True, 0.25)
+    """
+    if not isinstance(profile, MachineProfile):
+        raise ConfigError(f"profile: must be a MachineProfile, got {type(profile).__name__}")
+    host = ",".join(profile.provenance.get("hosts", [])) or "an unnamed host"
+    node = cluster.node
+    network = cluster.network
+    if "intra-node" in profile.p2p:
+        node = replace(node, intra_link=_link(node.intra_link, profile.p2p["intra-node"],
+                                              "intra-node", host))
+    if "inter-node" in profile.p2p:
+        inter = profile.p2p["inter-node"]
+        node = replace(node, nic=_link(node.nic, inter, "inter-node", host))
+        network = replace(network, link=_link(network.link, inter, "inter-node", host))
+    device = node.device
+    triad = profile.kernels.get("stream_triad_Bps")
+    if triad:
+        if device.kind == "knl" and device.fast_memory_bandwidth_Bps > 0:
+            device = replace(device, fast_memory_bandwidth_Bps=float(triad))
+        else:
+            device = replace(device, memory_bandwidth_Bps=float(triad))
+    gemm = profile.kernels.get("gemm_flops")
+    if gemm:
+        device = replace(device, sustained_fraction=min(1.0, float(gemm) / device.peak_fp32_flops))
+    if device is not node.device:
+        node = replace(node, device=device)
+    return replace(cluster, node=node, network=network,
+                   source=f"{cluster.source} + profile from {host}".strip(" +"))

@@ -1,0 +1,358 @@
+"""Closed-form costs of collective operations (Hockney model, with reduction cost).
+
+Every function is vectorized with numpy over ``n_bytes`` and the rank count ``p``
+(scalars or arrays, broadcast together) and returns seconds: a float for scalar
+input, an ndarray otherwise. Parameters, all SI:
+
+- ``alpha_s``: latency of one message (s);
+- ``beta_s_per_B``: inverse bandwidth of the link a message crosses (s/B);
+- ``gamma_s_per_B``: local reduction cost per byte reduced (s/B), the inverse
+  throughput of the reduction kernel (default 0: wire only).
+
+``n_bytes`` is the size of the vector every rank holds (allreduce, reduce,
+broadcast, reduce-scatter input) or the size of the whole gathered result
+(allgather, gather). One rank (``p = 1``) costs nothing. Non-power-of-two rank
+counts in recursive doubling and Rabenseifner are handled as MPICH does (Thakur,
+Rabenseifner, Gropp 2005): the ``r = p - p'`` extra ranks (``p'`` the largest power
+of two ``<= p``) first hand their vector to a partner (``alpha + n beta + n gamma``),
+the ``p'`` ranks run the power-of-two algorithm, and the partners send the result
+back (``alpha + n beta``).
+
+Examples
+--------
+Four ranks, 1 MB, 1 us latency, 1 GB/s links, 0.1 GB/s reduction (so numbers are
+easy to check by hand):
+
+>>> ring_allreduce_s(1e6, 4, 1e-6, 1e-9)  # 6 alpha + 2 (3/4) n beta
+0.001506
+>>> round(ring_allreduce_s(1e6, 4, 1e-6, 1e-9, 1e-10), 9)  # + (3/4) n gamma
+0.001581
+>>> allreduce_s("binomial-tree", 1e6, 4, 1e-6, 1e-9)  # 2 log2(4) (alpha + n beta)
+0.004004
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from .errors import ConfigError, unknown_name
+
+__all__ = [
+    "ALLREDUCE",
+    "allgather_s",
+    "allreduce_s",
+    "binomial_tree_allreduce_s",
+    "broadcast_s",
+    "double_binary_tree_allreduce_s",
+    "gather_s",
+    "hierarchical_allreduce_s",
+    "parameter_server_s",
+    "rabenseifner_allreduce_s",
+    "recursive_doubling_allreduce_s",
+    "reduce_s",
+    "reduce_scatter_s",
+    "ring_allreduce_s",
+]
+
+Seconds = float | np.ndarray
+
+
+def _out(x: np.ndarray) -> Seconds:
+    return float(x) if np.ndim(x) == 0 else x
+
+
+def _check(n_bytes: ArrayLike, p: ArrayLike, *params: float,
+           names: tuple[str, ...] = ("alpha_s", "beta_s_per_B", "gamma_s_per_B"),
+           ranks: str = "p") -> tuple[np.ndarray, np.ndarray]:
+    n = np.asarray(n_bytes, dtype=float)
+    if np.any(~np.isfinite(n)) or np.any(n < 0):
+        raise ConfigError(f"n_bytes: must be finite and >= 0, got {n_bytes!r}")
+    pa = np.asarray(p, dtype=float)
+    if np.any(~np.isfinite(pa)) or np.any(pa < 1) or np.any(pa != np.floor(pa)):
+        raise ConfigError(f"{ranks}: must be integers >= 1, got {p!r}")
+    for name, value in zip(names, params, strict=False):
+        v = np.asarray(value, dtype=float)
+        if np.any(~np.isfinite(v)) or np.any(v < 0):
+            raise ConfigError(f"{name}: must be finite and >= 0, got {value!r}")
+    return n, pa
+
+
+def _ceil_log2(p: np.ndarray) -> np.ndarray:
+    return np.ceil(np.log2(p))
+
+
+def _pow2_split(p: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(p', log2 p', extra)``: largest power of two <= p and whether p exceeds it."""
+    k = np.floor(np.log2(p))
+    p2 = np.exp2(k)
+    return p2, k, (p > p2).astype(float)
+
+
+def ring_allreduce_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: float, beta_s_per_B: float,
+                     gamma_s_per_B: float = 0.0) -> Seconds:
+    """Ring allreduce: reduce-scatter then allgather, ``2(p-1)`` steps of ``n/p``.
+
+    ``2(p-1) alpha + 2 (p-1)/p n beta + (p-1)/p n gamma`` (Patarasuk & Yuan 2009).
+
+    Examples
+    --------
+    >>> ring_allreduce_s(1e6, 4, 0.0, 1e-9)  # bandwidth term 2 (3/4) 1e6 1e-9
+    0.0015
+    >>> ring_allreduce_s(1e6, 1, 1e-6, 1e-9)
+    0.0
+    """
+    n, p = _check(n_bytes, p, alpha_s, beta_s_per_B, gamma_s_per_B)
+    f = (p - 1) / p
+    return _out(2 * (p - 1) * alpha_s + 2 * f * n * beta_s_per_B + f * n * gamma_s_per_B)
+
+
+def recursive_doubling_allreduce_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: float,
+                                   beta_s_per_B: float, gamma_s_per_B: float = 0.0) -> Seconds:
+    """Recursive doubling: ``log2 p`` exchanges of the whole vector, each reduced.
+
+    Power of two: ``log2 p (alpha + n beta + n gamma)``. Otherwise (MPICH) ``log2 p'
+    (alpha + n beta + n gamma) + 2 alpha + 2 n beta + n gamma``.
+
+    Examples
+    --------
+    >>> round(recursive_doubling_allreduce_s(1e3, 8, 1e-6, 1e-9), 12)  # 3 (alpha + n beta)
+    6e-06
+    >>> round(recursive_doubling_allreduce_s(1e3, 3, 1e-6, 1e-9), 12)  # 1 step + 2 (alpha + n beta)
+    6e-06
+    """
+    n, p = _check(n_bytes, p, alpha_s, beta_s_per_B, gamma_s_per_B)
+    _, k, extra = _pow2_split(p)
+    step = alpha_s + n * beta_s_per_B + n * gamma_s_per_B
+    fold = 2 * alpha_s + 2 * n * beta_s_per_B + n * gamma_s_per_B
+    return _out(k * step + extra * fold)
+
+
+def rabenseifner_allreduce_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: float,
+                             beta_s_per_B: float, gamma_s_per_B: float = 0.0) -> Seconds:
+    """Rabenseifner: recursive-halving reduce-scatter + recursive-doubling allgather.
+
+    Power of two: ``2 log2 p alpha + 2 (p-1)/p n beta + (p-1)/p n gamma``; otherwise
+    the MPICH fold (see the module docstring) around the ``p'`` form.
+
+    Examples
+    --------
+    >>> round(rabenseifner_allreduce_s(1e6, 4, 1e-6, 1e-9), 12)  # 4 alpha + 1.5 n beta
+    0.001504
+    """
+    n, p = _check(n_bytes, p, alpha_s, beta_s_per_B, gamma_s_per_B)
+    p2, k, extra = _pow2_split(p)
+    f = (p2 - 1) / p2
+    core = 2 * k * alpha_s + 2 * f * n * beta_s_per_B + f * n * gamma_s_per_B
+    fold = 2 * alpha_s + 2 * n * beta_s_per_B + n * gamma_s_per_B
+    return _out(core + extra * fold)
+
+
+def reduce_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: float, beta_s_per_B: float,
+             gamma_s_per_B: float = 0.0) -> Seconds:
+    """Binomial-tree reduce to one root: ``ceil(log2 p) (alpha + n beta + n gamma)``.
+
+    Examples
+    --------
+    >>> round(reduce_s(1e3, 5, 1e-6, 1e-9), 12)
+    6e-06
+    """
+    n, p = _check(n_bytes, p, alpha_s, beta_s_per_B, gamma_s_per_B)
+    return _out(_ceil_log2(p) * (alpha_s + n * beta_s_per_B + n * gamma_s_per_B))
+
+
+def broadcast_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: float, beta_s_per_B: float,
+                algorithm: str = "binomial") -> Seconds:
+    """Broadcast from one root.
+
+    ``"binomial"``: ``ceil(log2 p) (alpha + n beta)``. ``"scatter-allgather"`` (van de
+    Geijn, for long messages): binomial scatter ``ceil(log2 p) alpha + (p-1)/p n
+    beta`` then ring allgather ``(p-1) alpha + (p-1)/p n beta``.
+
+    Examples
+    --------
+    >>> round(broadcast_s(1e3, 4, 1e-6, 1e-9), 12)
+    4e-06
+    >>> broadcast_s(4e6, 4, 0.0, 1e-9, "scatter-allgather")
+    0.006
+    """
+    n, p = _check(n_bytes, p, alpha_s, beta_s_per_B)
+    if algorithm == "binomial":
+        return _out(_ceil_log2(p) * (alpha_s + n * beta_s_per_B))
+    if algorithm == "scatter-allgather":
+        f = (p - 1) / p
+        return _out((_ceil_log2(p) + p - 1) * alpha_s + 2 * f * n * beta_s_per_B)
+    raise unknown_name("broadcast algorithm", algorithm, ("binomial", "scatter-allgather"))
+
+
+def binomial_tree_allreduce_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: float,
+                              beta_s_per_B: float, gamma_s_per_B: float = 0.0) -> Seconds:
+    """Binomial reduce then binomial broadcast.
+
+    ``2 ceil(log2 p) (alpha + n beta) + ceil(log2 p) n gamma``.
+
+    Examples
+    --------
+    >>> round(binomial_tree_allreduce_s(1e3, 8, 1e-6, 1e-9, 1e-9), 12)  # 6 (2 us) + 3 us
+    1.5e-05
+    """
+    n, p = _check(n_bytes, p, alpha_s, beta_s_per_B, gamma_s_per_B)
+    d = _ceil_log2(p)
+    return _out(2 * d * (alpha_s + n * beta_s_per_B) + d * n * gamma_s_per_B)
+
+
+def _pipelined_s(depth: np.ndarray, alpha_s: float, nb: np.ndarray) -> np.ndarray:
+    """Best pipelined time ``min_k (depth - 1 + k)(alpha + nb / k)`` over ``k >= 1``.
+
+    The optimum ``k* = sqrt((depth - 1) nb / alpha)`` gives ``(sqrt((depth-1) alpha) +
+    sqrt(nb))^2``; where ``k* < 1`` one segment is best: ``depth (alpha + nb)``.
+    """
+    dm1 = np.maximum(depth - 1, 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        k_opt = np.sqrt(dm1 * nb / alpha_s) if alpha_s > 0 else np.where(dm1 * nb > 0, np.inf, 0)
+    piped = (np.sqrt(dm1 * alpha_s) + np.sqrt(nb)) ** 2
+    return np.where(k_opt >= 1, piped, depth * (alpha_s + nb))
+
+
+def double_binary_tree_allreduce_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: float,
+                                   beta_s_per_B: float, gamma_s_per_B: float = 0.0) -> Seconds:
+    """Double binary tree (Sanders, Speck, Träff 2009; NCCL >= 2.4), pipelined.
+
+    Two binary trees of depth ``D = ceil(log2 p)``, each carrying half the vector in
+    ``k`` segments; every rank is an inner node of at most one tree, so per pipeline
+    step it sends and receives ``n / k`` bytes in all. A pipelined reduce of ``D``
+    levels takes ``(D - 1 + k)(alpha + n (beta + gamma) / k)``, the broadcast the
+    same without ``gamma``. With the best ``k >= 1`` (continuous) each phase costs
+    ``(sqrt((D-1) alpha) + sqrt(n b))^2``, or ``D (alpha + n b)`` when one segment
+    is best. Bandwidth limit (``alpha -> 0``): ``2 n beta + n gamma``.
+
+    Examples
+    --------
+    >>> round(double_binary_tree_allreduce_s(1e6, 8, 0.0, 1e-9), 12)  # 2 n beta
+    0.002
+    >>> round(double_binary_tree_allreduce_s(1e3, 2, 1e-6, 1e-9), 12)  # D = 1: 2 (alpha + n beta)
+    4e-06
+    """
+    n, p = _check(n_bytes, p, alpha_s, beta_s_per_B, gamma_s_per_B)
+    d = _ceil_log2(p)
+    red = _pipelined_s(d, alpha_s, n * (beta_s_per_B + gamma_s_per_B))
+    bcast = _pipelined_s(d, alpha_s, n * beta_s_per_B)
+    return _out(np.where(p > 1, red + bcast, 0.0))
+
+
+#: Flat allreduce algorithms, ``f(n_bytes, p, alpha_s, beta_s_per_B, gamma_s_per_B=0.0)``.
+ALLREDUCE: dict[str, Callable[..., Seconds]] = {
+    "ring": ring_allreduce_s,
+    "recursive-doubling": recursive_doubling_allreduce_s,
+    "rabenseifner": rabenseifner_allreduce_s,
+    "binomial-tree": binomial_tree_allreduce_s,
+    "double-binary-tree": double_binary_tree_allreduce_s,
+}
+
+
+def allreduce_s(name: str, n_bytes: ArrayLike, p: ArrayLike, alpha_s: float,
+                beta_s_per_B: float, gamma_s_per_B: float = 0.0) -> Seconds:
+    """Dispatch to the flat allreduce algorithm ``name`` (a key of :data:`ALLREDUCE`).
+
+    Examples
+    --------
+    >>> allreduce_s("ring", 1e6, 2, 0.0, 1e-9)
+    0.001
+    >>> allreduce_s("rign", 1e6, 2, 0.0, 1e-9)
+    Traceback (most recent call last):
+    ...
+    dlscale.perfmodel.errors.ConfigError: allreduce algorithm: unknown name 'rign'; valid: binomial-tree, double-binary-tree, rabenseifner, recursive-doubling, ring (did you mean 'ring'?)
+    """
+    try:
+        f = ALLREDUCE[name]
+    except KeyError:
+        raise unknown_name("allreduce algorithm", name, ALLREDUCE) from None
+    return f(n_bytes, p, alpha_s, beta_s_per_B, gamma_s_per_B)
+
+
+def hierarchical_allreduce_s(n_bytes: ArrayLike, nodes: ArrayLike, ranks_per_node: ArrayLike,
+                             intra: tuple[float, float], inter: tuple[float, float],
+                             gamma_s_per_B: float = 0.0, inter_algorithm: str = "ring",
+                             ) -> Seconds:
+    """Hierarchical allreduce: intra-node reduce, inter-node allreduce, intra-node bcast.
+
+    ``ceil(log2 r) (a_i + n b_i + n gamma)`` (binomial reduce to a node leader) ``+
+    allreduce(inter_algorithm, n, nodes, a_e, b_e, gamma)`` among leaders ``+
+    ceil(log2 r) (a_i + n b_i)`` (binomial broadcast), with ``intra = (a_i, b_i)``,
+    ``inter = (a_e, b_e)`` and ``r = ranks_per_node``. With one rank per node it is
+    the flat ``inter_algorithm`` over the nodes.
+
+    Examples
+    --------
+    >>> hierarchical_allreduce_s(1e6, 2, 4, (0.0, 1e-10), (0.0, 1e-9))  # 4 n b_i + n b_e
+    0.0014
+    """
+    a_i, b_i = intra
+    a_e, b_e = inter
+    n, nd = _check(n_bytes, nodes, a_i, b_i, gamma_s_per_B,
+                   names=("intra alpha_s", "intra beta_s_per_B", "gamma_s_per_B"), ranks="nodes")
+    _, r = _check(n, ranks_per_node, a_e, b_e, names=("inter alpha_s", "inter beta_s_per_B"),
+                  ranks="ranks_per_node")
+    d = _ceil_log2(r)
+    local = d * (2 * a_i + 2 * n * b_i + n * gamma_s_per_B)
+    return _out(local + np.asarray(allreduce_s(inter_algorithm, n, nd, a_e, b_e, gamma_s_per_B)))
+
+
+def reduce_scatter_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: float, beta_s_per_B: float,
+                     gamma_s_per_B: float = 0.0) -> Seconds:
+    """Ring reduce-scatter of an ``n``-byte vector: ``(p-1) alpha + (p-1)/p n (beta + gamma)``.
+
+    Examples
+    --------
+    >>> reduce_scatter_s(4e6, 4, 0.0, 1e-9, 1e-9)
+    0.006
+    """
+    n, p = _check(n_bytes, p, alpha_s, beta_s_per_B, gamma_s_per_B)
+    return _out((p - 1) * alpha_s + (p - 1) / p * n * (beta_s_per_B + gamma_s_per_B))
+
+
+def allgather_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: float, beta_s_per_B: float) -> Seconds:
+    """Ring allgather of ``n`` bytes in all (``n / p`` from each rank).
+
+    ``(p-1) alpha + (p-1)/p n beta``.
+
+    Examples
+    --------
+    >>> allgather_s(4e6, 4, 1e-6, 1e-9)
+    0.003003
+    """
+    n, p = _check(n_bytes, p, alpha_s, beta_s_per_B)
+    return _out((p - 1) * alpha_s + (p - 1) / p * n * beta_s_per_B)
+
+
+def gather_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: float, beta_s_per_B: float) -> Seconds:
+    """Binomial gather of ``n`` bytes in all to one root: ``ceil(log2 p) alpha + (p-1)/p n beta``.
+
+    Examples
+    --------
+    >>> gather_s(4e6, 4, 1e-6, 1e-9)
+    0.003002
+    """
+    n, p = _check(n_bytes, p, alpha_s, beta_s_per_B)
+    return _out(_ceil_log2(p) * alpha_s + (p - 1) / p * n * beta_s_per_B)
+
+
+def parameter_server_s(n_bytes: ArrayLike, workers: ArrayLike, alpha_s: float,
+                       beta_s_per_B: float, server_update_s_per_B: float = 0.0) -> Seconds:
+    """One round in which every worker pushes ``n`` bytes and pulls ``n`` bytes back.
+
+    The server is a separate process whose link is the bottleneck: it serves the
+    workers one at a time (blocking send/receive pairs), applying each push at
+    ``server_update_s_per_B``: ``workers (2 alpha + 2 n beta + n u)``. One worker
+    still pays one exchange.
+
+    Examples
+    --------
+    >>> round(parameter_server_s(1e6, 4, 1e-6, 1e-9, 1e-10), 12)  # 4 (2 us + 2 ms + 0.1 ms)
+    0.008408
+    """
+    n, w = _check(n_bytes, workers, alpha_s, beta_s_per_B, server_update_s_per_B,
+                  names=("alpha_s", "beta_s_per_B", "server_update_s_per_B"), ranks="workers")
+    return _out(w * (2 * alpha_s + 2 * n * beta_s_per_B + n * server_update_s_per_B))

@@ -1,0 +1,127 @@
+import numpy as np
+import pytest
+
+from dlscale.perfmodel import collectives as c
+from dlscale.perfmodel.errors import ConfigError
+
+A, B, G = 2e-6, 1e-10, 2e-11
+FLAT = sorted(c.ALLREDUCE)
+
+
+@pytest.mark.parametrize("name", FLAT)
+def test_one_rank_costs_nothing(name):
+    assert c.allreduce_s(name, 1e8, 1, A, B, G) == 0.0
+
+
+@pytest.mark.parametrize("name", FLAT)
+def test_monotone_in_size_and_vectorized(name):
+    n = np.geomspace(1, 1e9, 40)
+    t = c.allreduce_s(name, n, 16, A, B, G)
+    assert t.shape == (40,)
+    assert np.all(np.diff(t) > 0)
+    p = np.arange(2, 300)
+    tp = c.allreduce_s(name, 1e6, p, A, B, G)
+    assert tp.shape == p.shape and np.all(tp > 0)
+    # scalar in, float out
+    assert isinstance(c.allreduce_s(name, 1e6, 8, A, B, G), float)
+
+
+def test_ring_bandwidth_limit():
+    p = np.array([2, 3, 7, 64, 1000])
+    n = 3e8
+    assert c.ring_allreduce_s(n, p, 0.0, B) == pytest.approx(2 * (p - 1) / p * n * B)
+    assert c.ring_allreduce_s(n, p, 0.0, B, G) == pytest.approx((p - 1) / p * n * (2 * B + G))
+    assert c.ring_allreduce_s(0.0, p, A, B) == pytest.approx(2 * (p - 1) * A)
+
+
+def test_rabenseifner_beats_ring_in_latency_for_small_messages():
+    p = np.array([8, 64, 512, 4096])
+    assert np.all(c.rabenseifner_allreduce_s(8.0, p, A, B) < c.ring_allreduce_s(8.0, p, A, B))
+    # and equals ring's bandwidth term for large messages at alpha = 0 (power of two)
+    assert c.rabenseifner_allreduce_s(1e9, p, 0.0, B, G) == pytest.approx(
+        c.ring_allreduce_s(1e9, p, 0.0, B, G))
+
+
+def test_recursive_doubling_power_of_two_matches_ceil_log2_form():
+    p = np.array([2, 4, 8, 1024])
+    assert c.recursive_doubling_allreduce_s(1e3, p, A, B, G) == pytest.approx(
+        np.log2(p) * (A + 1e3 * B + 1e3 * G))
+
+
+def test_non_power_of_two_fold_costs_more_than_the_power_below():
+    for f in (c.recursive_doubling_allreduce_s, c.rabenseifner_allreduce_s):
+        assert f(1e6, 6, A, B, G) > f(1e6, 4, A, B, G)
+        # MPICH fold: 2 alpha + 2 n beta + n gamma extra
+        assert f(1e6, 6, A, B, G) - f(1e6, 4, A, B, G) == pytest.approx(2 * A + 2e6 * B + 1e6 * G)
+
+
+def test_binomial_and_reduce_broadcast_compose():
+    p = np.array([2, 5, 33])
+    n = 1e5
+    assert c.binomial_tree_allreduce_s(n, p, A, B, G) == pytest.approx(
+        c.reduce_s(n, p, A, B, G) + c.broadcast_s(n, p, A, B))
+
+
+def test_double_binary_tree_limits():
+    p = np.array([4, 64, 4096])
+    # bandwidth bound: 2 n beta + n gamma, independent of p
+    assert c.double_binary_tree_allreduce_s(1e9, p, 0.0, B, G) == pytest.approx(1e9 * (2 * B + G))
+    # latency bound: 2 ceil(log2 p) alpha for a zero-byte message
+    assert c.double_binary_tree_allreduce_s(0.0, p, A, B) == pytest.approx(2 * np.log2(p) * A)
+    # never worse than the unpipelined binomial tree
+    n = np.geomspace(1, 1e9, 30)
+    assert np.all(c.double_binary_tree_allreduce_s(n, 64, A, B) <= c.binomial_tree_allreduce_s(n, 64, A, B) + 1e-15)
+
+
+def test_double_binary_tree_hand_value():
+    # D = 3, alpha = 1, n beta = 8: k* = sqrt(2 * 8 / 1) = 4, phase = (sqrt(2) + sqrt(8))^2 = 18
+    assert c.double_binary_tree_allreduce_s(8.0, 8, 1.0, 1.0) == pytest.approx(36.0)
+
+
+def test_hierarchical_reduces_to_flat_with_one_rank_per_node():
+    nodes = np.array([1, 2, 16, 100])
+    for name in FLAT:
+        flat = c.allreduce_s(name, 1e7, nodes, A, B, G)
+        hier = c.hierarchical_allreduce_s(1e7, nodes, 1, (1e-7, 1e-11), (A, B), G, inter_algorithm=name)
+        assert hier == pytest.approx(flat)
+
+
+def test_hierarchical_hand_value():
+    # r = 4: 2 levels of reduce and bcast, each 1e6 * 1e-10; ring across 2 nodes: 1e6 * 1e-9
+    t = c.hierarchical_allreduce_s(1e6, 2, 4, (0.0, 1e-10), (0.0, 1e-9), 1e-11)
+    assert t == pytest.approx(4 * 1e-4 + 2 * 1e-5 + 1e-3 + 0.5 * 1e-5)
+
+
+def test_other_collectives_hand_values():
+    assert c.reduce_scatter_s(4e6, 4, 1e-6, 1e-9) == pytest.approx(3e-6 + 3e-3)
+    assert c.allgather_s(4e6, 1, 1e-6, 1e-9) == 0.0
+    assert c.gather_s(8e6, 8, 1e-6, 1e-9) == pytest.approx(3e-6 + 7e-3)
+    assert c.broadcast_s(1e6, 1, 1e-6, 1e-9) == 0.0
+    assert c.broadcast_s(8e6, 8, 0.0, 1e-9, "scatter-allgather") == pytest.approx(2 * 7e-3)
+
+
+def test_parameter_server_is_linear_in_workers():
+    w = np.array([1, 2, 8])
+    t = c.parameter_server_s(1e6, w, A, B, 1e-11)
+    assert t == pytest.approx(w * (2 * A + 2e6 * B + 1e6 * 1e-11))
+
+
+def test_errors_name_the_value():
+    with pytest.raises(ConfigError, match=r"p: must be integers >= 1, got 0"):
+        c.ring_allreduce_s(1e6, 0, A, B)
+    with pytest.raises(ConfigError, match=r"p: must be integers >= 1, got 2.5"):
+        c.ring_allreduce_s(1e6, 2.5, A, B)
+    with pytest.raises(ConfigError, match=r"beta_s_per_B: must be finite and >= 0, got -1"):
+        c.ring_allreduce_s(1e6, 2, A, -1.0)
+    with pytest.raises(ConfigError, match=r"ranks_per_node: must be integers >= 1, got 0"):
+        c.hierarchical_allreduce_s(1e6, 2, 0, (A, B), (A, B))
+    with pytest.raises(ConfigError, match=r"unknown name 'tree'; valid: binomial-tree"):
+        c.allreduce_s("tree", 1e6, 2, A, B)
+    with pytest.raises(ConfigError, match=r"broadcast algorithm: unknown name 'pipe'"):
+        c.broadcast_s(1e6, 2, A, B, "pipe")
+
+
+def test_deterministic():
+    n = np.geomspace(1, 1e9, 50)
+    for name in FLAT:
+        assert np.array_equal(c.allreduce_s(name, n, 37, A, B, G), c.allreduce_s(name, n, 37, A, B, G))

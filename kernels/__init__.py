@@ -1,1 +1,94 @@
-"""dlscale.kernels"""
+"""dlscale.kernels: numba kernels on real arrays (leaf layer: imports no other dlscale layer).
+
+Public wrappers check shapes, dtypes (float32/float64), contiguity and scalar ranges,
+raising ``TypeError``/``ValueError`` before any work, then call private ``@njit``
+kernels compiled with ``cache=True`` (a second process loads them from disk).
+
+Modules: :mod:`.easgd` (EASGD family), :mod:`.sgd` (SGD baselines),
+:mod:`.hogwild` (lock-free multi-threaded updates with real lost updates),
+:mod:`.allreduce` (allreduce algorithms step by step on in-process buffers),
+:mod:`.sparse` (IndexedSlices densify / gather), :mod:`.fusion` (fusion buffers),
+:mod:`.model` (softmax regression / one-hidden-layer MLP), :mod:`.data` (digits and
+synthetic data).
+
+Examples
+--------
+>>> import numpy as np
+>>> from dlscale.kernels import allreduce_inplace, sgd_update
+>>> bufs = np.ones((3, 5))
+>>> allreduce_inplace(bufs, "ring").total_bytes
+240
+>>> sgd_update(np.zeros(5), bufs[0], lr=0.5)[0]
+np.float64(-1.5)
+"""
+
+from .allreduce import (
+    ALGORITHMS,
+    AllreduceStats,
+    allreduce_inplace,
+    chunk_bounds,
+    ring_allgather_step,
+    ring_reduce_scatter_step,
+    tree_broadcast_step,
+    tree_reduce_step,
+)
+from .data import Dataset, load_digits_split, synthetic_classification
+from .easgd import (
+    easgd_center_update_async,
+    easgd_center_update_sync,
+    easgd_elastic_exchange,
+    easgd_worker_update,
+    measgd_worker_update,
+    nesterov_lookahead,
+)
+from .fusion import FusionPlan, fusion_groups, make_plan, pack_group, unpack_group
+from .hogwild import (
+    LostUpdates,
+    hogwild_easgd_center_update,
+    hogwild_lost_updates,
+    hogwild_sgd_update,
+)
+from .model import ModelShape, accuracy, forward, init_params, loss_and_grad
+from .sgd import momentum_sgd_update, sgd_update
+from .sparse import dense_bytes, densify, indexed_slices_bytes, scatter_add, sparse_gather
+
+__all__ = [
+    "ALGORITHMS",
+    "AllreduceStats",
+    "Dataset",
+    "FusionPlan",
+    "LostUpdates",
+    "ModelShape",
+    "accuracy",
+    "allreduce_inplace",
+    "chunk_bounds",
+    "dense_bytes",
+    "densify",
+    "easgd_center_update_async",
+    "easgd_center_update_sync",
+    "easgd_elastic_exchange",
+    "easgd_worker_update",
+    "forward",
+    "fusion_groups",
+    "hogwild_easgd_center_update",
+    "hogwild_lost_updates",
+    "hogwild_sgd_update",
+    "indexed_slices_bytes",
+    "init_params",
+    "load_digits_split",
+    "loss_and_grad",
+    "make_plan",
+    "measgd_worker_update",
+    "momentum_sgd_update",
+    "nesterov_lookahead",
+    "pack_group",
+    "ring_allgather_step",
+    "ring_reduce_scatter_step",
+    "scatter_add",
+    "sgd_update",
+    "sparse_gather",
+    "synthetic_classification",
+    "tree_broadcast_step",
+    "tree_reduce_step",
+    "unpack_group",
+]

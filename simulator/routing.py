@@ -1,0 +1,269 @@
+"""Routing: paths of many (source, destination) pairs at once, as integer arrays.
+
+A router's ``node_paths(src, dst, rail)`` returns an ``(n, K)`` array of node indices,
+each row a path padded by repeating nodes (a repeated node is no hop).
+:func:`route` turns them into directed link ids and splits inter-node traffic evenly
+over the rails (each pair becomes ``rails`` subflows of ``1/rails`` of its bytes).
+
+- fat tree: up to the nearest common ancestor, up-ports by destination (D-mod-k,
+  Zahavi 2010), then down; deterministic.
+- dragonfly: minimal (local, global, local) or Valiant (through a random
+  intermediate group, seeded).
+- torus: dimension-order routing, shortest way round each ring (ties: + direction).
+- anything else: shortest path in hops (networkx BFS, ties by node order).
+
+Examples
+--------
+>>> from dlscale.simulator.topology_fattree import fat_tree_graph
+>>> G = fat_tree_graph(4)
+>>> r = make_router(G)
+>>> r.node_paths(np.array([0]), np.array([15]), 0).tolist()
+[[0, 16, 24, 32, 30, 22, 15]]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import networkx as nx
+import numpy as np
+
+from dlscale.perfmodel.errors import ConfigError
+
+from .linktable import LinkTable
+
+__all__ = ["ROUTERS", "Routes", "make_router", "route"]
+
+
+class FatTreeRouter:
+    """Up/down routing on an XGFT (see :mod:`~dlscale.simulator.topology_fattree`)."""
+
+    def __init__(self, params: dict, seed: int = 0) -> None:
+        self.m = params["m"]
+        self.w = params["w"]
+        self.offset = params["offset"]
+        self.rails = self.w[0]
+        h = len(self.m)
+        self.M = [int(np.prod(self.m[:i])) for i in range(h + 1)]
+        self.W = [int(np.prod(self.w[:i])) for i in range(h + 1)]
+
+    def node_paths(self, s: np.ndarray, t: np.ndarray, rail: int) -> np.ndarray:
+        h = len(self.m)
+        nca = np.zeros(len(s), dtype=np.int64)
+        for i in range(h, 0, -1):
+            nca = np.where(s // self.M[i - 1] != t // self.M[i - 1], np.maximum(nca, i), nca)
+        # B part of the level-i switch on the way up: rail, then D-mod-k choices
+        B = [np.zeros_like(s)]
+        b = np.full_like(s, rail)
+        B.append(b)
+        wp = 1
+        for i in range(2, h + 1):
+            choice = (t // wp) % self.w[i - 1]
+            b = b + choice * self.W[i - 1]
+            B.append(b)
+            wp *= self.w[i - 1]
+
+        def node(e: np.ndarray, side: np.ndarray) -> np.ndarray:
+            out = side.copy()
+            for i in range(1, h + 1):
+                sel = e == i
+                lab = self.offset[i] + (side // self.M[i]) * self.W[i] + B[i]
+                out = np.where(sel, lab, out)
+            return out
+
+        cols = [node(np.minimum(j, nca), s) for j in range(h + 1)]
+        cols += [node(np.minimum(j, nca), t) for j in range(h - 1, -1, -1)]
+        return np.stack(cols, axis=1)
+
+
+class DragonflyRouter:
+    """Minimal or Valiant routing on a dragonfly."""
+
+    def __init__(self, params: dict, seed: int = 0) -> None:
+        self.p = params
+        self.n = params["hosts"]
+        self.rails = 1
+        self.valiant = params["routing"] == "valiant"
+        self.seed = seed
+
+    def _hop(self, gs: np.ndarray, gd: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        g, a = self.p["groups"], self.p["routers_per_group"]
+        h, lpp = self.p["global_links_per_router"], self.p["links_per_pair"]
+        ka = ((gd - gs) % g - 1) * lpp + c
+        kb = ((gs - gd) % g - 1) * lpp + c
+        return self.n + gs * a + ka // h, self.n + gd * a + kb // h
+
+    def node_paths(self, s: np.ndarray, t: np.ndarray, rail: int) -> np.ndarray:
+        g, a = self.p["groups"], self.p["routers_per_group"]
+        tpr, lpp = self.p["terminals_per_router"], max(self.p["links_per_pair"], 1)
+        rs, rd = self.n + s // tpr, self.n + t // tpr
+        gs, gd = (rs - self.n) // a, (rd - self.n) // a
+        c = (s * 7919 + t) % lpp
+        same = gs == gd
+        if not self.valiant or g < 3:
+            ra, rb = self._hop(gs, gd, c)
+            ra, rb = np.where(same, rs, ra), np.where(same, rd, rb)
+            return np.stack([s, rs, ra, rb, rd, t], axis=1)
+        rng = np.random.default_rng([self.seed, rail, len(s)])
+        gi = rng.integers(0, g - 2, size=len(s))
+        lo, hi = np.minimum(gs, gd), np.maximum(gs, gd)
+        gi = gi + (gi >= lo)
+        gi = gi + (gi >= hi)
+        ra, rb = self._hop(gs, gi, c)
+        rc, re = self._hop(gi, gd, c)
+        cols = [s, rs, ra, rb, rc, re, rd, t]
+        for k in (2, 3):
+            cols[k] = np.where(same, rs, cols[k])
+        for k in (4, 5):
+            cols[k] = np.where(same, rd, cols[k])
+        return np.stack(cols, axis=1)
+
+
+class TorusRouter:
+    """Dimension-order routing on a torus."""
+
+    def __init__(self, params: dict, seed: int = 0) -> None:
+        self.dims = tuple(params["dims"])
+        self.n = params["hosts"]
+        self.rails = 1
+
+    def node_paths(self, s: np.ndarray, t: np.ndarray, rail: int) -> np.ndarray:
+        strides = np.cumprod((1, *self.dims[:-1]))
+        cs = [(s // st) % d for st, d in zip(strides, self.dims, strict=True)]
+        cd = [(t // st) % d for st, d in zip(strides, self.dims, strict=True)]
+        cur = [c.copy() for c in cs]
+        cols = [s, self.n + s]
+        for k, d in enumerate(self.dims):
+            delta = (cd[k] - cs[k]) % d
+            fwd = delta <= d // 2
+            steps = np.where(fwd, delta, d - delta)
+            sign = np.where(fwd, 1, -1)
+            for step in range(1, d // 2 + 1):
+                cur[k] = (cs[k] + sign * np.minimum(step, steps)) % d
+                cols.append(self.n + sum(c * st for c, st in zip(cur, strides, strict=True)))
+        cols.append(t)
+        return np.stack(cols, axis=1)
+
+
+class ShortestPathRouter:
+    """Hop-count shortest paths on any graph (BFS per source, cached)."""
+
+    def __init__(self, G: nx.Graph, seed: int = 0) -> None:
+        self.G = G
+        self.rails = 1
+        self.nodes = list(G.nodes)
+        self.index = {x: i for i, x in enumerate(self.nodes)}
+        self._cache: dict[int, dict] = {}
+
+    def node_paths(self, s: np.ndarray, t: np.ndarray, rail: int) -> np.ndarray:
+        rows = []
+        for a, b in zip(s.tolist(), t.tolist(), strict=True):
+            if a not in self._cache:
+                self._cache[a] = nx.single_source_shortest_path(self.G, self.nodes[a])
+            rows.append([self.index[x] for x in self._cache[a][self.nodes[b]]])
+        K = max(len(r) for r in rows) if rows else 1
+        return np.array([r + [r[-1]] * (K - len(r)) for r in rows], dtype=np.int64).reshape(-1, K)
+
+
+class ClusterRouter:
+    """Intra-node template paths joined to the network router's host paths."""
+
+    def __init__(self, params: dict, seed: int = 0) -> None:
+        inner = params["network"]
+        self.net = ROUTERS[inner["family"]](inner, seed)
+        self.rails = self.net.rails
+        self.base = params["base"]
+        self.per = params["per_node"]
+        self.tp = params["template_paths"]
+
+    def _split(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        dev = x >= self.base
+        h = np.where(dev, (x - self.base) // self.per, x)
+        pos = np.where(dev, (x - self.base) % self.per + 1, 0)
+        return h, pos
+
+    def _label(self, h: np.ndarray, pos: np.ndarray) -> np.ndarray:
+        return np.where(pos == 0, h[:, None], self.base + h[:, None] * self.per + pos - 1)
+
+    def node_paths(self, s: np.ndarray, t: np.ndarray, rail: int) -> np.ndarray:
+        hs, ps = self._split(s)
+        hd, pd = self._split(t)
+        up = self._label(hs, self.tp[ps, 0])
+        mid = self.net.node_paths(hs, hd, rail)
+        down = self._label(hd, self.tp[0, pd])
+        inter = np.concatenate([up, mid, down], axis=1)
+        local = self._label(hs, self.tp[ps, pd])
+        local = np.concatenate([local, np.repeat(local[:, -1:], inter.shape[1] - local.shape[1],
+                                                 axis=1)], axis=1)
+        return np.where((hs == hd)[:, None], local, inter)
+
+
+#: Routing family (``G.graph["routing"]["family"]``) -> router class.
+ROUTERS: dict[str, type] = {
+    "fat-tree": FatTreeRouter,
+    "dragonfly": DragonflyRouter,
+    "torus": TorusRouter,
+    "cluster": ClusterRouter,
+}
+
+
+def make_router(G: nx.Graph, seed: int = 0):
+    """The router for ``G``: by its ``routing`` description, else shortest paths.
+
+    ``seed`` drives Valiant's random intermediate groups.
+    """
+    params = G.graph.get("routing")
+    if params is None:
+        return ShortestPathRouter(G, seed)
+    family = params["family"]
+    if family not in ROUTERS:
+        raise ConfigError(f"routing family: unknown name {family!r}; valid: {', '.join(ROUTERS)}")
+    return ROUTERS[family](params, seed)
+
+
+@dataclass(frozen=True)
+class Routes:
+    """Routed subflows of a set of pairs.
+
+    Attributes
+    ----------
+    links : ndarray of int64, shape (F, H)
+        Directed link ids of each subflow, ``-1`` where no hop.
+    pair : ndarray of int64, shape (F,)
+        Index of the (src, dst) pair each subflow belongs to.
+    fraction : ndarray of float64, shape (F,)
+        Share of the pair's bytes on this subflow (``1/rails``).
+    latency_s : ndarray of float64, shape (F,)
+        Sum of link latencies along the subflow.
+    """
+
+    links: np.ndarray
+    pair: np.ndarray
+    fraction: np.ndarray
+    latency_s: np.ndarray
+
+
+def route(table: LinkTable, router, src: np.ndarray, dst: np.ndarray) -> Routes:
+    """Route pairs of node indices ``src[i] -> dst[i]`` over all rails.
+
+    Examples
+    --------
+    >>> from dlscale.simulator.topology_torus import torus_graph
+    >>> G = torus_graph((4,))
+    >>> r = route(LinkTable.from_graph(G), make_router(G), np.array([0]), np.array([2]))
+    >>> int((r.links >= 0).sum())
+    4
+    """
+    src = np.asarray(src, dtype=np.int64)
+    dst = np.asarray(dst, dtype=np.int64)
+    parts = []
+    for rail in range(router.rails):
+        paths = router.node_paths(src, dst, rail)
+        parts.append(table.lookup(paths[:, :-1], paths[:, 1:]))
+    links = np.concatenate(parts, axis=0)
+    links[np.tile(src == dst, router.rails)] = -1  # a message to oneself moves nothing
+    n = len(src)
+    pair = np.tile(np.arange(n), router.rails)
+    fraction = np.full(len(pair), 1.0 / router.rails)
+    lat = np.where(links >= 0, table.latency_s[np.maximum(links, 0)], 0.0).sum(axis=1)
+    return Routes(links, pair, fraction, lat)

@@ -1,0 +1,168 @@
+"""The graph of a whole :class:`~dlscale.perfmodel.hardware.Cluster`: network plus nodes.
+
+Hosts (one per node, the NIC) are labelled ``0..nodes-1`` and link to the network
+built from the cluster's topology description; with more than one device per node,
+each node gets a copy of an intra-node graph (default: every device on its own
+``intra_link`` to the node's NIC/host switch) whose devices are the endpoints.
+
+Latencies: host-network links carry half the NIC's zero-byte MPI latency each (two of
+them on any inter-node path), switch-switch links carry ``hop_latency_s``, and the
+device-NIC links half the intra-node latency each.
+
+Examples
+--------
+>>> from dlscale.perfmodel.hardware import (Cluster, Crossbar, Device, Link,
+...     NetworkSpec, NodeSpec)
+>>> dev = Device("g", "gpu", 80, 1.5e9, 7e12, 14e12, 112e12, 16e9, 900e9, 0.5)
+>>> node = NodeSpec("n", dev, 4, Link("nvl", 50e9, 1e-6), Link("ib", 12.5e9, 1e-6))
+>>> c = Cluster("toy", node, NetworkSpec("net", Crossbar(8), Link("ib", 12.5e9, 1e-6)))
+>>> G = cluster_graph(c, 2)
+>>> sum(1 for _, k in G.nodes(data="kind") if k == "device")
+8
+"""
+
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+
+from dlscale.perfmodel.errors import ConfigError
+from dlscale.perfmodel.hardware import Cluster, Crossbar, Dragonfly, FatTree, Torus
+
+from .topology_dragonfly import dragonfly_graph
+from .topology_fattree import multilevel_fat_tree_graph, xgft_graph
+from .topology_intranode import star_node_graph
+from .topology_torus import torus_graph
+
+__all__ = ["cluster_graph", "network_graph", "template_paths"]
+
+
+def network_graph(cluster: Cluster, nodes: int) -> nx.Graph:
+    """The inter-node network of the first ``nodes`` nodes, hosts ``0..nodes-1``.
+
+    Examples
+    --------
+    >>> from dlscale.perfmodel.hardware import (Cluster, Device, Link, NetworkSpec,
+    ...     NodeSpec, Torus)
+    >>> dev = Device("c", "cpu", 24, 2e9, 1e12, 2e12, 2e12, 96e9, 100e9, 0.5)
+    >>> node = NodeSpec("n", dev, 1, Link("shm", 20e9, 0.5e-6), Link("ib", 12.5e9, 1e-6))
+    >>> c = Cluster("t", node, NetworkSpec("net", Torus((4, 4)), Link("l", 10e9, 0.1e-6)))
+    >>> network_graph(c, 16).graph["family"]
+    'torus'
+    """
+    cluster.check_nodes(nodes)
+    topo = cluster.network.topology
+    nic = cluster.node.nic
+    link = cluster.network.link
+    hop = cluster.network.hop_latency_s
+    host_lat = nic.latency_s / 2
+    if isinstance(topo, FatTree):
+        return multilevel_fat_tree_graph(
+            topo, nodes, host_bandwidth_Bps=nic.bandwidth_Bps / topo.rails,
+            link_bandwidth_Bps=link.bandwidth_Bps, host_latency_s=host_lat, hop_latency_s=hop)
+    if isinstance(topo, Crossbar):
+        return xgft_graph((nodes,), (1,), nodes, host_bandwidth_Bps=nic.bandwidth_Bps,
+                          link_bandwidth_Bps=link.bandwidth_Bps, host_latency_s=host_lat,
+                          hop_latency_s=hop)
+    if isinstance(topo, Dragonfly):
+        return dragonfly_graph(
+            topo.groups, topo.routers_per_group, topo.terminals_per_router,
+            topo.global_links_per_router, nodes, host_bandwidth_Bps=nic.bandwidth_Bps,
+            local_bandwidth_Bps=topo.local_bandwidth_Bps or link.bandwidth_Bps,
+            global_bandwidth_Bps=topo.global_bandwidth_Bps or link.bandwidth_Bps,
+            host_latency_s=host_lat, hop_latency_s=hop, routing=topo.routing)
+    if isinstance(topo, Torus):
+        return torus_graph(topo.dims, nodes, host_bandwidth_Bps=nic.bandwidth_Bps,
+                           link_bandwidth_Bps=link.bandwidth_Bps, host_latency_s=host_lat,
+                           hop_latency_s=hop)
+    raise ConfigError(f"network.topology: unsupported family {type(topo).__name__}")
+
+
+def template_paths(node_graph: nx.Graph) -> tuple[list, np.ndarray]:
+    """Order the intra-node graph's nodes (NIC first) and all-pairs hop paths between them.
+
+    Returns the node order and an int array ``paths[i, j, :]`` of node positions
+    padded by repeating the last one.
+
+    Examples
+    --------
+    >>> order, paths = template_paths(star_node_graph(2, 1e9))
+    >>> order, paths[1, 2].tolist()
+    (['nic', 'dev0', 'dev1'], [1, 0, 2])
+    """
+    nics = [n for n, k in node_graph.nodes(data="kind") if k == "nic"]
+    if len(nics) != 1:
+        raise ConfigError(f"node_graph: needs exactly one node with kind 'nic', found {len(nics)}")
+    if not any(k == "device" for _, k in node_graph.nodes(data="kind")):
+        raise ConfigError("node_graph: needs at least one node with kind 'device'")
+    if not nx.is_connected(node_graph):
+        raise ConfigError("node_graph: must be connected")
+    order = nics + [n for n in node_graph.nodes if n != nics[0]]
+    pos = {n: i for i, n in enumerate(order)}
+    T = len(order)
+    all_paths = {s: nx.single_source_shortest_path(node_graph, s) for s in order}
+    L = max(len(p) for d in all_paths.values() for p in d.values())
+    paths = np.empty((T, T, L), dtype=np.int64)
+    for s in order:
+        for t in order:
+            p = [pos[x] for x in all_paths[s][t]]
+            paths[pos[s], pos[t]] = p + [p[-1]] * (L - len(p))
+    return order, paths
+
+
+def cluster_graph(cluster: Cluster, nodes: int, node_graph: nx.Graph | None = None) -> nx.Graph:
+    """The graph of the first ``nodes`` nodes of ``cluster``.
+
+    Parameters
+    ----------
+    cluster : Cluster
+        The machine.
+    nodes : int
+        Nodes to include (``1..cluster.max_nodes``).
+    node_graph : networkx.Graph, optional
+        Intra-node graph (see :mod:`~dlscale.simulator.topology_intranode`) copied into
+        every node. Default: none with one device per node (the host is the endpoint),
+        otherwise :func:`~dlscale.simulator.topology_intranode.star_node_graph` on the
+        node's ``intra_link``.
+
+    Examples
+    --------
+    >>> from dlscale.perfmodel.hardware import (Cluster, Crossbar, Device, Link,
+    ...     NetworkSpec, NodeSpec)
+    >>> dev = Device("c", "cpu", 24, 2e9, 1e12, 2e12, 2e12, 96e9, 100e9, 0.5)
+    >>> node = NodeSpec("n", dev, 1, Link("shm", 20e9, 0.5e-6), Link("ib", 12.5e9, 1e-6))
+    >>> c = Cluster("t", node, NetworkSpec("net", Crossbar(4), Link("l", 12.5e9, 1e-6)))
+    >>> cluster_graph(c, 3).number_of_edges()
+    3
+    """
+    G = network_graph(cluster, nodes)
+    spec = cluster.node
+    if node_graph is None and spec.devices_per_node > 1:
+        node_graph = star_node_graph(spec.devices_per_node, spec.intra_link.bandwidth_Bps,
+                                     spec.intra_link.latency_s)
+    G.graph["cluster"] = cluster.name
+    if node_graph is None:
+        return G
+    order, paths = template_paths(node_graph)
+    base = G.number_of_nodes()
+    per = len(order) - 1
+    inner = G.graph["routing"]
+    G.graph["routing"] = {"family": "cluster", "network": inner, "nodes": nodes,
+                          "base": base, "per_node": per, "template_paths": paths,
+                          "template_kinds": [node_graph.nodes[n].get("kind") for n in order]}
+    # host nodes now only carry the NIC role
+    for h in range(nodes):
+        G.nodes[h]["kind"] = "nic"
+    pos = {n: i for i, n in enumerate(order)}
+    for h in range(nodes):
+        for n in order[1:]:
+            G.add_node(base + h * per + pos[n] - 1, kind=node_graph.nodes[n].get("kind", "other"),
+                       node=h, local=str(n))
+
+    def label(h: int, n: object) -> int:
+        return h if pos[n] == 0 else base + h * per + pos[n] - 1
+
+    for h in range(nodes):
+        for u, v, data in node_graph.edges(data=True):
+            G.add_edge(label(h, u), label(h, v), **data)
+    return G

@@ -1,0 +1,131 @@
+"""User topologies: any graph from GraphML (or built in Python), validated.
+
+A topology graph is an undirected :class:`networkx.Graph` whose edges carry
+``bandwidth_Bps`` (per direction, > 0) and ``latency_s`` (>= 0), optionally ``level``
+(a label used in reports), and whose nodes where ranks can run are marked
+``kind="host"`` or ``kind="device"``. Routing on such a graph is shortest path in hops.
+
+Examples
+--------
+>>> import networkx as nx
+>>> G = nx.Graph()
+>>> G.add_node("a", kind="host"); G.add_node("b", kind="host")
+>>> G.add_edge("a", "b", bandwidth_Bps=1e9, latency_s=1e-6)
+>>> validate_graph(G) is G
+True
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import networkx as nx
+
+from dlscale.perfmodel.errors import ConfigError
+
+__all__ = ["ENDPOINT_KINDS", "endpoints", "read_graphml_topology", "validate_graph"]
+
+#: Node kinds ranks can be placed on; ``device`` nodes are preferred where present.
+ENDPOINT_KINDS = ("device", "host")
+
+
+def endpoints(G: nx.Graph) -> list:
+    """Nodes ranks run on: the ``device`` nodes if any, else the ``host`` nodes, in order.
+
+    Examples
+    --------
+    >>> from dlscale.simulator.topology_torus import torus_graph
+    >>> endpoints(torus_graph((3,)))
+    [0, 1, 2]
+    """
+    kinds = dict(G.nodes(data="kind"))
+    for kind in ENDPOINT_KINDS:
+        found = [n for n, k in kinds.items() if k == kind]
+        if found:
+            return found
+    return []
+
+
+def validate_graph(G: nx.Graph) -> nx.Graph:
+    """Check a topology graph; return it, or raise :class:`ConfigError` naming the fault.
+
+    Checks: undirected simple graph, at least two nodes of kind host or device,
+    connected, every edge with a finite ``bandwidth_Bps > 0`` and ``latency_s >= 0``.
+    A missing ``level`` is set to ``"link"``.
+
+    Examples
+    --------
+    >>> import networkx as nx
+    >>> G = nx.path_graph(3)
+    >>> validate_graph(G)
+    Traceback (most recent call last):
+    ...
+    dlscale.perfmodel.errors.ConfigError: topology: needs at least 2 nodes with kind 'host' or 'device', found 0
+    """
+    if not isinstance(G, nx.Graph) or G.is_directed() or G.is_multigraph():
+        raise ConfigError(
+            f"topology: must be an undirected networkx.Graph (links are full duplex), "
+            f"got {type(G).__name__}"
+        )
+    ends = endpoints(G)
+    if len(ends) < 2:
+        raise ConfigError(
+            f"topology: needs at least 2 nodes with kind 'host' or 'device', found {len(ends)}"
+        )
+    for u, v, data in G.edges(data=True):
+        bw = data.get("bandwidth_Bps")
+        if not isinstance(bw, (int, float)) or not math.isfinite(bw) or bw <= 0:
+            raise ConfigError(f"topology: edge ({u!r}, {v!r}) bandwidth_Bps must be a "
+                              f"positive number, got {bw!r}")
+        lat = data.get("latency_s")
+        if not isinstance(lat, (int, float)) or not math.isfinite(lat) or lat < 0:
+            raise ConfigError(f"topology: edge ({u!r}, {v!r}) latency_s must be a "
+                              f"number >= 0, got {lat!r}")
+        data.setdefault("level", "link")
+    if not nx.is_connected(G):
+        parts = nx.number_connected_components(G)
+        raise ConfigError(f"topology: graph must be connected, it has {parts} components")
+    return G
+
+
+def read_graphml_topology(path: str | os.PathLike) -> nx.Graph:
+    """Read a GraphML topology and validate it.
+
+    Edge attributes ``bandwidth_Bps`` and ``latency_s`` may be stored as strings or
+    numbers; they are converted to float. Routing uses shortest paths.
+
+    Examples
+    --------
+    >>> import networkx as nx, tempfile, os
+    >>> G = nx.Graph()
+    >>> G.add_node("h0", kind="host"); G.add_node("h1", kind="host"); G.add_node("s", kind="switch")
+    >>> G.add_edge("h0", "s", bandwidth_Bps=1e9, latency_s=1e-6)
+    >>> G.add_edge("h1", "s", bandwidth_Bps=1e9, latency_s=1e-6)
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     nx.write_graphml(G, os.path.join(d, "t.graphml"))
+    ...     H = read_graphml_topology(os.path.join(d, "t.graphml"))
+    >>> H.number_of_edges()
+    2
+    """
+    if not os.path.exists(path):
+        raise ConfigError(f"topology: GraphML file {str(path)!r} does not exist")
+    try:
+        G = nx.read_graphml(path)
+    except Exception as exc:  # parser errors of several kinds
+        raise ConfigError(f"topology: cannot read GraphML {str(path)!r}: {exc}") from exc
+    if G.is_directed():
+        G = nx.Graph(G)
+    if G.is_multigraph():
+        raise ConfigError("topology: parallel edges are not supported; merge them into one "
+                          "edge with the summed bandwidth_Bps")
+    for u, v, data in G.edges(data=True):
+        for key in ("bandwidth_Bps", "latency_s"):
+            if key in data:
+                try:
+                    data[key] = float(data[key])
+                except (TypeError, ValueError):
+                    raise ConfigError(f"topology: edge ({u!r}, {v!r}) {key} must be a "
+                                      f"number, got {data[key]!r}") from None
+    G.graph.pop("routing", None)
+    return validate_graph(G)

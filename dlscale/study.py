@@ -1,0 +1,481 @@
+"""Study files: what a ``dlscale sweep`` varies, parsed and expanded into grid points.
+
+A study is a TOML file naming a base cluster and workload (preset names or TOML
+paths, relative to the study file), the node counts, the parameters to vary and the
+fidelity. Every parameter is a config field by its dotted path, with the same
+unit-suffixed keys as the cluster and workload files, prefixed by ``cluster.`` or
+``workload.`` (the prefix may be left out where the first component names a field of
+only one of them: ``network.link.bandwidth_GBps``, ``batch_per_device``). The names
+``cluster`` and ``workload`` alone vary the base itself (presets or files).
+
+A complete example::
+
+    name = "resnet50-network-whatif"
+    cluster = "summit"                  # preset name or path to a cluster TOML
+    workload = "resnet50"               # preset name or path to a workload TOML
+    nodes = "1-4608"                    # like --nodes: "1,2,4", "1-4608", "2-64:2"; or a list
+    fidelity = "hybrid"                 # analytical | simulated | hybrid
+    simulate_best = 4                   # hybrid: simulate the best 4 analytical points
+    rank_by = "time_to_train_s"         # the metric "best" is judged by (see METRICS)
+    seed = 0                            # seeds the simulated points
+    plots = ["scaling", "heatmap", "pareto"]   # optional; chosen from the axes if absent
+    heatmap = ["network.link.bandwidth_GBps", "collective"]   # optional: heatmap axes
+
+    [vary]                              # each key one axis; the grid is their product
+    "network.link.bandwidth_GBps" = [12.5, 25.0, 50.0]          # a list of values
+    collective = ["ring", "hierarchical"]
+    fusion_threshold_MiB = {start = 16, stop = 128, factor = 2} # 16, 32, 64, 128
+    batch_per_device = {start = 32, stop = 128, step = 32}      # 32, 64, 96, 128
+    tau = {start = 1, stop = 100, num = 3, scale = "log"}       # 1, 10, 100
+
+    [[zip]]                             # zipped tuples: one axis that moves together
+    "node.nic.bandwidth_Gbps" = [100, 200]
+    price_per_node_hour = [3.0, 4.5]
+
+A range is an inline table: ``{start, stop, step}`` (arithmetic, ``stop``
+included when on the grid), ``{start, stop, factor}`` (geometric), or ``{start,
+stop, num, scale = "linear" | "log"}``. Integer ranges of integer bounds stay
+integers. The grid is the product of the ``[vary]`` axes in file order, then the
+``[[zip]]`` groups, then the node counts (innermost). Points are numbered in that
+order, so results sort back into it whatever order they finish in.
+
+Examples
+--------
+>>> s = parse_study({"cluster": "summit", "workload": "resnet50", "nodes": [1, 2],
+...                  "vary": {"collective": ["ring", "hierarchical"]}}, "s.toml")
+>>> len(s), s.axis_names
+(4, ['workload.collective', 'nodes'])
+>>> [(p.index, p.params["workload.collective"], p.nodes) for p in s.points()][:3]
+[(0, 'ring', 1), (1, 'ring', 2), (2, 'hierarchical', 1)]
+>>> parse_study({"cluster": "summit", "workload": "resnet50", "nodes": [1],
+...              "vary": {"tau": []}}, "s.toml")
+Traceback (most recent call last):
+...
+dlscale.perfmodel.errors.ConfigError: s.toml: vary.tau: empty list; give at least one value
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import itertools
+import json
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dlscale.perfmodel.config import read_toml
+from dlscale.perfmodel.errors import ConfigError, closest
+from dlscale.perfmodel.hardware import Cluster
+from dlscale.perfmodel.tomlmap import resolve_key
+from dlscale.perfmodel.workload import Workload
+
+__all__ = ["FIDELITIES", "METRICS", "PLOTS", "Point", "Study", "load_study", "parse_study",
+           "point_key"]
+
+#: How points are evaluated: the closed-form model, the discrete-event simulator, or
+#: the closed-form model for every point and the simulator for the best N of them.
+FIDELITIES = ("analytical", "simulated", "hybrid")
+
+#: Metrics a study can rank points by, and whether smaller is better.
+METRICS: dict[str, bool] = {
+    "time_to_train_s": True,
+    "iteration_s": True,
+    "cost": True,
+    "node_hours": True,
+    "samples_per_s": False,
+    "efficiency": False,
+}
+
+#: Plots a sweep can draw (see :mod:`dlscale.sweep_plots`).
+PLOTS = ("scaling", "heatmap", "pareto")
+
+_TOP_KEYS = ("name", "cluster", "workload", "nodes", "fidelity", "simulate_best", "rank_by",
+             "seed", "plots", "heatmap", "vary", "zip")
+
+_CLUSTER_FIELDS = {f.name for f in dataclasses.fields(Cluster)}
+_WORKLOAD_FIELDS = {f.name for f in dataclasses.fields(Workload)}
+
+
+@dataclass(frozen=True)
+class Point:
+    """One grid point: the index in grid order, parameter values and node count.
+
+    ``params`` maps each axis's full dotted path (``"cluster.network.link.bandwidth_GBps"``,
+    ``"workload.collective"``, ``"cluster"``) to its value here.
+    """
+
+    index: int
+    params: Mapping[str, Any]
+    nodes: int
+
+    @property
+    def key(self) -> str:
+        """Stable identity of the point (see :func:`point_key`)."""
+        return point_key(self.params, self.nodes)
+
+
+def point_key(params: Mapping[str, Any], nodes: int, fidelity: str = "") -> str:
+    """A stable 16-hex-digit key of a point: same values, same key, in any process.
+
+    Examples
+    --------
+    >>> point_key({"workload.tau": 4}, 8) == point_key({"workload.tau": 4}, 8)
+    True
+    >>> point_key({"workload.tau": 4}, 8) == point_key({"workload.tau": 4}, 16)
+    False
+    """
+    text = json.dumps({"p": dict(params), "n": int(nodes), "f": fidelity}, sort_keys=True,
+                      separators=(",", ":"), default=str)
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Study:
+    """A parsed, validated study. See the module docstring for the file format.
+
+    Attributes
+    ----------
+    name : str
+        Study name (defaults to the file's stem).
+    path : Path
+        The study file; relative cluster/workload paths resolve against its folder.
+    cluster, workload : str
+        Base cluster and workload specs (preset name or resolved file path).
+    nodes : list of int
+        Node counts, sorted and unique.
+    axes : list of (names, values)
+        Each axis: the dotted paths it sets (one, or several for a zip group) and
+        the list of value tuples it takes.
+    fidelity : str
+        One of :data:`FIDELITIES`.
+    simulate_best : int
+        Points the ``hybrid`` fidelity simulates.
+    rank_by : str
+        One of :data:`METRICS`.
+    seed : int
+        Seed of the simulated points.
+    plots : list of str
+        Plots to draw (from :data:`PLOTS`); empty means chosen from the axes.
+    heatmap : list of str
+        The two axes of the heatmap (full dotted paths); empty means the first two.
+    """
+
+    name: str
+    path: Path
+    cluster: str
+    workload: str
+    nodes: list[int]
+    axes: list[tuple[tuple[str, ...], list[tuple[Any, ...]]]] = field(default_factory=list)
+    fidelity: str = "analytical"
+    simulate_best: int = 0
+    rank_by: str = "time_to_train_s"
+    seed: int = 0
+    plots: list[str] = field(default_factory=list)
+    heatmap: list[str] = field(default_factory=list)
+
+    @property
+    def axis_names(self) -> list[str]:
+        """Names of the axes in grid order, ``"nodes"`` last; zip groups joined by ``+``."""
+        return ["+".join(names) for names, _ in self.axes] + ["nodes"]
+
+    @property
+    def param_names(self) -> list[str]:
+        """Every dotted path the study sets, in axis order."""
+        return [n for names, _ in self.axes for n in names]
+
+    def __len__(self) -> int:
+        return math.prod(len(v) for _, v in self.axes) * len(self.nodes)
+
+    def groups(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        """``(first point index, params)`` per parameter combination, in grid order.
+
+        The points of one group differ only in node count: index ``first + i``
+        has ``nodes[i]``.
+        """
+        n = len(self.nodes)
+        combos = itertools.product(*(values for _, values in self.axes))
+        for g, combo in enumerate(combos):
+            params: dict[str, Any] = {}
+            for (names, _), values in zip(self.axes, combo, strict=True):
+                params.update(zip(names, values, strict=True))
+            yield g * n, params
+
+    def points(self) -> Iterator[Point]:
+        """Every grid point in grid order."""
+        for first, params in self.groups():
+            for i, nodes in enumerate(self.nodes):
+                yield Point(first + i, params, nodes)
+
+
+def _err(where: str, msg: str) -> ConfigError:
+    return ConfigError(f"{where}: {msg}")
+
+
+def _has_key(cls: type, key: str) -> bool:
+    try:
+        resolve_key(cls, key, "")
+    except ConfigError:
+        return False
+    return True
+
+
+def _full_path(name: str, where: str) -> str:
+    """Qualify a dotted path with ``cluster.`` or ``workload.``."""
+    if name in ("cluster", "workload") or name.startswith(("cluster.", "workload.")):
+        return name
+    head = name.split(".", 1)[0]
+    in_c, in_w = _has_key(Cluster, head), _has_key(Workload, head)
+    if in_c and in_w:
+        raise _err(where, f"{name!r} is a field of both cluster and workload; "
+                          f"write cluster.{name} or workload.{name}")
+    if in_c:
+        return f"cluster.{name}"
+    if in_w:
+        return f"workload.{name}"
+    valid = sorted(_CLUSTER_FIELDS | _WORKLOAD_FIELDS)
+    raise _err(where, f"unknown parameter {name!r}; a dotted path starting with cluster., "
+                      f"workload., or one of {', '.join(valid)}{closest(head, valid)}")
+
+
+def _range(spec: Mapping[str, Any], where: str) -> list[Any]:
+    keys = set(spec)
+    allowed = ({"start", "stop", "step"}, {"start", "stop", "factor"},
+               {"start", "stop", "num"}, {"start", "stop", "num", "scale"})
+    if keys not in allowed:
+        raise _err(where, f"range keys {sorted(keys)} not allowed; use {{start, stop, step}}, "
+                          "{start, stop, factor} or {start, stop, num, scale}")
+    start, stop = spec["start"], spec["stop"]
+    for k in keys - {"scale"}:
+        v = spec[k]
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise _err(where, f"range {k} must be a finite number, got {v!r}")
+    if stop < start:
+        raise _err(where, f"range stop {stop!r} is below start {start!r}")
+    as_int = all(isinstance(spec[k], int) for k in keys - {"scale", "num"})
+    out: list[Any]
+    if "step" in spec:
+        step = spec["step"]
+        if step <= 0:
+            raise _err(where, f"range step must be > 0, got {step!r}")
+        count = math.floor((stop - start) / step + 1e-9) + 1
+        out = [start + i * step for i in range(count)]
+    elif "factor" in spec:
+        factor = spec["factor"]
+        if factor <= 1 or start <= 0:
+            raise _err(where, f"geometric range needs factor > 1 and start > 0, got "
+                              f"factor {factor!r}, start {start!r}")
+        out, v = [], start
+        while v <= stop * (1 + 1e-12):
+            out.append(v)
+            v = v * factor
+    else:
+        num, scale = spec["num"], spec.get("scale", "linear")
+        if not isinstance(num, int) or num < 1:
+            raise _err(where, f"range num must be an integer >= 1, got {num!r}")
+        if scale not in ("linear", "log"):
+            raise _err(where, f"range scale must be 'linear' or 'log', got {scale!r}")
+        if scale == "log" and start <= 0:
+            raise _err(where, f"log range needs start > 0, got {start!r}")
+        if num == 1:
+            out = [start]
+        elif scale == "linear":
+            out = [start + (stop - start) * i / (num - 1) for i in range(num)]
+        else:
+            lo, hi = math.log10(start), math.log10(stop)
+            out = [10 ** (lo + (hi - lo) * i / (num - 1)) for i in range(num)]
+            out[0], out[-1] = start, stop
+        as_int = as_int and all(float(v).is_integer() for v in out)
+    if as_int:
+        out = [round(v) for v in out]
+    return out
+
+
+def _values(raw: Any, where: str) -> list[Any]:
+    if isinstance(raw, list):
+        if not raw:
+            raise _err(where, "empty list; give at least one value")
+        return raw
+    if isinstance(raw, Mapping):
+        return _range(raw, where)
+    raise _err(where, f"expected a list of values or a range table, got {raw!r}")
+
+
+def _spec(raw: Any, kind: str, base_dir: Path, where: str) -> str:
+    if not isinstance(raw, str) or not raw:
+        raise _err(where, f"expected a {kind} preset name or TOML path, got {raw!r}")
+    if raw.endswith(".toml") or "/" in raw:
+        path = Path(raw)
+        return str(path if path.is_absolute() else base_dir / path)
+    return raw
+
+
+def _nodes(raw: Any, where: str) -> list[int]:
+    from dlscale.commands.common import parse_nodes
+
+    if isinstance(raw, str):
+        try:
+            return parse_nodes(raw)
+        except ConfigError as exc:
+            raise _err(where, str(exc).replace("--nodes: ", "")) from None
+    values = _values(raw, where)
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise _err(where, f"node counts must be integers >= 1, got {v!r}")
+    return sorted(set(values))
+
+
+def parse_study(table: Mapping[str, Any], path: str | Path = "study.toml") -> Study:
+    """Validate a study table (as read from TOML) into a :class:`Study`.
+
+    Every error is a :class:`ConfigError` naming the file, the field, the value and
+    what is allowed. Unknown parameter paths are caught here where the prefix is
+    missing, and by :func:`~dlscale.perfmodel.config.apply_overrides` (before any
+    point runs, see :func:`dlscale.sweep.check_study`) otherwise.
+    """
+    path = Path(path)
+    f = str(path)
+    unknown = sorted(set(table) - set(_TOP_KEYS))
+    if unknown:
+        raise _err(f"{f}: {unknown[0]}", f"unknown key; valid: {', '.join(_TOP_KEYS)}"
+                                         f"{closest(unknown[0], _TOP_KEYS)}")
+    for req in ("cluster", "workload", "nodes"):
+        if req not in table:
+            raise _err(f, f"missing required key {req!r}")
+    base_dir = path.parent
+    cluster = _spec(table["cluster"], "cluster", base_dir, f"{f}: cluster")
+    workload = _spec(table["workload"], "workload", base_dir, f"{f}: workload")
+    nodes = _nodes(table["nodes"], f"{f}: nodes")
+    fidelity = table.get("fidelity", "analytical")
+    if fidelity not in FIDELITIES:
+        raise _err(f"{f}: fidelity", f"unknown value {fidelity!r}; valid: "
+                                     f"{', '.join(FIDELITIES)}{closest(str(fidelity), FIDELITIES)}")
+    best = table.get("simulate_best", 0)
+    if isinstance(best, bool) or not isinstance(best, int) or best < 0:
+        raise _err(f"{f}: simulate_best", f"must be an integer >= 0, got {best!r}")
+    if fidelity == "hybrid" and best < 1:
+        raise _err(f"{f}: simulate_best", f"hybrid fidelity needs simulate_best >= 1, got {best!r}")
+    rank_by = table.get("rank_by", "time_to_train_s")
+    if rank_by not in METRICS:
+        raise _err(f"{f}: rank_by", f"unknown metric {rank_by!r}; valid: {', '.join(METRICS)}"
+                                    f"{closest(str(rank_by), METRICS)}")
+    seed = table.get("seed", 0)
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise _err(f"{f}: seed", f"must be an integer >= 0, got {seed!r}")
+
+    axes: list[tuple[tuple[str, ...], list[tuple[Any, ...]]]] = []
+    seen: set[str] = set()
+
+    def claim(name: str, where: str) -> str:
+        full = _full_path(name, where)
+        if full in seen:
+            raise _err(where, f"{full!r} is varied twice")
+        seen.add(full)
+        return full
+
+    vary = table.get("vary", {})
+    if not isinstance(vary, Mapping):
+        raise _err(f"{f}: vary", f"expected a table of parameter = values, got {vary!r}")
+    for name, raw in vary.items():
+        where = f"{f}: vary.{name}"
+        if name == "nodes":
+            raise _err(where, "give node counts with the top-level 'nodes' key")
+        full = claim(name, where)
+        values = _values(raw, where)
+        if full in ("cluster", "workload"):
+            kind = full
+            values = [_spec(v, kind, base_dir, where) for v in values]
+        axes.append(((full,), [(v,) for v in values]))
+    zips = table.get("zip", [])
+    if not isinstance(zips, list):
+        raise _err(f"{f}: zip", f"expected [[zip]] tables, got {zips!r}")
+    for i, group in enumerate(zips):
+        where = f"{f}: zip[{i}]"
+        if not isinstance(group, Mapping) or not group:
+            raise _err(where, f"expected a non-empty table of parameter = list, got {group!r}")
+        names, columns = [], []
+        for name, raw in group.items():
+            names.append(claim(name, f"{where}.{name}"))
+            columns.append(_values(raw, f"{where}.{name}"))
+        lengths = {len(c) for c in columns}
+        if len(lengths) != 1:
+            raise _err(where, "zipped lists must have equal lengths, got "
+                              + ", ".join(f"{n}: {len(c)}" for n, c in zip(names, columns, strict=True)))
+        for k, name in enumerate(names):
+            if name in ("cluster", "workload"):
+                columns[k] = [_spec(v, name, base_dir, where) for v in columns[k]]
+        axes.append((tuple(names), list(zip(*columns, strict=True))))
+
+    plots = table.get("plots", [])
+    if not isinstance(plots, list) or any(p not in PLOTS for p in plots):
+        raise _err(f"{f}: plots", f"expected a list from {', '.join(PLOTS)}, got {plots!r}")
+    heatmap = table.get("heatmap", [])
+    if not isinstance(heatmap, list) or (heatmap and len(heatmap) != 2):
+        raise _err(f"{f}: heatmap", f"expected two varied parameters, got {heatmap!r}")
+    heatmap = [_full_path(h, f"{f}: heatmap") if h != "nodes" else h for h in heatmap]
+    for h in heatmap:
+        if h != "nodes" and h not in seen:
+            raise _err(f"{f}: heatmap", f"{h!r} is not varied; varied: "
+                                        f"{', '.join(sorted(seen)) or 'nothing'}")
+    name = table.get("name", path.stem)
+    if not isinstance(name, str):
+        raise _err(f"{f}: name", f"expected a string, got {name!r}")
+    return Study(name=name, path=path, cluster=cluster, workload=workload, nodes=nodes,
+                 axes=axes, fidelity=fidelity, simulate_best=best, rank_by=rank_by, seed=seed,
+                 plots=list(plots), heatmap=heatmap)
+
+
+def load_study(path: str | Path) -> Study:
+    """Read and validate a study TOML file."""
+    return parse_study(read_toml(path), path)
+
+
+def split_params(params: Mapping[str, Any]) -> tuple[Any, Any, dict[str, Any], dict[str, Any]]:
+    """Split point params into (cluster spec or None, workload spec or None,
+    cluster overrides, workload overrides), prefixes stripped.
+
+    Examples
+    --------
+    >>> split_params({"cluster.network.link.bandwidth_GBps": 25, "workload.tau": 2})
+    (None, None, {'network.link.bandwidth_GBps': 25}, {'tau': 2})
+    """
+    c_over: dict[str, Any] = {}
+    w_over: dict[str, Any] = {}
+    c_spec = params.get("cluster")
+    w_spec = params.get("workload")
+    for name, value in params.items():
+        if name.startswith("cluster."):
+            c_over[name[len("cluster."):]] = value
+        elif name.startswith("workload."):
+            w_over[name[len("workload."):]] = value
+    return c_spec, w_spec, c_over, w_over
+
+
+def label(value: Any) -> Any:
+    """A table-cell form of a parameter value: scalars as they are, tables as JSON.
+
+    Examples
+    --------
+    >>> label({"family": "torus", "dims": [4, 4]})
+    '{"dims":[4,4],"family":"torus"}'
+    """
+    if isinstance(value, (Mapping, list, tuple)):
+        return json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return value
+
+
+def short_names(names: Sequence[str]) -> dict[str, str]:
+    """Column names for parameters: the dotted path without ``cluster.``/``workload.``.
+
+    Examples
+    --------
+    >>> short_names(["cluster.network.link.bandwidth_GBps", "workload.tau", "cluster"])
+    {'cluster.network.link.bandwidth_GBps': 'network.link.bandwidth_GBps', 'workload.tau': 'tau', 'cluster': 'cluster'}
+    """
+    out = {}
+    for n in names:
+        short = n.split(".", 1)[1] if "." in n else n
+        out[n] = n if short in ("nodes", "cluster", "workload") or short in out.values() else short
+    return out

@@ -1,0 +1,476 @@
+"""Run a study's grid: chunks of points on a process pool or MPI, results appended as they come.
+
+Points that differ only in node count form a *group* and are evaluated by one call
+of the evaluator, which is vectorized over node counts (the analytical model is);
+groups are sent to workers in *chunks*, not one point per task. Each finished chunk
+is appended at once to ``results.jsonl`` and ``results.csv`` in the output folder,
+so an interrupted sweep loses nothing finished, and ``resume=True`` skips every point
+already recorded as ``ok`` (points are matched by a stable key of their values, see
+:func:`dlscale.study.point_key`). A point that fails is recorded with its error, and
+the sweep goes on. At the end the table is rewritten sorted by point index
+(``results.csv``, ``results.json``), so the same study and seed give the same files
+bit for bit, and plots are drawn (:mod:`dlscale.sweep_plots`).
+
+Executors (:data:`EXECUTORS`): ``process`` (``concurrent.futures.ProcessPoolExecutor``,
+the default), ``mpi`` (``mpi4py.futures.MPIPoolExecutor``; start it as
+``mpiexec -n N python -m mpi4py.futures -m dlscale sweep STUDY.toml --executor mpi``,
+which gives N-1 workers), and ``serial`` (in this process, for debugging).
+
+Evaluators (:data:`EVALUATORS`) are functions ``f(cluster, workload, nodes, seeds) ->
+list of row dicts``, one row per node count, with at least ``samples_per_s``; a
+``"module:function"`` string names one to import (it must be importable by the
+workers).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import functools
+import importlib
+import json
+import math
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dlscale.output import atomic_write_text, rows_to_csv, to_jsonable, write_rows
+from dlscale.perfmodel.config import apply_overrides, load_cluster, load_workload
+from dlscale.perfmodel.errors import ConfigError, DlscaleError, unknown_name
+from dlscale.perfmodel.hardware import Cluster
+from dlscale.perfmodel.workload import Workload
+from dlscale.results import ResultTable
+from dlscale.study import METRICS, Study, label, point_key, short_names, split_params
+
+__all__ = ["COLUMNS", "EVALUATORS", "EXECUTORS", "SweepResult", "add_training_metrics",
+           "analytical", "check_study", "resolve_evaluator", "run_sweep", "simulated"]
+
+Evaluator = Callable[[Cluster, Workload, list[int], list[int]], list[dict[str, Any]]]
+
+#: Result columns after the parameters, in table order (evaluators may add more; those
+#: go to the JSON files only).
+COLUMNS = ("nodes", "devices", "iteration_s", "compute_s", "comm_s", "exposed_comm_s",
+           "samples_per_s", "efficiency", "memory_per_device_bytes", "fits", "bottleneck",
+           "time_to_train_s", "node_hours", "cost", "error")
+
+
+def analytical(cluster: Cluster, workload: Workload, nodes: list[int],
+               seeds: list[int]) -> list[dict[str, Any]]:
+    """The closed-form model, one vectorized call over the node counts."""
+    from dlscale.perfmodel.predict import predict
+
+    return predict(cluster, workload, nodes).to_rows()
+
+
+def simulated(cluster: Cluster, workload: Workload, nodes: list[int],
+              seeds: list[int]) -> list[dict[str, Any]]:
+    """The discrete-event simulator, one run per node count with its own seed."""
+    try:
+        sim = importlib.import_module("dlscale.simulator")
+        simulate = sim.simulate
+    except (ImportError, AttributeError):
+        raise DlscaleError("fidelity 'simulated' needs dlscale.simulator.simulate, "
+                           "which this installation does not have") from None
+    rows = []
+    for n, seed in zip(nodes, seeds, strict=True):
+        result = simulate(cluster, workload, n, seed=seed)
+        got = result.to_rows() if hasattr(result, "to_rows") else [dict(result)]
+        rows.append(got[-1])
+    return rows
+
+
+#: Evaluator name -> function.
+EVALUATORS: dict[str, Evaluator] = {"analytical": analytical, "simulated": simulated}
+
+
+def resolve_evaluator(spec: str | Evaluator) -> Evaluator:
+    """An evaluator from a name in :data:`EVALUATORS`, ``"module:function"`` or a callable.
+
+    Examples
+    --------
+    >>> resolve_evaluator("analytical") is analytical
+    True
+    >>> resolve_evaluator("analytic")
+    Traceback (most recent call last):
+    ...
+    dlscale.perfmodel.errors.ConfigError: evaluator: unknown name 'analytic'; valid: analytical, module:function, simulated (did you mean 'analytical'?)
+    """
+    if callable(spec):
+        return spec
+    if spec in EVALUATORS:
+        return EVALUATORS[spec]
+    if ":" in spec:
+        mod, _, fn = spec.partition(":")
+        try:
+            return getattr(importlib.import_module(mod), fn)
+        except (ImportError, AttributeError) as exc:
+            raise ConfigError(f"evaluator: cannot import {spec!r}: {exc}") from None
+    raise unknown_name("evaluator", spec, [*EVALUATORS, "module:function"])
+
+
+def _make_executor(name: str, jobs: int | None) -> cf.Executor:
+    if name == "process":
+        return cf.ProcessPoolExecutor(max_workers=jobs)
+    if name == "mpi":
+        try:
+            from mpi4py.futures import MPIPoolExecutor
+        except ImportError:
+            raise ConfigError("--executor mpi: mpi4py is not installed "
+                              "(pip install 'dlscale[mpi]')") from None
+        return MPIPoolExecutor(max_workers=jobs)
+    return _SerialExecutor()
+
+
+class _SerialExecutor(cf.Executor):
+    """Runs each task at submit time, in this process."""
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> cf.Future[Any]:
+        fut: cf.Future[Any] = cf.Future()
+        try:
+            fut.set_result(fn(*args, **kwargs))
+        except BaseException as exc:
+            fut.set_exception(exc)
+        return fut
+
+
+#: Executor name -> factory ``f(jobs) -> concurrent.futures.Executor``.
+EXECUTORS: dict[str, Callable[[int | None], cf.Executor]] = {
+    name: functools.partial(_make_executor, name) for name in ("process", "mpi", "serial")
+}
+
+
+@functools.lru_cache(maxsize=32)
+def _cluster(spec: str) -> Cluster:
+    return load_cluster(spec)
+
+
+@functools.lru_cache(maxsize=32)
+def _workload(spec: str) -> Workload:
+    return load_workload(spec)
+
+
+def materialize(base_cluster: Cluster | str, base_workload: Workload | str,
+                params: Mapping[str, Any]) -> tuple[Cluster, Workload]:
+    """The cluster and workload of one parameter combination."""
+    c_spec, w_spec, c_over, w_over = split_params(params)
+    cluster = _cluster(c_spec) if c_spec is not None else base_cluster
+    workload = _workload(w_spec) if w_spec is not None else base_workload
+    if isinstance(cluster, str):
+        cluster = _cluster(cluster)
+    if isinstance(workload, str):
+        workload = _workload(workload)
+    if c_over:
+        cluster = apply_overrides(cluster, c_over, "cluster")
+    if w_over:
+        workload = apply_overrides(workload, w_over, "workload")
+    return cluster, workload
+
+
+def add_training_metrics(row: dict[str, Any], cluster: Cluster, workload: Workload) -> None:
+    """Add ``time_to_train_s`` (``epochs`` over the model's data set), ``node_hours``
+    and ``cost`` (node-hours times the cluster's price per node-hour) to a row."""
+    rate = float(row.get("samples_per_s") or 0.0)
+    samples = workload.epochs * workload.model.samples_per_epoch
+    t = samples / rate if rate > 0 else math.inf
+    row["time_to_train_s"] = t
+    row["node_hours"] = row["nodes"] * t / 3600.0
+    row["cost"] = row["node_hours"] * cluster.price_per_node_hour
+
+
+def _seed(study_seed: int, key: str) -> int:
+    ss = np.random.SeedSequence([study_seed, int(key, 16)])
+    return int(ss.generate_state(1, dtype=np.uint32)[0])
+
+
+def _run_chunk(evaluator: Evaluator | str, base_cluster: Cluster, base_workload: Workload,
+               tasks: list[tuple[dict[str, Any], list[tuple[int, int, str]]]],
+               fidelity: str, study_seed: int) -> list[dict[str, Any]]:
+    """Evaluate groups; each task is ``(params, [(index, nodes, key), ...])``.
+
+    Never raises for a point's failure: the point's row carries ``status = "error"``.
+    """
+    fn = resolve_evaluator(evaluator)
+    out: list[dict[str, Any]] = []
+    for params, pts in tasks:
+        head = {k: label(v) for k, v in params.items()}
+        try:
+            cluster, workload = materialize(base_cluster, base_workload, params)
+        except Exception as exc:
+            out += [_error_row(i, n, key, fidelity, head, exc) for i, n, key in pts]
+            continue
+        good = []
+        for i, n, key in pts:
+            try:
+                cluster.check_nodes(n)
+                good.append((i, n, key))
+            except Exception as exc:
+                out.append(_error_row(i, n, key, fidelity, head, exc))
+        if not good:
+            continue
+        try:
+            rows = fn(cluster, workload, [n for _, n, _ in good],
+                      [_seed(study_seed, key) for _, _, key in good])
+            if len(rows) != len(good):
+                raise DlscaleError(f"evaluator returned {len(rows)} rows for {len(good)} "
+                                   "node counts")
+        except Exception as exc:
+            out += [_error_row(i, n, key, fidelity, head, exc) for i, n, key in good]
+            continue
+        for (i, n, key), got in zip(good, rows, strict=True):
+            row = {"point": i, "key": key, "fidelity": fidelity, "status": "ok", "params": head,
+                   **{k: v.item() if hasattr(v, "item") else v for k, v in got.items()}}
+            row["nodes"] = n
+            add_training_metrics(row, cluster, workload)
+            row["error"] = ""
+            out.append(row)
+    return out
+
+
+def _error_row(i: int, n: int, key: str, fidelity: str, head: dict[str, Any],
+               exc: BaseException) -> dict[str, Any]:
+    return {"point": i, "key": key, "fidelity": fidelity, "status": "error", "params": head,
+            "nodes": n, "error": f"{type(exc).__name__}: {exc}"}
+
+
+class SweepResult(ResultTable):
+    """The rows of a sweep, sorted by point index (then fidelity), and where they went.
+
+    Each row has ``point`` (index in grid order), ``key`` (stable identity),
+    ``fidelity``, ``status`` (``ok`` or ``error``), one column per varied parameter
+    (dotted path without the ``cluster.``/``workload.`` prefix), then :data:`COLUMNS`
+    (``error`` is empty for ``ok`` rows). ``meta`` holds the study's name, base
+    cluster and workload, fidelity, seed, point count, failures and ``out_dir``.
+    """
+
+    @property
+    def failures(self) -> list[dict[str, Any]]:
+        """The rows whose point failed."""
+        return [r for r in self.rows if r["status"] != "ok"]
+
+    @property
+    def ok(self) -> list[dict[str, Any]]:
+        """The rows whose point succeeded."""
+        return [r for r in self.rows if r["status"] == "ok"]
+
+
+def check_study(study: Study) -> tuple[Cluster, Workload]:
+    """Load the base cluster and workload and try every parameter value on them.
+
+    Raises :class:`ConfigError` (unknown dotted path, bad value) before any point runs.
+    """
+    cluster, workload = load_cluster(study.cluster), load_workload(study.workload)
+    for names, values in study.axes:
+        for combo in values:
+            materialize(cluster, workload, dict(zip(names, combo, strict=True)))
+    return cluster, workload
+
+
+def _flat(row: Mapping[str, Any], shorts: Mapping[str, str]) -> dict[str, Any]:
+    out = {k: row[k] for k in ("point", "key", "fidelity", "status")}
+    params = row.get("params", {})
+    for full, short in shorts.items():
+        out[short] = params.get(full, "")
+    for c in COLUMNS:
+        out[c] = row.get(c, "")
+    return out
+
+
+def _read_log(path: Path) -> list[dict[str, Any]]:
+    rows = []
+    if path.exists():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError:  # a line cut by an interruption
+                continue
+    return rows
+
+
+def _chunks(items: Sequence[Any], size: int) -> Iterable[list[Any]]:
+    for i in range(0, len(items), size):
+        yield list(items[i:i + size])
+
+
+def run_sweep(study: Study, out_dir: str | Path | None = None, *, executor: str = "process",
+              jobs: int | None = None, resume: bool = False, quiet: bool = False,
+              evaluators: Mapping[str, Evaluator | str] | None = None,
+              chunk_groups: int | None = None, plots: bool = True) -> SweepResult:
+    """Run every point of ``study``; return the sorted rows.
+
+    Parameters
+    ----------
+    study : Study
+        From :func:`dlscale.study.load_study`.
+    out_dir : path, optional
+        Output folder (default ``STUDY.out`` next to the study file). Without
+        ``resume``, earlier results there are replaced.
+    executor : {"process", "mpi", "serial"}
+        Where the chunks run (:data:`EXECUTORS`).
+    jobs : int, optional
+        Workers of the process pool (default: all cores).
+    resume : bool
+        Keep the results already in ``out_dir`` and run only points not yet ``ok``.
+    quiet : bool
+        No progress bar (it is also off when stderr is not a terminal).
+    evaluators : mapping, optional
+        ``{"analytical": f, "simulated": g}`` to replace the default evaluators.
+    chunk_groups : int, optional
+        Groups (points differing only in node count) per task; default aims at
+        about 8 tasks per worker.
+    plots : bool
+        Draw the plots the study asks for (or that suit its axes).
+    """
+    from tqdm import tqdm
+
+    if executor not in EXECUTORS:
+        raise unknown_name("executor", executor, EXECUTORS)
+    if jobs is not None and jobs < 1:
+        raise ConfigError(f"jobs: must be >= 1, got {jobs!r}")
+    evals: dict[str, Evaluator | str] = {**EVALUATORS, **(evaluators or {})}
+    for name in evals.values():
+        resolve_evaluator(name)
+    cluster, workload = check_study(study)
+    out = Path(out_dir) if out_dir is not None else study.path.with_name(study.path.name + ".out")
+    out.mkdir(parents=True, exist_ok=True)
+    log_path, csv_path = out / "results.jsonl", out / "results.csv"
+    shorts = short_names(study.param_names)
+    header = ["point", "key", "fidelity", "status", *shorts.values(), *COLUMNS]
+    done: dict[str, dict[str, Any]] = {}
+    if resume:
+        for row in _read_log(log_path):
+            done[row["key"]] = row
+    else:
+        log_path.unlink(missing_ok=True)
+    atomic_write_text(csv_path, _csv_text(header, [_flat(r, shorts) for r in done.values()]))
+    base = {"@cluster": study.cluster, "@workload": study.workload}
+    phases = ["analytical"] if study.fidelity == "analytical" else (
+        ["simulated"] if study.fidelity == "simulated" else ["analytical", "simulated"])
+    total = len(study) + (study.simulate_best if study.fidelity == "hybrid" else 0)
+    bar = tqdm(total=total, unit="pt", desc=study.name, file=sys.stderr, dynamic_ncols=True,
+               disable=quiet or not sys.stderr.isatty())
+    pool = EXECUTORS[executor](jobs)
+    try:
+        with log_path.open("a", encoding="utf-8") as log, csv_path.open("a", encoding="utf-8") as fcsv:
+            def record(rows: list[dict[str, Any]]) -> None:
+                text = "".join(json.dumps(to_jsonable(r)) + "\n" for r in rows)
+                log.write(text)
+                log.flush()
+                fcsv.write(_csv_text(header, [_flat(r, shorts) for r in rows], head=False))
+                fcsv.flush()
+                for r in rows:
+                    done[r["key"]] = r
+                bar.update(len(rows))
+
+            for fidelity in phases:
+                groups = _todo(study, fidelity, base, done, bar)
+                if fidelity == "simulated" and study.fidelity == "hybrid":
+                    groups = _best(study, base, done, bar)
+                if not groups:
+                    continue
+                workers = _workers(pool, jobs)
+                size = chunk_groups or max(1, min(256, math.ceil(len(groups) / (8 * workers))))
+                futures = [pool.submit(_run_chunk, evals[fidelity], cluster, workload, chunk,
+                                       fidelity, study.seed) for chunk in _chunks(groups, size)]
+                for fut in cf.as_completed(futures):
+                    record(fut.result())
+    finally:
+        try:
+            pool.shutdown(wait=True, cancel_futures=True)
+        except TypeError:  # an executor without cancel_futures
+            pool.shutdown(wait=True)
+        bar.close()
+    order = {"analytical": 0, "simulated": 1}
+    keys = _wanted_keys(study, base, phases, done)
+    rows = sorted((done[k] for k in keys if k in done),
+                  key=lambda r: (r["point"], order.get(r["fidelity"], 2)))
+    flat = [_flat(r, shorts) for r in rows]
+    meta = {"study": study.name, "cluster": study.cluster, "workload": study.workload,
+            "fidelity": study.fidelity, "seed": study.seed, "points": len(study),
+            "failures": sum(r["status"] != "ok" for r in flat), "out_dir": str(out),
+            "parameters": list(shorts.values())}
+    atomic_write_text(csv_path, _csv_text(header, flat))
+    write_rows(out / "results.json", flat, meta)
+    result = SweepResult(flat, meta)
+    if plots and result.ok:
+        from dlscale.sweep_plots import plot_study
+
+        meta["plots"] = [str(p) for p in plot_study(study, flat, out)]
+    return result
+
+
+def _workers(pool: cf.Executor, jobs: int | None) -> int:
+    for attr in ("num_workers", "_max_workers"):
+        n = getattr(pool, attr, None)
+        if isinstance(n, int) and n > 0:
+            return n
+    return jobs or 1
+
+
+def _csv_text(header: Sequence[str], rows: Sequence[Mapping[str, Any]], head: bool = True) -> str:
+    text = rows_to_csv([{h: r.get(h, "") for h in header} for r in rows]) if rows else ""
+    if not rows:
+        return ",".join(header) + "\n" if head else ""
+    return text if head else text.split("\n", 1)[1]
+
+
+def _key(base: Mapping[str, Any], params: Mapping[str, Any], nodes: int, fidelity: str) -> str:
+    return point_key({**base, **params}, nodes, fidelity)
+
+
+def _todo(study: Study, fidelity: str, base: Mapping[str, Any], done: Mapping[str, Any],
+          bar: Any) -> list[tuple[dict[str, Any], list[tuple[int, int, str]]]]:
+    groups = []
+    for first, params in study.groups():
+        pts = []
+        for i, n in enumerate(study.nodes):
+            key = _key(base, params, n, fidelity)
+            if done.get(key, {}).get("status") == "ok":
+                bar.update(1)
+            else:
+                pts.append((first + i, n, key))
+        if pts:
+            groups.append((params, pts))
+    return groups
+
+
+def _ranked(study: Study, base: Mapping[str, Any],
+            done: Mapping[str, Any]) -> list[tuple[dict[str, Any], int, int]]:
+    """Analytical points that fit in memory, best first by ``study.rank_by``."""
+    smaller = METRICS[study.rank_by]
+    cands = []
+    for first, params in study.groups():
+        for i, n in enumerate(study.nodes):
+            row = done.get(_key(base, params, n, "analytical"))
+            if row and row["status"] == "ok" and row.get("fits", True) is not False:
+                v = float(row.get(study.rank_by, math.nan))
+                if math.isfinite(v):
+                    cands.append(((v if smaller else -v, first + i), params, first + i, n))
+    cands.sort(key=lambda c: c[0])
+    return [(p, i, n) for _, p, i, n in cands[:study.simulate_best]]
+
+
+def _best(study: Study, base: Mapping[str, Any], done: Mapping[str, Any],
+          bar: Any) -> list[tuple[dict[str, Any], list[tuple[int, int, str]]]]:
+    groups = []
+    for params, i, n in _ranked(study, base, done):
+        key = _key(base, params, n, "simulated")
+        if done.get(key, {}).get("status") == "ok":
+            bar.update(1)
+        else:
+            groups.append((params, [(i, n, key)]))
+    return groups
+
+
+def _wanted_keys(study: Study, base: Mapping[str, Any], phases: Sequence[str],
+                 done: Mapping[str, Any]) -> list[str]:
+    keys = []
+    if study.fidelity == "hybrid":
+        for _first, params in study.groups():
+            keys += [_key(base, params, n, "analytical") for n in study.nodes]
+        keys += [_key(base, p, n, "simulated") for p, _i, n in _ranked(study, base, done)]
+        return keys
+    for _first, params in study.groups():
+        keys += [_key(base, params, n, phases[0]) for n in study.nodes]
+    return keys

@@ -1,0 +1,208 @@
+"""Plots of a sweep: scaling curves per configuration, a heatmap over two parameters,
+and the Pareto front of time to train against hardware cost.
+
+Which plots a sweep draws follows its axes unless the study lists them
+(``plots = [...]``): scaling curves when it has several node counts, a heatmap when
+it varies at least two parameters, and the Pareto front always (cost is the
+currency cost where the cluster has a price per node-hour, node-hours otherwise).
+Files are PNG, written atomically.
+
+Examples
+--------
+>>> pareto_front([(1.0, 10.0), (2.0, 5.0), (3.0, 6.0), (4.0, 1.0)])
+[0, 1, 3]
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from dlscale.output import atomic_write_with
+from dlscale.study import METRICS, Study, short_names
+
+__all__ = ["choose_plots", "pareto_front", "plot_heatmap", "plot_pareto", "plot_scaling_groups",
+           "plot_study"]
+
+#: At most this many curves on a scaling plot; beyond it, curves are grouped by the
+#: first varied parameter, each the best over the others.
+MAX_CURVES = 10
+
+
+def pareto_front(points: Sequence[tuple[float, float]]) -> list[int]:
+    """Indices of the points no other point beats in both coordinates (both minimized).
+
+    Ties keep the first. Sorted by the first coordinate.
+
+    Examples
+    --------
+    >>> pareto_front([(1, 1), (1, 1), (0, 2)])
+    [2, 0]
+    """
+    order = sorted(range(len(points)), key=lambda i: (points[i][0], points[i][1], i))
+    front, best_y = [], math.inf
+    for i in order:
+        x, y = points[i]
+        if math.isfinite(x) and math.isfinite(y) and y < best_y:
+            front.append(i)
+            best_y = y
+    return front
+
+
+def _plt() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig: Any, path: Path) -> Path:
+    atomic_write_with(path, lambda tmp: fig.savefig(tmp, dpi=110, format="png"))
+    _plt().close(fig)
+    return path
+
+
+def _num(v: Any) -> float:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def plot_scaling_groups(path: str | Path, rows: Sequence[Mapping[str, Any]],
+                        group_by: Sequence[str], title: str) -> Path:
+    """Throughput and scaling efficiency against devices, one curve per value of ``group_by``.
+
+    With more than :data:`MAX_CURVES` groups, curves are grouped by ``group_by[0]``
+    alone, each point the highest throughput over the other parameters.
+    """
+    plt = _plt()
+    keys = list(group_by)
+    groups = {tuple(r.get(k) for k in keys) for r in rows}
+    if len(groups) > MAX_CURVES and keys:
+        keys = keys[:1]
+    curves: dict[tuple[Any, ...], dict[int, Mapping[str, Any]]] = {}
+    for r in rows:
+        g = tuple(r.get(k) for k in keys)
+        cur = curves.setdefault(g, {}).get(r["devices"])
+        if cur is None or _num(r["samples_per_s"]) > _num(cur["samples_per_s"]):
+            curves[g][r["devices"]] = r
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2), constrained_layout=True)
+    for g, pts in list(curves.items())[:MAX_CURVES]:
+        devs = sorted(pts)
+        name = ", ".join(f"{k}={v}" for k, v in zip(keys, g, strict=True)) or "all"
+        ax1.loglog(devs, [_num(pts[d]["samples_per_s"]) for d in devs], "o-", label=name)
+        ax2.semilogx(devs, [_num(pts[d]["efficiency"]) for d in devs], "o-", label=name)
+    ax1.set_xlabel("devices")
+    ax1.set_ylabel("samples / s")
+    ax2.set_xlabel("devices")
+    ax2.set_ylabel("scaling efficiency")
+    ax2.set_ylim(0, 1.05)
+    for ax in (ax1, ax2):
+        ax.grid(True, which="both", alpha=0.3)
+    ax2.legend(fontsize=7)
+    fig.suptitle(title)
+    return _save(fig, Path(path))
+
+
+def plot_heatmap(path: str | Path, rows: Sequence[Mapping[str, Any]], x: str, y: str,
+                 metric: str, title: str) -> Path:
+    """``metric`` over two parameters, the best over everything else, at the largest
+    node count present."""
+    plt = _plt()
+    top = max(r["nodes"] for r in rows)
+    rows = [r for r in rows if r["nodes"] == top] if x != "nodes" and y != "nodes" else rows
+    smaller = METRICS.get(metric, True)
+    xs = list(dict.fromkeys(r[x] for r in rows))
+    ys = list(dict.fromkeys(r[y] for r in rows))
+    grid = [[math.nan] * len(xs) for _ in ys]
+    for r in rows:
+        v = _num(r.get(metric))
+        i, j = ys.index(r[y]), xs.index(r[x])
+        old = grid[i][j]
+        if math.isnan(old) or (v < old if smaller else v > old):
+            grid[i][j] = v
+    fig, ax = plt.subplots(figsize=(1.2 * len(xs) + 3, 0.6 * len(ys) + 2.5),
+                           constrained_layout=True)
+    im = ax.imshow(grid, aspect="auto", origin="lower", cmap="viridis_r" if smaller else "viridis")
+    ax.set_xticks(range(len(xs)), [str(v) for v in xs], rotation=30, fontsize=8)
+    ax.set_yticks(range(len(ys)), [str(v) for v in ys], fontsize=8)
+    ax.set_xlabel(x)
+    ax.set_ylabel(y)
+    for i, line in enumerate(grid):
+        for j, v in enumerate(line):
+            if math.isfinite(v):
+                ax.text(j, i, f"{v:.3g}", ha="center", va="center", fontsize=7, color="w")
+    fig.colorbar(im, ax=ax, label=metric)
+    ax.set_title(f"{title} ({top} nodes)" if x != "nodes" and y != "nodes" else title)
+    return _save(fig, Path(path))
+
+
+def plot_pareto(path: str | Path, rows: Sequence[Mapping[str, Any]], cost: str,
+                label: Callable[[Mapping[str, Any]], str], title: str) -> Path:
+    """Time to train against ``cost`` for every point, the Pareto front drawn and labelled."""
+    plt = _plt()
+    pts = [(_num(r[cost]), _num(r["time_to_train_s"]) / 3600.0) for r in rows]
+    front = pareto_front(pts)
+    fig, ax = plt.subplots(figsize=(7, 5), constrained_layout=True)
+    ax.loglog([p[0] for p in pts], [p[1] for p in pts], ".", color="0.7", label="points")
+    ax.loglog([pts[i][0] for i in front], [pts[i][1] for i in front], "o-", color="C3",
+              label="Pareto front")
+    for i in front[:12]:
+        ax.annotate(label(rows[i]), pts[i], fontsize=6, xytext=(3, 3), textcoords="offset points")
+    ax.set_xlabel("cost" if cost == "cost" else "node-hours")
+    ax.set_ylabel("time to train (h)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    ax.set_title(title)
+    return _save(fig, Path(path))
+
+
+def choose_plots(study: Study) -> list[str]:
+    """The plots a study asks for, or those its axes suit."""
+    if study.plots:
+        return list(study.plots)
+    out = []
+    if len(study.nodes) > 1:
+        out.append("scaling")
+    if len(study.axes) >= 2 or study.heatmap:
+        out.append("heatmap")
+    out.append("pareto")
+    return out
+
+
+def plot_study(study: Study, rows: Sequence[Mapping[str, Any]], out_dir: str | Path) -> list[Path]:
+    """Draw the study's plots from its result rows (first fidelity, ``ok`` rows)."""
+    out_dir = Path(out_dir)
+    fidelity = "simulated" if study.fidelity == "simulated" else "analytical"
+    rows = [r for r in rows if r["status"] == "ok" and r["fidelity"] == fidelity]
+    if not rows:
+        return []
+    params = list(short_names(study.param_names).values())
+    paths = []
+    for kind in choose_plots(study):
+        if kind == "scaling":
+            paths.append(plot_scaling_groups(out_dir / "scaling.png", rows, params,
+                                             f"{study.name}: scaling"))
+        elif kind == "heatmap":
+            names = study.heatmap or (study.param_names[:2] if len(study.param_names) >= 2
+                                      else [*study.param_names[:1], "nodes"])
+            if len(names) < 2:
+                continue
+            shorts = short_names(study.param_names)
+            x, y = (shorts.get(n, n) for n in names)
+            paths.append(plot_heatmap(out_dir / "heatmap.png", rows, x, y, study.rank_by,
+                                      f"{study.name}: {study.rank_by}"))
+        elif kind == "pareto":
+            cost = "cost" if any(_num(r.get("cost")) > 0 for r in rows) else "node_hours"
+
+            def name(r: Mapping[str, Any]) -> str:
+                return ",".join(str(r[p]) for p in params[:2]) + f",{r['nodes']}n"
+
+            paths.append(plot_pareto(out_dir / "pareto.png", rows, cost, name,
+                                     f"{study.name}: time to train vs {cost}"))
+    return paths

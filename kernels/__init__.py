@@ -17,7 +17,7 @@ Examples
 >>> from dlscale.kernels import allreduce_inplace, sgd_update
 >>> bufs = np.ones((3, 5))
 >>> allreduce_inplace(bufs, "ring").total_bytes
-240
+160
 >>> sgd_update(np.zeros(5), bufs[0], lr=0.5)[0]
 np.float64(-1.5)
 """

@@ -41,7 +41,7 @@ Examples
 >>> bufs[0]
 array([12., 15., 18., 21.])
 >>> stats.sent_elements.tolist(), stats.total_bytes
-([6, 6, 6], 144)
+([6, 5, 5], 128)
 """
 
 from __future__ import annotations

@@ -1,0 +1,96 @@
+"""Built-in hardware and model catalogs, with the public source of every figure.
+
+Registries are plain dicts; each getter raises :class:`ConfigError` naming the
+valid entries when a name is unknown.
+
+Examples
+--------
+>>> get_device("v100-sxm2").peak_fp32_flops / 1e12
+15.7
+>>> get_cluster("summit").node.devices_per_node
+6
+>>> get_model("sumit")
+Traceback (most recent call last):
+...
+dlscale.perfmodel.errors.ConfigError: model: unknown name 'sumit'; valid: ...
+"""
+
+from __future__ import annotations
+
+from ..errors import unknown_name
+from ..hardware import Cluster, Device, Link, NodeSpec
+from ..workload import Model, Workload
+from .clusters import CLUSTERS, NETWORKS
+from .devices import DEVICES, FRACTION_DERIVATIONS
+from .links import LINKS
+from .models import MODELS
+from .nodes import NODES
+from .rows import CATALOG_KINDS, catalog_rows
+from .workloads import WORKLOADS
+
+__all__ = [
+    "CATALOG_KINDS",
+    "CLUSTERS",
+    "DEVICES",
+    "FRACTION_DERIVATIONS",
+    "LINKS",
+    "MODELS",
+    "NETWORKS",
+    "NODES",
+    "WORKLOADS",
+    "catalog_rows",
+    "get_cluster",
+    "get_device",
+    "get_link",
+    "get_model",
+    "get_node",
+    "get_workload",
+]
+
+
+def get_device(name: str) -> Device:
+    """The device called ``name`` (see :data:`DEVICES`)."""
+    if name not in DEVICES:
+        raise unknown_name("device", name, DEVICES)
+    return DEVICES[name]
+
+
+def get_link(name: str) -> Link:
+    """The link called ``name`` (see :data:`LINKS`)."""
+    if name not in LINKS:
+        raise unknown_name("link", name, LINKS)
+    return LINKS[name]
+
+
+def get_node(name: str) -> NodeSpec:
+    """The node called ``name`` (see :data:`NODES`)."""
+    if name not in NODES:
+        raise unknown_name("node", name, NODES)
+    return NODES[name]
+
+
+def get_cluster(name: str) -> Cluster:
+    """The cluster called ``name`` (see :data:`CLUSTERS`).
+
+    Examples
+    --------
+    >>> get_cluster("cori-knl").network.topology.family
+    'dragonfly'
+    """
+    if name not in CLUSTERS:
+        raise unknown_name("cluster", name, CLUSTERS)
+    return CLUSTERS[name]
+
+
+def get_model(name: str) -> Model:
+    """The model called ``name`` (see :data:`MODELS`)."""
+    if name not in MODELS:
+        raise unknown_name("model", name, MODELS)
+    return MODELS[name]
+
+
+def get_workload(name: str) -> Workload:
+    """The preset workload called ``name`` (see :data:`WORKLOADS`)."""
+    if name not in WORKLOADS:
+        raise unknown_name("workload", name, WORKLOADS)
+    return WORKLOADS[name]

@@ -1,0 +1,129 @@
+"""Machines: identical nodes on one network, with the sizes of the cited systems.
+
+``price_per_node_hour`` is set only where a public on-demand price of an equivalent
+cloud instance exists; elsewhere (centre machines, generic servers) it is 0.0,
+meaning "no public price".
+
+Examples
+--------
+>>> CLUSTERS["stampede2-skx"].network.topology.oversubscription(1)
+1.4
+>>> CLUSTERS["summit"].max_nodes, CLUSTERS["cori-knl"].max_nodes
+(4608, 9688)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from ..hardware import Cluster, Crossbar, Dragonfly, FatTree, NetworkSpec
+from ..units import ns
+from .links import LINKS
+from .nodes import NODES
+
+__all__ = ["CLUSTERS", "NETWORKS"]
+
+# --- Summit -------------------------------------------------------------------------
+# OLCF Summit user guide: 4,608 nodes; Mellanox EDR InfiniBand, non-blocking fat tree,
+# dual rail (one plane per ConnectX-5 port). 36-port EDR switches: 18 down, 18 up at
+# each non-top level (non-blocking). Switch-IB 2 port-to-port latency ~90 ns (Mellanox
+# SB7800 brief). TOP500 (June 2018, #1): 4,608 nodes.
+SUMMIT_NET = NetworkSpec(
+    "summit-edr-fat-tree",
+    FatTree(levels=3, nodes_per_leaf=18, down_up=((18, 18), (18, 18)), max_nodes=4608, rails=2),
+    LINKS["ib-edr"], hop_latency_s=90 * ns,
+    source="OLCF Summit user guide; TOP500 June 2018")
+
+# --- Cori KNL -----------------------------------------------------------------------
+# Cray XC40 Aries dragonfly (Alverson et al. 2012; NERSC Cori docs): 4 nodes per Aries
+# router, 96 routers per two-cabinet group (16 x 6: all-to-all electrical links within
+# a chassis row and column), up to 10 optical global ports per router. Cori's KNL
+# partition: 9,688 nodes (TOP500 Nov 2016 entry and NERSC configuration page); 384
+# nodes per group -> ceil(9688 / 384) = 26 groups hold it (derived; the Haswell
+# partition's groups share the same network and are not modelled). Aries router
+# latency ~100 ns per hop (Alverson et al. 2012), approx.
+CORI_KNL_NODES = 9688
+CORI_NET = NetworkSpec(
+    "cori-aries-dragonfly",
+    Dragonfly(groups=math.ceil(CORI_KNL_NODES / 384), routers_per_group=96,
+              terminals_per_router=4, global_links_per_router=10, max_nodes=CORI_KNL_NODES,
+              local_bandwidth_Bps=LINKS["aries-local"].bandwidth_Bps,
+              global_bandwidth_Bps=LINKS["aries-global"].bandwidth_Bps),
+    LINKS["aries-local"], hop_latency_s=100 * ns,
+    source="Alverson et al., Cray XC network 2012; NERSC Cori configuration; TOP500 Nov 2016")
+
+# --- Stampede2 ----------------------------------------------------------------------
+# TACC Stampede2 user guide: one 100 Gb/s Omni-Path fat tree for both partitions;
+# 48-port leaf switches with 28 nodes and 20 uplinks (28:20 = 1.4 oversubscribed) to
+# core director switches. Intel OPA switch port-to-port latency ~110 ns (OPA 100
+# Series edge switch brief). Described once; each partition gets the same tree with
+# its own node count: KNL 4,200 nodes, SKX 1,736 nodes (TACC user guide).
+STAMPEDE2_FABRIC = NetworkSpec(
+    "stampede2-opa-fat-tree",
+    FatTree(levels=2, nodes_per_leaf=28, down_up=((28, 20),), max_nodes=4200 + 1736),
+    LINKS["omnipath-100"], hop_latency_s=110 * ns,
+    source="TACC Stampede2 user guide; Intel OPA 100 switch brief")
+
+
+def _partition(network: NetworkSpec, nodes: int) -> NetworkSpec:
+    """The same network restricted to a partition of ``nodes`` nodes."""
+    return dataclasses.replace(network, topology=dataclasses.replace(network.topology,
+                                                                     max_nodes=nodes))
+
+
+# --- generic GPU cluster --------------------------------------------------------------
+# A two-level non-blocking fat tree of 36-port EDR switches holds 36 x 18 = 648 nodes
+# (18 down / 18 up per leaf, 36 leaves per 36-port spine set); size derived from the
+# switch radix (Mellanox SB7800: 36 ports), not from a particular installation.
+GPU_EDR_NET = NetworkSpec(
+    "edr-2-level-fat-tree",
+    FatTree(levels=2, nodes_per_leaf=18, down_up=((18, 18),), max_nodes=36 * 18),
+    LINKS["ib-edr"], hop_latency_s=90 * ns, source="Mellanox SB7800 36-port EDR switch")
+
+
+def _server(name: str) -> NetworkSpec:
+    return NetworkSpec(f"{name}-single-node", Crossbar(max_nodes=1), NODES[name].nic,
+                       source="single server")
+
+
+NETWORKS: dict[str, NetworkSpec] = {
+    net.name: net for net in (SUMMIT_NET, CORI_NET, STAMPEDE2_FABRIC, GPU_EDR_NET)
+}
+
+CLUSTERS: dict[str, Cluster] = {
+    "summit": Cluster("summit", NODES["summit"], SUMMIT_NET,
+                      source="OLCF Summit user guide; TOP500 June 2018"),
+    "cori-knl": Cluster("cori-knl", NODES["cori-knl"], CORI_NET,
+                        source="NERSC Cori KNL configuration; TOP500 Nov 2016"),
+    "cori-knl-flat": Cluster("cori-knl-flat", NODES["cori-knl-flat"], CORI_NET,
+                             source="NERSC Cori KNL configuration (flat mode)"),
+    "stampede2-knl": Cluster("stampede2-knl", NODES["stampede2-knl"],
+                             _partition(STAMPEDE2_FABRIC, 4200),
+                             source="TACC Stampede2 user guide (4,200 KNL nodes)"),
+    "stampede2-skx": Cluster("stampede2-skx", NODES["stampede2-skx"],
+                             _partition(STAMPEDE2_FABRIC, 1736),
+                             source="TACC Stampede2 user guide (1,736 SKX nodes)"),
+    # AWS EC2 p2.8xlarge: 8 K80 GPUs (4 boards), $7.20 per hour on demand (us-east-1,
+    # AWS EC2 pricing page, 2017).
+    "k80-8gpu": Cluster("k80-8gpu", NODES["k80-8gpu"], _server("k80-8gpu"),
+                        price_per_node_hour=7.20,
+                        source="You, Buluc, Demmel SC'17; price: AWS p2.8xlarge on demand"),
+    "p100-cluster": Cluster("p100-cluster", NODES["p100-4x-edr"], GPU_EDR_NET,
+                            source="generic 4 x P100 + EDR nodes; 648-node 2-level fat tree"),
+    "dgx1-p100": Cluster("dgx1-p100", NODES["dgx1-p100"], _server("dgx1-p100"),
+                         source="NVIDIA DGX-1 (P100) datasheet"),
+    # AWS EC2 p3.16xlarge: 8 V100 SXM2 16 GB with NVLink, $24.48 per hour on demand
+    # (us-east-1, AWS EC2 pricing page, 2018).
+    "dgx1-v100": Cluster("dgx1-v100", NODES["dgx1-v100"], _server("dgx1-v100"),
+                         price_per_node_hour=24.48,
+                         source="NVIDIA DGX-1 (V100) datasheet; price: AWS p3.16xlarge on demand"),
+    "pcie-4xp100": Cluster("pcie-4xp100", NODES["pcie-4xp100"], _server("pcie-4xp100"),
+                           source="generic 4 x P100 PCIe server"),
+    "pcie-8xp100": Cluster("pcie-8xp100", NODES["pcie-8xp100"], _server("pcie-8xp100"),
+                           source="generic 8 x P100 PCIe server"),
+    "pcie-4xv100": Cluster("pcie-4xv100", NODES["pcie-4xv100"], _server("pcie-4xv100"),
+                           source="generic 4 x V100 PCIe server"),
+    "pcie-8xv100": Cluster("pcie-8xv100", NODES["pcie-8xv100"], _server("pcie-8xv100"),
+                           source="generic 8 x V100 PCIe server"),
+}

@@ -1,0 +1,129 @@
+"""Transformer (Vaswani et al. 2017) as in the TensorFlow official model.
+
+The TF official Transformer (``tensorflow/models``, ``official/transformer``) that
+Cavdar et al. (ISC 2019) trained under Horovod:
+
+- one embedding table of ``vocab x hidden`` shared by the encoder input, the decoder
+  input and the pre-softmax projection (``EmbeddingSharedWeights``); its gradient
+  reaches Horovod as ``IndexedSlices`` (layer kind ``embedding``,
+  ``sparse_gradient=True``), the rows touched being the tokens of the batch (the
+  shared softmax projection makes the whole table appear in the gathered slices,
+  which the perfmodel accounts for from the table size);
+- attention projections without biases (``use_bias=False``), feed-forward layers
+  with biases, layer norm (scale and bias) before each sublayer and after each stack;
+- vocabulary of 33,708 subword tokens (the ``wmt32k`` vocabulary of the TF official
+  data pipeline, as stated in the Horovod issue threads quoted by published-results);
+- base: hidden 512, filter 2048, 8 heads, 6+6 layers; big: hidden 1024, filter
+  4096, 16 heads, 6+6 layers (Vaswani et al. Table 3).
+
+A sample is one sentence pair. Tokens per sample is an assumption: 28 subword
+tokens per side, from WMT'14 en-de having about 4.5 M pairs (Vaswani et al. Sec.
+5.1) and roughly 1.3e8 subword tokens per side after 32k-wordpiece encoding
+(about 28 per sentence; order-of-magnitude figure, not stated by the papers). The
+embedding rows touched per sample are source + target tokens = 56.
+
+FLOPs per sample: every dense matrix product costs ``2 x in x out`` per token;
+attention scores cost ``2 S^2 d`` (Q K^T) plus ``2 S^2 d`` (weights x V) per layer for
+sequence length ``S``; the softmax projection costs ``2 d V`` per target token.
+
+Examples
+--------
+>>> round(transformer("base").params / 1e6, 1)   # Vaswani et al. Table 3: 65 M (37k vocab)
+61.4
+>>> round(transformer("big").params / 1e6, 1)    # Vaswani et al. Table 3: 213 M
+210.8
+"""
+
+from __future__ import annotations
+
+from ..errors import unknown_name
+from ..workload import Layer, Model
+from .datasets import DATASETS
+
+__all__ = [
+    "TOKENS_PER_SIDE",
+    "TRANSFORMER_SIZES",
+    "VOCAB_SIZE",
+    "transformer",
+    "transformer_base",
+    "transformer_big",
+]
+
+#: Subword vocabulary of the TF official wmt32k data (Cavdar et al.; Horovod issues).
+VOCAB_SIZE = 33_708
+#: Assumed subword tokens per sentence on each side (source, target); see module doc.
+TOKENS_PER_SIDE = 28
+
+#: name -> (hidden, filter, heads, layers per stack); Vaswani et al. 2017, Table 3.
+TRANSFORMER_SIZES: dict[str, tuple[int, int, int, int]] = {
+    "base": (512, 2048, 8, 6),
+    "big": (1024, 4096, 16, 6),
+}
+
+
+def _attention(name: str, d: int, s_q: int, s_kv: int) -> Layer:
+    """Multi-head attention: Q, K, V and output projections (no bias) and the scores."""
+    params = 4 * d * d
+    proj = 2.0 * d * d * (2 * s_q + 2 * s_kv)       # Q and out on s_q tokens, K and V on s_kv
+    scores = 2.0 * s_q * s_kv * d * 2                # Q K^T and (softmax) x V
+    softmax = 5.0 * s_q * s_kv                       # exp, sum, divide (per head-summed scores)
+    return Layer(name, "attention", params, proj + scores + softmax, s_q * d)
+
+
+def _ffn(name: str, d: int, f: int, s: int) -> Layer:
+    params = d * f + f + f * d + d
+    flops = 2.0 * s * (d * f + f * d) + s * (f + d) + s * f   # products, biases, ReLU
+    return Layer(name, "fc", params, flops, s * (f + d))
+
+
+def _norm(name: str, d: int, s: int) -> Layer:
+    return Layer(name, "norm", 2 * d, 8.0 * s * d, s * d)
+
+
+def transformer(size: str, vocab: int = VOCAB_SIZE, tokens: int = TOKENS_PER_SIDE) -> Model:
+    """Transformer ``size`` ("base" or "big"), layer by layer."""
+    if size not in TRANSFORMER_SIZES:
+        raise unknown_name("transformer size", size, TRANSFORMER_SIZES)
+    d, f, _heads, n = TRANSFORMER_SIZES[size]
+    s = t = tokens
+    layers: list[Layer] = [
+        # shared embedding / softmax table: the lookup costs no FLOPs (a gather);
+        # activations: source and target embeddings (scaled by sqrt(d): 1 FLOP each)
+        Layer("embedding_shared", "embedding", vocab * d, float((s + t) * d), (s + t) * d,
+              sparse_gradient=True),
+    ]
+    for i in range(n):
+        layers += [
+            _norm(f"enc{i}_attn_norm", d, s),
+            _attention(f"enc{i}_self_attn", d, s, s),
+            _norm(f"enc{i}_ffn_norm", d, s),
+            _ffn(f"enc{i}_ffn", d, f, s),
+        ]
+    layers.append(_norm("enc_out_norm", d, s))
+    for i in range(n):
+        layers += [
+            _norm(f"dec{i}_self_norm", d, t),
+            _attention(f"dec{i}_self_attn", d, t, t),
+            _norm(f"dec{i}_cross_norm", d, t),
+            _attention(f"dec{i}_cross_attn", d, t, s),
+            _norm(f"dec{i}_ffn_norm", d, t),
+            _ffn(f"dec{i}_ffn", d, f, t),
+        ]
+    layers.append(_norm("dec_out_norm", d, t))
+    # pre-softmax projection with the shared table: parameters counted once, above
+    layers.append(Layer("softmax_projection", "fc", 0, 2.0 * t * d * vocab + 5.0 * t * vocab,
+                        t * vocab))
+    name = f"transformer-{size}"
+    return Model(name, tuple(layers), (s + t,), "wmt14-en-de", DATASETS["wmt14-en-de"],
+                 "Vaswani et al. NeurIPS 2017; TF official Transformer (tensorflow/models)",
+                 sparse_rows_per_sample=float(s + t))
+
+
+def transformer_base() -> Model:
+    """Transformer-base: hidden 512, 6+6 layers, shared 33,708 x 512 embedding."""
+    return transformer("base")
+
+
+def transformer_big() -> Model:
+    """Transformer-big: hidden 1024, 6+6 layers, shared 33,708 x 1024 embedding."""
+    return transformer("big")

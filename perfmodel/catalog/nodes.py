@@ -1,0 +1,72 @@
+"""Nodes: which devices, how many, and how they connect inside and out.
+
+Examples
+--------
+>>> n = NODES["summit"]
+>>> n.devices_per_node, n.intra_link.name, n.nic.bandwidth_Bps / 1e9
+(6, 'nvlink2-x2', 23.0)
+"""
+
+from __future__ import annotations
+
+from ..hardware import NodeSpec
+from ..units import GB
+from .devices import DEVICES
+from .links import LINKS
+
+__all__ = ["NODES"]
+
+
+def _node(name: str, device: str, count: int, intra: str, nic: str, host: str | None,
+          memory_gb: float, source: str) -> NodeSpec:
+    return NodeSpec(name=name, device=DEVICES[device], devices_per_node=count,
+                    intra_link=LINKS[intra], nic=LINKS[nic],
+                    host_link=LINKS[host] if host else None,
+                    memory_bytes=memory_gb * GB, source=source)
+
+
+NODES: dict[str, NodeSpec] = {
+    # Cori KNL node (NERSC Cori configuration page): one Xeon Phi 7250, 96 GB DDR4,
+    # 16 GB MCDRAM, Cray Aries NIC. Default mode quad-cache; flat mode on request.
+    "cori-knl": _node("cori-knl", "xeon-phi-7250-cache", 1, "knl-shm", "aries", None, 96,
+                      "NERSC Cori KNL configuration"),
+    "cori-knl-flat": _node("cori-knl-flat", "xeon-phi-7250-flat", 1, "knl-shm", "aries", None,
+                           96, "NERSC Cori KNL configuration (flat mode)"),
+    # Stampede2 KNL node (TACC user guide): Xeon Phi 7250, 68 cores, 96 GB DDR4 + 16 GB
+    # MCDRAM; cache-quad in the default queues; 100 Gb/s Omni-Path.
+    "stampede2-knl": _node("stampede2-knl", "xeon-phi-7250-cache", 1, "knl-shm",
+                           "omnipath-100", None, 96, "TACC Stampede2 user guide"),
+    # Stampede2 SKX node (TACC user guide): 2 x Xeon Platinum 8160 (48 cores), 192 GB.
+    "stampede2-skx": _node("stampede2-skx", "xeon-8160", 2, "xeon-shm", "omnipath-100", None,
+                           192, "TACC Stampede2 user guide"),
+    # Summit node (OLCF user guide): 2 POWER9 + 6 V100 16 GB; NVLink 2.0 two bricks
+    # (50 GB/s per direction) GPU-GPU within a socket and CPU-GPU; 512 GB DDR4;
+    # dual-rail EDR, 23 GB/s injection.
+    "summit": _node("summit", "v100-sxm2", 6, "nvlink2-x2", "ib-edr-dual-rail", "nvlink2-x2",
+                    512, "OLCF Summit user guide"),
+    # SC'17 K80 box (You, Buluc, Demmel): 4 K80 boards = 8 GK210 GPUs (12 GB each) on
+    # PCIe gen3 switches; the host CPU is the EASGD master, reached over PCIe. Its
+    # network port is unused in one-node runs (10 GbE assumed, not stated).
+    "k80-8gpu": _node("k80-8gpu", "k80", 8, "pcie-gen3-x16", "eth-10g-tcp", "pcie-gen3-x16",
+                      0, "You, Buluc, Demmel SC'17; NVIDIA K80 datasheet"),
+    # Generic GPU node: 4 x P100 PCIe on PCIe gen3, one EDR InfiniBand port.
+    "p100-4x-edr": _node("p100-4x-edr", "p100-pcie", 4, "pcie-gen3-x16", "ib-edr",
+                         "pcie-gen3-x16", 0, "generic 4 x P100 PCIe + EDR node"),
+    # NVIDIA DGX-1 (P100) datasheet: 8 x P100 SXM2 in a hybrid cube mesh of NVLink 1.0
+    # (one link per GPU pair, 20 GB/s per direction), 4 x EDR, 512 GB.
+    "dgx1-p100": _node("dgx1-p100", "p100-sxm2", 8, "nvlink1", "ib-edr-x4", "pcie-gen3-x16",
+                       512, "NVIDIA DGX-1 (P100) datasheet"),
+    # NVIDIA DGX-1 (V100) datasheet: 8 x V100 SXM2 in a hybrid cube mesh of NVLink 2.0;
+    # pairs are joined by one or two links -> one link (25 GB/s) taken per pair.
+    "dgx1-v100": _node("dgx1-v100", "v100-sxm2", 8, "nvlink2", "ib-edr-x4", "pcie-gen3-x16",
+                       512, "NVIDIA DGX-1 (V100) datasheet"),
+    # Generic PCIe servers: GPUs on PCIe gen3 x16 switches, 100 Gb/s EDR port.
+    "pcie-4xp100": _node("pcie-4xp100", "p100-pcie", 4, "pcie-gen3-x16", "ib-edr",
+                         "pcie-gen3-x16", 0, "generic 4 x P100 PCIe server"),
+    "pcie-8xp100": _node("pcie-8xp100", "p100-pcie", 8, "pcie-gen3-x16", "ib-edr",
+                         "pcie-gen3-x16", 0, "generic 8 x P100 PCIe server"),
+    "pcie-4xv100": _node("pcie-4xv100", "v100-pcie", 4, "pcie-gen3-x16", "ib-edr",
+                         "pcie-gen3-x16", 0, "generic 4 x V100 PCIe server"),
+    "pcie-8xv100": _node("pcie-8xv100", "v100-pcie", 8, "pcie-gen3-x16", "ib-edr",
+                         "pcie-gen3-x16", 0, "generic 8 x V100 PCIe server"),
+}

@@ -1,0 +1,96 @@
+"""``dlscale sweep STUDY.toml``: run a what-if study's grid (see :mod:`dlscale.study`).
+
+Results go to ``-o DIR`` (default ``STUDY.toml.out/`` next to the study):
+``results.jsonl`` and ``results.csv`` grow as points finish, and at the end
+``results.csv`` and ``results.json`` hold the table sorted by point index, with the
+plots beside them. On an MPI cluster::
+
+    mpiexec -n N python -m mpi4py.futures -m dlscale sweep STUDY.toml --executor mpi
+
+(``-m dlscale.commands.sweep`` runs this command alone the same way).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from dlscale.output import format_table, rows_to_csv
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(sub: Any) -> None:
+    from dlscale.sweep import EXECUTORS
+
+    p = sub.add_parser(
+        "sweep",
+        help="run a what-if study: a grid of configurations, analytical or simulated",
+        description="Run every point of a study file on a process pool (default) or MPI, "
+                    "appending results as they finish; --resume continues an interrupted sweep.",
+    )
+    p.add_argument("study", help="study TOML file (format: python -m pydoc dlscale.study)")
+    p.add_argument("-o", "--output", metavar="DIR",
+                   help="output folder (default: STUDY.toml.out next to the study)")
+    p.add_argument("--executor", choices=sorted(EXECUTORS), default="process",
+                   help="process pool (default), MPI (under mpiexec -m mpi4py.futures), serial")
+    p.add_argument("-j", "--jobs", type=int, metavar="N", help="process-pool workers (default: all cores)")
+    p.add_argument("--resume", action="store_true",
+                   help="keep finished points in the output folder and run only the rest")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--no-plots", action="store_true", help="do not draw plots")
+    p.add_argument("--evaluator", metavar="MODULE:FUNC",
+                   help="replace the analytical model with FUNC(cluster, workload, nodes, seeds)")
+    p.add_argument("--format", choices=("table", "csv", "none"), default="table",
+                   help="what to print on stdout at the end (default: a summary table)")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from dlscale.study import load_study
+    from dlscale.sweep import run_sweep
+
+    study = load_study(args.study)
+    evaluators = {"analytical": args.evaluator} if args.evaluator else None
+    result = run_sweep(study, args.output, executor=args.executor, jobs=args.jobs,
+                       resume=args.resume, quiet=args.quiet, evaluators=evaluators,
+                       plots=not args.no_plots)
+    rows = result.rows
+    params = result.meta["parameters"]
+    if args.format == "csv":
+        sys.stdout.write(rows_to_csv(rows))
+    elif args.format == "table":
+        cols = ["point", "fidelity", *params, "nodes", "iteration_s", "samples_per_s",
+                "efficiency", "time_to_train_s", "cost", "status"]
+        shown = rows if len(rows) <= 40 else rows[:20] + rows[-20:]
+        print(f"study {study.name}: {len(study)} points, {result.meta['failures']} failed, "
+              f"fidelity {study.fidelity}")
+        print(format_table(shown, cols))
+        if len(rows) > 40:
+            print(f"... {len(rows) - 40} more rows in {result.meta['out_dir']}/results.csv")
+        for r in result.failures[:5]:
+            print(f"point {r['point']} failed: {r['error']}", file=sys.stderr)
+        print(f"results: {result.meta['out_dir']}/results.csv, results.json"
+              + "".join(f", {p.rsplit('/', 1)[-1]}" for p in result.meta.get("plots", [])))
+    return 1 if result.failures and not result.ok else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``sweep`` as a program of its own (``python -m dlscale.commands.sweep``)."""
+    from dlscale.cli import OneLineParser
+    from dlscale.perfmodel.errors import DlscaleError
+
+    parser = OneLineParser(prog="dlscale")
+    sub = parser.add_subparsers(dest="command", required=True)
+    add_parser(sub)
+    args = parser.parse_args(["sweep", *(sys.argv[1:] if argv is None else argv)])
+    try:
+        return run(args)
+    except DlscaleError as exc:
+        print(f"dlscale sweep: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

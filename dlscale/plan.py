@@ -1,0 +1,341 @@
+"""Capacity planning: which cluster, node count and algorithm meet a training target.
+
+:func:`plan` evaluates a workload on every cluster on offer, over node counts,
+training algorithms and allreduce algorithms (one vectorized evaluation per cluster,
+algorithm and collective), checks each candidate against the limits, and ranks the
+feasible ones. When none is feasible it says which limit makes the request
+infeasible and by how much: for each limit, the best value reached by candidates
+that meet every *other* limit, against the bound.
+
+Limits (:data:`LIMITS`): ``deadline`` (time to train the target samples),
+``throughput`` (samples per second), ``min_efficiency``, ``max_nodes``,
+``budget_node_hours``, ``budget_cost`` (node-hours times the price per node-hour),
+``max_power`` (node power times nodes), and ``memory`` (the training state fits the
+device, always checked).
+
+The bottleneck of a plan is the evaluator's ``bottleneck`` where it gives one (a
+named link level, the master, ...), else ``memory`` when the state does not fit,
+``compute`` when compute time is at least the exposed communication, and
+``communication`` otherwise.
+
+Examples
+--------
+>>> describe_violation("deadline", 30 * 3600.0, 25 * 3600.0)
+'deadline: best 30 h against a limit of 25 h (20% over)'
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from dlscale.perfmodel.config import apply_overrides, load_cluster, load_workload
+from dlscale.perfmodel.errors import ConfigError, unknown_name
+from dlscale.perfmodel.hardware import Cluster
+from dlscale.perfmodel.workload import ALGORITHMS, COLLECTIVES, Workload
+from dlscale.results import ResultTable
+from dlscale.sweep import Evaluator, resolve_evaluator
+
+__all__ = ["LIMITS", "RANK_BY", "PlanRequest", "PlanResult", "describe_violation", "plan"]
+
+#: Limit name -> (row field, True if the field must stay <= the bound, unit shown).
+LIMITS: dict[str, tuple[str, bool, str]] = {
+    "deadline": ("time_s", True, "h"),
+    "throughput": ("samples_per_s", False, "samples/s"),
+    "min_efficiency": ("efficiency", False, ""),
+    "max_nodes": ("nodes", True, "nodes"),
+    "budget_node_hours": ("node_hours", True, "node-hours"),
+    "budget_cost": ("cost", True, ""),
+    "max_power": ("power_w", True, "kW"),
+    "memory": ("memory_per_device_bytes", True, "GiB"),
+}
+
+#: Ranking keys -> (row field, smaller is better).
+RANK_BY: dict[str, tuple[str, bool]] = {
+    "cost": ("cost", True),
+    "node_hours": ("node_hours", True),
+    "time": ("time_s", True),
+    "nodes": ("nodes", True),
+    "efficiency": ("efficiency", False),
+}
+
+_SCALE = {"h": 1 / 3600.0, "kW": 1e-3, "GiB": 1 / 1024.0**3}
+
+
+def describe_violation(limit: str, best: float, bound: float) -> str:
+    """One line: the limit, the best value reached, the bound, the relative excess."""
+    _, upper, unit = LIMITS[limit]
+    f = _SCALE.get(unit, 1.0)
+    over = (best / bound - 1.0) if upper else (1.0 - best / bound)
+    word = "over" if upper else "short"
+    unit_txt = f" {unit}" if unit else ""
+    return (f"{limit}: best {best * f:.4g}{unit_txt} against a limit of {bound * f:.4g}{unit_txt} "
+            f"({over:.0%} {word})")
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    """What to train, the target, the limits and the hardware on offer.
+
+    Attributes
+    ----------
+    workload : Workload
+    clusters : list of Cluster
+    samples : float
+        Samples to train (``epochs`` times the data set when given as epochs).
+    bounds : dict
+        Limit name (:data:`LIMITS`) -> bound in SI units (seconds, samples/s,
+        fraction, nodes, node-hours, currency, watts).
+    prices : dict
+        Cluster name -> price per node-hour.
+    algorithms, collectives : list of str
+    nodes : list of int or None
+        Node counts to try (default: doubling from 1 to each cluster's size).
+    rank_by : str
+        One of :data:`RANK_BY`.
+    """
+
+    workload: Workload
+    clusters: list[Cluster]
+    samples: float
+    bounds: dict[str, float] = field(default_factory=dict)
+    prices: dict[str, float] = field(default_factory=dict)
+    algorithms: list[str] = field(default_factory=list)
+    collectives: list[str] = field(default_factory=list)
+    nodes: list[int] | None = None
+    rank_by: str = "cost"
+
+
+class PlanResult(ResultTable):
+    """Ranked feasible plans (``rows``), every candidate, and why none fit if so.
+
+    Each row: ``rank``, ``cluster``, ``topology``, ``algorithm``, ``collective``,
+    ``nodes``, ``devices``, ``iteration_s``, ``samples_per_s``, ``efficiency``,
+    ``time_s`` (to train the target samples), ``node_hours``, ``cost``,
+    ``power_w``, ``fits``, ``bottleneck``.
+    """
+
+    def __init__(self, rows: list[dict[str, Any]], meta: dict[str, Any] | None = None,
+                 candidates: list[dict[str, Any]] | None = None,
+                 infeasible: list[str] | None = None) -> None:
+        super().__init__(rows, meta or {})
+        #: Every evaluated candidate, with ``violates`` (names of the limits it breaks).
+        self.candidates = candidates or []
+        #: Lines saying which limit makes the request infeasible and by how much.
+        self.infeasible = infeasible or []
+
+    @property
+    def feasible(self) -> bool:
+        """True when at least one plan meets every limit."""
+        return bool(self.rows)
+
+    def to_json(self, path: Any) -> Any:
+        """Write plans, request and the infeasibility lines as JSON."""
+        meta = {**self.meta, "feasible": self.feasible, "infeasible": self.infeasible}
+        return ResultTable(self.rows, meta).to_json(path)
+
+
+def _bottleneck(row: Mapping[str, Any]) -> str:
+    if row.get("bottleneck"):
+        return str(row["bottleneck"])
+    if row.get("fits") is False:
+        return "memory"
+    return "compute" if row.get("compute_s", 0) >= row.get("exposed_comm_s", 0) else "communication"
+
+
+def _node_counts(cluster: Cluster, nodes: Sequence[int] | None, cap: float) -> list[int]:
+    top = int(min(cluster.max_nodes, cap))
+    if nodes is not None:
+        return [n for n in nodes if n <= cluster.max_nodes]
+    out, n = [], 1
+    while n < top:
+        out.append(n)
+        n *= 2
+    return [*out, top] if top >= 1 else out
+
+
+def _evaluate(req: PlanRequest, fn: Evaluator) -> list[dict[str, Any]]:
+    cands = []
+    cap = req.bounds.get("max_nodes", math.inf)
+    for cluster in req.clusters:
+        price = req.prices.get(cluster.name, cluster.price_per_node_hour)
+        nodes = _node_counts(cluster, req.nodes, cap if req.nodes is None else math.inf)
+        if not nodes:
+            continue
+        mem = cluster.node.device.training_memory_bytes
+        for algo in req.algorithms:
+            for coll in req.collectives:
+                w = replace(req.workload, algorithm=algo, collective=coll)
+                for n, got in zip(nodes, fn(cluster, w, nodes, [0] * len(nodes)), strict=True):
+                    rate = float(got["samples_per_s"])
+                    t = req.samples / rate if rate > 0 else math.inf
+                    row = {"cluster": cluster.name, "topology": cluster.network.topology.family,
+                           "algorithm": algo, "collective": coll, "nodes": n,
+                           "devices": got.get("devices", n * cluster.node.devices_per_node),
+                           "iteration_s": got.get("iteration_s"), "samples_per_s": rate,
+                           "efficiency": got.get("efficiency"), "time_s": t,
+                           "node_hours": n * t / 3600.0, "cost": n * t / 3600.0 * price,
+                           "power_w": n * cluster.node.power_w,
+                           "memory_per_device_bytes": got.get("memory_per_device_bytes", 0.0),
+                           "fits": bool(got.get("fits", True)), "bottleneck": _bottleneck(got),
+                           "_memory_bound": mem}
+                    cands.append(row)
+    return cands
+
+
+def _violations(row: Mapping[str, Any], bounds: Mapping[str, float]) -> list[str]:
+    out = []
+    for limit, bound in bounds.items():
+        fld, upper, _ = LIMITS[limit]
+        v = row[fld]
+        if v is None or (v > bound if upper else v < bound):
+            out.append(limit)
+    if not row["fits"] and "memory" not in out:
+        out.append("memory")
+    return out
+
+
+def _explain(cands: list[dict[str, Any]], bounds: Mapping[str, float]) -> list[str]:
+    lines = []
+    for limit in [*bounds, "memory"]:
+        others = [c for c in cands if set(c["violates"]) <= {limit}]
+        if not others:
+            continue
+        fld, upper, _ = LIMITS[limit]
+        if limit == "memory":
+            best = min(others, key=lambda c: c[fld] / c["_memory_bound"])
+            lines.append(f"memory: the smallest training state needs "
+                         f"{best[fld] / 1024**3:.3g} GiB per device, the device holds "
+                         f"{best['_memory_bound'] / 1024**3:.3g} GiB ({best['cluster']})")
+            continue
+        vals = [c[fld] for c in others]
+        best = min(vals) if upper else max(vals)
+        lines.append(describe_violation(limit, best, bounds[limit]))
+    if not lines:
+        lines.append("no candidate meets all but one limit; each limit alone:")
+        for limit, bound in bounds.items():
+            fld, upper, _ = LIMITS[limit]
+            vals = [c[fld] for c in cands if c[fld] is not None]
+            best = min(vals) if upper else max(vals)
+            if (best > bound) if upper else (best < bound):
+                lines.append("  " + describe_violation(limit, best, bound))
+    return lines
+
+
+def plan(workload: Workload | str, clusters: Sequence[Cluster | str], *,
+         epochs: float | None = None, samples: float | None = None,
+         deadline_s: float | None = None, throughput: float | None = None,
+         min_efficiency: float | None = None, max_nodes: int | None = None,
+         budget_node_hours: float | None = None, budget_cost: float | None = None,
+         prices: Mapping[str, float] | None = None, max_power_w: float | None = None,
+         algorithms: Sequence[str] | None = None, collectives: Sequence[str] | None = None,
+         nodes: Sequence[int] | None = None, rank_by: str = "cost",
+         evaluator: str | Evaluator = "analytical",
+         overrides: Mapping[str, Any] | None = None) -> PlanResult:
+    """Search clusters x node counts x algorithms; rank the plans that meet every limit.
+
+    Parameters
+    ----------
+    workload : Workload or str
+        Preset name, TOML path or object.
+    clusters : sequence of Cluster or str
+        The hardware on offer.
+    epochs, samples : float, optional
+        How much to train (default: the workload's ``epochs`` over its data set).
+    deadline_s, throughput : float, optional
+        Target: train within ``deadline_s``, or reach ``throughput`` samples/s.
+    min_efficiency, max_nodes, budget_node_hours, budget_cost, max_power_w : optional
+        Limits. ``budget_cost`` needs a price for every cluster (``prices`` or the
+        cluster's ``price_per_node_hour``); ``max_power_w`` needs each node's
+        ``power_w``.
+    prices : mapping, optional
+        Cluster name -> price per node-hour, overriding the cluster files.
+    algorithms, collectives : sequence of str, optional
+        Training and allreduce algorithms to try (default: the workload's algorithm,
+        every collective).
+    nodes : sequence of int, optional
+        Node counts to try (default: doubling up to each cluster's size).
+    rank_by : str
+        One of :data:`RANK_BY`; ``cost`` falls back to node-hours when some cluster
+        has no price.
+    evaluator : str or callable
+        ``"analytical"`` (default), ``"simulated"``, ``"module:function"`` or a function.
+    overrides : mapping, optional
+        Dotted-path workload overrides applied first (``{"batch_per_device": 64}``).
+    """
+    w = load_workload(workload)
+    if overrides:
+        w = apply_overrides(w, overrides, "workload")
+    if not clusters:
+        raise ConfigError("clusters: give at least one cluster")
+    cl = [load_cluster(c) for c in clusters]
+    fn = resolve_evaluator(evaluator)
+    if epochs is not None and samples is not None:
+        raise ConfigError("target: give epochs or samples, not both")
+    for name, v in (("epochs", epochs), ("samples", samples), ("deadline_s", deadline_s),
+                    ("throughput", throughput), ("max_nodes", max_nodes),
+                    ("budget_node_hours", budget_node_hours), ("budget_cost", budget_cost),
+                    ("max_power_w", max_power_w)):
+        if v is not None and not (isinstance(v, (int, float)) and v > 0):
+            raise ConfigError(f"{name}: must be a number > 0, got {v!r}")
+    if min_efficiency is not None and not (0 < min_efficiency <= 1):
+        raise ConfigError(f"min_efficiency: must be in (0, 1], got {min_efficiency!r}")
+    if rank_by not in RANK_BY:
+        raise unknown_name("rank_by", rank_by, RANK_BY)
+    algorithms = list(algorithms or [w.algorithm])
+    collectives = list(collectives or COLLECTIVES)
+    for a in algorithms:
+        if a not in ALGORITHMS:
+            raise unknown_name("algorithms", a, ALGORITHMS)
+    for c in collectives:
+        if c not in COLLECTIVES:
+            raise unknown_name("collectives", c, COLLECTIVES)
+    prices = dict(prices or {})
+    for name in prices:
+        if name not in {c.name for c in cl}:
+            raise unknown_name("prices", name, [c.name for c in cl])
+    priced = {c.name: prices.get(c.name, c.price_per_node_hour) for c in cl}
+    if budget_cost is not None:
+        for name, p in priced.items():
+            if p <= 0:
+                raise ConfigError(f"budget_cost: cluster {name!r} has no price per node-hour; "
+                                  f"give one (--price {name}=VALUE or price_per_node_hour)")
+    if max_power_w is not None:
+        for c in cl:
+            if c.node.power_w <= 0:
+                raise ConfigError(f"max_power: cluster {c.name!r} has no node power_w; "
+                                  "give it in the cluster file")
+    if rank_by == "cost" and any(p <= 0 for p in priced.values()):
+        rank_by = "node_hours"
+    bounds = {k: float(v) for k, v in (("deadline", deadline_s), ("throughput", throughput),
+                                       ("min_efficiency", min_efficiency),
+                                       ("max_nodes", max_nodes),
+                                       ("budget_node_hours", budget_node_hours),
+                                       ("budget_cost", budget_cost), ("max_power", max_power_w))
+              if v is not None}
+    n_samples = float(samples if samples is not None
+                      else (epochs or w.epochs) * w.model.samples_per_epoch)
+    req = PlanRequest(w, cl, n_samples, bounds, priced, algorithms, collectives,
+                      list(nodes) if nodes else None, rank_by)
+    return run_plan(req, fn)
+
+
+def run_plan(req: PlanRequest, fn: Callable[..., Any]) -> PlanResult:
+    """Evaluate, filter and rank the candidates of a checked request."""
+    cands = _evaluate(req, fn)
+    for c in cands:
+        c["violates"] = _violations(c, req.bounds)
+    fld, smaller = RANK_BY[req.rank_by]
+    feasible = [c for c in cands if not c["violates"]]
+    feasible.sort(key=lambda c: ((c[fld] if smaller else -c[fld]), c["time_s"], c["cluster"],
+                                 c["algorithm"], c["collective"], c["nodes"]))
+    rows = [{"rank": i + 1, **{k: v for k, v in c.items() if k not in ("violates", "_memory_bound")}}
+            for i, c in enumerate(feasible)]
+    meta = {"workload": req.workload.name, "clusters": [c.name for c in req.clusters],
+            "samples": req.samples, "limits": req.bounds, "prices": req.prices,
+            "rank_by": req.rank_by, "candidates": len(cands)}
+    why = [] if rows else (_explain(cands, req.bounds) if cands else
+                           ["max_nodes: no cluster has a node count within the limits"])
+    return PlanResult(rows, meta, cands, why)

@@ -13,7 +13,7 @@ Algorithms (``ALGORITHMS``):
 * ``ring``: reduce-scatter then allgather around a ring, ``P - 1`` steps each; the
   vector is cut into ``P`` chunks, the first ``n % P`` one element longer.  Rank
   ``r`` sends every chunk but ``r+1`` in the reduce-scatter and every chunk but
-  ``r-1`` (mod P) in the allgather: ``2 (P-1)/P n`` elements when ``P`` divides ``n``.
+  ``r+2`` (mod P) in the allgather: ``2 (P-1)/P n`` elements when ``P`` divides ``n``.
 * ``rabenseifner``: recursive-halving reduce-scatter then recursive-doubling
   allgather.  A non-power-of-two ``P = p' + rem`` is handled as MPICH does: the first
   ``2 rem`` ranks pair up, even ranks send their whole vector to the next odd rank

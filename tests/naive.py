@@ -57,11 +57,11 @@ def ring_sum_same_order(X):
 
 
 def ring_sent_elements(n, p):
-    """Per-rank elements sent by ring allreduce: all chunks but r+1 (reduce-scatter), all but r-1 (allgather)."""
+    """Per-rank elements sent by ring allreduce: all chunks but r+1 (reduce-scatter), all but r+2 (allgather)."""
     s = chunk_sizes(n, p)
     if p == 1:
         return [0]
-    return [(n - s[(r + 1) % p]) + (n - s[(r - 1) % p]) for r in range(p)]
+    return [(n - s[(r + 1) % p]) + (n - s[(r + 2) % p]) for r in range(p)]
 
 
 def tree_sent_elements(n, p):

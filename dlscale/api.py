@@ -1,0 +1,179 @@
+"""The public Python API: the command line's questions, asked from code.
+
+Every function returns a documented result object holding ``rows`` (plain dicts)
+and ``meta``, with ``to_rows()`` (a pandas-free list of dicts), ``to_csv(path)`` and
+``to_json(path)`` (see :class:`dlscale.results.ResultTable`).
+
+- :func:`load_cluster`, :func:`load_workload`: a preset name, a TOML file, or an
+  object; change fields with ``overrides={"network.link.bandwidth_GBps": 25}``.
+- :func:`predict`: the analytical model over node counts -> :class:`PredictResult`.
+- :func:`simulate`: the discrete-event simulator -> :class:`SimulateResult`.
+- :func:`sweep`: a study file or table -> :class:`dlscale.sweep.SweepResult`.
+- :func:`plan`: capacity planning -> :class:`dlscale.plan.PlanResult`.
+
+Examples
+--------
+>>> c = load_cluster("summit", overrides={"network.link.bandwidth_GBps": 25})
+>>> c.network.link.bandwidth_Bps
+25000000000.0
+>>> w = load_workload("resnet50", overrides={"batch_per_device": 64})
+>>> w.batch_per_device
+64
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from dlscale.perfmodel import config as _config
+from dlscale.perfmodel.errors import DlscaleError
+from dlscale.perfmodel.hardware import Cluster
+from dlscale.perfmodel.workload import Workload
+from dlscale.plan import PlanResult
+from dlscale.plan import plan as _plan
+from dlscale.results import ResultTable
+from dlscale.study import Study, load_study, parse_study
+from dlscale.sweep import SweepResult, run_sweep
+
+__all__ = ["PlanResult", "PredictResult", "ResultTable", "SimulateResult", "SweepResult",
+           "load_cluster", "load_workload", "plan", "predict", "simulate", "sweep"]
+
+
+def load_cluster(spec: str | Path | Cluster, overrides: Mapping[str, Any] | None = None,
+                 profile: str | Path | None = None) -> Cluster:
+    """A cluster from a preset name, a TOML file or an object, with dotted-path overrides
+    and, optionally, a machine profile from ``dlscale calibrate`` applied."""
+    cluster = _config.load_cluster(spec)
+    if overrides:
+        cluster = _config.apply_overrides(cluster, overrides, "cluster")
+    if profile is not None:
+        from dlscale.perfmodel.profile import apply_profile, load_profile
+
+        cluster = apply_profile(cluster, load_profile(profile))
+    return cluster
+
+
+def load_workload(spec: str | Path | Workload,
+                  overrides: Mapping[str, Any] | None = None) -> Workload:
+    """A workload from a preset name, a TOML file or an object, with dotted-path overrides."""
+    workload = _config.load_workload(spec)
+    if overrides:
+        workload = _config.apply_overrides(workload, overrides, "workload")
+    return workload
+
+
+def _nodes(cluster: Cluster, nodes: int | str | Sequence[int] | None) -> list[int]:
+    from dlscale.commands.common import parse_nodes
+
+    if nodes is None:
+        out = parse_nodes(f"1-{cluster.max_nodes}")
+    elif isinstance(nodes, str):
+        out = parse_nodes(nodes)
+    elif isinstance(nodes, int):
+        out = [nodes]
+    else:
+        out = list(nodes)
+    for n in out:
+        cluster.check_nodes(n)
+    return out
+
+
+class PredictResult(ResultTable):
+    """Analytical prediction, one row per node count.
+
+    Rows hold ``nodes``, ``devices``, ``iteration_s``, ``compute_s``, ``comm_s``,
+    ``exposed_comm_s``, ``samples_per_s``, ``efficiency``,
+    ``memory_per_device_bytes``, ``fits`` (and whatever else the model reports,
+    such as ``bottleneck``), plus ``time_to_train_s``, ``node_hours`` and ``cost``
+    for the workload's epochs. ``raw`` is the model's own result object.
+    """
+
+    raw: Any = None
+
+
+class SimulateResult(ResultTable):
+    """Discrete-event simulation, one row per node count (same columns as
+    :class:`PredictResult` where the simulator reports them); ``raw`` holds the
+    simulator's result objects, one per node count."""
+
+    raw: Any = None
+
+
+def predict(cluster: str | Path | Cluster, workload: str | Path | Workload,
+            nodes: int | str | Sequence[int] | None = None, *,
+            cluster_overrides: Mapping[str, Any] | None = None,
+            workload_overrides: Mapping[str, Any] | None = None,
+            profile: str | Path | None = None) -> PredictResult:
+    """Predict time per iteration and scaling with the closed-form model.
+
+    ``nodes`` is a count, a list, a string like ``"1-4608"`` or None (doubling up
+    to the cluster's size).
+    """
+    from dlscale.perfmodel.predict import predict as _predict
+    from dlscale.sweep import add_training_metrics
+
+    c = load_cluster(cluster, cluster_overrides, profile)
+    w = load_workload(workload, workload_overrides)
+    raw = _predict(c, w, _nodes(c, nodes))
+    rows = raw.to_rows()
+    for row in rows:
+        add_training_metrics(row, c, w)
+    out = PredictResult(rows, {"cluster": c.name, "workload": w.name, "fidelity": "analytical"})
+    out.raw = raw
+    return out
+
+
+def simulate(cluster: str | Path | Cluster, workload: str | Path | Workload,
+             nodes: int | str | Sequence[int], *, seed: int = 0,
+             cluster_overrides: Mapping[str, Any] | None = None,
+             workload_overrides: Mapping[str, Any] | None = None,
+             **options: Any) -> SimulateResult:
+    """Simulate with the discrete-event model (``dlscale.simulator.simulate``), one run
+    per node count, all with ``seed``; ``options`` go to the simulator."""
+    from dlscale.sweep import add_training_metrics
+
+    try:
+        sim = importlib.import_module("dlscale.simulator").simulate
+    except (ImportError, AttributeError):
+        raise DlscaleError("simulate needs dlscale.simulator.simulate, which this "
+                           "installation does not have") from None
+    c = load_cluster(cluster, cluster_overrides)
+    w = load_workload(workload, workload_overrides)
+    raws, rows = [], []
+    for n in _nodes(c, nodes):
+        res = sim(c, w, n, seed=seed, **options)
+        raws.append(res)
+        row = dict(res.to_rows()[-1]) if hasattr(res, "to_rows") else dict(res)
+        row.setdefault("nodes", n)
+        if "samples_per_s" in row:
+            add_training_metrics(row, c, w)
+        rows.append(row)
+    out = SimulateResult(rows, {"cluster": c.name, "workload": w.name, "fidelity": "simulated",
+                                "seed": seed})
+    out.raw = raws
+    return out
+
+
+def sweep(study: str | Path | Study | Mapping[str, Any], out_dir: str | Path | None = None,
+          **options: Any) -> SweepResult:
+    """Run a study (file path, parsed :class:`~dlscale.study.Study`, or a table with
+    the file's keys) -> :class:`~dlscale.sweep.SweepResult`. ``options`` are those of
+    :func:`dlscale.sweep.run_sweep` (``executor``, ``jobs``, ``resume``, ``quiet``,
+    ``evaluators``, ``plots``). A table needs ``out_dir``."""
+    if isinstance(study, Mapping):
+        if out_dir is None:
+            raise DlscaleError("sweep: a study given as a table needs out_dir")
+        study = parse_study(study, Path(out_dir) / "study.toml")
+    elif not isinstance(study, Study):
+        study = load_study(study)
+    options.setdefault("quiet", True)
+    return run_sweep(study, out_dir, **options)
+
+
+def plan(workload: str | Path | Workload, clusters: Sequence[str | Path | Cluster],
+         **options: Any) -> PlanResult:
+    """Capacity planning; the options are those of :func:`dlscale.plan.plan`."""
+    return _plan(workload, list(clusters), **options)

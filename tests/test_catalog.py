@@ -1,0 +1,168 @@
+"""Hardware catalog: devices, links, nodes, clusters, registries, rows."""
+
+import pytest
+
+from dlscale.perfmodel import catalog
+from dlscale.perfmodel.catalog import (
+    CLUSTERS,
+    DEVICES,
+    FRACTION_DERIVATIONS,
+    LINKS,
+    NETWORKS,
+    NODES,
+    catalog_rows,
+    get_cluster,
+    get_device,
+    get_link,
+    get_node,
+)
+from dlscale.perfmodel.catalog.devices import measured_fraction
+from dlscale.perfmodel.errors import ConfigError
+from dlscale.perfmodel.hardware import Cluster
+
+#: Cited machine sizes: OLCF guide / TOP500 (Summit 4,608), NERSC / TOP500 (Cori KNL
+#: 9,688), TACC guide (Stampede2 KNL 4,200 and SKX 1,736), single servers.
+CITED_NODES = {
+    "summit": 4608, "cori-knl": 9688, "cori-knl-flat": 9688, "stampede2-knl": 4200,
+    "stampede2-skx": 1736, "k80-8gpu": 1, "dgx1-p100": 1, "dgx1-v100": 1,
+    "pcie-4xp100": 1, "pcie-8xp100": 1, "pcie-4xv100": 1, "pcie-8xv100": 1,
+    "p100-cluster": 648,
+}
+
+
+def test_contract_cluster_names_present():
+    for name in ("summit", "cori-knl", "stampede2-knl", "stampede2-skx", "k80-8gpu",
+                 "p100-cluster", "dgx1-p100", "dgx1-v100", "pcie-4xp100"):
+        assert isinstance(get_cluster(name), Cluster)
+
+
+@pytest.mark.parametrize("name", sorted(CLUSTERS))
+def test_every_cluster_constructs_with_cited_size(name):
+    cluster = get_cluster(name)
+    assert cluster.max_nodes == CITED_NODES[name]
+    cluster.check_nodes(cluster.max_nodes)
+    with pytest.raises(ConfigError, match=f"more than cluster '{name}' holds"):
+        cluster.check_nodes(cluster.max_nodes + 1)
+
+
+def test_every_entry_has_a_source():
+    for registry in (DEVICES, LINKS, NODES, CLUSTERS, NETWORKS):
+        for name, entry in registry.items():
+            assert entry.source.strip(), name
+
+
+def test_unknown_names_list_valid_ones_and_suggest():
+    with pytest.raises(ConfigError, match=r"^cluster: unknown name 'sumit'; valid: cori-knl, "
+                                          r".*summit.* \(did you mean 'summit'\?\)$"):
+        get_cluster("sumit")
+    with pytest.raises(ConfigError, match=r"^device: unknown name 'v100'; valid: .*v100-sxm2"):
+        get_device("v100")
+    with pytest.raises(ConfigError, match=r"^link: unknown name 'nvlink3'; valid: .*"
+                                          r"\(did you mean 'nvlink2'\?\)"):
+        get_link("nvlink3")
+    with pytest.raises(ConfigError, match=r"^node: unknown name 'x'; valid: "):
+        get_node("x")
+
+
+def test_datasheet_figures():
+    v100 = get_device("v100-sxm2")
+    assert (v100.peak_fp32_flops, v100.peak_fp64_flops, v100.peak_fp16_flops) == (
+        15.7e12, 7.8e12, 125e12)
+    assert (v100.memory_bytes, v100.memory_bandwidth_Bps) == (16e9, 900e9)
+    knl = get_device("xeon-phi-7250-flat")
+    assert knl.cores == 68
+    assert knl.peak_fp64_flops == pytest.approx(3.0464e12)      # Intel: 3.05 TFLOPS fp64
+    assert knl.training_memory_bytes == 16e9                    # flat mode: MCDRAM
+    assert get_device("xeon-phi-7250-cache").training_memory_bytes == 96e9
+    assert get_device("xeon-phi-7230-flat").cores == 64
+    assert get_device("xeon-8160").peak_fp64_flops == pytest.approx(1.6128e12)
+    # K80 is one GK210: half the board's 8.73 TFLOPS fp32 and 24 GB
+    k80 = get_device("k80")
+    assert (k80.peak_fp32_flops, k80.memory_bytes) == (pytest.approx(4.365e12), 12e9)
+    assert get_device("p100-sxm2").peak_fp32_flops == 10.6e12
+    assert get_device("p100-pcie").peak_fp32_flops == 9.3e12
+    assert get_device("k20x").peak_fp32_flops == 3.95e12
+
+
+def test_sustained_fraction_is_derived_from_the_cited_measurement():
+    # P100: 219 img/s ResNet-50 (TF benchmarks) x 3 x forward FLOPs of the catalog model
+    fwd = catalog.get_model("resnet50").forward_flops
+    assert get_device("p100-sxm2").sustained_fraction == pytest.approx(
+        measured_fraction(219, fwd, 10.6e12))
+    assert get_device("v100-sxm2").sustained_fraction == pytest.approx(1075 * 3 * fwd / 125e12)
+    for name, dev in DEVICES.items():
+        assert 0.05 < dev.sustained_fraction < 0.8, name
+        assert FRACTION_DERIVATIONS[name].endswith(f"{dev.sustained_fraction:.3f}")
+
+
+def test_links():
+    assert get_link("pcie-gen3-x16").bandwidth_Bps == pytest.approx(15.754e9, rel=1e-3)
+    assert get_link("nvlink2").bandwidth_Bps == 25e9
+    assert get_link("nvlink1").bandwidth_Bps == 20e9
+    assert get_link("ib-edr").bandwidth_Bps == 12.5e9
+    assert get_link("ib-hdr").bandwidth_Bps == 25e9
+    assert get_link("ib-fdr").bandwidth_Bps == pytest.approx(6.82e9, rel=1e-3)
+    assert get_link("omnipath-100").bandwidth_Bps == 12.5e9
+    for rate in (10, 25, 50, 100):
+        tcp, roce = get_link(f"eth-{rate}g-tcp"), get_link(f"eth-{rate}g-roce")
+        assert tcp.bandwidth_Bps == roce.bandwidth_Bps == rate * 1e9 / 8
+        assert roce.latency_s < tcp.latency_s
+
+
+def test_summit_node_and_network():
+    s = get_cluster("summit")
+    assert s.node.device.name == "v100-sxm2" and s.node.devices_per_node == 6
+    assert s.node.intra_link.bandwidth_Bps == 50e9
+    assert s.node.host_link.bandwidth_Bps == 50e9
+    assert s.node.nic.bandwidth_Bps == 23e9
+    t = s.network.topology
+    assert (t.family, t.levels, t.rails) == ("fat-tree", 3, 2)
+    assert all(t.oversubscription(level) == 1.0 for level in (1, 2))
+
+
+def test_stampede2_partitions_share_one_fabric():
+    knl, skx = get_cluster("stampede2-knl"), get_cluster("stampede2-skx")
+    assert knl.network.link is skx.network.link
+    for c in (knl, skx):
+        assert c.network.topology.down_up == ((28, 20),)
+        assert c.network.topology.oversubscription(1) == pytest.approx(1.4)
+    assert skx.node.devices_per_node == 2 and skx.node.memory_bytes == 192e9
+    assert knl.node.device.cores == 68
+
+
+def test_cori_dragonfly_geometry():
+    t = get_cluster("cori-knl").network.topology
+    assert (t.family, t.routers_per_group, t.terminals_per_router) == ("dragonfly", 96, 4)
+    assert t.groups * t.routers_per_group * t.terminals_per_router >= t.max_nodes
+
+
+def test_k80_box_is_eight_gk210_on_pcie():
+    node = get_cluster("k80-8gpu").node
+    assert (node.device.name, node.devices_per_node) == ("k80", 8)
+    assert node.intra_link.name == node.host_link.name == "pcie-gen3-x16"
+
+
+def test_prices_only_where_cited():
+    priced = {n for n, c in CLUSTERS.items() if c.price_per_node_hour > 0}
+    assert priced == {"k80-8gpu", "dgx1-v100"}
+    for name in priced:
+        assert "price" in CLUSTERS[name].source
+
+
+@pytest.mark.parametrize("kind", catalog.CATALOG_KINDS)
+def test_catalog_rows_uniform_and_sourced(kind):
+    rows = catalog_rows(kind)
+    assert rows
+    keys = set(rows[0])
+    assert all(set(r) == keys for r in rows)
+    assert "name" in keys
+    if kind not in ("topologies", "algorithms"):
+        assert all(r["source"] for r in rows)
+    else:
+        assert all(r["description"] for r in rows)
+
+
+def test_catalog_rows_unknown_kind():
+    with pytest.raises(ConfigError, match=r"^catalog kind: unknown name 'device'; valid: .*"
+                                          r"\(did you mean 'devices'\?\)"):
+        catalog_rows("device")

@@ -203,16 +203,18 @@ def binomial_tree_allreduce_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: float,
     return _out(2 * d * (alpha_s + n * beta_s_per_B) + d * n * gamma_s_per_B)
 
 
-def _pipelined_s(depth: np.ndarray, alpha_s: float, nb: np.ndarray) -> np.ndarray:
+def _pipelined_s(depth: np.ndarray, alpha_s: ArrayLike, nb: np.ndarray) -> np.ndarray:
     """Best pipelined time ``min_k (depth - 1 + k)(alpha + nb / k)`` over ``k >= 1``.
 
     The optimum ``k* = sqrt((depth - 1) nb / alpha)`` gives ``(sqrt((depth-1) alpha) +
     sqrt(nb))^2``; where ``k* < 1`` one segment is best: ``depth (alpha + nb)``.
     """
     dm1 = np.maximum(depth - 1, 0)
+    a = np.asarray(alpha_s, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
-        k_opt = np.sqrt(dm1 * nb / alpha_s) if alpha_s > 0 else np.where(dm1 * nb > 0, np.inf, 0)
-    piped = (np.sqrt(dm1 * alpha_s) + np.sqrt(nb)) ** 2
+        k_opt = np.where(a > 0, np.sqrt(dm1 * nb / np.where(a > 0, a, 1.0)),
+                         np.where(dm1 * nb > 0, np.inf, 0.0))
+    piped = (np.sqrt(dm1 * a) + np.sqrt(nb)) ** 2
     return np.where(k_opt >= 1, piped, depth * (alpha_s + nb))
 
 

@@ -125,3 +125,13 @@ def test_deterministic():
     n = np.geomspace(1, 1e9, 50)
     for name in FLAT:
         assert np.array_equal(c.allreduce_s(name, n, 37, A, B, G), c.allreduce_s(name, n, 37, A, B, G))
+
+
+@pytest.mark.parametrize("name", FLAT)
+def test_parameters_may_be_arrays_over_rank_counts(name):
+    p = np.array([2, 16, 64])
+    alpha = np.array([1e-6, 2e-6, 3e-6])
+    beta = np.array([1e-10, 2e-10, 3e-10])
+    t = c.allreduce_s(name, 1e6, p, alpha, beta, G)
+    one_by_one = [c.allreduce_s(name, 1e6, int(pi), float(a), float(b), G) for pi, a, b in zip(p, alpha, beta, strict=True)]
+    assert t == pytest.approx(one_by_one)

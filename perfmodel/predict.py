@@ -1,0 +1,174 @@
+"""Predict a whole scaling curve with the analytical model in one call.
+
+:func:`predict` takes a cluster, a workload and node counts (an int or a 1-D
+array) and returns a :class:`Prediction`: arrays over the node counts, computed
+together with numpy (no Python loop over node counts for synchronous SGD).
+
+Examples
+--------
+>>> from dlscale.perfmodel.hardware import (
+...     Cluster, Crossbar, Device, Link, NetworkSpec, NodeSpec)
+>>> from dlscale.perfmodel.workload import Layer, Model, Workload
+>>> gpu = Device("g", "gpu", 80, 1.5e9, 7e12, 14e12, 112e12, 16e9, 900e9, 0.5)
+>>> node = NodeSpec("n", gpu, 4, Link("nvlink", 50e9, 2e-6), Link("ib", 10e9, 1e-6))
+>>> c = Cluster("toy", node, NetworkSpec("x", Crossbar(64), Link("ib", 10e9, 1e-6)))
+>>> m = Model("m", (Layer("fc", "fc", 10**6, 7e9, 1000),), (1000,), "none", 1)
+>>> pred = predict(c, Workload("w", m, 10), [1, 4, 16])
+>>> pred.devices.tolist()
+[4, 16, 64]
+>>> float(pred.efficiency[0])
+1.0
+>>> sorted(pred.to_rows()[0])[:4]
+['comm_s', 'compute_s', 'devices', 'efficiency']
+>>> predict(c, Workload("w", m, 10), 0)
+Traceback (most recent call last):
+...
+dlscale.perfmodel.errors.ConfigError: nodes: must be >= 1 (cluster 'toy' holds 1..64), got 0
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from .hardware import Cluster
+from .memory import memory_per_rank
+from .training import check_nodes, efficiency, iteration_times, layout
+from .workload import Workload
+
+__all__ = ["ROW_KEYS", "Prediction", "predict"]
+
+#: Keys of :meth:`Prediction.to_rows`, in column order.
+ROW_KEYS = ("nodes", "devices", "ranks", "global_batch", "iteration_s", "compute_s", "comm_s",
+            "exposed_comm_s", "samples_per_s", "efficiency", "memory_per_device_bytes", "fits")
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """Result of :func:`predict`: one entry per node count asked for.
+
+    Attributes
+    ----------
+    cluster, workload, algorithm, collective, scaling : str
+        What was predicted (names).
+    nodes, devices, ranks : ndarray of int
+        Node, device and rank (worker) counts.
+    global_batch : ndarray
+        Samples per iteration over all ranks.
+    iteration_s : ndarray
+        Time of one iteration (see :class:`.training.IterationTimes`).
+    compute_s : ndarray
+        Forward + backward + update of one rank.
+    comm_s : ndarray
+        Communication per iteration, hidden or not.
+    exposed_comm_s : ndarray
+        Part of the iteration not covered by compute.
+    samples_per_s : ndarray
+        Training throughput.
+    efficiency : ndarray
+        Scaling efficiency ``samples_per_s / (nodes x samples_per_s at 1 node)``
+        (weak scaling: fixed batch per device; strong scaling: fixed global batch, so
+        this is the speed-up over one node divided by the node count).
+    memory_per_device_bytes : ndarray
+        Bytes one device holds (its ranks' parameters, gradients, optimizer state,
+        activations and buffers; see :mod:`.memory`).
+    fits : ndarray of bool
+        Whether that fits the device's training memory.
+    memory_resource : str
+        Which memory ``fits`` was checked against.
+    """
+
+    cluster: str
+    workload: str
+    algorithm: str
+    collective: str
+    scaling: str
+    nodes: np.ndarray
+    devices: np.ndarray
+    ranks: np.ndarray
+    global_batch: np.ndarray
+    iteration_s: np.ndarray
+    compute_s: np.ndarray
+    comm_s: np.ndarray
+    exposed_comm_s: np.ndarray
+    samples_per_s: np.ndarray
+    efficiency: np.ndarray
+    memory_per_device_bytes: np.ndarray
+    fits: np.ndarray
+    memory_resource: str
+
+    def __len__(self) -> int:
+        return int(self.nodes.size)
+
+    def to_rows(self) -> list[dict[str, Any]]:
+        """One dict per node count, keys :data:`ROW_KEYS`, plain Python numbers."""
+        cols = {k: getattr(self, k).tolist() for k in ROW_KEYS}
+        return [{k: cols[k][i] for k in ROW_KEYS} for i in range(len(self))]
+
+    def meta(self) -> dict[str, str]:
+        """Names of what was predicted."""
+        return {"cluster": self.cluster, "workload": self.workload, "algorithm": self.algorithm,
+                "collective": self.collective, "scaling": self.scaling,
+                "memory_resource": self.memory_resource, "fidelity": "analytical"}
+
+    def to_csv(self, path: str | Path) -> None:
+        """Write the rows as CSV, atomically (temp file in the same folder, then rename)."""
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, fieldnames=ROW_KEYS, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(self.to_rows())
+        _atomic_write(path, buf.getvalue())
+
+    def to_json(self, path: str | Path) -> None:
+        """Write ``{"meta": ..., "rows": [...]}`` as JSON, atomically."""
+        _atomic_write(path, json.dumps({"meta": self.meta(), "rows": self.to_rows()}, indent=1))
+
+
+def _atomic_write(path: str | Path, text: str) -> None:
+    target = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=target.parent or Path("."), prefix=f".{target.name}.",
+                               suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, target)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def predict(cluster: Cluster, workload: Workload, nodes: ArrayLike) -> Prediction:
+    """Predict ``workload`` on ``cluster`` at every node count in ``nodes``.
+
+    Node counts must be integers in ``1..cluster.max_nodes``; a bad one raises
+    :class:`~dlscale.perfmodel.errors.ConfigError` naming it and the limit before
+    anything is computed. The one-node run that efficiencies are measured against is
+    computed in the same vectorized call.
+    """
+    n = check_nodes(cluster, nodes)
+    both = np.concatenate(([1], n))
+    times = iteration_times(cluster, workload, both)
+    lay = layout(cluster, workload, n)
+    mem = memory_per_rank(workload, cluster, lay.ranks, lay.batch_per_rank)
+    sps = times.samples_per_s[1:]
+    return Prediction(
+        cluster=cluster.name, workload=workload.name, algorithm=workload.algorithm,
+        collective=workload.collective, scaling=workload.scaling,
+        nodes=n, devices=lay.devices.astype(np.int64), ranks=lay.ranks.astype(np.int64),
+        global_batch=lay.global_batch, iteration_s=times.iteration_s[1:],
+        compute_s=times.compute_s[1:], comm_s=times.comm_s[1:],
+        exposed_comm_s=times.exposed_comm_s[1:], samples_per_s=sps,
+        efficiency=efficiency(sps, n, float(times.samples_per_s[0])),
+        memory_per_device_bytes=mem.per_device_bytes, fits=mem.fits,
+        memory_resource=mem.resource,
+    )

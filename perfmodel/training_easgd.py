@@ -1,0 +1,126 @@
+"""Elastic averaging SGD and asynchronous SGD baselines, vectorized over node counts.
+
+Notation: ``t`` the local step of one worker (forward + backward + its local
+update, :mod:`.compute`), ``W`` the bytes of the weights at the training precision,
+``P`` the workers (all ranks), ``tau`` the communication period
+(``workload.tau``; 1 for the SGD baselines, which exchange every step).
+
+easgd (the original, Zhang et al. 2015 as run by You et al. 2017)
+    A master process exchanges with the workers one at a time:
+    :func:`.collectives.parameter_server_s` ``= P (2 alpha + 2 W beta + W u)`` per
+    round, over the master's link (the node's ``host_link`` on one GPU node, where
+    the master lives on the CPU; the NIC across nodes); GPU workers also copy their
+    weights device -> host -> device every iteration, ``2 (alpha_h + W beta_h)`` over
+    the ``host_link``. ``iteration = t + round / tau + copy``.
+sync-easgd (You et al. 2017)
+    The center is a binomial-tree reduce plus broadcast of ``W`` over all ranks,
+    ``ceil(log2 P)(2 alpha + 2 W beta + W gamma)``, every ``tau`` steps; weights stay
+    on the devices. With ``workload.overlap`` the exchange runs during the local
+    steps: ``iteration = max(t, round / tau)``, else ``t + round / tau``.
+async-easgd, async-measgd, hogwild-easgd, async-sgd, async-msgd, hogwild-sgd
+    A master (parameter server, an extra process) serves exchanges first come first
+    served. One exchange (push ``W`` bytes, pull ``W`` bytes) holds the master's link
+    for ``2 (alpha + W beta)``; applying it touches ``k W`` bytes of the master's
+    memory (``k = 3``: read center/weights and the message, write them back; ``5``
+    for async-msgd, which also reads and writes the velocity), ``k W / bandwidth``.
+    With a lock the master serves ``1 / (link + update)`` exchanges per second; the
+    Hogwild variants drop the lock, so transfers and updates of different workers
+    overlap: ``1 / max(link, update)``. Workers ask for ``P / (tau t + link)``
+    exchanges per second; the job runs at the smaller of the two rates (the
+    master-bound regime is where adding workers stops helping).
+    ``iteration_s`` is the mean time between two steps of one worker.
+
+Examples
+--------
+>>> from dlscale.perfmodel.hardware import (
+...     Cluster, Crossbar, Device, Link, NetworkSpec, NodeSpec)
+>>> from dlscale.perfmodel.training import iteration_times
+>>> from dlscale.perfmodel.workload import Layer, Model, Workload
+>>> gpu = Device("g", "gpu", 80, 1.5e9, 7e12, 14e12, 112e12, 16e9, 900e9, 0.5)
+>>> node = NodeSpec("n", gpu, 8, Link("pcie", 10e9, 5e-6), Link("ib", 10e9, 1e-6),
+...                 host_link=Link("pcie", 10e9, 5e-6))
+>>> c = Cluster("toy", node, NetworkSpec("x", Crossbar(16), Link("ib", 10e9, 1e-6)))
+>>> m = Model("m", (Layer("fc", "fc", 25 * 10**6, 7e9, 1000),), (1000,), "none", 1)
+>>> orig = iteration_times(c, Workload("w", m, 1, algorithm="easgd"), 1)
+>>> sync = iteration_times(c, Workload("w", m, 1, algorithm="sync-easgd"), 1)
+>>> bool(orig.iteration_s[0] > 3 * sync.iteration_s[0])
+True
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .collectives import broadcast_s, parameter_server_s, reduce_s
+from .compute import layer_times, update_s
+from .contention import effective_beta_s_per_B, hockney_params
+from .hardware import Cluster
+from .training import IterationTimes, Layout
+from .workload import Workload
+
+__all__ = ["MASTER_ARRAYS", "easgd_times"]
+
+#: Arrays of ``W`` bytes the master reads or writes to apply one exchange.
+MASTER_ARRAYS = {
+    "easgd": 3, "async-easgd": 3, "async-measgd": 3, "hogwild-easgd": 3,
+    "async-sgd": 3, "async-msgd": 5, "hogwild-sgd": 3,
+}
+
+_SGD_FAMILY = ("async-sgd", "async-msgd", "hogwild-sgd")
+
+
+def easgd_times(cluster: Cluster, workload: Workload, lay: Layout) -> IterationTimes:
+    """Iteration times of the EASGD family and the asynchronous SGD baselines."""
+    alg = workload.algorithm
+    node, dev = cluster.node, cluster.node.device
+    lt = layer_times(workload.model, dev, workload.precision, lay.batch_per_rank, lay.share)
+    fb = lt.forward_s.sum(axis=-1) + lt.backward_s.sum(axis=-1)
+    if alg in _SGD_FAMILY:
+        t_step = fb                       # the master applies the update
+    else:
+        t_step = fb + update_s(workload.model.params, dev,
+                               alg == "async-measgd",
+                               lay.share)
+    W = float(workload.model.params * workload.bytes_per_element)
+    P = lay.ranks
+    multi_node = lay.nodes > 1
+    par = hockney_params(cluster)
+    tau = 1 if alg in _SGD_FAMILY else workload.tau
+
+    if alg == "sync-easgd":
+        alpha = np.where(multi_node, par["inter_alpha_s"], par["intra_alpha_s"])
+        beta = effective_beta_s_per_B(cluster, "binomial-tree", lay.nodes, lay.ranks_per_node)
+        gamma = par["gamma_s_per_B"] / lay.share
+        rnd = np.asarray(reduce_s(W, P, alpha, beta, gamma)) + np.asarray(
+            broadcast_s(W, P, alpha, beta))
+        comm = rnd / tau
+        iteration = np.maximum(t_step, comm) if workload.overlap else t_step + comm
+        return IterationTimes(iteration, t_step + 0 * iteration, comm, iteration - t_step,
+                              lay.global_batch / iteration)
+
+    local = node.host_link if (alg == "easgd" and node.host_link is not None) else node.intra_link
+    alpha_m = np.where(multi_node, node.nic.latency_s, local.latency_s)
+    beta_m = np.where(multi_node, 1.0 / node.nic.bandwidth_Bps, 1.0 / local.bandwidth_Bps)
+    bw_master = dev.training_memory_bandwidth_Bps
+    u = MASTER_ARRAYS[alg] / bw_master            # seconds per byte of W applied
+
+    if alg == "easgd":
+        rnd = np.asarray(parameter_server_s(W, P, alpha_m, beta_m, u))
+        copy = 0.0
+        if dev.kind == "gpu" and node.host_link is not None:
+            copy = 2 * (node.host_link.latency_s + W / node.host_link.bandwidth_Bps)
+        comm = rnd / tau + copy
+        iteration = t_step + comm
+        return IterationTimes(iteration, t_step + 0 * iteration, comm, comm,
+                              lay.global_batch / iteration)
+
+    link = 2 * (alpha_m + W * beta_m)
+    upd = W * u
+    service = np.maximum(link, upd) if alg.startswith("hogwild") else link + upd
+    demand = P / (tau * t_step + link)
+    rate = np.minimum(demand, 1.0 / service)       # exchanges per second, whole job
+    steps_per_s = rate * tau
+    iteration = P / steps_per_s
+    comm = link / tau + 0 * iteration
+    return IterationTimes(iteration, t_step + 0 * iteration, comm, iteration - t_step,
+                          steps_per_s * lay.batch_per_rank)

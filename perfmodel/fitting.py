@@ -41,11 +41,14 @@ from .errors import ConfigError
 
 __all__ = [
     "CollectiveFit",
+    "CollectiveSegment",
     "HockneyFit",
     "HockneySegment",
     "LogGPFit",
+    "PiecewiseCollectiveFit",
     "PiecewiseHockneyFit",
     "fit_collective",
+    "fit_collective_piecewise",
     "fit_hockney",
     "fit_loggp",
     "fit_piecewise_hockney",
@@ -78,6 +81,54 @@ def _wls_line(n: np.ndarray, t: np.ndarray) -> tuple[float, float, float]:
         a, b = float(sol.x[0]), float(sol.x[1])
     rel = (a + b * n) / t - 1.0
     return a, b, float(np.sum(rel * rel))
+
+
+def _segmentation(
+    groups: int,
+    points: int,
+    sse: Callable[[int, int], float],
+    max_segments: int,
+    min_groups: int,
+    params_per_segment: int,
+    min_gain: float,
+) -> tuple[list[tuple[int, int]], float]:
+    """Best split of ``groups`` ordered groups into contiguous segments.
+
+    ``sse(i, j)`` is the squared error of one fit to groups ``i..j-1``; ``points``
+    the number of measurements (for the BIC). Dynamic programming finds the best
+    split for each segment count; the count is chosen by BIC with the
+    ``min_gain`` guard (see :func:`fit_piecewise_hockney`). Returns the
+    ``(start, stop)`` group ranges and the BIC.
+    """
+    best: list[dict[int, tuple[float, tuple[int, ...]]]] = [{0: (0.0, ())}]
+    k_max = min(max_segments, groups // min_groups) or 1
+    for k in range(1, k_max + 1):
+        layer: dict[int, tuple[float, tuple[int, ...]]] = {}
+        for j in range(min(k * min_groups, groups), groups + 1):
+            cands = [
+                (prev + sse(i, j), (*starts, i))
+                for i, (prev, starts) in best[k - 1].items()
+                if j - i >= min_groups or (k == 1 and j == groups)
+            ]
+            if cands:
+                layer[j] = min(cands)
+        best.append(layer)
+    eps = 1e-30  # keeps ln(SSE) finite on exact data
+
+    def bic_of(k: int) -> float:
+        return points * math.log(best[k][groups][0] / points + eps) + \
+            params_per_segment * k * math.log(points)
+
+    k, bic = 1, bic_of(1)
+    for kk in range(2, k_max + 1):
+        if groups not in best[kk]:
+            continue
+        prev = best[k][groups][0]
+        ratio = math.sqrt(best[kk][groups][0] / prev) if prev > 0 else 1.0
+        if bic_of(kk) < bic and ratio <= (1.0 - min_gain) ** (kk - k):
+            k, bic = kk, bic_of(kk)
+    starts = best[k][groups][1]
+    return list(zip(starts, (*starts[1:], groups), strict=True)), float(bic)
 
 
 @dataclass(frozen=True)
@@ -244,7 +295,6 @@ def fit_piecewise_hockney(
         raise ConfigError(f"min_gain: must be in [0, 1), got {min_gain!r}")
     n, t = _as_sizes_times(sizes_bytes, times_s)
     m = n.size
-    # cost[i][j]: fit of points i..j-1 (inclusive i, exclusive j)
     cost: dict[tuple[int, int], tuple[float, float, float]] = {}
 
     def seg(i: int, j: int) -> tuple[float, float, float]:
@@ -252,33 +302,8 @@ def fit_piecewise_hockney(
             cost[(i, j)] = _wls_line(n[i:j], t[i:j])
         return cost[(i, j)]
 
-    # best[k][j] = (sse, splits) for the first j points in k segments
-    best: list[dict[int, tuple[float, tuple[int, ...]]]] = [{0: (0.0, ())}]
-    k_max = min(max_segments, m // min_points) or 1
-    for k in range(1, k_max + 1):
-        layer: dict[int, tuple[float, tuple[int, ...]]] = {}
-        for j in range(min(k * min_points, m), m + 1):
-            cands = [
-                (prev_sse + seg(i, j)[2], (*splits, i))
-                for i, (prev_sse, splits) in best[k - 1].items()
-                if j - i >= min_points or (k == 1 and i == 0 and j == m)
-            ]
-            if cands:
-                layer[j] = min(cands)
-        best.append(layer)
-    eps = 1e-30  # keeps ln(SSE) finite on exact data
-    k = 1
-    bic = m * math.log(best[1][m][0] / m + eps) + 3 * math.log(m)
-    for kk in range(2, k_max + 1):
-        if m not in best[kk]:
-            continue
-        sse = best[kk][m][0]
-        bic_kk = m * math.log(sse / m + eps) + 3 * kk * math.log(m)
-        ratio = math.sqrt(sse / best[k][m][0]) if best[k][m][0] > 0 else 1.0
-        if bic_kk < bic and ratio <= (1.0 - min_gain) ** (kk - k):
-            k, bic = kk, bic_kk
-    starts = (*best[k][m][1], m)[1:]
-    bounds = list(zip((0, *starts[:-1]), starts, strict=True))
+    bounds, bic = _segmentation(m, m, lambda i, j: seg(i, j)[2], max_segments, min_points,
+                                3, min_gain)
     segments = []
     for i, j in bounds:
         a, b, _ = seg(i, j)
@@ -432,6 +457,25 @@ def fit_collective(
     >>> round(fit.latency_efficiency, 6), round(fit.bandwidth_efficiency, 6)
     (0.5, 0.5)
     """
+    n, p, t = _collective_data(sizes_bytes, ranks, times_s)
+    terms = _collective_terms(form, n, p, alpha_s, beta_s_per_B, gamma_s_per_B)
+    coef, _ = _nnls_terms(terms, t)
+    pred = terms @ coef
+    rel = pred / t - 1.0
+
+    return CollectiveFit(
+        algorithm, _eff(float(coef[0])), _eff(float(coef[1])), _eff(float(coef[2])),
+        float(np.sqrt(np.mean(rel * rel))),
+        tuple(float(x) for x in n), tuple(int(x) for x in p), tuple(float(x) for x in t),
+        tuple(float(x) for x in pred), tuple(float(x) for x in rel),
+    )
+
+
+def _eff(c: float) -> float:
+    return math.inf if c <= 0 else 1.0 / c
+
+
+def _collective_data(sizes_bytes: Any, ranks: Any, times_s: Any) -> tuple[np.ndarray, ...]:
     n = np.asarray(sizes_bytes, dtype=np.float64).ravel()
     p = np.asarray(ranks, dtype=np.float64).ravel()
     t = np.asarray(times_s, dtype=np.float64).ravel()
@@ -443,30 +487,159 @@ def fit_collective(
         raise ConfigError(f"times_s: must be finite and > 0, got {t.tolist()}")
     if np.any(p < 2):
         raise ConfigError(f"ranks: collectives are fitted for p >= 2, got {sorted(set(p.tolist()))}")
-    terms = np.column_stack([
-        np.asarray(form(n, p, alpha_s, 0.0, 0.0), dtype=np.float64) * np.ones_like(n),
-        np.asarray(form(n, p, 0.0, beta_s_per_B, 0.0), dtype=np.float64) * np.ones_like(n),
-        np.asarray(form(n, p, 0.0, 0.0, gamma_s_per_B), dtype=np.float64) * np.ones_like(n),
+    return n, p, t
+
+
+def _collective_terms(form: CollectiveForm, n: np.ndarray, p: np.ndarray, alpha_s: float,
+                      beta_s_per_B: float, gamma_s_per_B: float) -> np.ndarray:
+    """Columns: the latency, bandwidth and reduction terms of ``form`` at each point."""
+    ones = np.ones_like(n)
+    return np.column_stack([
+        np.asarray(form(n, p, alpha_s, 0.0, 0.0), dtype=np.float64) * ones,
+        np.asarray(form(n, p, 0.0, beta_s_per_B, 0.0), dtype=np.float64) * ones,
+        np.asarray(form(n, p, 0.0, 0.0, gamma_s_per_B), dtype=np.float64) * ones,
     ])
-    coef = np.zeros(3)
+
+
+def _proportional(u: np.ndarray, v: np.ndarray) -> bool:
+    nu, nv = np.linalg.norm(u), np.linalg.norm(v)
+    return bool(nu > 0 and nv > 0 and np.allclose(u / nu, v / nv, rtol=1e-6, atol=1e-9))
+
+
+def _nnls_terms(terms: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, float]:
+    """Non-negative factors of the three terms on relative error; -> (factors, SSE).
+
+    Where the bandwidth and reduction columns are proportional they share a factor.
+    """
     scaled = terms / t[:, None]
-    collinear = bool(np.all(terms[:, 2] > 0)) and np.linalg.matrix_rank(scaled[:, 1:], tol=1e-9) < 2
-    if collinear:  # bandwidth and reduction terms cannot be told apart: one shared factor
+    collinear = _proportional(scaled[:, 1], scaled[:, 2])
+    if collinear:
         scaled = np.column_stack([scaled[:, 0], scaled[:, 1] + scaled[:, 2]])
+    coef = np.zeros(3)
     used = np.any(scaled > 0, axis=0)
     if np.any(used):
         sol, _ = nnls(scaled[:, used], np.ones_like(t))
         coef[: used.size][used] = sol
     if collinear:
         coef[2] = coef[1]
-    pred = terms @ coef
+    rel = terms @ coef / t - 1.0
+    return coef, float(np.sum(rel * rel))
+
+
+@dataclass(frozen=True)
+class CollectiveSegment:
+    """Factors ``(a, b, c)`` of the latency, bandwidth and reduction terms for sizes
+    from ``min_bytes`` up (see :class:`PiecewiseCollectiveFit`)."""
+
+    min_bytes: float
+    max_bytes: float
+    latency_factor: float
+    bandwidth_factor: float
+    reduction_factor: float
+
+
+@dataclass(frozen=True)
+class PiecewiseCollectiveFit:
+    """A collective's closed form with efficiency factors per message-size segment.
+
+    Like SimGrid's piecewise ``smpi/bw-factor``: where the MPI library changes
+    algorithm or protocol with the message size, each size segment gets its own
+    factors; the breaks are found from the data as in
+    :func:`fit_piecewise_hockney`. ``predict_s(n, p, form)`` is
+    ``a T_alpha + b T_beta + c T_gamma`` with the segment of ``n``.
+
+    Attributes
+    ----------
+    algorithm : str
+        Closed form the factors refer to.
+    alpha_s, beta_s_per_B, gamma_s_per_B : float
+        Point-to-point parameters the terms were computed with.
+    segments : tuple of CollectiveSegment
+    rms_rel_error : float
+    sizes_bytes, ranks, measured_s, predicted_s, rel_error : tuple
+    """
+
+    algorithm: str
+    alpha_s: float
+    beta_s_per_B: float
+    gamma_s_per_B: float
+    segments: tuple[CollectiveSegment, ...]
+    rms_rel_error: float
+    sizes_bytes: tuple[float, ...]
+    ranks: tuple[int, ...]
+    measured_s: tuple[float, ...]
+    predicted_s: tuple[float, ...]
+    rel_error: tuple[float, ...]
+
+    def predict_s(self, n_bytes: Any, p: Any, form: CollectiveForm) -> np.ndarray:
+        """Predicted time of the collective at sizes ``n_bytes`` on ``p`` ranks."""
+        n, pp = np.broadcast_arrays(np.asarray(n_bytes, dtype=np.float64),
+                                    np.asarray(p, dtype=np.float64))
+        n, pp = n.ravel(), pp.ravel()
+        terms = _collective_terms(form, n, pp, self.alpha_s, self.beta_s_per_B, self.gamma_s_per_B)
+        starts = np.array([s.min_bytes for s in self.segments[1:]], dtype=np.float64)
+        idx = np.searchsorted(starts, n, side="right")
+        f = np.array([[s.latency_factor, s.bandwidth_factor, s.reduction_factor]
+                      for s in self.segments])[idx]
+        return np.sum(terms * f, axis=1)
+
+
+def fit_collective_piecewise(
+    algorithm: str,
+    form: CollectiveForm,
+    sizes_bytes: Any,
+    ranks: Any,
+    times_s: Any,
+    alpha_s: float,
+    beta_s_per_B: float,
+    gamma_s_per_B: float = 0.0,
+    max_segments: int = 4,
+    min_sizes: int = 3,
+    min_gain: float = 0.4,
+) -> PiecewiseCollectiveFit:
+    """Efficiency factors of ``form`` per size segment, breaks found from the data.
+
+    Measurements of one size (on any rank count) always share a segment; each
+    segment needs ``min_sizes`` distinct sizes. Segment count and breaks are
+    chosen as in :func:`fit_piecewise_hockney` (four parameters per segment).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> def ring(n, p, a, b, g=0.0):
+    ...     return 2 * (p - 1) * a + 2 * (p - 1) / p * n * b + (p - 1) / p * n * g
+    >>> n = np.tile(2.0 ** np.arange(2, 22), 2); p = np.repeat([2, 4], 20)
+    >>> t = np.where(n < 4096, ring(n, p, 1e-6, 1e-10), ring(n, p, 3e-6, 3e-10))
+    >>> fit = fit_collective_piecewise("ring", ring, n, p, t, 1e-6, 1e-10)
+    >>> [s.min_bytes for s in fit.segments], round(fit.segments[1].bandwidth_factor, 6)
+    ([4.0, 4096.0], 3.0)
+    """
+    n, p, t = _collective_data(sizes_bytes, ranks, times_s)
+    order = np.lexsort((p, n))
+    n, p, t = n[order], p[order], t[order]
+    terms = _collective_terms(form, n, p, alpha_s, beta_s_per_B, gamma_s_per_B)
+    uniq, first = np.unique(n, return_index=True)
+    edges = [*first.tolist(), n.size]
+    cache: dict[tuple[int, int], tuple[np.ndarray, float]] = {}
+
+    def seg(i: int, j: int) -> tuple[np.ndarray, float]:
+        if (i, j) not in cache:
+            lo, hi = edges[i], edges[j]
+            cache[(i, j)] = _nnls_terms(terms[lo:hi], t[lo:hi])
+        return cache[(i, j)]
+
+    bounds, _ = _segmentation(uniq.size, n.size, lambda i, j: seg(i, j)[1], max_segments,
+                              min_sizes, 4, min_gain)
+    segments = []
+    coef = np.zeros((n.size, 3))
+    for i, j in bounds:
+        c = seg(i, j)[0]
+        coef[edges[i]:edges[j]] = c
+        segments.append(CollectiveSegment(float(uniq[i]), float(uniq[j - 1]), *map(float, c)))
+    pred = np.sum(terms * coef, axis=1)
     rel = pred / t - 1.0
-
-    def eff(c: float) -> float:
-        return math.inf if c <= 0 else 1.0 / c
-
-    return CollectiveFit(
-        algorithm, eff(float(coef[0])), eff(float(coef[1])), eff(float(coef[2])),
+    return PiecewiseCollectiveFit(
+        algorithm, float(alpha_s), float(beta_s_per_B), float(gamma_s_per_B), tuple(segments),
         float(np.sqrt(np.mean(rel * rel))),
         tuple(float(x) for x in n), tuple(int(x) for x in p), tuple(float(x) for x in t),
         tuple(float(x) for x in pred), tuple(float(x) for x in rel),

@@ -35,6 +35,7 @@ from .hardware import Cluster, Link
 
 __all__ = [
     "KERNEL_FIGURES",
+    "KERNEL_TABLES",
     "REGIMES",
     "SCHEMA_VERSION",
     "MachineProfile",
@@ -60,6 +61,11 @@ KERNEL_FIGURES: dict[str, str] = {
     "model_fwd_bwd_s": "small real model: forward + backward of one mini-batch, seconds",
 }
 
+#: Tables a profile's ``kernels`` may carry besides the figures: ``noise`` (figure
+#: -> coefficient of variation of single calls), ``samples`` (figure -> calls timed),
+#: ``model`` (the small model measured: layer sizes, batch, parameters).
+KERNEL_TABLES = ("noise", "samples", "model")
+
 
 @dataclass(frozen=True)
 class MachineProfile:
@@ -80,8 +86,9 @@ class MachineProfile:
         ``"bcast"``) -> ``{"algorithm": ..., "measurements": [{"ranks",
         "sizes_bytes", "times_s", "spread"}], "fit": {efficiencies, residuals}}``.
     kernels : dict
-        Name in :data:`KERNEL_FIGURES` -> positive number, plus ``noise`` (kernel ->
-        coefficient of variation of repeated iterations, for the straggler model).
+        Name in :data:`KERNEL_FIGURES` -> positive number, plus the tables of
+        :data:`KERNEL_TABLES` (``noise``: figure -> coefficient of variation of
+        repeated calls, for the straggler model).
     provenance : dict
         Hosts, ranks per host, MPI library and version, mpi4py / numba / numpy
         versions, date and command line of the calibration run.
@@ -183,14 +190,14 @@ def _check(prof: MachineProfile) -> None:
             )
         _positive(f"profile.p2p.{regime}.bandwidth_Bps", entry["bandwidth_Bps"])
     for key, value in prof.kernels.items():
-        if key == "noise":
+        if key in KERNEL_TABLES:
             if not isinstance(value, dict):
-                raise ConfigError(f"profile.kernels.noise: must be an object, got {value!r}")
+                raise ConfigError(f"profile.kernels.{key}: must be an object, got {value!r}")
             continue
         if key not in KERNEL_FIGURES and not key.startswith("x_"):
             raise ConfigError(
                 f"profile.kernels: unknown figure {key!r}; valid: "
-                f"{', '.join(sorted(KERNEL_FIGURES))}, noise"
+                f"{', '.join(sorted(KERNEL_FIGURES))}, {', '.join(KERNEL_TABLES)}"
             )
         _positive(f"profile.kernels.{key}", value)
 

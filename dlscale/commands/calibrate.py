@@ -1,0 +1,146 @@
+"""``mpiexec -n N dlscale calibrate -o profile.json``: measure and fit this machine.
+
+Point-to-point latency and bandwidth (intra-node, and inter-node where ranks sit on
+several hosts), MPI collectives, the project's kernels; fits (piecewise Hockney,
+LogGP, collective efficiency); a machine profile written atomically with a schema
+version. See :mod:`dlscale.validation.calibrate_run` for what runs in what order.
+
+Choosing the MPI library's allreduce algorithm: MPICH reads
+``MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM`` once in ``MPI_Init`` and mpi4py cannot write
+MPI_T control variables, so ``--allreduce-algorithm`` sets the variable (and Open
+MPI's ``coll_tuned`` equivalent) before MPI starts: one algorithm per launch. To
+measure several, launch once per algorithm with ``-o`` to separate files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from dlscale.perfmodel.errors import ConfigError
+
+__all__ = ["add_parser", "parse_sizes", "run"]
+
+
+def parse_sizes(min_bytes: int, max_bytes: int, step: int) -> list[int]:
+    """Powers of two from ``min_bytes`` to ``max_bytes``, every ``step``-th one.
+
+    Examples
+    --------
+    >>> parse_sizes(1, 64, 2)
+    [1, 4, 16, 64]
+    """
+    from dlscale.validation.microbench import message_sizes
+
+    if not (isinstance(step, int) and step >= 1):
+        raise ConfigError(f"--size-step: must be an integer >= 1, got {step!r}")
+    sizes = message_sizes(min_bytes, max_bytes)
+    picked = sizes[::step]
+    if picked[-1] != sizes[-1]:
+        picked.append(sizes[-1])
+    return picked
+
+
+def add_parser(sub: Any) -> None:
+    from dlscale.validation.microbench import COLLECTIVES
+    from dlscale.validation.mpi_env import MPICH_ALLREDUCE
+
+    p = sub.add_parser(
+        "calibrate",
+        help="measure this machine under MPI and write a machine profile",
+        description="Run under `mpiexec -n N`: ping-pong and streaming bandwidth, MPI "
+                    "collectives and the project's kernels; fit piecewise Hockney, LogGP "
+                    "and collective efficiency; write the profile JSON.",
+    )
+    p.add_argument("-o", "--output", default="profile.json", metavar="FILE",
+                   help="profile to write (default: profile.json)")
+    p.add_argument("--budget-s", type=float, default=60.0, metavar="S",
+                   help="time budget in seconds; repetitions adapt to it (default: 60)")
+    p.add_argument("--quick", action="store_true",
+                   help="small run: sizes 4 B .. 64 KiB every 4x, allreduce only, 10 s budget "
+                        "unless --budget-s is given")
+    p.add_argument("--min-size", type=int, default=1, metavar="BYTES", help="default: 1")
+    p.add_argument("--max-size", type=int, default=64 << 20, metavar="BYTES",
+                   help="default: 67108864 (64 MiB)")
+    p.add_argument("--size-step", type=int, default=1, metavar="K",
+                   help="take every K-th power of two (default: 1)")
+    p.add_argument("--collectives", default=",".join(COLLECTIVES),
+                   help=f"comma list of {', '.join(COLLECTIVES)} or 'none' (default: all)")
+    p.add_argument("--rank-counts", default=None, metavar="LIST",
+                   help="rank counts for the collectives, e.g. '2,4' (default: all ranks)")
+    p.add_argument("--allreduce-algorithm", default="default",
+                   choices=["default", *MPICH_ALLREDUCE],
+                   help="MPI library allreduce algorithm for this launch (MPICH CVAR / "
+                        "Open MPI coll_tuned; read at MPI_Init)")
+    p.add_argument("--no-kernels", action="store_true", help="skip the kernel benchmarks")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    p.set_defaults(run=run)
+
+
+def _options(args: argparse.Namespace) -> dict[str, Any]:
+    from dlscale.validation.microbench import COLLECTIVES
+
+    budget = args.budget_s
+    if args.quick and "--budget-s" not in " ".join(sys.argv):
+        budget = 10.0
+    if not (budget > 0):
+        raise ConfigError(f"--budget-s: must be > 0, got {budget!r}")
+    if args.quick:
+        sizes = parse_sizes(max(4, args.min_size), min(args.max_size, 64 << 10), 2)
+        names = ["allreduce"]
+    else:
+        sizes = parse_sizes(args.min_size, args.max_size, args.size_step)
+        names = [] if args.collectives == "none" else [c.strip() for c in args.collectives.split(",")]
+    bad = [c for c in names if c not in COLLECTIVES]
+    if bad:
+        raise ConfigError(f"--collectives: unknown {bad}; valid: {', '.join(COLLECTIVES)}, none")
+    counts = None
+    if args.rank_counts:
+        try:
+            counts = [int(x) for x in args.rank_counts.split(",")]
+        except ValueError:
+            raise ConfigError(f"--rank-counts: must be integers like '2,4', got {args.rank_counts!r}") from None
+    return {"sizes": sizes, "budget_s": budget, "collectives": tuple(names), "rank_counts": counts}
+
+
+def summary_lines(profile: Any) -> list[str]:
+    """Human summary of a profile (what rank 0 prints)."""
+    lines = [f"hosts {', '.join(profile.provenance.get('hosts', []))}, "
+             f"{profile.provenance.get('ranks', 1)} ranks, "
+             f"{profile.provenance.get('mpi_library', '')}"]
+    for regime, e in profile.p2p.items():
+        breaks = ", ".join(f"{int(b)} B" for b in e.get("breaks_bytes", [])) or "none"
+        lines.append(f"p2p {regime}: latency {e['latency_s'] * 1e6:.2f} us, bandwidth "
+                     f"{e['bandwidth_Bps'] / 1e9:.2f} GB/s, piecewise breaks: {breaks}")
+    k = profile.kernels
+    if k:
+        lines.append("kernels: " + ", ".join(
+            f"{name} {k[name]:.3g}" for name in ("stream_triad_Bps", "gemm_flops", "easgd_Bps",
+                                                 "sgd_Bps", "reduce_Bps", "model_fwd_bwd_s")
+            if name in k))
+    fit = profile.collectives.get("allreduce", {}).get("fit")
+    if fit:
+        lines.append(f"allreduce fit: {fit['algorithm']} form, {len(fit['segments'])} size "
+                     f"segment(s), RMS relative error {fit['rms_rel_error']:.1%}")
+    lines += [f"note: {n}" for n in profile.notes]
+    return lines
+
+
+def run(args: argparse.Namespace) -> int:
+    from dlscale.perfmodel.profile import save_profile
+    from dlscale.validation.calibrate_run import calibrate
+    from dlscale.validation.mpi_env import get_mpi, select_allreduce_algorithm
+
+    opts = _options(args)
+    select_allreduce_algorithm(args.allreduce_algorithm)  # before MPI_Init
+    MPI = get_mpi()
+    comm = MPI.COMM_WORLD
+    profile = calibrate(comm, argv=sys.argv, progress=not args.quiet,
+                        kernels=not args.no_kernels, **opts)
+    if comm.Get_rank() == 0 and profile is not None:
+        path = save_profile(profile, args.output)
+        for line in summary_lines(profile):
+            print(line)
+        print(f"wrote {path}")
+    return 0

@@ -1,0 +1,75 @@
+import sys
+
+import pytest
+
+from dlscale.commands.calibrate import parse_sizes, summary_lines
+from dlscale.perfmodel.errors import ConfigError
+from dlscale.perfmodel.profile import load_profile
+from dlscale.validation import mpi_env
+from dlscale.validation.calibrate_run import p2p_pairs
+from dlscale.validation.microbench import collective_elements, message_sizes
+from tests.mpi_helpers import mpi_or_skip, run_command
+
+
+def test_missing_mpi4py_gives_one_line_install_hint(monkeypatch):
+    monkeypatch.setitem(sys.modules, "mpi4py", None)  # import fails like a missing package
+    with pytest.raises(mpi_env.MPINotAvailable) as info:
+        mpi_env.get_mpi()
+    msg = str(info.value)
+    assert "\n" not in msg
+    assert "install it with `pip install dlscale[mpi]`" in msg
+
+
+def test_select_algorithm_sets_mpich_and_openmpi_variables():
+    env: dict[str, str] = {}
+    mpi_env.select_allreduce_algorithm("rabenseifner", environ=env)
+    assert env["MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM"] == "reduce_scatter_allgather"
+    assert env["OMPI_MCA_coll_tuned_allreduce_algorithm"] == "6"
+    assert mpi_env.select_allreduce_algorithm("default", environ=env) == {}
+    with pytest.raises(ConfigError, match=r"allreduce_algorithm: unknown name 'rign'.*did you mean 'ring'"):
+        mpi_env.select_allreduce_algorithm("rign", environ={})
+
+
+def test_sizes_and_pairs():
+    assert message_sizes(1, 64 << 20)[-1] == 64 << 20 and len(message_sizes(1, 64 << 20)) == 27
+    assert parse_sizes(4, 1024, 3) == [4, 32, 256, 1024]
+    with pytest.raises(ConfigError, match="sizes: need integers 1 <= min_bytes <= max_bytes"):
+        message_sizes(8, 4)
+    with pytest.raises(ConfigError, match="--size-step: must be an integer >= 1, got 0"):
+        parse_sizes(1, 8, 0)
+    assert p2p_pairs({"a": [0], "b": [1, 2]}) == {"intra-node": (1, 2), "inter-node": (0, 1)}
+    assert collective_elements("allgather", 4, 4) == 4
+    assert collective_elements("allreduce", 1, 4) == 1
+    with pytest.raises(ConfigError, match="collective: unknown name 'alltoall'"):
+        collective_elements("alltoall", 4, 2)
+
+
+@pytest.mark.mpi
+@pytest.mark.slow
+def test_calibrate_quick_on_two_ranks(tmp_path):
+    mpi_or_skip()
+    out = tmp_path / "profile.json"
+    proc = run_command(2, "calibrate", "--quick", "--budget-s", "2", "--max-size", "4096",
+                       "--quiet", "-o", str(out), timeout=90)
+    assert proc.returncode == 0, proc.stderr
+    prof = load_profile(out)
+    intra = prof.p2p["intra-node"]
+    assert "inter-node" not in prof.p2p
+    assert any("inter-node does not exist" in n for n in prof.notes)
+    assert intra["sizes_bytes"] == [4, 16, 64, 256, 1024, 4096]
+    assert 0 < intra["latency_s"] < 1e-2 and intra["bandwidth_Bps"] > 1e5
+    assert len(intra["rel_error"]) == len(intra["sizes_bytes"])
+    assert prof.provenance["ranks"] == 2 and prof.provenance["mpi_library"].startswith(("MPICH", "Open MPI"))
+    run = prof.collectives["allreduce"]["measurements"][0]
+    assert run["ranks"] == 2 and len(run["times_s"]) == 6
+    assert prof.kernels["model_fwd_bwd_s"] > 0 and "model_fwd_bwd_s" in prof.kernels["noise"]
+    assert any(line.startswith("p2p intra-node: latency") for line in summary_lines(prof))
+    assert "wrote" in proc.stdout
+
+
+@pytest.mark.mpi
+def test_calibrate_bad_option_is_one_line_error(tmp_path):
+    mpi_or_skip()
+    proc = run_command(1, "calibrate", "--collectives", "alltoall", "-o", str(tmp_path / "p.json"))
+    assert proc.returncode == 2
+    assert "--collectives: unknown ['alltoall']" in proc.stderr

@@ -1,0 +1,202 @@
+"""One calibration run on an MPI communicator: measure, fit, build the profile.
+
+:func:`calibrate` is called by every rank (``mpiexec -n N dlscale calibrate``). In
+order, with shares of the time budget:
+
+1. kernels (20 %): :func:`dlscale.validation.kernelbench.kernel_figures` on every
+   rank at once; the profile keeps the median over ranks of each figure and the
+   largest coefficient of variation;
+2. point-to-point (35 %): ping-pong and streaming between two ranks on one host
+   (``intra-node``) and, where ranks sit on two or more hosts (grouped by
+   ``MPI_Get_processor_name``), between the first ranks of two hosts
+   (``inter-node``); fitted with :func:`~dlscale.perfmodel.fitting.fit_piecewise_hockney`
+   and :func:`~dlscale.perfmodel.fitting.fit_loggp`;
+3. collectives (45 %): each of :data:`~dlscale.validation.microbench.COLLECTIVES`
+   on the first ``k`` ranks for every ``k`` of ``rank_counts`` (the others wait
+   without spinning); allreduce is fitted against every closed form of
+   :data:`dlscale.perfmodel.collectives.ALLREDUCE` with efficiency factors
+   (:func:`~dlscale.perfmodel.fitting.fit_collective`), the best one named.
+
+With one rank only the kernel part runs, with a warning in the profile's notes.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from dlscale.perfmodel.errors import ConfigError
+from dlscale.perfmodel.fitting import fit_loggp, fit_piecewise_hockney
+from dlscale.perfmodel.profile import MachineProfile
+
+from . import microbench as mb
+from .collective_fit import fit_allreduce
+from .kernelbench import kernel_figures
+from .mpi_env import get_mpi, host_groups, one_blas_thread, provenance
+
+__all__ = ["calibrate", "p2p_pairs"]
+
+
+def p2p_pairs(groups: dict[str, list[int]]) -> dict[str, tuple[int, int]]:
+    """Rank pairs to measure: ``intra-node`` (two ranks on the first host that has two)
+    and ``inter-node`` (first ranks of the first two hosts), where they exist.
+
+    Examples
+    --------
+    >>> p2p_pairs({"a": [0, 1], "b": [2, 3]})
+    {'intra-node': (0, 1), 'inter-node': (0, 2)}
+    >>> p2p_pairs({"a": [0]})
+    {}
+    """
+    pairs: dict[str, tuple[int, int]] = {}
+    for ranks in groups.values():
+        if len(ranks) >= 2:
+            pairs["intra-node"] = (ranks[0], ranks[1])
+            break
+    hosts = list(groups.values())
+    if len(hosts) >= 2:
+        pairs["inter-node"] = (hosts[0][0], hosts[1][0])
+    return pairs
+
+
+def _say(comm: Any, progress: bool, msg: str) -> None:
+    if progress and comm.Get_rank() == 0:
+        print(f"[calibrate {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def _p2p(comm: Any, pair: tuple[int, int], sizes: list[int], budget_s: float) -> dict[str, Any] | None:
+    a, b = pair
+    pp = mb.pingpong(comm, a, b, sizes, 0.6 * budget_s)
+    st = mb.streaming(comm, a, b, sizes, 0.4 * budget_s)
+    if comm.Get_rank() != a:
+        return None
+    pw = fit_piecewise_hockney(pp["sizes_bytes"], pp["one_way_s"])
+    lg = fit_loggp(pp["sizes_bytes"], pp["one_way_s"], st["sizes_bytes"], st["per_msg_s"],
+                   st["send_overhead_s"])
+    return {
+        "ranks": [a, b],
+        "latency_s": float(pp["one_way_s"][0]),
+        "bandwidth_Bps": float(max(st["bandwidth_Bps"][-3:])),
+        "segments": [vars(s) for s in pw.segments],
+        "breaks_bytes": list(pw.breaks_bytes),
+        "loggp": {"L_s": lg.L_s, "o_s": lg.o_s, "g_s": lg.g_s, "G_s_per_B": lg.G_s_per_B},
+        "sizes_bytes": pp["sizes_bytes"],
+        "one_way_s": pp["one_way_s"],
+        "one_way_spread": pp["spread"],
+        "stream_sizes_bytes": st["sizes_bytes"],
+        "stream_Bps": st["bandwidth_Bps"],
+        "rel_error": list(pw.rel_error),
+        "loggp_rel_error": list(lg.rel_error),
+    }
+
+
+def _on_first(comm: Any, k: int, fn: Callable[[Any], Any]) -> Any:
+    """Run ``fn(sub)`` on a communicator of ranks ``0..k-1``; others wait idle."""
+    MPI = get_mpi()
+    sub = comm.Split(0 if comm.Get_rank() < k else MPI.UNDEFINED, comm.Get_rank())
+    result = None
+    if sub != MPI.COMM_NULL:
+        result = fn(sub)
+        sub.Free()
+    mb.idle_wait(comm)
+    return result
+
+
+def calibrate(
+    comm: Any,
+    sizes: list[int],
+    budget_s: float = 60.0,
+    collectives: tuple[str, ...] = mb.COLLECTIVES,
+    rank_counts: list[int] | None = None,
+    kernels: bool = True,
+    argv: list[str] | None = None,
+    progress: bool = True,
+) -> MachineProfile | None:
+    """Measure and fit; the profile on rank 0, ``None`` on the other ranks.
+
+    BLAS runs one thread per rank throughout (see :func:`~.mpi_env.one_blas_thread`).
+    """
+    with one_blas_thread():
+        return _calibrate(comm, sizes, budget_s, collectives, rank_counts, kernels, argv,
+                          progress)
+
+
+def _calibrate(comm: Any, sizes: list[int], budget_s: float, collectives: tuple[str, ...],
+               rank_counts: list[int] | None, kernels: bool, argv: list[str] | None,
+               progress: bool) -> MachineProfile | None:
+    if not sizes:
+        raise ConfigError("sizes: need at least one message size")
+    if not (budget_s > 0):
+        raise ConfigError(f"budget_s: must be > 0, got {budget_s!r}")
+    p, rank = comm.Get_size(), comm.Get_rank()
+    counts = sorted(set(rank_counts or [p]))
+    bad = [k for k in counts if not 2 <= k <= p]
+    if bad and p > 1:
+        raise ConfigError(f"rank_counts: each must be in 2..{p} (ranks of this run), got {bad}")
+    prov = provenance(comm, argv)
+    groups = host_groups(comm)
+    notes: list[str] = []
+    start = time.perf_counter()
+    kern: dict[str, Any] = {}
+    if kernels or p == 1:
+        _say(comm, progress, f"kernels on {p} rank(s) (budget {0.2 * budget_s:.1f} s)")
+        figs = kernel_figures(budget_s=0.2 * budget_s if p > 1 else budget_s)
+        everyone = comm.gather(figs, root=0)
+        if rank == 0:
+            kern = _merge_kernels(everyone)
+    if p == 1:
+        notes.append("one rank: kernel figures only, no MPI measurements; "
+                     "run under `mpiexec -n 2` or more for network figures")
+        _say(comm, progress, "warning: " + notes[-1])
+        return MachineProfile(kernels=kern, provenance=prov, notes=notes) if rank == 0 else None
+    pairs = p2p_pairs(groups)
+    if len(groups) == 1:
+        notes.append(f"one host ({next(iter(groups))}): inter-node does not exist in this run; "
+                     "the p2p figures are intra-node (shared memory) only")
+        _say(comm, progress, notes[-1])
+    p2p: dict[str, Any] = {}
+    for regime, pair in pairs.items():
+        _say(comm, progress, f"p2p {regime}: ranks {pair[0]} and {pair[1]}, "
+                             f"{len(sizes)} sizes {sizes[0]} B .. {sizes[-1]} B")
+        res = _p2p(comm, pair, sizes, 0.35 * budget_s / len(pairs))
+        res = comm.bcast(res, root=pair[0])
+        p2p[regime] = res
+    if not pairs:
+        notes.append("no two ranks share a host: no intra-node figures")
+    coll: dict[str, Any] = {}
+    share = 0.45 * budget_s / max(1, len(collectives) * len(counts))
+    for name in collectives:
+        runs = []
+        for k in counts:
+            _say(comm, progress, f"{name} on {k} ranks")
+            runs.append(_on_first(comm, k, lambda sub, name=name: mb.collective(sub, name, sizes, share)))
+        runs = [r for r in comm.bcast(runs if rank == 0 else None, root=0) if r]
+        coll[name] = {"algorithm": _algorithm_label(prov), "measurements": runs}
+    if rank != 0:
+        return None
+    if "allreduce" in coll and "intra-node" in p2p and len(groups) == 1:
+        coll["allreduce"]["fit"] = fit_allreduce(coll["allreduce"]["measurements"], p2p["intra-node"],
+                                                 kern.get("reduce_Bps"))
+    prov["elapsed_s"] = round(time.perf_counter() - start, 3)
+    prov["budget_s"] = budget_s
+    return MachineProfile(p2p=p2p, collectives=coll, kernels=kern, provenance=prov, notes=notes)
+
+
+def _algorithm_label(prov: dict[str, Any]) -> str:
+    env = prov.get("allreduce_algorithm_env", {})
+    return env.get("MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM") or env.get(
+        "OMPI_MCA_coll_tuned_allreduce_algorithm") or "library-default"
+
+
+def _merge_kernels(everyone: list[dict[str, Any]]) -> dict[str, Any]:
+    first = everyone[0]
+    out: dict[str, Any] = {"noise": {}, "samples": {}, "model": first["model"]}
+    for key in first["noise"]:
+        out[key] = float(np.median([r[key] for r in everyone]))
+        out["noise"][key] = float(max(r["noise"][key] for r in everyone))
+        out["samples"][key] = int(sum(r["samples"][key] for r in everyone))
+    return out

@@ -1,0 +1,98 @@
+"""Fit measured allreduce times to the closed forms; predict from the stored fit.
+
+The MPI library's algorithm is unknown (MPICH and Open MPI switch algorithm with
+size and rank count), so the measurements are fitted against every flat closed form
+of :data:`dlscale.perfmodel.collectives.ALLREDUCE` with per-size-segment efficiency
+factors (:func:`dlscale.perfmodel.fitting.fit_collective_piecewise`), using the
+intra-node point-to-point ``alpha``, ``beta`` and the reduction kernel's ``gamma``;
+the form with the smallest RMS relative error is kept. The result is a plain JSON
+dictionary (it is stored in the profile) and :func:`predict_allreduce` evaluates
+it.
+
+Examples
+--------
+>>> import numpy as np
+>>> from dlscale.perfmodel.collectives import ring_allreduce_s
+>>> n = 2.0 ** np.arange(10, 24)
+>>> runs = [{"ranks": p, "sizes_bytes": n.tolist(),
+...          "times_s": (2 * ring_allreduce_s(n, p, 1e-6, 1e-10)).tolist()} for p in (2, 4)]
+>>> fit = fit_allreduce(runs, {"latency_s": 1e-6, "bandwidth_Bps": 1e10})
+>>> fit["algorithm"], round(fit["rms_rel_error"], 9)
+('ring', 0.0)
+>>> round(float(predict_allreduce(fit, 1 << 20, 3) / ring_allreduce_s(1 << 20, 3, 1e-6, 1e-10)), 6)
+2.0
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+import numpy as np
+
+from dlscale.perfmodel.collectives import ALLREDUCE
+from dlscale.perfmodel.errors import ConfigError, unknown_name
+from dlscale.perfmodel.fitting import (
+    CollectiveSegment,
+    PiecewiseCollectiveFit,
+    fit_collective_piecewise,
+)
+
+__all__ = ["fit_allreduce", "predict_allreduce"]
+
+
+def _flatten(runs: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    n, p, t = [], [], []
+    for run in runs:
+        k = len(run["sizes_bytes"])
+        n += list(run["sizes_bytes"])
+        p += [int(run["ranks"])] * k
+        t += list(run["times_s"])
+    return np.asarray(n, float), np.asarray(p, float), np.asarray(t, float)
+
+
+def fit_allreduce(runs: list[dict[str, Any]], intra: dict[str, Any],
+                  reduce_Bps: float | None = None,
+                  algorithms: list[str] | None = None) -> dict[str, Any]:
+    """Fit allreduce runs (``[{"ranks", "sizes_bytes", "times_s"}]``); JSON-ready dict.
+
+    Keys: ``algorithm`` (best closed form), ``alpha_s``, ``beta_s_per_B``,
+    ``gamma_s_per_B``, ``segments`` (list of factor dicts), ``rms_rel_error``,
+    ``rel_error`` per measurement, and ``candidates`` (algorithm -> RMS relative
+    error, every form tried).
+    """
+    n, p, t = _flatten(runs)
+    alpha = float(intra["latency_s"])
+    beta = 1.0 / float(intra["bandwidth_Bps"])
+    gamma = 1.0 / float(reduce_Bps) if reduce_Bps else 0.0
+    fits: dict[str, PiecewiseCollectiveFit] = {}
+    for name in algorithms or list(ALLREDUCE):
+        if name not in ALLREDUCE:
+            raise unknown_name("algorithm", name, ALLREDUCE)
+        fits[name] = fit_collective_piecewise(name, ALLREDUCE[name], n, p, t, alpha, beta, gamma)
+    best = min(fits.values(), key=lambda f: f.rms_rel_error)
+    return {
+        "algorithm": best.algorithm,
+        "alpha_s": alpha,
+        "beta_s_per_B": beta,
+        "gamma_s_per_B": gamma,
+        "segments": [asdict(s) for s in best.segments],
+        "rms_rel_error": best.rms_rel_error,
+        "sizes_bytes": list(best.sizes_bytes),
+        "ranks": list(best.ranks),
+        "rel_error": list(best.rel_error),
+        "candidates": {k: f.rms_rel_error for k, f in fits.items()},
+    }
+
+
+def predict_allreduce(fit: dict[str, Any], n_bytes: Any, p: Any) -> np.ndarray | float:
+    """Allreduce seconds at ``n_bytes`` on ``p`` ranks from a :func:`fit_allreduce` dict."""
+    try:
+        form = ALLREDUCE[fit["algorithm"]]
+        pf = PiecewiseCollectiveFit(
+            fit["algorithm"], fit["alpha_s"], fit["beta_s_per_B"], fit["gamma_s_per_B"],
+            tuple(CollectiveSegment(**s) for s in fit["segments"]), 0.0, (), (), (), (), ())
+    except (KeyError, TypeError) as exc:
+        raise ConfigError(f"profile.collectives.allreduce.fit: malformed ({exc})") from None
+    out = pf.predict_s(n_bytes, p, form)
+    return float(out[0]) if np.ndim(n_bytes) == 0 and np.ndim(p) == 0 else out

@@ -1,0 +1,132 @@
+"""Throughput of the project's own kernels and of two reference kernels, with noise.
+
+Figures (the keys of :data:`dlscale.perfmodel.profile.KERNEL_FIGURES`):
+
+- ``stream_triad_Bps`` -- STREAM triad ``a = b + s c`` (McCalpin), numba, 3 arrays
+  of ``triad_elems`` float64 (24 bytes moved per element);
+- ``gemm_flops`` -- float32 ``n x n`` matrix product through numpy/BLAS, ``2 n^3``
+  FLOP per call;
+- ``easgd_Bps`` -- :func:`dlscale.kernels.easgd.easgd_worker_update`, bytes of
+  parameters updated per second;
+- ``sgd_Bps`` -- :func:`dlscale.kernels.sgd.momentum_sgd_update`, the same;
+- ``reduce_Bps`` -- :func:`dlscale.validation.mpi_ring.sum_into`, bytes reduced
+  per second (the ``gamma`` of the collective models);
+- ``model_fwd_bwd_s`` -- :func:`dlscale.kernels.model.loss_and_grad` of the
+  small model on one mini-batch of the digits.
+
+``noise`` holds, per figure, the coefficient of variation (standard deviation over
+mean) of the single-call times: the per-iteration spread the straggler model draws
+from. Each kernel gets an equal share of ``budget_s`` (at least ``min_reps``
+calls). Run on every rank at once, the figures include the sharing of cores and
+memory bandwidth that a training run on the same ranks sees.
+
+Examples
+--------
+>>> t = time_calls(lambda: None, budget_s=0.001, min_reps=3)
+>>> t.size >= 3
+True
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from numba import njit
+
+__all__ = ["TRAINING_MODEL", "kernel_figures", "stream_triad", "time_calls"]
+
+#: The small real model the training runs and the benchmark use: an MLP on the
+#: 8x8 digits (64 inputs, 10 classes), float32, mini-batch of 32 per rank.
+TRAINING_MODEL: dict[str, Any] = {"n_in": 64, "n_hidden": 128, "n_out": 10,
+                                  "batch": 32, "dtype": "float32"}
+
+
+@njit(cache=True)
+def _triad(a, b, c, s):  # pragma: no cover - compiled
+    for i in range(a.size):
+        a[i] = b[i] + s * c[i]
+
+
+def stream_triad(a: np.ndarray, b: np.ndarray, c: np.ndarray, s: float) -> np.ndarray:
+    """STREAM triad ``a[:] = b + s * c`` in place (numba); returns ``a``.
+
+    >>> import numpy as np
+    >>> stream_triad(np.zeros(3), np.ones(3), np.arange(3.0), 2.0).tolist()
+    [1.0, 3.0, 5.0]
+    """
+    _triad(a, b, c, s)
+    return a
+
+
+def time_calls(fn: Callable[[], Any], budget_s: float, min_reps: int = 5,
+               max_reps: int = 100000) -> np.ndarray:
+    """Seconds of each call of ``fn``: a warm-up call, then calls until ``budget_s``."""
+    fn()  # warm-up: compilation, page faults
+    times: list[float] = []
+    start = time.perf_counter()
+    while len(times) < max_reps and (len(times) < min_reps or time.perf_counter() - start < budget_s):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return np.asarray(times)
+
+
+def _figure(times: np.ndarray, work: float) -> tuple[float, float]:
+    med = float(np.median(times))
+    cv = float(np.std(times) / np.mean(times)) if times.size > 1 else 0.0
+    return work / med, cv
+
+
+def kernel_figures(budget_s: float = 2.0, triad_elems: int = 1 << 22,
+                   update_elems: int = 1 << 20, gemm_n: int = 256,
+                   seed: int = 0) -> dict[str, Any]:
+    """Measure every kernel figure on this process; returns the profile's ``kernels``.
+
+    Also returns ``model`` (the :data:`TRAINING_MODEL` measured) and ``samples``
+    (calls timed per figure).
+    """
+    from dlscale.kernels.data import load_digits_split
+    from dlscale.kernels.easgd import easgd_worker_update
+    from dlscale.kernels.model import ModelShape, init_params, loss_and_grad
+    from dlscale.kernels.sgd import momentum_sgd_update
+
+    from .mpi_ring import sum_into
+
+    rng = np.random.default_rng(seed)
+    share = budget_s / 6
+    out: dict[str, Any] = {"noise": {}, "samples": {}}
+
+    def record(name: str, times: np.ndarray, work: float) -> None:
+        value, cv = _figure(times, work)
+        out[name] = value
+        out["noise"][name] = cv
+        out["samples"][name] = int(times.size)
+
+    tri = [rng.random(triad_elems) for _ in range(3)]
+    record("stream_triad_Bps", time_calls(lambda: stream_triad(*tri, 3.0), share),
+           24.0 * triad_elems)
+    tri.clear()
+    m1 = rng.random((gemm_n, gemm_n), dtype=np.float32)
+    m2 = rng.random((gemm_n, gemm_n), dtype=np.float32)
+    record("gemm_flops", time_calls(lambda: m1 @ m2, share), 2.0 * gemm_n**3)
+    x, g, ctr, v = (rng.random(update_elems, dtype=np.float32) for _ in range(4))
+    nbytes = 4.0 * update_elems
+    record("easgd_Bps", time_calls(lambda: easgd_worker_update(x, g, ctr, 1e-6, 1e-6), share),
+           nbytes)
+    record("sgd_Bps", time_calls(lambda: momentum_sgd_update(x, v, g, 1e-6, 0.9), share), nbytes)
+    record("reduce_Bps", time_calls(lambda: sum_into(x, g), share), nbytes)
+    m = TRAINING_MODEL
+    shape = ModelShape(m["n_in"], m["n_hidden"], m["n_out"])
+    data = load_digits_split(seed=seed, dtype=np.float32)
+    params = init_params(shape, seed=seed, dtype=np.float32)
+    grad = np.empty_like(params)
+    xb, yb = data.X_train[: m["batch"]], data.y_train[: m["batch"]]
+    times = time_calls(lambda: loss_and_grad(params, grad, xb, yb, shape), share)
+    out["model_fwd_bwd_s"] = float(np.median(times))
+    out["noise"]["model_fwd_bwd_s"] = float(np.std(times) / np.mean(times))
+    out["samples"]["model_fwd_bwd_s"] = int(times.size)
+    out["model"] = {**m, "n_params": shape.n_params}
+    return out

@@ -1,0 +1,272 @@
+"""MPI microbenchmarks the OSU way: ping-pong latency, streaming bandwidth, collectives.
+
+Every function takes an mpi4py communicator and is called by *every* rank of it
+(ranks that take no part wait in a sleeping ``Ibarrier`` loop, not in a busy-polling
+``MPI_Barrier``, so on an oversubscribed host they leave the cores to the ranks
+being measured). Repetitions adapt to a time budget: a warm-up run is timed, and
+the repetitions per batch are chosen so that ``batches`` batches fit in the budget
+(at least ``min_reps``). Each figure is the median over batches; ``spread`` is the
+batches' ``(max - min) / median``.
+
+- :func:`pingpong` -- one-way time ``round trip / 2`` between two ranks (OSU
+  ``osu_latency``).
+- :func:`streaming` -- a window of back-to-back ``Isend`` then one acknowledgement
+  (OSU ``osu_bw``); time per message, bandwidth, and the sender's posting time per
+  message (LogGP ``o``).
+- :func:`collective` -- ``MPI_Allreduce``, ``Reduce_scatter_block``,
+  ``Allgather``, ``Bcast``: time of the slowest rank per call (OSU
+  ``osu_allreduce`` reports the average over ranks; the slowest is what a
+  synchronous training step waits for).
+
+Sizes are bytes; collectives move float32 elements, so their sizes are rounded to
+whole elements (at least 4 bytes; reduce-scatter and allgather at least one
+element per rank) and the bytes actually moved are what is recorded.
+
+Examples
+--------
+>>> message_sizes(1, 16)
+[1, 2, 4, 8, 16]
+>>> collective_elements("reduce_scatter", 10, 4)
+4
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from dlscale.perfmodel.errors import ConfigError, unknown_name
+
+__all__ = [
+    "COLLECTIVES",
+    "collective",
+    "collective_elements",
+    "idle_wait",
+    "message_sizes",
+    "pingpong",
+    "streaming",
+]
+
+#: Collectives measured, name -> how its size maps to the float32 buffers.
+COLLECTIVES = ("allreduce", "reduce_scatter", "allgather", "bcast")
+
+_ACK_TAG = 77
+_DATA_TAG = 78
+
+
+def message_sizes(min_bytes: int = 1, max_bytes: int = 64 << 20) -> list[int]:
+    """Powers of two from ``min_bytes`` to ``max_bytes`` inclusive (OSU's sizes)."""
+    if not (isinstance(min_bytes, int) and isinstance(max_bytes, int) and 1 <= min_bytes <= max_bytes):
+        raise ConfigError(
+            f"sizes: need integers 1 <= min_bytes <= max_bytes, got {min_bytes!r}, {max_bytes!r}"
+        )
+    out, n = [], 1
+    while n <= max_bytes:
+        if n >= min_bytes:
+            out.append(n)
+        n *= 2
+    return out
+
+
+def collective_elements(name: str, n_bytes: int, p: int) -> int:
+    """float32 elements of the whole vector a collective of ``n_bytes`` moves.
+
+    A multiple of ``p`` for reduce-scatter and allgather (one block per rank).
+    """
+    if name not in COLLECTIVES:
+        raise unknown_name("collective", name, COLLECTIVES)
+    elems = max(1, int(n_bytes) // 4)
+    if name in ("reduce_scatter", "allgather"):
+        elems = max(p, elems - elems % p)
+    return elems
+
+
+def idle_wait(comm: Any, sleep_s: float = 2e-4) -> None:
+    """Join a barrier without spinning: ``Ibarrier`` polled between short sleeps."""
+    req = comm.Ibarrier()
+    while not req.Test():
+        time.sleep(sleep_s)
+
+
+def _reps(one_s: float, budget_s: float, batches: int, min_reps: int, max_reps: int) -> int:
+    per_batch = budget_s / max(batches, 1)
+    return int(min(max_reps, max(min_reps, per_batch / max(one_s, 1e-9))))
+
+
+def _from_a(comm: Any, is_a: bool, peer: int, value: Any) -> Any:
+    """Both ranks of a pair get rank ``a``'s ``value``."""
+    got = comm.sendrecv(value, dest=peer, source=peer)
+    return value if is_a else got
+
+
+def _summary(samples: list[float]) -> tuple[float, float]:
+    arr = np.asarray(samples, dtype=np.float64)
+    med = float(np.median(arr))
+    return med, float((arr.max() - arr.min()) / med) if med > 0 else 0.0
+
+
+def pingpong(comm: Any, a: int, b: int, sizes: list[int], budget_s: float,
+             batches: int = 5, min_reps: int = 2, max_reps: int = 10000) -> dict[str, Any]:
+    """One-way latency between ranks ``a`` and ``b`` per size (call on every rank).
+
+    Returns ``{"sizes_bytes", "one_way_s", "spread", "reps"}`` on ``a`` and ``b``;
+    on every other rank the same keys with empty lists. ``budget_s`` is for the
+    whole size sweep.
+    """
+    me = comm.Get_rank()
+    out: dict[str, Any] = {"sizes_bytes": [], "one_way_s": [], "spread": [], "reps": []}
+    if me not in (a, b):
+        idle_wait(comm)
+        return out
+    peer = b if me == a else a
+    buf = np.zeros(max(sizes), dtype=np.uint8)
+    per_size = budget_s / len(sizes)
+    for n in sizes:
+        view = buf[:n]
+
+        def trip(reps: int, view: np.ndarray = view) -> float:
+            t0 = time.perf_counter()
+            for _ in range(reps):
+                if me == a:
+                    comm.Send(view, dest=peer, tag=_DATA_TAG)
+                    comm.Recv(view, source=peer, tag=_DATA_TAG)
+                else:
+                    comm.Recv(view, source=peer, tag=_DATA_TAG)
+                    comm.Send(view, dest=peer, tag=_DATA_TAG)
+            return (time.perf_counter() - t0) / (2 * reps)
+
+        trip(1)  # warm-up (connection setup, page faults)
+        one = trip(1)
+        reps = _reps(2 * one, per_size, batches, min_reps, max_reps)
+        reps = _from_a(comm, me == a, peer, reps)
+        samples = [trip(reps) for _ in range(batches)]
+        med, spread = _summary(samples)
+        out["sizes_bytes"].append(n)
+        out["one_way_s"].append(med)
+        out["spread"].append(spread)
+        out["reps"].append(reps)
+    idle_wait(comm)
+    return out
+
+
+def streaming(comm: Any, a: int, b: int, sizes: list[int], budget_s: float,
+              window: int = 64, batches: int = 3, min_reps: int = 1,
+              max_reps: int = 2000, window_bytes: int = 8 << 20) -> dict[str, Any]:
+    """Streaming bandwidth from rank ``a`` to rank ``b`` (OSU ``osu_bw``).
+
+    ``a`` posts a window of ``Isend`` (at most ``window`` messages and
+    ``window_bytes`` bytes, at least one), ``b`` the matching ``Irecv``; after
+    ``Waitall`` ``b`` sends a 1-byte acknowledgement. Returns
+    ``{"sizes_bytes", "per_msg_s", "bandwidth_Bps", "spread", "send_overhead_s"}``
+    (the last: ``a``'s time to post one ``Isend`` of the smallest size) on ``a``
+    and ``b``, empty lists elsewhere.
+    """
+    me = comm.Get_rank()
+    out: dict[str, Any] = {"sizes_bytes": [], "per_msg_s": [], "bandwidth_Bps": [],
+                           "spread": [], "send_overhead_s": 0.0}
+    if me not in (a, b):
+        idle_wait(comm)
+        return out
+    peer = b if me == a else a
+    buf = np.zeros(max(sizes), dtype=np.uint8)
+    ack = np.zeros(1, dtype=np.uint8)
+    per_size = budget_s / len(sizes)
+    post_s: list[float] = []
+    for n in sizes:
+        w = int(max(1, min(window, window_bytes // max(n, 1))))
+        view = buf[:n]
+
+        def burst(reps: int, view: np.ndarray = view, w: int = w) -> float:
+            t0 = time.perf_counter()
+            for _ in range(reps):
+                if me == a:
+                    tp = time.perf_counter()
+                    reqs = [comm.Isend(view, dest=peer, tag=_DATA_TAG) for _ in range(w)]
+                    post_s.append((time.perf_counter() - tp) / w)
+                    _waitall(reqs)
+                    comm.Recv(ack, source=peer, tag=_ACK_TAG)
+                else:
+                    reqs = [comm.Irecv(view, source=peer, tag=_DATA_TAG) for _ in range(w)]
+                    _waitall(reqs)
+                    comm.Send(ack, dest=peer, tag=_ACK_TAG)
+            return (time.perf_counter() - t0) / (reps * w)
+
+        burst(1)
+        one = burst(1) * w
+        reps = _reps(one, per_size, batches, min_reps, max_reps)
+        reps = _from_a(comm, me == a, peer, reps)
+        if n == sizes[0]:
+            post_s.clear()
+        samples = [burst(reps) for _ in range(batches)]
+        med, spread = _summary(samples)
+        out["sizes_bytes"].append(n)
+        out["per_msg_s"].append(med)
+        out["bandwidth_Bps"].append(n / med)
+        out["spread"].append(spread)
+        if n == sizes[0] and me == a:
+            out["send_overhead_s"] = float(np.median(post_s))
+    out["send_overhead_s"] = _from_a(comm, me == a, peer, out["send_overhead_s"])
+    idle_wait(comm)
+    return out
+
+
+def _waitall(reqs: list[Any]) -> None:
+    from mpi4py import MPI  # already initialised by the caller's communicator
+
+    MPI.Request.Waitall(reqs)
+
+
+def _collective_call(comm: Any, name: str, elems: int) -> Callable[[], None]:
+    from mpi4py import MPI
+
+    p = comm.Get_size()
+    if name == "allreduce":
+        send, recv = np.ones(elems, np.float32), np.empty(elems, np.float32)
+        return lambda: comm.Allreduce(send, recv, op=MPI.SUM)
+    if name == "reduce_scatter":
+        send, recv = np.ones(elems, np.float32), np.empty(elems // p, np.float32)
+        return lambda: comm.Reduce_scatter_block(send, recv, op=MPI.SUM)
+    if name == "allgather":
+        send, recv = np.ones(elems // p, np.float32), np.empty(elems, np.float32)
+        return lambda: comm.Allgather(send, recv)
+    buf = np.ones(elems, np.float32)
+    return lambda: comm.Bcast(buf, root=0)
+
+
+def collective(comm: Any, name: str, sizes: list[int], budget_s: float,
+               batches: int = 5, min_reps: int = 1, max_reps: int = 5000) -> dict[str, Any]:
+    """Time of collective ``name`` per size on all ranks of ``comm``.
+
+    Returns ``{"ranks", "sizes_bytes", "times_s", "spread", "reps"}`` (the same
+    on every rank): per size the median over batches of the slowest rank's mean
+    time per call.
+    """
+    from mpi4py import MPI
+
+    if name not in COLLECTIVES:
+        raise unknown_name("collective", name, COLLECTIVES)
+    p = comm.Get_size()
+    out: dict[str, Any] = {"ranks": p, "sizes_bytes": [], "times_s": [], "spread": [], "reps": []}
+    per_size = budget_s / len(sizes)
+    for n in sizes:
+        elems = collective_elements(name, n, p)
+        call = _collective_call(comm, name, elems)
+
+        def batch(reps: int, call: Callable[[], None] = call) -> float:
+            comm.Barrier()
+            t0 = time.perf_counter()
+            for _ in range(reps):
+                call()
+            return comm.allreduce((time.perf_counter() - t0) / reps, op=MPI.MAX)
+
+        batch(1)
+        reps = comm.bcast(_reps(batch(1), per_size, batches, min_reps, max_reps), root=0)
+        med, spread = _summary([batch(reps) for _ in range(batches)])
+        out["sizes_bytes"].append(4 * elems)
+        out["times_s"].append(med)
+        out["spread"].append(spread)
+        out["reps"].append(reps)
+    return out

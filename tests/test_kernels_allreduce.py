@@ -7,7 +7,6 @@ ring's order (tests/naive.py).  For float32 every algorithm must stay within the
 recursive-summation bound ``(P-1) u sum_i |x_i|`` (u = 2**-24) of the exact sum.
 """
 
-import naive
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -22,6 +21,7 @@ from dlscale.kernels import (
     tree_broadcast_step,
     tree_reduce_step,
 )
+from tests import naive
 
 FAST = settings(max_examples=30, deadline=None)
 PS = st.sampled_from([1, 2, 3, 5, 8])

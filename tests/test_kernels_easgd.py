@@ -1,6 +1,5 @@
 """EASGD family against tests/naive.py, conservation properties and input checks."""
 
-import naive
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -14,6 +13,7 @@ from dlscale.kernels import (
     measgd_worker_update,
     nesterov_lookahead,
 )
+from tests import naive
 
 SIZES = st.sampled_from([0, 1, 2, 7, 13, 31, 64, 97, 1000])
 DTYPES = st.sampled_from([np.float32, np.float64])

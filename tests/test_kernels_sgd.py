@@ -1,12 +1,12 @@
 """SGD baselines against tests/naive.py."""
 
-import naive
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dlscale.kernels import momentum_sgd_update, sgd_update
+from tests import naive
 
 FAST = settings(max_examples=25, deadline=None)
 

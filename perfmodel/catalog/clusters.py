@@ -68,8 +68,10 @@ STAMPEDE2_FABRIC = NetworkSpec(
 
 def _partition(network: NetworkSpec, nodes: int) -> NetworkSpec:
     """The same network restricted to a partition of ``nodes`` nodes."""
-    return dataclasses.replace(network, topology=dataclasses.replace(network.topology,
-                                                                     max_nodes=nodes))
+    topology = network.topology
+    if not isinstance(topology, FatTree):
+        raise TypeError(f"partition: expected a fat tree, got {topology.family}")
+    return dataclasses.replace(network, topology=dataclasses.replace(topology, max_nodes=nodes))
 
 
 # --- generic GPU cluster --------------------------------------------------------------

@@ -163,7 +163,7 @@ class Net:
         self.layers.append(Layer(name, "fc", params, flops, out_features))
         self.shape = (out_features,)
 
-    def concat_channels(self, shapes: list[tuple[int, int, int]]) -> None:
+    def concat_channels(self, shapes: list[tuple[int, ...]]) -> None:
         """Set the shape to the channel concatenation of branch outputs."""
         hs = {(s[1], s[2]) for s in shapes}
         if len(hs) != 1:

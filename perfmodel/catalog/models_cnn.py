@@ -48,10 +48,12 @@ def cifar10_net() -> Model:
     Zhang et al. (NIPS 2015, Sec. 5 and supplement) train CIFAR-10 on random 3x28x28
     crops with: conv 64@5x5 -> ReLU -> max-pool, conv 128@5x5 -> ReLU -> max-pool,
     conv 64@3x3 -> ReLU -> max-pool, fc 256 -> ReLU, fc 256 -> ReLU, fc 10.
-    Assumptions where the text is silent: unpadded ("valid") convolutions with stride
-    1, as Torch7's ``SpatialConvolution`` defaults, and 2x2 max-pooling with stride 2.
-    The parameter count (368,586) follows from those assumptions; no published total
-    exists to check it against.
+    The layer widths are as recalled from the paper's experimental section; the text
+    could not be re-checked while writing this entry, so treat them as an assumption
+    too. Assumptions where the text is silent: unpadded ("valid") convolutions with
+    stride 1, as Torch7's ``SpatialConvolution`` defaults, and 2x2 max-pooling with
+    stride 2. The parameter count (368,586) follows from those assumptions; no
+    published total exists to check it against.
     """
     net = Net("cifar10-net", (3, 28, 28))
     for i, (ch, k) in enumerate(((64, 5), (128, 5), (64, 3)), start=1):

@@ -14,6 +14,8 @@ Examples
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..workload import Model
 from .datasets import DATASETS
 from .layers import Net
@@ -38,9 +40,9 @@ GOOGLENET_MODULES: tuple[tuple[str, tuple[int, int, int, int, int, int]] | str, 
 )
 
 
-def _run_branches(net: Net, branches: list) -> None:
+def _run_branches(net: Net, branches: list[Callable[[Net], object]]) -> None:
     """Run each branch (a function of a sub-builder) from the current shape; concat."""
-    shapes = []
+    shapes: list[tuple[int, ...]] = []
     for branch in branches:
         sub = net.branch()
         branch(sub)
@@ -48,9 +50,26 @@ def _run_branches(net: Net, branches: list) -> None:
     net.concat_channels(shapes)
 
 
-def _conv_relu(net: Net, name: str, ch: int, k, stride=1, pad=0) -> None:
+def _pool(net: Net, name: str, kernel: int, stride: int, pad: int = 0) -> Net:
+    net.pool(name, kernel, stride, pad=pad)
+    return net
+
+
+def _conv_relu(net: Net, name: str, ch: int, k: int, stride: int = 1, pad: int = 0) -> Net:
     net.conv(name, ch, k, stride=stride, pad=pad)
     net.relu(f"{name}_relu")
+    return net
+
+
+def _googlenet_module(net: Net, p: str, c1: int, r3: int, c3: int, r5: int, c5: int,
+                      pp: int) -> None:
+    """One GoogLeNet Inception module: 1x1, 3x3, 5x5 and pool-projection branches."""
+    _run_branches(net, [
+        lambda s: _conv_relu(s, f"{p}_1x1", c1, 1),
+        lambda s: (_conv_relu(s, f"{p}_3x3_reduce", r3, 1), _conv_relu(s, f"{p}_3x3", c3, 3, pad=1)),
+        lambda s: (_conv_relu(s, f"{p}_5x5_reduce", r5, 1), _conv_relu(s, f"{p}_5x5", c5, 5, pad=2)),
+        lambda s: (_pool(s, f"{p}_pool", 3, 1, pad=1), _conv_relu(s, f"{p}_pool_proj", pp, 1)),
+    ])
 
 
 def googlenet() -> Model:
@@ -73,28 +92,22 @@ def googlenet() -> Model:
             net.pool(f"pool{pools}", 3, 2, ceil=True)
             pools += 1
             continue
-        name, (c1, r3, c3, r5, c5, pp) = item
-        p = f"inception_{name}"
-        _run_branches(net, [
-            lambda s, p=p, c1=c1: _conv_relu(s, f"{p}_1x1", c1, 1),
-            lambda s, p=p, r3=r3, c3=c3: (_conv_relu(s, f"{p}_3x3_reduce", r3, 1),
-                                          _conv_relu(s, f"{p}_3x3", c3, 3, pad=1)),
-            lambda s, p=p, r5=r5, c5=c5: (_conv_relu(s, f"{p}_5x5_reduce", r5, 1),
-                                          _conv_relu(s, f"{p}_5x5", c5, 5, pad=2)),
-            lambda s, p=p, pp=pp: (s.pool(f"{p}_pool", 3, 1, pad=1),
-                                   _conv_relu(s, f"{p}_pool_proj", pp, 1)),
-        ])
+        assert not isinstance(item, str)
+        name, widths = item
+        _googlenet_module(net, f"inception_{name}", *widths)
     net.global_pool("pool5")
     net.fc("loss3_classifier", 1000)
     return Model("googlenet", tuple(net.layers), (3, 224, 224), "imagenet-1k",
                  DATASETS["imagenet-1k"], "Szegedy et al. CVPR 2015, Table 1; Caffe bvlc_googlenet")
 
 
-def _cbn(net: Net, name: str, ch: int, k, stride=1, pad=0) -> None:
+def _cbn(net: Net, name: str, ch: int, k: int | tuple[int, int], stride: int = 1,
+         pad: int | tuple[int, int] = 0) -> Net:
     """Inception-v3's BasicConv2d: convolution without bias, batch norm, ReLU."""
     net.conv(name, ch, k, stride=stride, pad=pad, bias=False)
     net.bn(f"{name}_bn")
     net.relu(f"{name}_relu")
+    return net
 
 
 def _inception_a(net: Net, p: str, pool_features: int) -> None:
@@ -103,7 +116,7 @@ def _inception_a(net: Net, p: str, pool_features: int) -> None:
         lambda s: (_cbn(s, f"{p}_5x5_1", 48, 1), _cbn(s, f"{p}_5x5_2", 64, 5, pad=2)),
         lambda s: (_cbn(s, f"{p}_3x3dbl_1", 64, 1), _cbn(s, f"{p}_3x3dbl_2", 96, 3, pad=1),
                    _cbn(s, f"{p}_3x3dbl_3", 96, 3, pad=1)),
-        lambda s: (s.pool(f"{p}_pool", 3, 1, pad=1), _cbn(s, f"{p}_pool_proj", pool_features, 1)),
+        lambda s: (_pool(s, f"{p}_pool", 3, 1, pad=1), _cbn(s, f"{p}_pool_proj", pool_features, 1)),
     ])
 
 
@@ -112,7 +125,7 @@ def _inception_b(net: Net, p: str) -> None:
         lambda s: _cbn(s, f"{p}_3x3", 384, 3, stride=2),
         lambda s: (_cbn(s, f"{p}_3x3dbl_1", 64, 1), _cbn(s, f"{p}_3x3dbl_2", 96, 3, pad=1),
                    _cbn(s, f"{p}_3x3dbl_3", 96, 3, stride=2)),
-        lambda s: s.pool(f"{p}_pool", 3, 2),
+        lambda s: _pool(s, f"{p}_pool", 3, 2),
     ])
 
 
@@ -126,7 +139,7 @@ def _inception_c(net: Net, p: str, c7: int) -> None:
                    _cbn(s, f"{p}_7x7dbl_3", c7, (1, 7), pad=(0, 3)),
                    _cbn(s, f"{p}_7x7dbl_4", c7, (7, 1), pad=(3, 0)),
                    _cbn(s, f"{p}_7x7dbl_5", 192, (1, 7), pad=(0, 3))),
-        lambda s: (s.pool(f"{p}_pool", 3, 1, pad=1), _cbn(s, f"{p}_pool_proj", 192, 1)),
+        lambda s: (_pool(s, f"{p}_pool", 3, 1, pad=1), _cbn(s, f"{p}_pool_proj", 192, 1)),
     ])
 
 
@@ -137,16 +150,17 @@ def _inception_d(net: Net, p: str) -> None:
                    _cbn(s, f"{p}_7x7x3_2", 192, (1, 7), pad=(0, 3)),
                    _cbn(s, f"{p}_7x7x3_3", 192, (7, 1), pad=(3, 0)),
                    _cbn(s, f"{p}_7x7x3_4", 192, 3, stride=2)),
-        lambda s: s.pool(f"{p}_pool", 3, 2),
+        lambda s: _pool(s, f"{p}_pool", 3, 2),
     ])
 
 
-def _split_3x3(s: Net, p: str) -> None:
+def _split_3x3(s: Net, p: str) -> Net:
     """The 1x3 and 3x1 pair that Inception-E runs side by side (outputs concatenated)."""
     _run_branches(s, [
         lambda t: _cbn(t, f"{p}a", 384, (1, 3), pad=(0, 1)),
         lambda t: _cbn(t, f"{p}b", 384, (3, 1), pad=(1, 0)),
     ])
+    return s
 
 
 def _inception_e(net: Net, p: str) -> None:
@@ -155,7 +169,7 @@ def _inception_e(net: Net, p: str) -> None:
         lambda s: (_cbn(s, f"{p}_3x3_1", 384, 1), _split_3x3(s, f"{p}_3x3_2")),
         lambda s: (_cbn(s, f"{p}_3x3dbl_1", 448, 1), _cbn(s, f"{p}_3x3dbl_2", 384, 3, pad=1),
                    _split_3x3(s, f"{p}_3x3dbl_3")),
-        lambda s: (s.pool(f"{p}_pool", 3, 1, pad=1), _cbn(s, f"{p}_pool_proj", 192, 1)),
+        lambda s: (_pool(s, f"{p}_pool", 3, 1, pad=1), _cbn(s, f"{p}_pool_proj", 192, 1)),
     ])
 
 

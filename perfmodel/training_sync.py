@@ -154,11 +154,18 @@ def sync_sgd_times(cluster: Cluster, workload: Workload, lay: Layout) -> Iterati
 
     end = np.zeros(lay.nodes.shape)
     comm = np.zeros(lay.nodes.shape)
-    for b in range(len(bk.bytes)):
-        ready = bwd_cum[..., bk.first_layer[b]] if workload.overlap else bwd
-        dur = np.where(multi, neg + allreduce(bk.bytes[b]), 0.0)
-        end = np.maximum(ready + wait, end) + dur
-        comm += dur
+    if len(bk.bytes):
+        # all buckets at once, shape (B, N); the chain start_b = max(ready_b + wait,
+        # end_{b-1}) unrolls to end_b = S_b + max_{k<=b}(ready_k + wait - S_{k-1}) with
+        # S the running sum of the durations.
+        dur = np.where(multi, neg + np.asarray(allreduce(bk.bytes[:, None])), 0.0)
+        if workload.overlap:
+            ready = np.moveaxis(np.atleast_2d(bwd_cum[..., bk.first_layer]), -1, 0)
+        else:
+            ready = np.broadcast_to(bwd, lay.nodes.shape)[None, :]
+        run = np.cumsum(dur, axis=0)
+        end = run[-1] + np.maximum.accumulate(ready + wait - (run - dur), axis=0)[-1]
+        comm = run[-1]
     if workload.model.sparse_params > 0 and not workload.sparse_as_dense:
         total = np.asarray(sparse_gather_bytes(workload, p, lay.batch_per_rank), dtype=float)
         beta_ring = effective_beta_s_per_B(cluster, "ring", lay.nodes, lay.ranks_per_node)

@@ -71,6 +71,8 @@ def _preset(tp: type, name: str, where: str) -> Any:
     try:
         return getters[tp](name)
     except ConfigError as exc:
+        if where in ("cluster", "workload"):  # the getter's message names the field
+            raise
         raise ConfigError(f"{where}: {exc}") from None
 
 

@@ -75,7 +75,12 @@ class Device:
         Peak bandwidth of that memory.
     sustained_fraction : float
         Fraction of peak FLOP/s that deep-learning training kernels sustain on this
-        device, from a cited measurement (roofline's compute ceiling in practice).
+        device in fp32 (fp64 too), from a cited measurement (roofline's compute
+        ceiling in practice).
+    sustained_fraction_fp16 : float
+        The same in mixed precision, of ``peak_fp16_flops``; 0 means "the same as
+        ``sustained_fraction``". Tensor cores reach a much smaller fraction of their
+        far higher peak, so Volta needs its own figure.
     fast_memory_bytes, fast_memory_bandwidth_Bps : float
         On-package memory (KNL's MCDRAM); 0 where there is none.
     memory_mode : {"", "flat", "cache"}
@@ -102,6 +107,7 @@ class Device:
     memory_mode: str = ""
     tdp_w: float = 0.0
     source: str = ""
+    sustained_fraction_fp16: float = 0.0
 
     def __post_init__(self) -> None:
         owner = f"device {self.name!r}"
@@ -115,6 +121,11 @@ class Device:
         if not (0 < self.sustained_fraction <= 1):
             raise ConfigError(
                 f"{owner}.sustained_fraction: must be in (0, 1], got {self.sustained_fraction!r}"
+            )
+        if not (0 <= self.sustained_fraction_fp16 <= 1):
+            raise ConfigError(
+                f"{owner}.sustained_fraction_fp16: must be in [0, 1], "
+                f"got {self.sustained_fraction_fp16!r}"
             )
         _non_negative(owner, "fast_memory_bytes", self.fast_memory_bytes)
         _non_negative(owner, "fast_memory_bandwidth_Bps", self.fast_memory_bandwidth_Bps)
@@ -139,6 +150,25 @@ class Device:
         if precision == "fp16":
             return self.peak_fp16_flops
         raise ConfigError(f"precision: must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+
+    def sustained_fraction_for(self, precision: str) -> float:
+        """Fraction of :meth:`peak_flops` that training sustains in ``precision``.
+
+        Examples
+        --------
+        >>> d = Device("x", "gpu", 80, 1.5e9, 7e12, 14e12, 112e12, 16e9, 900e9, 0.5,
+        ...            sustained_fraction_fp16=0.2)
+        >>> d.sustained_fraction_for("fp32"), d.sustained_fraction_for("fp16")
+        (0.5, 0.2)
+        """
+        self.peak_flops(precision)  # validates the name
+        if precision == "fp16" and self.sustained_fraction_fp16 > 0:
+            return self.sustained_fraction_fp16
+        return self.sustained_fraction
+
+    def sustained_flops(self, precision: str) -> float:
+        """FLOP/s that training sustains in ``precision``: peak times the fraction."""
+        return self.peak_flops(precision) * self.sustained_fraction_for(precision)
 
     @property
     def training_memory_bytes(self) -> float:

@@ -89,7 +89,10 @@ def test_sustained_fraction_is_derived_from_the_cited_measurement():
     fwd = catalog.get_model("resnet50").forward_flops
     assert get_device("p100-sxm2").sustained_fraction == pytest.approx(
         measured_fraction(219, fwd, 10.6e12))
-    assert get_device("v100-sxm2").sustained_fraction == pytest.approx(1075 * 3 * fwd / 125e12)
+    v100 = get_device("v100-sxm2")
+    assert v100.sustained_fraction_for("fp16") == pytest.approx(1075 * 3 * fwd / 125e12)
+    assert v100.sustained_fraction_for("fp32") == pytest.approx(1.26 * 219 * 3 * fwd / 15.7e12)
+    assert FRACTION_DERIVATIONS["v100-sxm2 (fp16)"].endswith(f"{v100.sustained_fraction_fp16:.3f}")
     for name, dev in DEVICES.items():
         assert 0.05 < dev.sustained_fraction < 0.8, name
         assert FRACTION_DERIVATIONS[name].endswith(f"{dev.sustained_fraction:.3f}")

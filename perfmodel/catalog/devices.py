@@ -1,6 +1,6 @@
 """Compute devices: KNL, Xeon, POWER9 and NVIDIA GPUs, with datasheet figures.
 
-``sustained_fraction`` is ONE figure per device: the fraction of the device's peak
+``sustained_fraction`` is ONE figure per device and precision: the fraction of the device's peak
 that a cited deep-learning training measurement reached, computed here from the
 measured throughput (:func:`measured_fraction`)::
 
@@ -20,8 +20,8 @@ Examples
 >>> v100 = DEVICES["v100-sxm2"]
 >>> v100.peak_fp16_flops / 1e12, v100.memory_bandwidth_Bps / 1e9
 (125.0, 900.0)
->>> round(v100.sustained_fraction, 3)
-0.213
+>>> round(v100.sustained_fraction_for("fp32"), 3), round(v100.sustained_fraction_for("fp16"), 3)
+(0.434, 0.213)
 """
 
 from __future__ import annotations
@@ -130,9 +130,14 @@ FRACTION_DERIVATIONS["power9-22c"] = (
 #  - P100 (SXM2): TensorFlow benchmarks (tensorflow.org/performance/benchmarks, 2017),
 #    DGX-1 P100, ResNet-50, batch 64, synthetic data, 1 GPU: 219 images/s fp32.
 #  - K80 (GK210): same page, Google Compute Engine K80, ResNet-50 batch 64: 52 images/s.
-#  - V100 (SXM2): NVIDIA developer blog "Volta Tensor Core GPU achieves new AI
-#    performance milestones" (May 2018): one V100, ResNet-50 training, mixed
-#    precision, 1,075 images/s; against the 125 TFLOPS tensor-core peak.
+#  - V100 (SXM2), mixed precision (sustained_fraction_fp16): NVIDIA developer blog
+#    "Volta Tensor Core GPU achieves new AI performance milestones" (May 2018): one
+#    V100, ResNet-50 training, mixed precision, 1,075 images/s; against the 125 TFLOPS
+#    tensor-core peak.
+#  - V100 (SXM2), fp32 (sustained_fraction): Dell EMC "Ready Solutions for AI: Deep
+#    Learning with NVIDIA" reference guide v1.0 (2018), section 3.1.2: in fp32 with
+#    TensorFlow, V100-SXM2 trains ResNet-50 26% faster than P100-SXM2; applied to the
+#    TF-benchmarks P100 figure above: 1.26 x 219 = 276 images/s, against 15.7 TFLOPS.
 #  - K20X: Caffe (caffe.berkeleyvision.org, performance notes): "4 ms/image for
 #    learning" with CaffeNet on one K40 = 250 images/s; CaffeNet has AlexNet's
 #    FLOPs; K40 (GK110B, 2880 cores, 875 MHz boost) = 5.04 TFLOPS fp32; transferred to
@@ -144,21 +149,25 @@ _P100_FRACTION = _derive(("p100-sxm2", "p100-pcie"),
 _K80_FRACTION = _derive(("k80",),
                         "TF benchmarks GCE K80 ResNet-50 52 img/s x 3 x 8.24 GFLOP / 4.37 TFLOPS (GK210)",
                         52.0, _RESNET50_FWD, 8.73 / 2 * TFLOPS)
+_V100_FRACTION_FP16 = _derive(("v100-sxm2 (fp16)", "v100-pcie (fp16)"),
+                              "NVIDIA blog May 2018 ResNet-50 mixed precision 1,075 img/s x 3 x "
+                              "8.24 GFLOP / 125 TFLOPS tensor", 1075.0, _RESNET50_FWD, 125 * TFLOPS)
 _V100_FRACTION = _derive(("v100-sxm2", "v100-pcie"),
-                         "NVIDIA blog May 2018 ResNet-50 mixed precision 1,075 img/s x 3 x 8.24 GFLOP "
-                         "/ 125 TFLOPS tensor", 1075.0, _RESNET50_FWD, 125 * TFLOPS)
+                         "Dell EMC AI reference guide: V100 fp32 TF ResNet-50 1.26 x P100 = 276 img/s "
+                         "x 3 x 8.24 GFLOP / 15.7 TFLOPS", 1.26 * 219.0, _RESNET50_FWD, 15.7 * TFLOPS)
 _KEPLER_FRACTION = _derive(("k20x",),
                            "Caffe CaffeNet 4 ms/image learning on K40 = 250 img/s x 3 x 1.457 GFLOP "
                            "/ 5.04 TFLOPS (GK110 sibling)", 250.0, _ALEXNET_FWD, 2880 * 2 * 0.875e9)
 
 
 def _gpu(name: str, sms: int, clock_hz: float, fp64: float, fp32: float, fp16: float,
-         mem_gb: float, bw_gbps: float, frac: float, tdp_w: float, source: str) -> Device:
+         mem_gb: float, bw_gbps: float, frac: float, tdp_w: float, source: str,
+         frac_fp16: float = 0.0) -> Device:
     return Device(name=name, kind="gpu", cores=sms, clock_hz=clock_hz,
                   peak_fp64_flops=fp64 * TFLOPS, peak_fp32_flops=fp32 * TFLOPS,
                   peak_fp16_flops=fp16 * TFLOPS, memory_bytes=mem_gb * GB,
                   memory_bandwidth_Bps=bw_gbps * GB_per_s, sustained_fraction=frac,
-                  tdp_w=tdp_w, source=source)
+                  sustained_fraction_fp16=frac_fp16, tdp_w=tdp_w, source=source)
 
 
 DEVICES: dict[str, Device] = {
@@ -200,7 +209,8 @@ DEVICES: dict[str, Device] = {
     # NVIDIA Tesla V100 datasheet / Volta whitepaper: SXM2 80 SMs 1530 MHz 7.8/15.7/125
     # TFLOPS, 16 GB HBM2 900 GB/s, 300 W; PCIe 1380 MHz 7/14/112 TFLOPS, 250 W
     "v100-sxm2": _gpu("v100-sxm2", 80, 1.530 * GHz, 7.8, 15.7, 125.0, 16, 900, _V100_FRACTION,
-                      300.0, "NVIDIA Tesla V100 datasheet; Volta GV100 whitepaper"),
+                      300.0, "NVIDIA Tesla V100 datasheet; Volta GV100 whitepaper",
+                      frac_fp16=_V100_FRACTION_FP16),
     "v100-pcie": _gpu("v100-pcie", 80, 1.380 * GHz, 7.0, 14.0, 112.0, 16, 900, _V100_FRACTION,
-                      250.0, "NVIDIA Tesla V100 PCIe datasheet"),
+                      250.0, "NVIDIA Tesla V100 PCIe datasheet", frac_fp16=_V100_FRACTION_FP16),
 }

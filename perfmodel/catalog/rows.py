@@ -67,7 +67,8 @@ def _devices() -> list[dict[str, Any]]:
         "memory_GBps": _r(d.memory_bandwidth_Bps / 1e9),
         "fast_memory_GB": _r(d.fast_memory_bytes / 1e9),
         "fast_memory_GBps": _r(d.fast_memory_bandwidth_Bps / 1e9), "memory_mode": d.memory_mode,
-        "sustained_fraction": _r(d.sustained_fraction), "tdp_W": d.tdp_w,
+        "sustained_fraction": _r(d.sustained_fraction),
+        "sustained_fraction_fp16": _r(d.sustained_fraction_for("fp16")), "tdp_W": d.tdp_w,
         "fraction_derivation": FRACTION_DERIVATIONS.get(d.name, ""), "source": d.source,
     } for d in DEVICES.values()]
 

@@ -61,7 +61,7 @@ import hashlib
 import itertools
 import json
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -72,8 +72,8 @@ from dlscale.perfmodel.hardware import Cluster
 from dlscale.perfmodel.tomlmap import resolve_key
 from dlscale.perfmodel.workload import Workload
 
-__all__ = ["FIDELITIES", "METRICS", "PLOTS", "Point", "Study", "load_study", "parse_study",
-           "point_key"]
+__all__ = ["FIDELITIES", "METRICS", "PLOTS", "Point", "Study", "group_key_prefix", "load_study",
+           "parse_study", "point_key"]
 
 #: How points are evaluated: the closed-form model, the discrete-event simulator, or
 #: the closed-form model for every point and the simulator for the best N of them.
@@ -127,9 +127,24 @@ def point_key(params: Mapping[str, Any], nodes: int, fidelity: str = "") -> str:
     >>> point_key({"workload.tau": 4}, 8) == point_key({"workload.tau": 4}, 16)
     False
     """
-    text = json.dumps({"p": dict(params), "n": int(nodes), "f": fidelity}, sort_keys=True,
-                      separators=(",", ":"), default=str)
-    return hashlib.sha1(text.encode("utf-8")).hexdigest()[:16]
+    return group_key_prefix(params)(nodes, fidelity)
+
+
+def group_key_prefix(params: Mapping[str, Any]) -> Callable[[int, str], str]:
+    """``f(nodes, fidelity) -> key`` for points sharing ``params`` (one JSON encoding).
+
+    Examples
+    --------
+    >>> group_key_prefix({"workload.tau": 4})(8, "") == point_key({"workload.tau": 4}, 8)
+    True
+    """
+    text = json.dumps(dict(params), sort_keys=True, separators=(",", ":"), default=str)
+
+    def key(nodes: int, fidelity: str = "") -> str:
+        data = f"{text}|{int(nodes)}|{fidelity}".encode()
+        return hashlib.sha1(data).hexdigest()[:16]
+
+    return key
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,9 @@ the default), ``mpi`` (``mpi4py.futures.MPIPoolExecutor``; start it as
 which gives N-1 workers), and ``serial`` (in this process, for debugging).
 
 Evaluators (:data:`EVALUATORS`) are functions ``f(cluster, workload, nodes, seeds) ->
-list of row dicts``, one row per node count, with at least ``samples_per_s``; a
+list of row dicts``, one row per node count, with at least ``samples_per_s`` (``seeds``:
+one per node count, derived from the study seed and the point; zeros for the
+analytical fidelity); a
 ``"module:function"`` string names one to import (it must be importable by the
 workers).
 """
@@ -25,8 +27,10 @@ workers).
 from __future__ import annotations
 
 import concurrent.futures as cf
+import csv
 import functools
 import importlib
+import io
 import json
 import math
 import sys
@@ -36,13 +40,21 @@ from typing import Any
 
 import numpy as np
 
-from dlscale.output import atomic_write_text, rows_to_csv, to_jsonable, write_rows
+from dlscale.output import atomic_write_text, to_jsonable
 from dlscale.perfmodel.config import apply_overrides, load_cluster, load_workload
 from dlscale.perfmodel.errors import ConfigError, DlscaleError, unknown_name
 from dlscale.perfmodel.hardware import Cluster
 from dlscale.perfmodel.workload import Workload
 from dlscale.results import ResultTable
-from dlscale.study import METRICS, Study, label, point_key, short_names, split_params
+from dlscale.study import (
+    METRICS,
+    Study,
+    group_key_prefix,
+    label,
+    point_key,
+    short_names,
+    split_params,
+)
 
 __all__ = ["COLUMNS", "EVALUATORS", "EXECUTORS", "SweepResult", "add_training_metrics",
            "analytical", "check_study", "resolve_evaluator", "run_sweep", "simulated"]
@@ -151,9 +163,29 @@ def _workload(spec: str) -> Workload:
     return load_workload(spec)
 
 
+def _overridden(obj: Any, overrides: Mapping[str, Any], where: str,
+                cache: dict[tuple[int, str], Any] | None) -> Any:
+    if not overrides:
+        return obj
+    if cache is None:
+        return apply_overrides(obj, overrides, where)
+    try:
+        ckey = (id(obj), json.dumps(overrides, sort_keys=True))
+    except TypeError:  # values JSON cannot encode: no caching
+        return apply_overrides(obj, overrides, where)
+    if ckey not in cache:
+        cache[ckey] = apply_overrides(obj, overrides, where)
+    return cache[ckey]
+
+
 def materialize(base_cluster: Cluster | str, base_workload: Workload | str,
-                params: Mapping[str, Any]) -> tuple[Cluster, Workload]:
-    """The cluster and workload of one parameter combination."""
+                params: Mapping[str, Any],
+                cache: dict[tuple[int, str], Any] | None = None) -> tuple[Cluster, Workload]:
+    """The cluster and workload of one parameter combination.
+
+    ``cache`` (a dict the caller keeps while the base objects live) memoizes the
+    overridden objects: grid neighbours share most of their values.
+    """
     c_spec, w_spec, c_over, w_over = split_params(params)
     cluster = _cluster(c_spec) if c_spec is not None else base_cluster
     workload = _workload(w_spec) if w_spec is not None else base_workload
@@ -161,11 +193,8 @@ def materialize(base_cluster: Cluster | str, base_workload: Workload | str,
         cluster = _cluster(cluster)
     if isinstance(workload, str):
         workload = _workload(workload)
-    if c_over:
-        cluster = apply_overrides(cluster, c_over, "cluster")
-    if w_over:
-        workload = apply_overrides(workload, w_over, "workload")
-    return cluster, workload
+    return (_overridden(cluster, c_over, "cluster", cache),
+            _overridden(workload, w_over, "workload", cache))
 
 
 def add_training_metrics(row: dict[str, Any], cluster: Cluster, workload: Workload) -> None:
@@ -184,21 +213,65 @@ def _seed(study_seed: int, key: str) -> int:
     return int(ss.generate_state(1, dtype=np.uint32)[0])
 
 
+def _key(base: Mapping[str, Any], params: Mapping[str, Any], nodes: int, fidelity: str) -> str:
+    return point_key({**base, **params}, nodes, fidelity)
+
+
+def _keyer(base: Mapping[str, Any], params: Mapping[str, Any]) -> Callable[[int, str], str]:
+    return group_key_prefix({**base, **params})
+
+
+def _clean(v: Any) -> Any:
+    """A JSON-ready scalar: numpy scalars unwrapped, non-finite floats as None."""
+    if hasattr(v, "item"):
+        v = v.item()
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    return v
+
+
+def _csv_line(row: Mapping[str, Any], header: Sequence[str]) -> str:
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerow(
+        ["" if (v := row.get(h, "")) is None else v for h in header])
+    return buf.getvalue()
+
+
+Record = tuple[dict[str, Any], str, str]
+
+
+def _record(row: dict[str, Any], header: Sequence[str]) -> Record:
+    """A result row with its JSON line and its CSV line."""
+    return row, json.dumps(row) + "\n", _csv_line(row, header)
+
+
 def _run_chunk(evaluator: Evaluator | str, base_cluster: Cluster, base_workload: Workload,
-               tasks: list[tuple[dict[str, Any], list[tuple[int, int, str]]]],
-               fidelity: str, study_seed: int) -> list[dict[str, Any]]:
-    """Evaluate groups; each task is ``(params, [(index, nodes, key), ...])``.
+               tasks: list[tuple[dict[str, Any], list[tuple[int, int, str | None]]]],
+               fidelity: str, study_seed: int, base: Mapping[str, Any],
+               shorts: Mapping[str, str], header: Sequence[str]) -> list[Record]:
+    """Evaluate groups; each task is ``(params, [(index, nodes, key or None), ...])``.
 
     Never raises for a point's failure: the point's row carries ``status = "error"``.
+    Rows come back with their JSON and CSV lines, made here to spare the parent.
     """
     fn = resolve_evaluator(evaluator)
-    out: list[dict[str, Any]] = []
-    for params, pts in tasks:
-        head = {k: label(v) for k, v in params.items()}
+    out: list[Record] = []
+    cache: dict[tuple[int, str], Any] = {}
+    for params, pts0 in tasks:
+        keyer = _keyer(base, params)
+        pts = [(i, n, key or keyer(n, fidelity)) for i, n, key in pts0]
+        head = {shorts[k]: _clean(label(v)) for k, v in params.items()}
+
+        def fail(i: int, n: int, key: str, exc: BaseException, head: dict[str, Any] = head) -> None:
+            row = {"point": i, "key": key, "fidelity": fidelity, "status": "error", **head,
+                   "nodes": n, "error": f"{type(exc).__name__}: {exc}"}
+            out.append(_record(row, header))
+
         try:
-            cluster, workload = materialize(base_cluster, base_workload, params)
+            cluster, workload = materialize(base_cluster, base_workload, params, cache)
         except Exception as exc:
-            out += [_error_row(i, n, key, fidelity, head, exc) for i, n, key in pts]
+            for i, n, key in pts:
+                fail(i, n, key, exc)
             continue
         good = []
         for i, n, key in pts:
@@ -206,32 +279,31 @@ def _run_chunk(evaluator: Evaluator | str, base_cluster: Cluster, base_workload:
                 cluster.check_nodes(n)
                 good.append((i, n, key))
             except Exception as exc:
-                out.append(_error_row(i, n, key, fidelity, head, exc))
+                fail(i, n, key, exc)
         if not good:
             continue
         try:
-            rows = fn(cluster, workload, [n for _, n, _ in good],
-                      [_seed(study_seed, key) for _, _, key in good])
+            seeds = ([0] * len(good) if fidelity == "analytical"
+                     else [_seed(study_seed, key) for _, _, key in good])
+            rows = fn(cluster, workload, [n for _, n, _ in good], seeds)
             if len(rows) != len(good):
                 raise DlscaleError(f"evaluator returned {len(rows)} rows for {len(good)} "
                                    "node counts")
         except Exception as exc:
-            out += [_error_row(i, n, key, fidelity, head, exc) for i, n, key in good]
+            for i, n, key in good:
+                fail(i, n, key, exc)
             continue
         for (i, n, key), got in zip(good, rows, strict=True):
-            row = {"point": i, "key": key, "fidelity": fidelity, "status": "ok", "params": head,
-                   **{k: v.item() if hasattr(v, "item") else v for k, v in got.items()}}
+            row = {"point": i, "key": key, "fidelity": fidelity, "status": "ok", **head,
+                   **{c: None for c in COLUMNS}}
+            row.update((k, _clean(v)) for k, v in got.items())
             row["nodes"] = n
             add_training_metrics(row, cluster, workload)
+            for k in ("time_to_train_s", "node_hours", "cost"):
+                row[k] = _clean(row[k])
             row["error"] = ""
-            out.append(row)
+            out.append(_record(row, header))
     return out
-
-
-def _error_row(i: int, n: int, key: str, fidelity: str, head: dict[str, Any],
-               exc: BaseException) -> dict[str, Any]:
-    return {"point": i, "key": key, "fidelity": fidelity, "status": "error", "params": head,
-            "nodes": n, "error": f"{type(exc).__name__}: {exc}"}
 
 
 class SweepResult(ResultTable):
@@ -267,30 +339,27 @@ def check_study(study: Study) -> tuple[Cluster, Workload]:
     return cluster, workload
 
 
-def _flat(row: Mapping[str, Any], shorts: Mapping[str, str]) -> dict[str, Any]:
-    out = {k: row[k] for k in ("point", "key", "fidelity", "status")}
-    params = row.get("params", {})
-    for full, short in shorts.items():
-        out[short] = params.get(full, "")
-    for c in COLUMNS:
-        out[c] = row.get(c, "")
-    return out
-
-
-def _read_log(path: Path) -> list[dict[str, Any]]:
-    rows = []
+def _read_log(path: Path, header: Sequence[str]) -> dict[str, Record]:
+    done: dict[str, Record] = {}
     if path.exists():
         for line in path.read_text(encoding="utf-8").splitlines():
             try:
-                rows.append(json.loads(line))
+                row = json.loads(line)
             except json.JSONDecodeError:  # a line cut by an interruption
                 continue
-    return rows
+            if isinstance(row, dict) and "key" in row:
+                done[row["key"]] = (row, line + "\n", _csv_line(row, header))
+    return done
 
 
 def _chunks(items: Sequence[Any], size: int) -> Iterable[list[Any]]:
     for i in range(0, len(items), size):
         yield list(items[i:i + size])
+
+
+def _phases(study: Study) -> list[str]:
+    return {"analytical": ["analytical"], "simulated": ["simulated"],
+            "hybrid": ["analytical", "simulated"]}[study.fidelity]
 
 
 def run_sweep(study: Study, out_dir: str | Path | None = None, *, executor: str = "process",
@@ -304,7 +373,7 @@ def run_sweep(study: Study, out_dir: str | Path | None = None, *, executor: str 
     study : Study
         From :func:`dlscale.study.load_study`.
     out_dir : path, optional
-        Output folder (default ``STUDY.out`` next to the study file). Without
+        Output folder (default ``STUDY.toml.out`` next to the study file). Without
         ``resume``, earlier results there are replaced.
     executor : {"process", "mpi", "serial"}
         Where the chunks run (:data:`EXECUTORS`).
@@ -337,66 +406,72 @@ def run_sweep(study: Study, out_dir: str | Path | None = None, *, executor: str 
     log_path, csv_path = out / "results.jsonl", out / "results.csv"
     shorts = short_names(study.param_names)
     header = ["point", "key", "fidelity", "status", *shorts.values(), *COLUMNS]
-    done: dict[str, dict[str, Any]] = {}
+    base = {"@cluster": study.cluster, "@workload": study.workload}
+    done: dict[str, Record] = {}
     if resume:
-        for row in _read_log(log_path):
-            done[row["key"]] = row
+        done = _read_log(log_path, header)
+        wanted = set(_all_keys(study, base))
+        done = {k: v for k, v in done.items() if k in wanted}
+        atomic_write_text(log_path, "".join(rec[1] for rec in done.values()))
     else:
         log_path.unlink(missing_ok=True)
-    atomic_write_text(csv_path, _csv_text(header, [_flat(r, shorts) for r in done.values()]))
-    base = {"@cluster": study.cluster, "@workload": study.workload}
-    phases = ["analytical"] if study.fidelity == "analytical" else (
-        ["simulated"] if study.fidelity == "simulated" else ["analytical", "simulated"])
+    atomic_write_text(csv_path, ",".join(header) + "\n"
+                      + "".join(rec[2] for rec in done.values()))
+    phases = _phases(study)
     total = len(study) + (study.simulate_best if study.fidelity == "hybrid" else 0)
     bar = tqdm(total=total, unit="pt", desc=study.name, file=sys.stderr, dynamic_ncols=True,
                disable=quiet or not sys.stderr.isatty())
     pool = EXECUTORS[executor](jobs)
     try:
-        with log_path.open("a", encoding="utf-8") as log, csv_path.open("a", encoding="utf-8") as fcsv:
-            def record(rows: list[dict[str, Any]]) -> None:
-                text = "".join(json.dumps(to_jsonable(r)) + "\n" for r in rows)
-                log.write(text)
-                log.flush()
-                fcsv.write(_csv_text(header, [_flat(r, shorts) for r in rows], head=False))
-                fcsv.flush()
-                for r in rows:
-                    done[r["key"]] = r
-                bar.update(len(rows))
-
+        with log_path.open("a", encoding="utf-8") as log, \
+                csv_path.open("a", encoding="utf-8") as fcsv:
             for fidelity in phases:
-                groups = _todo(study, fidelity, base, done, bar)
                 if fidelity == "simulated" and study.fidelity == "hybrid":
                     groups = _best(study, base, done, bar)
+                else:
+                    groups = _todo(study, fidelity, base, done, bar)
                 if not groups:
                     continue
-                workers = _workers(pool, jobs)
-                size = chunk_groups or max(1, min(256, math.ceil(len(groups) / (8 * workers))))
+                size = chunk_groups or max(1, min(256, math.ceil(
+                    len(groups) / (8 * _workers(pool, jobs)))))
                 futures = [pool.submit(_run_chunk, evals[fidelity], cluster, workload, chunk,
-                                       fidelity, study.seed) for chunk in _chunks(groups, size)]
+                                       fidelity, study.seed, base, shorts, header)
+                           for chunk in _chunks(groups, size)]
                 for fut in cf.as_completed(futures):
-                    record(fut.result())
+                    recs = fut.result()
+                    log.write("".join(r[1] for r in recs))
+                    log.flush()
+                    fcsv.write("".join(r[2] for r in recs))
+                    fcsv.flush()
+                    for rec in recs:
+                        done[rec[0]["key"]] = rec
+                    bar.update(len(recs))
     finally:
         try:
             pool.shutdown(wait=True, cancel_futures=True)
         except TypeError:  # an executor without cancel_futures
             pool.shutdown(wait=True)
         bar.close()
+    if study.fidelity == "hybrid":  # only the current best N simulated points
+        keep = {_key(base, p, n, "simulated") for p, _i, n in _ranked(study, base, done)}
+        done = {k: v for k, v in done.items()
+                if v[0]["fidelity"] != "simulated" or k in keep}
     order = {"analytical": 0, "simulated": 1}
-    keys = _wanted_keys(study, base, phases, done)
-    rows = sorted((done[k] for k in keys if k in done),
-                  key=lambda r: (r["point"], order.get(r["fidelity"], 2)))
-    flat = [_flat(r, shorts) for r in rows]
+    recs = sorted(done.values(), key=lambda r: (r[0]["point"], order.get(r[0]["fidelity"], 2)))
+    rows = [r[0] for r in recs]
     meta = {"study": study.name, "cluster": study.cluster, "workload": study.workload,
             "fidelity": study.fidelity, "seed": study.seed, "points": len(study),
-            "failures": sum(r["status"] != "ok" for r in flat), "out_dir": str(out),
+            "failures": sum(r["status"] != "ok" for r in rows), "out_dir": str(out),
             "parameters": list(shorts.values())}
-    atomic_write_text(csv_path, _csv_text(header, flat))
-    write_rows(out / "results.json", flat, meta)
-    result = SweepResult(flat, meta)
+    atomic_write_text(csv_path, ",".join(header) + "\n" + "".join(r[2] for r in recs))
+    atomic_write_text(out / "results.json", '{"meta": ' + json.dumps(to_jsonable(meta))
+                      + ',\n "rows": [\n' + ",\n".join(r[1].rstrip("\n") for r in recs)
+                      + "\n]}\n")
+    result = SweepResult(rows, meta)
     if plots and result.ok:
         from dlscale.sweep_plots import plot_study
 
-        meta["plots"] = [str(p) for p in plot_study(study, flat, out)]
+        meta["plots"] = [str(p) for p in plot_study(study, rows, out)]
     return result
 
 
@@ -408,25 +483,26 @@ def _workers(pool: cf.Executor, jobs: int | None) -> int:
     return jobs or 1
 
 
-def _csv_text(header: Sequence[str], rows: Sequence[Mapping[str, Any]], head: bool = True) -> str:
-    text = rows_to_csv([{h: r.get(h, "") for h in header} for r in rows]) if rows else ""
-    if not rows:
-        return ",".join(header) + "\n" if head else ""
-    return text if head else text.split("\n", 1)[1]
+def _all_keys(study: Study, base: Mapping[str, Any]) -> Iterable[str]:
+    for _first, params in study.groups():
+        keyer = _keyer(base, params)
+        for fidelity in _phases(study):
+            for n in study.nodes:
+                yield keyer(n, fidelity)
 
 
-def _key(base: Mapping[str, Any], params: Mapping[str, Any], nodes: int, fidelity: str) -> str:
-    return point_key({**base, **params}, nodes, fidelity)
-
-
-def _todo(study: Study, fidelity: str, base: Mapping[str, Any], done: Mapping[str, Any],
-          bar: Any) -> list[tuple[dict[str, Any], list[tuple[int, int, str]]]]:
-    groups = []
+def _todo(study: Study, fidelity: str, base: Mapping[str, Any], done: Mapping[str, Record],
+          bar: Any) -> list[tuple[dict[str, Any], list[tuple[int, int, str | None]]]]:
+    groups: list[tuple[dict[str, Any], list[tuple[int, int, str | None]]]] = []
     for first, params in study.groups():
-        pts = []
+        if not done:  # nothing to skip: the workers compute the keys
+            groups.append((params, [(first + i, n, None) for i, n in enumerate(study.nodes)]))
+            continue
+        pts: list[tuple[int, int, str | None]] = []
+        keyer = _keyer(base, params)
         for i, n in enumerate(study.nodes):
-            key = _key(base, params, n, fidelity)
-            if done.get(key, {}).get("status") == "ok":
+            key = keyer(n, fidelity)
+            if key in done and done[key][0]["status"] == "ok":
                 bar.update(1)
             else:
                 pts.append((first + i, n, key))
@@ -436,41 +512,30 @@ def _todo(study: Study, fidelity: str, base: Mapping[str, Any], done: Mapping[st
 
 
 def _ranked(study: Study, base: Mapping[str, Any],
-            done: Mapping[str, Any]) -> list[tuple[dict[str, Any], int, int]]:
+            done: Mapping[str, Record]) -> list[tuple[dict[str, Any], int, int]]:
     """Analytical points that fit in memory, best first by ``study.rank_by``."""
     smaller = METRICS[study.rank_by]
+    by_point = {rec[0]["point"]: rec[0] for rec in done.values()
+                if rec[0]["fidelity"] == "analytical"}
     cands = []
     for first, params in study.groups():
         for i, n in enumerate(study.nodes):
-            row = done.get(_key(base, params, n, "analytical"))
+            row = by_point.get(first + i)
             if row and row["status"] == "ok" and row.get("fits", True) is not False:
-                v = float(row.get(study.rank_by, math.nan))
-                if math.isfinite(v):
+                v = row.get(study.rank_by)
+                if v is not None and math.isfinite(v):
                     cands.append(((v if smaller else -v, first + i), params, first + i, n))
     cands.sort(key=lambda c: c[0])
     return [(p, i, n) for _, p, i, n in cands[:study.simulate_best]]
 
 
-def _best(study: Study, base: Mapping[str, Any], done: Mapping[str, Any],
-          bar: Any) -> list[tuple[dict[str, Any], list[tuple[int, int, str]]]]:
-    groups = []
+def _best(study: Study, base: Mapping[str, Any], done: Mapping[str, Record],
+          bar: Any) -> list[tuple[dict[str, Any], list[tuple[int, int, str | None]]]]:
+    groups: list[tuple[dict[str, Any], list[tuple[int, int, str | None]]]] = []
     for params, i, n in _ranked(study, base, done):
         key = _key(base, params, n, "simulated")
-        if done.get(key, {}).get("status") == "ok":
+        if key in done and done[key][0]["status"] == "ok":
             bar.update(1)
         else:
             groups.append((params, [(i, n, key)]))
     return groups
-
-
-def _wanted_keys(study: Study, base: Mapping[str, Any], phases: Sequence[str],
-                 done: Mapping[str, Any]) -> list[str]:
-    keys = []
-    if study.fidelity == "hybrid":
-        for _first, params in study.groups():
-            keys += [_key(base, params, n, "analytical") for n in study.nodes]
-        keys += [_key(base, p, n, "simulated") for p, _i, n in _ranked(study, base, done)]
-        return keys
-    for _first, params in study.groups():
-        keys += [_key(base, params, n, phases[0]) for n in study.nodes]
-    return keys

@@ -9,6 +9,8 @@ input, an ndarray otherwise. Parameters, all SI:
 - ``gamma_s_per_B``: local reduction cost per byte reduced (s/B), the inverse
   throughput of the reduction kernel (default 0: wire only).
 
+The Hockney parameters may also be arrays that broadcast with ``n_bytes`` and
+``p`` (one latency and bandwidth per rank count, as the training model passes).
 ``n_bytes`` is the size of the vector every rank holds (allreduce, reduce,
 broadcast, reduce-scatter input) or the size of the whole gathered result
 (allgather, gather). One rank (``p = 1``) costs nothing. Non-power-of-two rank
@@ -58,13 +60,15 @@ __all__ = [
 ]
 
 Seconds = float | np.ndarray
+#: A Hockney parameter: a scalar, or an array broadcast with ``n_bytes`` and ``p``.
+Param = float | np.ndarray
 
 
 def _out(x: np.ndarray) -> Seconds:
     return float(x) if np.ndim(x) == 0 else x
 
 
-def _check(n_bytes: ArrayLike, p: ArrayLike, *params: float,
+def _check(n_bytes: ArrayLike, p: ArrayLike, *params: Param,
            names: tuple[str, ...] = ("alpha_s", "beta_s_per_B", "gamma_s_per_B"),
            ranks: str = "p") -> tuple[np.ndarray, np.ndarray]:
     n = np.asarray(n_bytes, dtype=float)
@@ -91,8 +95,8 @@ def _pow2_split(p: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return p2, k, (p > p2).astype(float)
 
 
-def ring_allreduce_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: float, beta_s_per_B: float,
-                     gamma_s_per_B: float = 0.0) -> Seconds:
+def ring_allreduce_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: Param, beta_s_per_B: Param,
+                     gamma_s_per_B: Param = 0.0) -> Seconds:
     """Ring allreduce: reduce-scatter then allgather, ``2(p-1)`` steps of ``n/p``.
 
     ``2(p-1) alpha + 2 (p-1)/p n beta + (p-1)/p n gamma`` (Patarasuk & Yuan 2009).
@@ -109,8 +113,8 @@ def ring_allreduce_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: float, beta_s_pe
     return _out(2 * (p - 1) * alpha_s + 2 * f * n * beta_s_per_B + f * n * gamma_s_per_B)
 
 
-def recursive_doubling_allreduce_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: float,
-                                   beta_s_per_B: float, gamma_s_per_B: float = 0.0) -> Seconds:
+def recursive_doubling_allreduce_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: Param,
+                                   beta_s_per_B: Param, gamma_s_per_B: Param = 0.0) -> Seconds:
     """Recursive doubling: ``log2 p`` exchanges of the whole vector, each reduced.
 
     Power of two: ``log2 p (alpha + n beta + n gamma)``. Otherwise (MPICH) ``log2 p'
@@ -130,8 +134,8 @@ def recursive_doubling_allreduce_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: fl
     return _out(k * step + extra * fold)
 
 
-def rabenseifner_allreduce_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: float,
-                             beta_s_per_B: float, gamma_s_per_B: float = 0.0) -> Seconds:
+def rabenseifner_allreduce_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: Param,
+                             beta_s_per_B: Param, gamma_s_per_B: Param = 0.0) -> Seconds:
     """Rabenseifner: recursive-halving reduce-scatter + recursive-doubling allgather.
 
     Power of two: ``2 log2 p alpha + 2 (p-1)/p n beta + (p-1)/p n gamma``; otherwise
@@ -150,8 +154,8 @@ def rabenseifner_allreduce_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: float,
     return _out(core + extra * fold)
 
 
-def reduce_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: float, beta_s_per_B: float,
-             gamma_s_per_B: float = 0.0) -> Seconds:
+def reduce_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: Param, beta_s_per_B: Param,
+             gamma_s_per_B: Param = 0.0) -> Seconds:
     """Binomial-tree reduce to one root: ``ceil(log2 p) (alpha + n beta + n gamma)``.
 
     Examples
@@ -163,7 +167,7 @@ def reduce_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: float, beta_s_per_B: flo
     return _out(_ceil_log2(p) * (alpha_s + n * beta_s_per_B + n * gamma_s_per_B))
 
 
-def broadcast_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: float, beta_s_per_B: float,
+def broadcast_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: Param, beta_s_per_B: Param,
                 algorithm: str = "binomial") -> Seconds:
     """Broadcast from one root.
 
@@ -187,8 +191,8 @@ def broadcast_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: float, beta_s_per_B: 
     raise unknown_name("broadcast algorithm", algorithm, ("binomial", "scatter-allgather"))
 
 
-def binomial_tree_allreduce_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: float,
-                              beta_s_per_B: float, gamma_s_per_B: float = 0.0) -> Seconds:
+def binomial_tree_allreduce_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: Param,
+                              beta_s_per_B: Param, gamma_s_per_B: Param = 0.0) -> Seconds:
     """Binomial reduce then binomial broadcast.
 
     ``2 ceil(log2 p) (alpha + n beta) + ceil(log2 p) n gamma``.
@@ -203,7 +207,7 @@ def binomial_tree_allreduce_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: float,
     return _out(2 * d * (alpha_s + n * beta_s_per_B) + d * n * gamma_s_per_B)
 
 
-def _pipelined_s(depth: np.ndarray, alpha_s: ArrayLike, nb: np.ndarray) -> np.ndarray:
+def _pipelined_s(depth: np.ndarray, alpha_s: Param, nb: np.ndarray) -> np.ndarray:
     """Best pipelined time ``min_k (depth - 1 + k)(alpha + nb / k)`` over ``k >= 1``.
 
     The optimum ``k* = sqrt((depth - 1) nb / alpha)`` gives ``(sqrt((depth-1) alpha) +
@@ -218,8 +222,8 @@ def _pipelined_s(depth: np.ndarray, alpha_s: ArrayLike, nb: np.ndarray) -> np.nd
     return np.where(k_opt >= 1, piped, depth * (alpha_s + nb))
 
 
-def double_binary_tree_allreduce_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: float,
-                                   beta_s_per_B: float, gamma_s_per_B: float = 0.0) -> Seconds:
+def double_binary_tree_allreduce_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: Param,
+                                   beta_s_per_B: Param, gamma_s_per_B: Param = 0.0) -> Seconds:
     """Double binary tree (Sanders, Speck, Träff 2009; NCCL >= 2.4), pipelined.
 
     Two binary trees of depth ``D = ceil(log2 p)``, each carrying half the vector in
@@ -254,8 +258,8 @@ ALLREDUCE: dict[str, Callable[..., Seconds]] = {
 }
 
 
-def allreduce_s(name: str, n_bytes: ArrayLike, p: ArrayLike, alpha_s: float,
-                beta_s_per_B: float, gamma_s_per_B: float = 0.0) -> Seconds:
+def allreduce_s(name: str, n_bytes: ArrayLike, p: ArrayLike, alpha_s: Param,
+                beta_s_per_B: Param, gamma_s_per_B: Param = 0.0) -> Seconds:
     """Dispatch to the flat allreduce algorithm ``name`` (a key of :data:`ALLREDUCE`).
 
     Examples
@@ -275,8 +279,8 @@ def allreduce_s(name: str, n_bytes: ArrayLike, p: ArrayLike, alpha_s: float,
 
 
 def hierarchical_allreduce_s(n_bytes: ArrayLike, nodes: ArrayLike, ranks_per_node: ArrayLike,
-                             intra: tuple[float, float], inter: tuple[float, float],
-                             gamma_s_per_B: float = 0.0, inter_algorithm: str = "ring",
+                             intra: tuple[Param, Param], inter: tuple[Param, Param],
+                             gamma_s_per_B: Param = 0.0, inter_algorithm: str = "ring",
                              ) -> Seconds:
     """Hierarchical allreduce: intra-node reduce, inter-node allreduce, intra-node bcast.
 
@@ -302,8 +306,8 @@ def hierarchical_allreduce_s(n_bytes: ArrayLike, nodes: ArrayLike, ranks_per_nod
     return _out(local + np.asarray(allreduce_s(inter_algorithm, n, nd, a_e, b_e, gamma_s_per_B)))
 
 
-def reduce_scatter_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: float, beta_s_per_B: float,
-                     gamma_s_per_B: float = 0.0) -> Seconds:
+def reduce_scatter_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: Param, beta_s_per_B: Param,
+                     gamma_s_per_B: Param = 0.0) -> Seconds:
     """Ring reduce-scatter of an ``n``-byte vector: ``(p-1) alpha + (p-1)/p n (beta + gamma)``.
 
     Examples
@@ -315,7 +319,7 @@ def reduce_scatter_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: float, beta_s_pe
     return _out((p - 1) * alpha_s + (p - 1) / p * n * (beta_s_per_B + gamma_s_per_B))
 
 
-def allgather_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: float, beta_s_per_B: float) -> Seconds:
+def allgather_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: Param, beta_s_per_B: Param) -> Seconds:
     """Ring allgather of ``n`` bytes in all (``n / p`` from each rank).
 
     ``(p-1) alpha + (p-1)/p n beta``.
@@ -329,7 +333,7 @@ def allgather_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: float, beta_s_per_B: 
     return _out((p - 1) * alpha_s + (p - 1) / p * n * beta_s_per_B)
 
 
-def gather_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: float, beta_s_per_B: float) -> Seconds:
+def gather_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: Param, beta_s_per_B: Param) -> Seconds:
     """Binomial gather of ``n`` bytes in all to one root: ``ceil(log2 p) alpha + (p-1)/p n beta``.
 
     Examples
@@ -341,8 +345,8 @@ def gather_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: float, beta_s_per_B: flo
     return _out(_ceil_log2(p) * alpha_s + (p - 1) / p * n * beta_s_per_B)
 
 
-def parameter_server_s(n_bytes: ArrayLike, workers: ArrayLike, alpha_s: float,
-                       beta_s_per_B: float, server_update_s_per_B: float = 0.0) -> Seconds:
+def parameter_server_s(n_bytes: ArrayLike, workers: ArrayLike, alpha_s: Param,
+                       beta_s_per_B: Param, server_update_s_per_B: Param = 0.0) -> Seconds:
     """One round in which every worker pushes ``n`` bytes and pulls ``n`` bytes back.
 
     The server is a separate process whose link is the bottleneck: it serves the

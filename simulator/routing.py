@@ -18,7 +18,7 @@ Examples
 >>> G = fat_tree_graph(4)
 >>> r = make_router(G)
 >>> r.node_paths(np.array([0]), np.array([15]), 0).tolist()
-[[0, 16, 24, 32, 30, 22, 15]]
+[[0, 16, 25, 35, 31, 23, 15]]
 """
 
 from __future__ import annotations

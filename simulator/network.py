@@ -1,0 +1,206 @@
+"""SimulatedNetwork: collectives as routed message schedules on a topology graph.
+
+The simulated implementation of :class:`dlscale.perfmodel.netapi.NetworkModel`: the
+layers above ask for ``allreduce_s``, ``collective_s`` or ``transfer_s`` and get
+seconds, or call :meth:`SimulatedNetwork.simulate` for the full
+:class:`~dlscale.simulator.result.CollectiveResult` (per-step times, bytes per link,
+Chrome trace).
+
+Examples
+--------
+>>> from dlscale.simulator.topology_fattree import fat_tree_graph
+>>> net = SimulatedNetwork(fat_tree_graph(4, host_bandwidth_Bps=1e9, link_bandwidth_Bps=1e9,
+...                                       host_latency_s=0.0, hop_latency_s=0.0))
+>>> round(net.allreduce_s(16e6, 16, "ring"), 6)
+0.03
+>>> round(net.transfer_s(0, 15, 1e9), 6)
+1.0
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import networkx as nx
+import numpy as np
+
+from dlscale.perfmodel.errors import ConfigError, unknown_name
+from dlscale.perfmodel.hardware import Cluster
+
+from .fastmode import RouteCache, run_fast
+from .flowmode import run_flow
+from .linktable import LinkTable
+from .metrics import TopologyMetrics, topology_metrics
+from .placement import node_of, place
+from .result import CollectiveResult
+from .routing import make_router, route
+from .schedules import ALGORITHMS, build_schedule
+from .topology_cluster import cluster_graph
+from .topology_graphml import validate_graph
+
+__all__ = ["MODES", "SimulatedNetwork"]
+
+#: Simulation modes: flow-level reference, lock-step fast mode.
+MODES = ("flow", "fast")
+
+#: Default algorithm of each collective.
+DEFAULT_ALGORITHM = {c: algs[0] for c, algs in ALGORITHMS.items()}
+
+
+class SimulatedNetwork:
+    """A topology with ranks placed on it, answering collective timings by simulation.
+
+    Parameters
+    ----------
+    topology : networkx.Graph
+        A topology graph (built-in generator, :func:`cluster_graph`, or a user graph).
+    mode : {"fast", "flow"}
+        Lock-step fast mode (scales to tens of thousands of ranks) or the flow-level
+        max-min model (reference fidelity, small scale).
+    placement : {"linear", "random", "topology"}
+        Rank placement policy (:mod:`~dlscale.simulator.placement`).
+    seed : int
+        Seed of random placement and of Valiant routing.
+    gamma_s_per_B : float
+        Local reduction cost per byte reduced.
+    inter_algorithm : str
+        Flat algorithm among node leaders for ``hierarchical`` allreduce.
+    max_segments : int
+        Cap on pipeline segments of the double binary tree.
+    """
+
+    def __init__(self, topology: nx.Graph, *, mode: str = "fast", placement: str = "linear",
+                 seed: int = 0, gamma_s_per_B: float = 0.0, inter_algorithm: str = "ring",
+                 max_segments: int = 64) -> None:
+        if mode not in MODES:
+            raise unknown_name("mode", mode, MODES)
+        if not (gamma_s_per_B >= 0):
+            raise ConfigError(f"gamma_s_per_B: must be >= 0, got {gamma_s_per_B!r}")
+        self.graph = validate_graph(topology)
+        self.mode = mode
+        self.placement = placement
+        self.seed = seed
+        self.gamma_s_per_B = float(gamma_s_per_B)
+        self.inter_algorithm = inter_algorithm
+        self.max_segments = max_segments
+        self.table = LinkTable.from_graph(topology)
+        self.router = make_router(topology, seed)
+        labels = place(topology, placement, seed)
+        self.rank_nodes = self.table.node_index(labels)
+        self.rank_host = node_of(topology, labels)
+        self._cache = RouteCache()
+        self.name = str(topology.graph.get("cluster", topology.graph.get("family", "graph")))
+
+    @classmethod
+    def from_cluster(cls, cluster: Cluster, nodes: int, node_graph: nx.Graph | None = None,
+                     **kwargs: object) -> SimulatedNetwork:
+        """The network of the first ``nodes`` nodes of ``cluster`` (see :func:`cluster_graph`)."""
+        return cls(cluster_graph(cluster, nodes, node_graph), **kwargs)  # type: ignore[arg-type]
+
+    @property
+    def max_ranks(self) -> int:
+        """Number of endpoints (ranks the topology holds)."""
+        return len(self.rank_nodes)
+
+    def metrics(self) -> TopologyMetrics:
+        """Diameter, bisection bandwidth and links per level of the topology."""
+        return topology_metrics(self.graph)
+
+    def _select(self, ranks: int | Sequence[int] | None) -> np.ndarray:
+        if ranks is None:
+            return np.arange(self.max_ranks)
+        if isinstance(ranks, (int, np.integer)) and not isinstance(ranks, bool):
+            if not 1 <= ranks <= self.max_ranks:
+                raise ConfigError(f"ranks: must be in 1..{self.max_ranks} (endpoints of the "
+                                  f"topology), got {ranks}")
+            return np.arange(int(ranks))
+        sel = np.asarray(list(ranks), dtype=np.int64)  # type: ignore[arg-type]
+        if len(sel) == 0 or sel.min() < 0 or sel.max() >= self.max_ranks:
+            raise ConfigError(f"ranks: rank ids must be in 0..{self.max_ranks - 1}")
+        if len(np.unique(sel)) != len(sel):
+            raise ConfigError("ranks: rank ids must be distinct")
+        return sel
+
+    def _segments(self, sel: np.ndarray, n_bytes: float) -> int:
+        p = len(sel)
+        if p < 2:
+            return 1
+        r = route(self.table, self.router, self.rank_nodes[sel[:1]], self.rank_nodes[sel[-1:]])
+        alpha = float(r.latency_s.max())
+        ok = r.links >= 0
+        beta = 1.0 / float(self.table.bandwidth_Bps[r.links[ok]].min() * len(r.pair)) if ok.any() else 0
+        depth = math.ceil(math.log2(p))
+        if alpha <= 0:
+            return self.max_segments
+        k = math.sqrt(max(depth - 1, 0) * n_bytes * beta / alpha)
+        return int(min(self.max_segments, max(1, round(k))))
+
+    def simulate(self, collective: str, n_bytes: float, ranks: int | Sequence[int] | None = None,
+                 algorithm: str | None = None, *, mode: str | None = None,
+                 trace: bool = False) -> CollectiveResult:
+        """Simulate one collective; ``ranks`` is a count (the first ranks) or rank ids.
+
+        With ``trace=True`` the result carries ``result.trace``, a Chrome trace dict.
+        """
+        mode = self.mode if mode is None else mode
+        if mode not in MODES:
+            raise unknown_name("mode", mode, MODES)
+        if collective not in ALGORITHMS:
+            raise unknown_name("collective", collective, ALGORITHMS)
+        algorithm = DEFAULT_ALGORITHM[collective] if algorithm is None else algorithm
+        sel = self._select(ranks)
+        nodes = self.rank_nodes[sel]
+        groups = None
+        if algorithm == "hierarchical":
+            hosts = self.rank_host[sel]
+            _, first, inverse = np.unique(hosts, return_index=True, return_inverse=True)
+            order = np.argsort(first)
+            groups = [np.flatnonzero(inverse == g) for g in order]
+        segments = self._segments(sel, n_bytes) if algorithm == "double-binary-tree" else 1
+        phases = build_schedule(collective, algorithm, len(sel), n_bytes, groups=groups,
+                                inter_algorithm=self.inter_algorithm, segments=segments)
+        cache = self._cache if ranks is None or isinstance(ranks, (int, np.integer)) else RouteCache()
+        tracer = None
+        if trace:
+            from .trace import Tracer
+            tracer = Tracer(self.table, len(sel))
+        if mode == "fast":
+            out = run_fast(phases, self.table, self.router, nodes, cache, self.gamma_s_per_B)
+        else:
+            out = run_flow(phases, self.table, self.router, nodes, cache, self.gamma_s_per_B,
+                           on_rates=tracer.on_rates if tracer else None,
+                           record_ranks=tracer.ranks if tracer else None)
+        res = CollectiveResult(
+            collective=collective, algorithm=algorithm, mode=mode, ranks=len(sel),
+            n_bytes=float(n_bytes), time_s=float(out["time_s"]), step_times_s=out["step_times_s"],
+            step_labels=[p.label for p in phases], link_bytes=out["link_bytes"],
+            link_capacity_Bps=self.table.bandwidth_Bps, link_level=self.table.level,
+            link_names=self.table.name, phase_times_s=out["phase_times_s"],
+            placement=self.placement, topology=self.name)
+        if tracer is not None:
+            res.trace = tracer.build(res, phases, out)  # type: ignore[attr-defined]
+        return res
+
+    def collective_s(self, collective: str, n_bytes: float, ranks: int | Sequence[int],
+                     algorithm: str | None = None) -> float:
+        """Seconds of one collective (see :meth:`simulate`)."""
+        return self.simulate(collective, n_bytes, ranks, algorithm).time_s
+
+    def allreduce_s(self, n_bytes: float, ranks: int | Sequence[int],
+                    algorithm: str = "ring") -> float:
+        """Seconds of an allreduce of ``n_bytes`` per rank."""
+        return self.collective_s("allreduce", n_bytes, ranks, algorithm)
+
+    def transfer_s(self, src_rank: int, dst_rank: int, n_bytes: float) -> float:
+        """Seconds of one uncontended message: path latency + bytes / bottleneck per rail."""
+        sel = self._select([src_rank, dst_rank]) if src_rank != dst_rank else None
+        if sel is None or n_bytes < 0:
+            if n_bytes < 0:
+                raise ConfigError(f"n_bytes: must be >= 0, got {n_bytes!r}")
+            self._select([src_rank])
+            return 0.0
+        r = route(self.table, self.router, self.rank_nodes[sel[:1]], self.rank_nodes[sel[1:]])
+        ok = r.links >= 0
+        cap = np.where(ok, self.table.bandwidth_Bps[np.where(ok, r.links, 0)], np.inf).min(axis=1)
+        return float(np.max(r.latency_s + n_bytes * r.fraction / cap))

@@ -18,8 +18,10 @@ Examples
 [4, 16, 64]
 >>> float(pred.efficiency[0])
 1.0
->>> sorted(pred.to_rows()[0])[:4]
-['comm_s', 'compute_s', 'devices', 'efficiency']
+>>> list(pred.to_rows()[0])[:5]
+['nodes', 'devices', 'ranks', 'global_batch', 'iteration_s']
+>>> pred.bottleneck.tolist()
+['compute', 'compute', 'compute']
 >>> predict(c, Workload("w", m, 10), 0)
 Traceback (most recent call last):
 ...
@@ -49,7 +51,8 @@ __all__ = ["ROW_KEYS", "Prediction", "predict"]
 
 #: Keys of :meth:`Prediction.to_rows`, in column order.
 ROW_KEYS = ("nodes", "devices", "ranks", "global_batch", "iteration_s", "compute_s", "comm_s",
-            "exposed_comm_s", "samples_per_s", "efficiency", "memory_per_device_bytes", "fits")
+            "exposed_comm_s", "samples_per_s", "efficiency", "memory_per_device_bytes", "fits",
+            "bottleneck")
 
 
 @dataclass(frozen=True)
@@ -83,6 +86,11 @@ class Prediction:
         activations and buffers; see :mod:`.memory`).
     fits : ndarray of bool
         Whether that fits the device's training memory.
+    bottleneck : ndarray of str
+        ``"memory"`` where the state does not fit; ``"master-link"`` or
+        ``"master-update"`` where an asynchronous master is saturated; else
+        ``"compute"`` when compute time is at least the exposed communication,
+        ``"communication"`` otherwise.
     memory_resource : str
         Which memory ``fits`` was checked against.
     """
@@ -104,6 +112,7 @@ class Prediction:
     efficiency: np.ndarray
     memory_per_device_bytes: np.ndarray
     fits: np.ndarray
+    bottleneck: np.ndarray
     memory_resource: str
 
     def __len__(self) -> int:
@@ -161,14 +170,19 @@ def predict(cluster: Cluster, workload: Workload, nodes: ArrayLike) -> Predictio
     lay = layout(cluster, workload, n)
     mem = memory_per_rank(workload, cluster, lay.ranks, lay.batch_per_rank)
     sps = times.samples_per_s[1:]
+    compute, exposed = times.compute_s[1:], times.exposed_comm_s[1:]
+    basic = np.where(compute >= exposed, "compute", "communication")
+    if times.limit is not None:
+        basic = np.where(times.limit[1:] != "", times.limit[1:], basic)
+    bottleneck = np.where(mem.fits, basic, "memory").astype(str)
     return Prediction(
         cluster=cluster.name, workload=workload.name, algorithm=workload.algorithm,
         collective=workload.collective, scaling=workload.scaling,
         nodes=n, devices=lay.devices.astype(np.int64), ranks=lay.ranks.astype(np.int64),
         global_batch=lay.global_batch, iteration_s=times.iteration_s[1:],
-        compute_s=times.compute_s[1:], comm_s=times.comm_s[1:],
-        exposed_comm_s=times.exposed_comm_s[1:], samples_per_s=sps,
+        compute_s=compute, comm_s=times.comm_s[1:],
+        exposed_comm_s=exposed, samples_per_s=sps,
         efficiency=efficiency(sps, n, float(times.samples_per_s[0])),
-        memory_per_device_bytes=mem.per_device_bytes, fits=mem.fits,
+        memory_per_device_bytes=mem.per_device_bytes, fits=mem.fits, bottleneck=bottleneck,
         memory_resource=mem.resource,
     )

@@ -93,6 +93,10 @@ class IterationTimes:
         and waiting left after the backward pass or the local steps).
     samples_per_s : ndarray
         Training throughput of the whole job.
+    limit : ndarray of str or None
+        Where the model itself names what bounds the throughput (``"master-link"``,
+        ``"master-update"`` for a saturated parameter server; ``""`` where it does
+        not); None when it never does.
     """
 
     iteration_s: np.ndarray
@@ -100,6 +104,7 @@ class IterationTimes:
     comm_s: np.ndarray
     exposed_comm_s: np.ndarray
     samples_per_s: np.ndarray
+    limit: np.ndarray | None = None
 
 
 def check_nodes(cluster: Cluster, nodes: ArrayLike) -> np.ndarray:

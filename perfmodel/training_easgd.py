@@ -122,5 +122,7 @@ def easgd_times(cluster: Cluster, workload: Workload, lay: Layout) -> IterationT
     steps_per_s = rate * tau
     iteration = P / steps_per_s
     comm = link / tau + 0 * iteration
+    limit = np.where(demand * service > 1.0, np.where(link >= upd, "master-link", "master-update"),
+                     "")
     return IterationTimes(iteration, t_step + 0 * iteration, comm, iteration - t_step,
-                          steps_per_s * lay.batch_per_rank)
+                          steps_per_s * lay.batch_per_rank, limit)

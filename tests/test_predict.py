@@ -117,3 +117,17 @@ def test_catalog_presets_scale_sensibly():
     assert sparse.efficiency[1] < dense.efficiency[1]
     with pytest.raises(ConfigError, match=r"nodes: 4609 is more than cluster 'summit' holds"):
         predict(summit, get_workload("resnet50"), [4609])
+
+
+def test_bottleneck_names_the_limit():
+    c = _cluster()
+    p = predict(c, _workload(), [1, 512])
+    assert set(p.bottleneck.tolist()) <= {"compute", "communication"}
+    assert p.to_rows()[0]["bottleneck"] in ("compute", "communication")
+    async_p = predict(c, _workload(algorithm="async-sgd"), [1, 512])
+    assert async_p.bottleneck[-1] == "master-link"
+    emb = Layer("emb", "embedding", 33_708 * 1024, 0.0, 100 * 1024, sparse_gradient=True)
+    m = Model("tr", (emb, Layer("b", "fc", 10**7, 1e9, 1000)), (100,), "none", 1,
+              sparse_rows_per_sample=100)
+    oom = predict(c, _workload(model=m, batch_per_device=50, sparse_as_dense=False), [512])
+    assert oom.bottleneck.tolist() == ["memory"]

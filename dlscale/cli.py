@@ -18,6 +18,7 @@ from dlscale.perfmodel.errors import DlscaleError
 #: Subcommand name -> module under dlscale.commands.
 COMMANDS: dict[str, str] = {
     "catalog": "catalog",
+    "predict": "predict",
 }
 
 

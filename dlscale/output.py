@@ -34,6 +34,13 @@ __all__ = [
 ]
 
 
+def _umask_mode(path: str) -> None:
+    """Give a temporary file the mode a plain ``open`` would (mkstemp makes it 0600)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(path, 0o666 & ~umask)
+
+
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     """Write ``data`` to ``path`` through a temporary file and a rename."""
     path = Path(path)
@@ -42,6 +49,7 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
+        _umask_mode(tmp)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -62,6 +70,7 @@ def atomic_write_with(path: str | Path, writer: Callable[[str], Any]) -> None:
     os.close(fd)
     try:
         writer(tmp)
+        _umask_mode(tmp)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -88,7 +97,9 @@ def format_value(value: Any) -> str:
     Examples
     --------
     >>> format_value(0.000123456), format_value(1234567.0), format_value(0.93), format_value(True)
-    ('0.000123', '1.23e+06', '0.93', 'yes')
+    ('0.000123', '1,234,567', '0.93', 'yes')
+    >>> format_value(4.2e13), format_value(12.345)
+    ('4.2e+13', '12.35')
     """
     if isinstance(value, bool):
         return "yes" if value else "no"
@@ -97,7 +108,9 @@ def format_value(value: Any) -> str:
     if isinstance(value, float):
         if not math.isfinite(value):
             return str(value)
-        if value != 0 and (abs(value) >= 1e6 or abs(value) < 1e-4):
+        if 1e3 <= abs(value) < 1e12:
+            return f"{value:,.0f}"
+        if value != 0 and (abs(value) >= 1e12 or abs(value) < 1e-4):
             return f"{value:.3g}"
         return f"{value:.3g}" if abs(value) < 1 else f"{value:.4g}"
     return str(value)

@@ -1,6 +1,7 @@
 """The command line: predict and catalog, output files, one-line errors with status 2."""
 
 import json
+import re
 import subprocess
 import sys
 
@@ -51,10 +52,10 @@ def test_predict_json_on_stdout(capsys):
     (["predict", "summit", "resnet50", "--batch", "0"], "batch_per_device: must be a positive integer, got 0"),
 ])
 def test_user_errors_are_one_line_with_status_2(capsys, argv, message):
-    code, out, err = _run(capsys, *argv)
+    code, _, err = _run(capsys, *argv)
     assert code == 2
     assert err.count("\n") == 1 and "Traceback" not in err
-    assert pytest.importorskip("re").search(message, err), err
+    assert re.search(message, err), err
 
 
 def test_toml_syntax_error_from_the_command_line(tmp_path, capsys):

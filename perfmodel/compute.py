@@ -11,7 +11,7 @@ For each layer ``l`` and batch ``b`` (samples per rank):
 - backward bytes ``e (b (2 a_{l-1} + a_l) + 2 w_l)``: read the output gradient and
   the saved input, write the input gradient, read the weights, write their
   gradients;
-- time ``max(FLOPs / (peak(precision) * sustained_fraction), bytes / memory
+- time ``max(FLOPs / (peak(precision) * sustained_fraction(precision)), bytes / memory
   bandwidth)``, the roofline (Williams, Waterman, Patterson 2009).
 
 A rank that owns a share ``s`` of a device (several CPU ranks per socket: ``s < 1``)
@@ -108,7 +108,7 @@ def layer_times(model: Model, device: Device, precision: str, batch: ArrayLike,
         raise ConfigError(f"batch: must be a positive number or 1-D array, got {batch!r}")
     if not (np.isfinite(share) and share > 0):
         raise ConfigError(f"share: must be a positive number, got {share!r}")
-    flops_rate = device.peak_flops(precision) * device.sustained_fraction * share
+    flops_rate = device.sustained_flops(precision) * share
     bw = device.training_memory_bandwidth_Bps * share
     layers = model.layers
     f = np.array([layer.forward_flops for layer in layers], dtype=float)

@@ -72,9 +72,13 @@ class Prediction:
     compute_s : ndarray
         Forward + backward + update of one rank.
     comm_s : ndarray
-        Communication per iteration, hidden or not.
+        Time the collectives of one iteration take (negotiation, transfer and
+        reduction), hidden behind compute or not.
     exposed_comm_s : ndarray
-        Part of the iteration not covered by compute.
+        Part of the iteration not covered by compute: ``iteration_s - compute_s``.
+        It includes waits that are not transfers, such as Horovod's cycle (a
+        bucket waits on average half a cycle before it is negotiated), so it can
+        exceed ``comm_s`` when messages are small.
     samples_per_s : ndarray
         Training throughput.
     efficiency : ndarray

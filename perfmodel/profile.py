@@ -56,7 +56,7 @@ KERNEL_FIGURES: dict[str, str] = {
     "stream_triad_Bps": "STREAM triad a = b + s*c, bytes moved per second (3 arrays)",
     "gemm_flops": "float32 GEMM FLOP/s of one rank (numpy/BLAS)",
     "easgd_Bps": "numba EASGD update, bytes of parameters updated per second",
-    "sgd_Bps": "numba SGD (momentum) update, bytes of parameters updated per second",
+    "sgd_Bps": "numba SGD update, bytes of parameters updated per second",
     "reduce_Bps": "numba reduction (sum into) kernel, bytes reduced per second",
     "model_fwd_bwd_s": "small real model: forward + backward of one mini-batch, seconds",
 }

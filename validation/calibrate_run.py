@@ -115,19 +115,23 @@ def calibrate(
     kernels: bool = True,
     argv: list[str] | None = None,
     progress: bool = True,
+    p2p_sizes: list[int] | None = None,
 ) -> MachineProfile | None:
     """Measure and fit; the profile on rank 0, ``None`` on the other ranks.
+
+    ``sizes`` are the collectives' message sizes, ``p2p_sizes`` (default: the same)
+    the point-to-point ones.
 
     BLAS runs one thread per rank throughout (see :func:`~.mpi_env.one_blas_thread`).
     """
     with one_blas_thread():
         return _calibrate(comm, sizes, budget_s, collectives, rank_counts, kernels, argv,
-                          progress)
+                          progress, p2p_sizes or sizes)
 
 
 def _calibrate(comm: Any, sizes: list[int], budget_s: float, collectives: tuple[str, ...],
                rank_counts: list[int] | None, kernels: bool, argv: list[str] | None,
-               progress: bool) -> MachineProfile | None:
+               progress: bool, p2p_sizes: list[int]) -> MachineProfile | None:
     if not sizes:
         raise ConfigError("sizes: need at least one message size")
     if not (budget_s > 0):
@@ -161,8 +165,8 @@ def _calibrate(comm: Any, sizes: list[int], budget_s: float, collectives: tuple[
     p2p: dict[str, Any] = {}
     for regime, pair in pairs.items():
         _say(comm, progress, f"p2p {regime}: ranks {pair[0]} and {pair[1]}, "
-                             f"{len(sizes)} sizes {sizes[0]} B .. {sizes[-1]} B")
-        res = _p2p(comm, pair, sizes, 0.35 * budget_s / len(pairs))
+                             f"{len(p2p_sizes)} sizes {p2p_sizes[0]} B .. {p2p_sizes[-1]} B")
+        res = _p2p(comm, pair, p2p_sizes, 0.35 * budget_s / len(pairs))
         res = comm.bcast(res, root=pair[0])
         p2p[regime] = res
     if not pairs:

@@ -8,7 +8,8 @@ Figures (the keys of :data:`dlscale.perfmodel.profile.KERNEL_FIGURES`):
   FLOP per call;
 - ``easgd_Bps`` -- :func:`dlscale.kernels.easgd.easgd_worker_update`, bytes of
   parameters updated per second;
-- ``sgd_Bps`` -- :func:`dlscale.kernels.sgd.momentum_sgd_update`, the same;
+- ``sgd_Bps`` -- :func:`dlscale.kernels.sgd.sgd_update` (what the training runs
+  call), the same;
 - ``reduce_Bps`` -- :func:`dlscale.validation.mpi_ring.sum_into`, bytes reduced
   per second (the ``gamma`` of the collective models);
 - ``model_fwd_bwd_s`` -- :func:`dlscale.kernels.model.loss_and_grad` of the
@@ -91,7 +92,7 @@ def kernel_figures(budget_s: float = 2.0, triad_elems: int = 1 << 22,
     from dlscale.kernels.data import load_digits_split
     from dlscale.kernels.easgd import easgd_worker_update
     from dlscale.kernels.model import ModelShape, init_params, loss_and_grad
-    from dlscale.kernels.sgd import momentum_sgd_update
+    from dlscale.kernels.sgd import sgd_update
 
     from .mpi_ring import sum_into
 
@@ -112,11 +113,11 @@ def kernel_figures(budget_s: float = 2.0, triad_elems: int = 1 << 22,
     m1 = rng.random((gemm_n, gemm_n), dtype=np.float32)
     m2 = rng.random((gemm_n, gemm_n), dtype=np.float32)
     record("gemm_flops", time_calls(lambda: m1 @ m2, share), 2.0 * gemm_n**3)
-    x, g, ctr, v = (rng.random(update_elems, dtype=np.float32) for _ in range(4))
+    x, g, ctr = (rng.random(update_elems, dtype=np.float32) for _ in range(3))
     nbytes = 4.0 * update_elems
     record("easgd_Bps", time_calls(lambda: easgd_worker_update(x, g, ctr, 1e-6, 1e-6), share),
            nbytes)
-    record("sgd_Bps", time_calls(lambda: momentum_sgd_update(x, v, g, 1e-6, 0.9), share), nbytes)
+    record("sgd_Bps", time_calls(lambda: sgd_update(x, g, 1e-6), share), nbytes)
     record("reduce_Bps", time_calls(lambda: sum_into(x, g), share), nbytes)
     m = TRAINING_MODEL
     shape = ModelShape(m["n_in"], m["n_hidden"], m["n_out"])

@@ -1,0 +1,117 @@
+"""``dlscale validate``: hold the model against measurements.
+
+Sub-commands (``dlscale validate SUBCOMMAND``), a registry that later issues extend:
+
+- ``local`` -- run under ``mpiexec -n N``: calibrate on part of this machine's
+  measurements and predict the held-out part (allreduce sizes and rank counts not
+  fitted, real distributed training runs); see
+  :mod:`dlscale.validation.validate_local`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["SUBCOMMANDS", "add_parser", "run"]
+
+
+def _add_local(sub: Any) -> None:
+    from dlscale.validation.mpi_training import TRAINING_ALGORITHMS
+
+    p = sub.add_parser(
+        "local",
+        help="calibrate on part of this machine's measurements, predict the rest (under mpiexec)",
+        description="Run under `mpiexec -n N`: fit allreduce on every other size (1 KiB .. "
+                    "64 MiB) on 2 and N ranks, predict the other sizes and rank counts and "
+                    "the real MPI training runs; print measured, predicted and error.",
+    )
+    p.add_argument("--budget-s", type=float, default=60.0, metavar="S",
+                   help="time budget of the measurements (default: 60)")
+    p.add_argument("--quick", action="store_true",
+                   help="small run: 1 KiB .. 64 KiB, 100 iterations, 8 s budget unless given")
+    p.add_argument("--min-size", type=int, default=1024, metavar="BYTES", help="default: 1024")
+    p.add_argument("--max-size", type=int, default=64 << 20, metavar="BYTES",
+                   help="default: 67108864 (64 MiB)")
+    p.add_argument("--iterations", type=int, default=300, help="training iterations (default: 300)")
+    p.add_argument("--algorithms", default=",".join(TRAINING_ALGORITHMS),
+                   help=f"training runs, comma list of {', '.join(TRAINING_ALGORITHMS)}")
+    p.add_argument("-o", "--output", default="validate-local.json", metavar="FILE",
+                   help="JSON report (default: validate-local.json)")
+    p.add_argument("--plot", default="validate-local.png", metavar="FILE.png",
+                   help="predicted-versus-measured plot (default: validate-local.png; "
+                        "'none' for no plot)")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    p.set_defaults(run=run_local)
+
+
+#: Sub-command name -> function adding its parser to the ``validate`` sub-parsers.
+SUBCOMMANDS: dict[str, Callable[[Any], None]] = {"local": _add_local}
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("validate", help="compare the model with measurements",
+                       description="Compare predictions with measurements.")
+    inner = p.add_subparsers(dest="validate_command", metavar="SUBCOMMAND", required=True)
+    for add in SUBCOMMANDS.values():
+        add(inner)  # each sets ``run`` to its own function
+
+
+def run(args: argparse.Namespace) -> int:
+    """Dispatch to the sub-command's function (its parser set ``args.run``)."""
+    if args.run is run:
+        raise RuntimeError("validate: no sub-command function set")
+    return int(args.run(args) or 0)
+
+
+def report_lines(report: dict[str, Any]) -> list[str]:
+    """The printed table and summary of a :func:`validate_local` report."""
+    from dlscale.output import format_table
+
+    table = [{"case": r["case"], "measured_us": r["measured_s"] * 1e6,
+              "predicted_us": r["predicted_s"] * 1e6, "error_%": 100 * r["error"],
+              **({"accuracy": r["accuracy"]} if "accuracy" in r else {})} for r in report["rows"]]
+    lines = [format_table(table, ["case", "measured_us", "predicted_us", "error_%", "accuracy"])]
+    for kind, s in report["summary"].items():
+        verdict = "meets" if s["meets_target"] else "MISSES"
+        lines.append(f"{kind}: {s['cases']} cases, median |error| {s['median_abs_error']:.1%}, "
+                     f"worst {s['worst_abs_error']:.1%} ({s['worst_case']}); "
+                     f"{verdict} the {s['target']:.0%} target")
+    lines += [f"note: {n}" for n in report.get("notes", [])]
+    return lines
+
+
+def run_local(args: argparse.Namespace) -> int:
+    from dlscale.perfmodel.errors import ConfigError
+    from dlscale.validation.mpi_env import get_mpi
+    from dlscale.validation.mpi_training import TRAINING_ALGORITHMS
+    from dlscale.validation.validate_local import plot_validation, validate_local, write_report
+
+    algos = tuple(a.strip() for a in args.algorithms.split(",") if a.strip())
+    bad = [a for a in algos if a not in TRAINING_ALGORITHMS]
+    if bad:
+        raise ConfigError(f"--algorithms: unknown {bad}; valid: {', '.join(TRAINING_ALGORITHMS)}")
+    budget, lo, hi, iters = args.budget_s, args.min_size, args.max_size, args.iterations
+    if args.quick:
+        hi = min(hi, 64 << 10)
+        iters = min(iters, 100)
+        if "--budget-s" not in " ".join(sys.argv):
+            budget = 8.0
+    if not budget > 0:
+        raise ConfigError(f"--budget-s: must be > 0, got {budget!r}")
+    MPI = get_mpi()
+    comm = MPI.COMM_WORLD
+    report = validate_local(comm, lo, hi, budget, iters, algos, progress=not args.quiet,
+                            argv=sys.argv)
+    if report is None:
+        return 0
+    for line in report_lines(report):
+        print(line)
+    write_report(report, args.output)
+    print(f"wrote {args.output}")
+    if args.plot != "none":
+        plot_validation(report, args.plot)
+        print(f"wrote {args.plot}")
+    return 0

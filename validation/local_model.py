@@ -1,0 +1,123 @@
+"""Closed-form predictions of the real MPI training runs from a machine profile.
+
+Iteration time of each algorithm of :mod:`dlscale.validation.mpi_training`, from
+the profile only (nothing measured in the training runs is used):
+
+- compute ``C``: the small model's forward+backward time (``model_fwd_bwd_s``);
+  a synchronous step waits for the slowest of ``p`` ranks, so it costs
+  ``C (1 + cv E[max of p standard normals])`` (the straggler term, ``cv`` the
+  measured per-call coefficient of variation);
+- ``sgd-ring``: ``+ ring_allreduce_s(n, p, alpha, beta, gamma)`` with the
+  piecewise-Hockney ``alpha, beta`` of the ``n/p``-byte messages the ring sends and
+  ``gamma = 1/reduce_Bps``, ``+ n / sgd_Bps``;
+- ``sgd-allreduce``: ``+`` the fitted MPI allreduce time (:mod:`.collective_fit`)
+  ``+ n / sgd_Bps``;
+- ``sync-easgd``: ``+`` the fitted allreduce ``+ 2 n / easgd_Bps`` (worker and
+  center updates);
+- ``async-easgd``: exact mean-value analysis (Reiser and Lavenberg 1980) of a
+  closed network: ``p - 1`` workers with think time ``Z = C + n / easgd_Bps + 2
+  T(n)`` (compute, elastic step, the parameters' and the center's transfer) and
+  one first-come-first-served master with service time ``S = n / easgd_Bps + 2 o``
+  (center update plus posting the send and completing the receive, LogGP ``o``
+  per message of the messages it handles).
+
+Examples
+--------
+>>> round(expected_max_normal(2), 4), expected_max_normal(1)
+(0.5642, 0.0)
+>>> round(mva_cycle_s(workers=3, think_s=1.0, service_s=0.5), 4)
+1.9
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from scipy import integrate, stats
+
+from dlscale.perfmodel.collectives import ring_allreduce_s
+from dlscale.perfmodel.errors import ConfigError
+from dlscale.perfmodel.profile import MachineProfile
+
+from .collective_fit import predict_allreduce
+
+__all__ = ["expected_max_normal", "mva_cycle_s", "p2p_time_s", "predict_training"]
+
+
+def expected_max_normal(p: int) -> float:
+    """``E[max]`` of ``p`` independent standard normal draws (0 for ``p = 1``)."""
+    if p <= 1:
+        return 0.0
+
+    def f(x: float) -> float:
+        return x * p * stats.norm.cdf(x) ** (p - 1) * stats.norm.pdf(x)
+
+    return float(integrate.quad(f, -12, 12)[0])
+
+
+def mva_cycle_s(workers: int, think_s: float, service_s: float) -> float:
+    """Mean cycle time of ``workers`` clients of one FCFS server (exact MVA)."""
+    queue = 0.0
+    resp = service_s
+    for n in range(1, workers + 1):
+        resp = service_s * (1.0 + queue)
+        throughput = n / (think_s + resp)
+        queue = throughput * resp
+    return think_s + resp
+
+
+def _segment(entry: dict[str, Any], n_bytes: float) -> tuple[float, float]:
+    segs = entry.get("segments") or [{"min_bytes": 0, "alpha_s": entry["latency_s"],
+                                      "beta_s_per_B": 1.0 / entry["bandwidth_Bps"]}]
+    chosen = segs[0]
+    for s in segs[1:]:
+        if n_bytes >= s["min_bytes"]:
+            chosen = s
+    return float(chosen["alpha_s"]), float(chosen["beta_s_per_B"])
+
+
+def p2p_time_s(profile: MachineProfile, n_bytes: float, regime: str = "intra-node") -> float:
+    """One-way time of an ``n_bytes`` message from the profile's piecewise Hockney fit."""
+    if regime not in profile.p2p:
+        raise ConfigError(f"profile.p2p: no {regime!r} measurements")
+    a, b = _segment(profile.p2p[regime], n_bytes)
+    return a + n_bytes * b
+
+
+def _kernel(profile: MachineProfile, name: str) -> float:
+    value = profile.kernels.get(name)
+    if not value:
+        raise ConfigError(f"profile.kernels.{name}: missing; re-run `dlscale calibrate` with kernels")
+    return float(value)
+
+
+def predict_training(profile: MachineProfile, algorithm: str, p: int,
+                     message_bytes: float) -> dict[str, float]:
+    """Predicted ``iteration_s`` (and its parts) of one training run of ``p`` ranks."""
+    C = _kernel(profile, "model_fwd_bwd_s")
+    cv = float(profile.kernels.get("noise", {}).get("model_fwd_bwd_s", 0.0))
+    n = float(message_bytes)
+    if algorithm == "async-easgd":
+        upd = n / _kernel(profile, "easgd_Bps")
+        o = float(profile.p2p["intra-node"].get("loggp", {}).get("o_s", 0.0))
+        think = C + upd + 2 * p2p_time_s(profile, n)
+        service = upd + 2 * o
+        cycle = mva_cycle_s(max(p - 1, 1), think, service)
+        return {"iteration_s": cycle, "compute_s": C, "comm_s": cycle - C - upd}
+    compute = C * (1.0 + cv * expected_max_normal(p))
+    if algorithm == "sgd-ring":
+        a, b = _segment(profile.p2p["intra-node"], math.ceil(n / p))
+        comm = float(ring_allreduce_s(n, p, a, b, profile.gamma_s_per_B))
+        upd = n / _kernel(profile, "sgd_Bps")
+    elif algorithm in ("sgd-allreduce", "sync-easgd"):
+        fit = profile.collectives.get("allreduce", {}).get("fit")
+        if not fit:
+            raise ConfigError("profile.collectives.allreduce.fit: missing; calibrate with allreduce")
+        comm = float(np.asarray(predict_allreduce(fit, n, p)))
+        upd = n / _kernel(profile, "sgd_Bps") if algorithm == "sgd-allreduce" else \
+            2 * n / _kernel(profile, "easgd_Bps")
+    else:
+        raise ConfigError(f"algorithm: no prediction for {algorithm!r}")
+    return {"iteration_s": compute + comm + upd, "compute_s": compute, "comm_s": comm}

@@ -101,7 +101,7 @@ def _convert(tp: Any, value: Any, where: str, lookup: PresetLookup | None,
         if all(dataclasses.is_dataclass(a) for a in options):
             return _convert_union_of_dataclasses(options, value, where, lookup, base)
         return _convert(options[0], value, where, lookup, base)
-    if dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         if isinstance(value, str):
             if lookup is None:
                 raise ConfigError(f"{where}: expected a table, got {value!r}")

@@ -82,6 +82,20 @@ def chunk_bounds(n: int, p: int) -> np.ndarray:
 
 
 # ----------------------------------------------------------------- step kernels
+# Loops run over 1-D views with ``range(view.size)`` (non-negative indices), which
+# LLVM vectorizes; ``range(lo, hi)`` on the full row does not vectorize.
+@njit(cache=True)
+def _add(dst, src):
+    for i in range(dst.size):
+        dst[i] += src[i]
+
+
+@njit(cache=True)
+def _copy(dst, src):
+    for i in range(dst.size):
+        dst[i] = src[i]
+
+
 @njit(cache=True)
 def _ring_rs(bufs, ranks, bounds, step, sent):
     p = ranks.size
@@ -91,8 +105,7 @@ def _ring_rs(bufs, ranks, bounds, step, sent):
         dst = ranks[(r + 1) % p]
         lo = bounds[c]
         hi = bounds[c + 1]
-        for i in range(lo, hi):
-            bufs[dst, i] += bufs[src, i]
+        _add(bufs[dst, lo:hi], bufs[src, lo:hi])
         sent[src] += hi - lo
 
 
@@ -105,8 +118,7 @@ def _ring_ag(bufs, ranks, bounds, step, sent):
         dst = ranks[(r + 1) % p]
         lo = bounds[c]
         hi = bounds[c + 1]
-        for i in range(lo, hi):
-            bufs[dst, i] = bufs[src, i]
+        _copy(bufs[dst, lo:hi], bufs[src, lo:hi])
         sent[src] += hi - lo
 
 
@@ -117,8 +129,7 @@ def _tree_reduce(bufs, ranks, mask, sent):
     for r in range(mask, p, 2 * mask):
         src = ranks[r]
         dst = ranks[r - mask]
-        for i in range(n):
-            bufs[dst, i] += bufs[src, i]
+        _add(bufs[dst], bufs[src])
         sent[src] += n
 
 
@@ -129,8 +140,7 @@ def _tree_bcast(bufs, ranks, mask, sent):
     for r in range(0, p - mask, 2 * mask):
         src = ranks[r]
         dst = ranks[r + mask]
-        for i in range(n):
-            bufs[dst, i] = bufs[src, i]
+        _copy(bufs[dst], bufs[src])
         sent[src] += n
 
 
@@ -138,11 +148,9 @@ def _tree_bcast(bufs, ranks, mask, sent):
 def _pair_full(bufs, src, dst, add, sent):
     n = bufs.shape[1]
     if add:
-        for i in range(n):
-            bufs[dst, i] += bufs[src, i]
+        _add(bufs[dst], bufs[src])
     else:
-        for i in range(n):
-            bufs[dst, i] = bufs[src, i]
+        _copy(bufs[dst], bufs[src])
     sent[src] += n
 
 
@@ -156,10 +164,8 @@ def _halving(bufs, act, lo, hi, mask, sent):
             l0 = lo[v]
             h0 = hi[v]
             mid = l0 + (h0 - l0) // 2
-            for i in range(l0, mid):  # v keeps the lower half, receives b's lower half
-                bufs[a, i] += bufs[b, i]
-            for i in range(mid, h0):  # u keeps the upper half, receives a's upper half
-                bufs[b, i] += bufs[a, i]
+            _add(bufs[a, l0:mid], bufs[b, l0:mid])  # v keeps the lower half
+            _add(bufs[b, mid:h0], bufs[a, mid:h0])  # u keeps the upper half
             sent[b] += mid - l0
             sent[a] += h0 - mid
             hi[v] = mid
@@ -173,10 +179,8 @@ def _doubling(bufs, act, lo, hi, mask, sent):
         if v < u:
             a = act[v]
             b = act[u]
-            for i in range(lo[v], hi[v]):
-                bufs[b, i] = bufs[a, i]
-            for i in range(lo[u], hi[u]):
-                bufs[a, i] = bufs[b, i]
+            _copy(bufs[b, lo[v]:hi[v]], bufs[a, lo[v]:hi[v]])
+            _copy(bufs[a, lo[u]:hi[u]], bufs[b, lo[u]:hi[u]])
             sent[a] += hi[v] - lo[v]
             sent[b] += hi[u] - lo[u]
             lo[u] = lo[v]

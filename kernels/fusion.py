@@ -32,14 +32,16 @@ __all__ = ["FusionPlan", "fusion_groups", "make_plan", "pack_group", "unpack_gro
 
 @njit(cache=True)
 def _copy_in(buf, offset, src):
+    dst = buf[offset: offset + src.size]  # a view: range(size) loops vectorize
     for i in range(src.size):
-        buf[offset + i] = src[i]
+        dst[i] = src[i]
 
 
 @njit(cache=True)
 def _copy_out(dst, buf, offset):
+    src = buf[offset: offset + dst.size]
     for i in range(dst.size):
-        dst[i] = buf[offset + i]
+        dst[i] = src[i]
 
 
 def fusion_groups(sizes_bytes: Sequence[int], threshold_bytes: int) -> list[list[int]]:

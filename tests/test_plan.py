@@ -96,3 +96,28 @@ def test_json_written(setup, tmp_path):
     doc = json.loads((tmp_path / "p.json").read_text())
     assert doc["meta"]["feasible"] is False
     assert doc["meta"]["infeasible"][0].startswith("deadline")
+
+
+def test_plan_command(tmp_path, capsys):
+    import argparse
+    import json
+
+    from dlscale.commands import plan as cmd
+
+    c, w = sweep_fakes.write_configs(tmp_path)
+    parser = argparse.ArgumentParser(prog="dlscale")
+    cmd.add_parser(parser.add_subparsers(dest="command"))
+    out = tmp_path / "plan.json"
+    base = ["plan", str(w), "--cluster", str(c), "--collectives", "ring", "--max-nodes", "4",
+            "-o", str(out)]
+    args = parser.parse_args([*base, "--budget", "1e6"])
+    assert args.run(args) == 0
+    text = capsys.readouterr().out
+    assert "rank  cluster" in text and "my-v100-cluster" in text
+    assert json.loads(out.read_text())["meta"]["feasible"] is True
+    args = parser.parse_args([*base, "--deadline-h", "1e-9"])
+    assert args.run(args) == 1
+    assert "infeasible:\n  deadline: best" in capsys.readouterr().out
+    args = parser.parse_args([*base, "--price", "my-v100-cluster=abc"])
+    with pytest.raises(ConfigError, match=r"--price: expected NAME=PRICE_PER_NODE_HOUR"):
+        args.run(args)

@@ -159,3 +159,28 @@ def test_mpi_executor_under_mpiexec(tmp_path):
     assert proc.returncode == 0, proc.stderr
     rows = json.loads((tmp_path / "mpi" / "results.json").read_text())["rows"]
     assert rows == json.loads(json.dumps(serial.rows))
+
+
+def _cli(module, argv):
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="dlscale")
+    module.add_parser(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(argv)
+    return args.run(args)
+
+
+def test_sweep_command_and_resume(tmp_path, capsys):
+    from dlscale.commands import sweep as cmd
+
+    s = write_study(tmp_path, VARY)
+    argv = ["sweep", str(s.path), "--executor", "serial", "--evaluator", "sweep_fakes:ring_eval",
+            "--quiet", "--no-plots"]
+    assert _cli(cmd, argv) == 0
+    out = capsys.readouterr().out
+    assert "study st: 24 points, 0 failed, fidelity analytical" in out
+    assert "st.toml.out/results.csv" in out
+    first = (tmp_path / "st.toml.out" / "results.csv").read_bytes()
+    assert _cli(cmd, [*argv, "--resume", "--format", "csv"]) == 0
+    assert capsys.readouterr().out.startswith("point,key,fidelity,status,")
+    assert (tmp_path / "st.toml.out" / "results.csv").read_bytes() == first

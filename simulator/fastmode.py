@@ -71,9 +71,10 @@ def phase_loads(routed: _Routed, phase: Phase, n_links: int) -> tuple[np.ndarray
 
 def _advance(clock: np.ndarray, src: np.ndarray, dst: np.ndarray, msg_s: np.ndarray,
              reduce_s: np.ndarray | None) -> np.ndarray:
-    """Rank clocks after one step: a message leaves when its sender is ready; a rank is
-    done when its messages are delivered and its incoming ones have arrived."""
-    arrive = clock[src] + msg_s
+    """Rank clocks after one step: a message moves once sender and receiver have both
+    reached the step (rendezvous); a rank is done when its messages are delivered and
+    its incoming ones have arrived."""
+    arrive = np.maximum(clock[src], clock[dst]) + msg_s
     new = clock.copy()
     np.maximum.at(new, src, arrive)
     np.maximum.at(new, dst, arrive)

@@ -1,9 +1,10 @@
 """Flow mode: every rank a SimPy process, every message a max-min fair flow.
 
-A rank's step ``k`` posts its messages of that step (each as one flow per rail, see
-:func:`~dlscale.simulator.routing.route`), then waits until they are delivered and
-until every message addressed to it in step ``k`` has arrived (MPI ``sendrecv``
-semantics with eager sends), then reduces what it received (``gamma`` per byte).
+A rank's step ``k`` posts its receives and its sends of that step; a message moves
+(as one flow per rail, see :func:`~dlscale.simulator.routing.route`) once its
+receiver has posted the receive (rendezvous protocol, as MPI uses for large
+messages); the rank waits until its sends are delivered and its receives have
+arrived (MPI ``sendrecv``), then reduces what it received (``gamma`` per byte).
 Ranks advance independently, so a late rank delays only those that wait on it.
 
 Examples
@@ -68,6 +69,7 @@ def run_flow(phases: list[Phase], table: LinkTable, router, rank_nodes: np.ndarr
     steps = [i for i, ph in enumerate(phases) for _ in range(ph.repeat)]
     step_end = np.zeros(len(steps))
     arrived: dict[tuple[int, int], simpy.Event] = {}
+    posted: dict[tuple[int, int], simpy.Event] = {}
     record = set() if record_ranks is None else {int(r) for r in record_ranks}
     rank_steps: dict[int, list] = {r: [] for r in record}
 
@@ -77,7 +79,13 @@ def run_flow(phases: list[Phase], table: LinkTable, router, rank_nodes: np.ndarr
             ev = arrived[(k, m)] = env.event()
         return ev
 
-    def send(k: int, pi: int, m: int) -> simpy.Event:
+    def post_event(k: int, m: int) -> simpy.Event:
+        ev = posted.get((k, m))
+        if ev is None:
+            ev = posted[(k, m)] = env.event()
+        return ev
+
+    def start(k: int, pi: int, m: int) -> None:
         ph, routed, sub_bytes, rails, _, _ = prepared[pi]
         n_msg = len(ph.src)
         r = routed.routes
@@ -86,7 +94,15 @@ def run_flow(phases: list[Phase], table: LinkTable, router, rank_nodes: np.ndarr
         done = subs[0] if rails == 1 else simpy.AllOf(env, subs)
         ev = message_event(k, m)
         done.callbacks.append(lambda _e: ev.succeed())
-        return ev
+
+    def send(k: int, pi: int, m: int) -> simpy.Event:
+        ready = posted.pop((k, m), None)
+        if ready is not None and ready.triggered:
+            start(k, pi, m)
+        else:
+            ready = ready if ready is not None else post_event(k, m)
+            ready.callbacks.append(lambda _e: start(k, pi, m))
+        return message_event(k, m)
 
     def rank(r: int):
         for k, pi in enumerate(steps):
@@ -94,7 +110,14 @@ def run_flow(phases: list[Phase], table: LinkTable, router, rank_nodes: np.ndarr
             out_m, in_m = outs[r], ins[r]
             if len(out_m) == 0 and len(in_m) == 0:
                 continue
-            start = env.now
+            t_start = env.now
+            for m in in_m:
+                ev = posted.get((k, int(m)))
+                if ev is None:
+                    posted[(k, int(m))] = env.event().succeed()
+                else:  # the sender is already waiting
+                    del posted[(k, int(m))]
+                    ev.succeed()
             waits = [send(k, pi, int(m)) for m in out_m]
             waits += [message_event(k, int(m)) for m in in_m]
             yield simpy.AllOf(env, waits)
@@ -104,7 +127,7 @@ def run_flow(phases: list[Phase], table: LinkTable, router, rank_nodes: np.ndarr
                 yield env.timeout(gamma_s_per_B * float(ph.nbytes[in_m].sum()))
             step_end[k] = max(step_end[k], env.now)
             if r in record:
-                rank_steps[r].append((k, start, env.now, ph.label))
+                rank_steps[r].append((k, t_start, env.now, ph.label))
 
     for r in range(n_ranks):
         env.process(rank(r))

@@ -72,7 +72,7 @@ class SimulatedNetwork:
 
     def __init__(self, topology: nx.Graph, *, mode: str = "fast", placement: str = "linear",
                  seed: int = 0, gamma_s_per_B: float = 0.0, inter_algorithm: str = "ring",
-                 max_segments: int = 64) -> None:
+                 max_segments: int = 256) -> None:
         if mode not in MODES:
             raise unknown_name("mode", mode, MODES)
         if not (gamma_s_per_B >= 0):

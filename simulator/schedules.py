@@ -10,7 +10,7 @@ The algorithms follow the closed forms of :mod:`dlscale.perfmodel.collectives`
 (same step counts and message sizes), so that without contention the two agree:
 ring (reduce-scatter + allgather), recursive doubling and Rabenseifner (with MPICH's
 handling of non-powers of two), binomial-tree reduce + broadcast, the pipelined
-double binary tree (two complementary in-order trees, each with half the data),
+double binary tree (NCCL's two complementary binary trees, each with half the data),
 hierarchical (binomial reduce to a node leader, an inter-node allreduce among
 leaders, binomial broadcast), and parameter-server push/pull.
 
@@ -126,18 +126,24 @@ def _binomial_bcast(ranks: np.ndarray, n: float) -> list[Phase]:
             for ph in reversed(_binomial_reduce(ranks, n))]
 
 
-def _inorder_tree(p: int) -> tuple[np.ndarray, np.ndarray]:
-    """Parent (``-1`` at the root) and depth of the balanced in-order tree on 0..p-1."""
+def _btree(p: int) -> tuple[np.ndarray, np.ndarray]:
+    """Parent (``-1`` at the root 0) and depth of NCCL's binary tree on ranks 0..p-1.
+
+    Rank ``r``'s parent is ``(r ^ b) | (b << 1)`` (``b`` its lowest set bit), or
+    ``r ^ b`` where that is out of range; odd ranks are the leaves (NCCL
+    ``ncclGetBtree``).
+    """
     parent = np.full(p, -1, dtype=np.int64)
+    for r in range(1, p):
+        bit = r & -r
+        up = (r ^ bit) | (bit << 1)
+        parent[r] = up if up < p else r ^ bit
     depth = np.zeros(p, dtype=np.int64)
-    stack = [(0, p, -1, 0)]
-    while stack:
-        lo, hi, par, d = stack.pop()
-        if lo >= hi:
-            continue
-        mid = (lo + hi) // 2
-        parent[mid], depth[mid] = par, d
-        stack += [(lo, mid, mid, d + 1), (mid + 1, hi, mid, d + 1)]
+    for r in range(1, p):
+        d, x = 0, r
+        while parent[x] >= 0:
+            x, d = parent[x], d + 1
+        depth[r] = d
     return parent, depth
 
 
@@ -145,11 +151,14 @@ def _double_binary_tree(ranks: np.ndarray, n: float, segments: int) -> list[Phas
     p = len(ranks)
     if p < 2:
         return []
-    parent, depth = _inorder_tree(p)
+    parent, depth = _btree(p)
     trees = [(np.arange(p), parent)]
-    shift = (np.arange(p) + 1) % p  # tree 2: tree 1 with every rank shifted by one
-    par2 = np.where(parent >= 0, shift[np.maximum(parent, 0)], -1)
-    trees.append((shift, par2))
+    # tree 2: tree 1 shifted by one rank (NCCL ncclGetDtree shifts for even p; for odd p
+    # NCCL mirrors, which here made inner nodes coincide, so we shift there too),
+    # so that the leaves of one tree are the inner nodes of the other
+    other = (np.arange(p) + 1) % p
+    par2 = np.where(parent >= 0, other[np.maximum(parent, 0)], -1)
+    trees.append((other, par2))
     D = int(depth.max())
     k = max(1, int(segments))
     chunk = n / 2 / k

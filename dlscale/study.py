@@ -489,7 +489,7 @@ def short_names(names: Sequence[str]) -> dict[str, str]:
     >>> short_names(["cluster.network.link.bandwidth_GBps", "workload.tau", "cluster"])
     {'cluster.network.link.bandwidth_GBps': 'network.link.bandwidth_GBps', 'workload.tau': 'tau', 'cluster': 'cluster'}
     """
-    out = {}
+    out: dict[str, str] = {}
     for n in names:
         short = n.split(".", 1)[1] if "." in n else n
         out[n] = n if short in ("nodes", "cluster", "workload") or short in out.values() else short

@@ -8,6 +8,35 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
+from dlscale.api import (
+    PlanResult,
+    PredictResult,
+    ResultTable,
+    SimulateResult,
+    SweepResult,
+    load_cluster,
+    load_workload,
+    plan,
+    predict,
+    simulate,
+    sweep,
+)
 from dlscale.perfmodel.errors import ConfigError, DlscaleError, OutOfMemoryError
 
-__all__ = ["ConfigError", "DlscaleError", "OutOfMemoryError", "__version__"]
+__all__ = [
+    "ConfigError",
+    "DlscaleError",
+    "OutOfMemoryError",
+    "PlanResult",
+    "PredictResult",
+    "ResultTable",
+    "SimulateResult",
+    "SweepResult",
+    "__version__",
+    "load_cluster",
+    "load_workload",
+    "plan",
+    "predict",
+    "simulate",
+    "sweep",
+]

@@ -19,6 +19,8 @@ from dlscale.perfmodel.errors import DlscaleError
 COMMANDS: dict[str, str] = {
     "catalog": "catalog",
     "predict": "predict",
+    "sweep": "sweep",
+    "plan": "plan",
 }
 
 

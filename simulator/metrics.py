@@ -194,8 +194,7 @@ def topology_metrics(G: nx.Graph) -> TopologyMetrics:
     bis = None
     if params:
         net = params["network"] if params["family"] == "cluster" else params
-        if params["family"] != "cluster":
-            bis = _family_bisection(G, net)
+        bis = _family_bisection(G, net)
     if bis is None:
         bis = (estimate_bisection_Bps(G), False)
     return TopologyMetrics(

@@ -33,7 +33,10 @@ def write_json_atomic(obj: object, path: str | os.PathLike) -> None:
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=folder)
+    umask = os.umask(0)
+    os.umask(umask)
     try:
+        os.chmod(tmp, 0o666 & ~umask)
         with os.fdopen(fd, "w") as f:
             json.dump(obj, f)
         os.replace(tmp, path)

@@ -1,0 +1,159 @@
+"""``dlscale simulate CLUSTER``: simulate a collective on a cluster's network.
+
+``CLUSTER`` is a preset name, a cluster TOML file, or a GraphML topology
+(``*.graphml``: edges with ``bandwidth_Bps`` and ``latency_s``, endpoints marked
+``kind="host"`` or ``"device"``). A positional ``WORKLOAD`` is reserved for simulated
+training (a later addition); today the command simulates one collective.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+from dlscale.perfmodel.errors import ConfigError
+
+__all__ = ["add_parser", "run"]
+
+#: ``--intranode`` choices -> builder of the per-node graph (None: the default star).
+INTRANODE = ("star", "summit", "pcie", "knl")
+
+
+def add_parser(sub: Any) -> None:
+    from dlscale.simulator.network import MODES
+    from dlscale.simulator.placement import PLACEMENTS
+    from dlscale.simulator.schedules import ALGORITHMS
+
+    p = sub.add_parser(
+        "simulate",
+        help="simulate a collective on a cluster's network (flow-level or fast mode)",
+        description="Simulate one collective on the routed topology of a cluster: link "
+                    "contention, per-step times, bytes per link, optional Chrome trace.",
+    )
+    p.add_argument("cluster", help="cluster preset name, cluster TOML file, or topology .graphml")
+    p.add_argument("workload", nargs="?", default=None,
+                   help="training workload (reserved: not simulated yet)")
+    p.add_argument("--nodes", type=int, default=None,
+                   help="nodes to simulate (default: 2; ignored for .graphml)")
+    p.add_argument("--ranks", type=int, default=None,
+                   help="ranks taking part (default: every device of the nodes)")
+    p.add_argument("--operation", choices=tuple(ALGORITHMS), default="allreduce",
+                   help="collective operation (default: allreduce)")
+    p.add_argument("--collective", default=None, metavar="ALGORITHM",
+                   help="algorithm of the operation, e.g. ring, recursive-doubling, "
+                        "rabenseifner, binomial-tree, double-binary-tree, hierarchical "
+                        "(default: the operation's first)")
+    p.add_argument("--size-bytes", type=float, default=100e6, help="bytes per rank (default 100e6)")
+    p.add_argument("--mode", choices=MODES, default="fast", help="fast (default) or flow")
+    p.add_argument("--placement", choices=PLACEMENTS, default="linear",
+                   help="rank placement (default: linear)")
+    p.add_argument("--seed", type=int, default=0, help="seed of random placement and routing")
+    p.add_argument("--intranode", choices=INTRANODE, default="star",
+                   help="graph inside a node: star (each device on its own intra link), "
+                        "summit (2 x 3 GPUs on NVLink), pcie (GPUs on PCIe switches), "
+                        "knl (KNL in parts sharing MCDRAM)")
+    p.add_argument("--gamma", type=float, default=0.0, metavar="S_PER_B",
+                   help="reduction cost per byte reduced (default 0)")
+    p.add_argument("--top", type=int, default=5, help="most utilised links to list (default 5)")
+    p.add_argument("--format", choices=("table", "json"), default="table",
+                   help="what to print (default: table)")
+    p.add_argument("-o", "--output", metavar="FILE", help="write the JSON result to FILE")
+    p.add_argument("--trace", metavar="FILE.json", help="write a Chrome trace (open in Perfetto)")
+    p.set_defaults(run=run)
+
+
+def _node_graph(kind: str, cluster: Any) -> Any:
+    from dlscale.simulator import topology_intranode as ti
+
+    d = cluster.node.devices_per_node
+    if kind == "star" or (kind != "knl" and d == 1):
+        return None
+    if kind == "summit":
+        if d % 2:
+            raise ConfigError(f"--intranode summit: needs an even number of devices per node, "
+                              f"cluster {cluster.name!r} has {d}")
+        return ti.summit_node_graph(2, d // 2, nvlink_Bps=cluster.node.intra_link.bandwidth_Bps)
+    if kind == "pcie":
+        return ti.pcie_box_graph(d, min(d, 4))
+    dev = cluster.node.device
+    return ti.knl_node_graph(d if d in (1, 2, 4) else 1,
+                             mcdram_Bps=dev.fast_memory_bandwidth_Bps or dev.memory_bandwidth_Bps,
+                             nic_Bps=cluster.node.nic.bandwidth_Bps)
+
+
+def _network(args: argparse.Namespace):
+    from dlscale.simulator.network import SimulatedNetwork
+
+    opts = {"mode": args.mode, "placement": args.placement, "seed": args.seed,
+            "gamma_s_per_B": args.gamma}
+    if str(args.cluster).endswith(".graphml"):
+        from dlscale.simulator.topology_graphml import read_graphml_topology
+
+        return SimulatedNetwork(read_graphml_topology(args.cluster), **opts), args.cluster
+    try:
+        from dlscale.perfmodel.config import load_cluster
+    except ImportError:  # pragma: no cover - config arrives with the lead's work
+        from dlscale.perfmodel.catalog import get_cluster as load_cluster
+    cluster = load_cluster(args.cluster)
+    nodes = 2 if args.nodes is None else args.nodes
+    cluster.check_nodes(nodes)
+    graph = _node_graph(args.intranode, cluster)
+    return SimulatedNetwork.from_cluster(cluster, nodes, graph, **opts), cluster.name
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.workload is not None:
+        raise ConfigError("simulate: training workloads are not simulated yet; give only "
+                          "CLUSTER and the collective options")
+    if not args.size_bytes >= 0:
+        raise ConfigError(f"--size-bytes: must be >= 0, got {args.size_bytes!r}")
+    if args.top < 0:
+        raise ConfigError(f"--top: must be >= 0, got {args.top}")
+    start = time.perf_counter()
+    net, name = _network(args)
+    ranks = net.max_ranks if args.ranks is None else args.ranks
+    if args.mode == "flow" and ranks > 64:
+        print(f"simulating {ranks} ranks in flow mode (may take a while)...", file=sys.stderr)
+    res = net.simulate(args.operation, args.size_bytes, ranks, args.collective,
+                       trace=bool(args.trace))
+    wall = time.perf_counter() - start
+    doc = res.to_dict(top=args.top)
+    doc["cluster"] = name
+    doc["wall_s"] = wall
+    doc["metrics"] = net.metrics().to_dict()
+    if args.output:
+        from dlscale.output import atomic_write_text
+
+        atomic_write_text(args.output, json.dumps(doc, indent=2) + "\n")
+    if args.trace:
+        from dlscale.simulator.trace import write_json_atomic
+
+        write_json_atomic(res.trace, args.trace)  # type: ignore[attr-defined]
+    if args.format == "json":
+        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+        return 0
+    print(f"{res.collective} ({res.algorithm}) of {res.n_bytes:.4g} B on {res.ranks} ranks of "
+          f"{name}, {res.mode} mode, {res.placement} placement")
+    busbw = 0.0
+    if res.time_s > 0 and res.collective == "allreduce" and res.ranks > 1:
+        busbw = 2 * (res.ranks - 1) / res.ranks * res.n_bytes / res.time_s
+    m = doc["metrics"]
+    exact = "exact" if m["bisection_exact"] else "estimated"
+    print(f"  topology      {m['endpoints']} endpoints, {m['switches']} switches, "
+          f"diameter {m['diameter_hops']} hops, bisection {m['bisection_Bps'] / 1e9:.4g} GB/s "
+          f"({exact})")
+    print(f"  time          {res.time_s:.6g} s   ({len(res.step_times_s)} steps, "
+          f"simulated in {wall:.2f} s)")
+    if busbw:
+        print(f"  bus bandwidth {busbw / 1e9:.4g} GB/s")
+    for lvl, b in res.bytes_per_level().items():
+        print(f"  bytes on {lvl:<10s} {b:.4g}")
+    if args.top:
+        print("  most utilised links:")
+        for row in res.top_links(args.top):
+            print(f"    {row['link']:<24s} {row['level']:<8s} {row['bytes']:.4g} B  "
+                  f"{100 * row['utilisation']:.1f}%")
+    return 0

@@ -1,0 +1,192 @@
+"""The communication costs the training processes ask for, from either network model.
+
+The training layer asks a :class:`TrainingNetwork` for the seconds of the few
+communication operations it issues: the gradient allreduce of a bucket, the
+negotiation of a bucket (Horovod's rank-0 gather/broadcast or the graph-aware
+bit-vector allreduce), the allgather of sparse gradients, the binomial reduce and
+broadcast of Sync EASGD, and a worker's message to the master. Two backends:
+
+``analytical``
+    The closed forms of :mod:`dlscale.perfmodel` (Hockney with the topology rule of
+    :mod:`~dlscale.perfmodel.contention`), exactly as the analytical training model
+    uses them, so that without noise the simulation must agree with it.
+``fast`` / ``flow`` (or any object with ``allreduce_s(n_bytes, ranks, algorithm)`` and
+``transfer_s(src, dst, n_bytes)``, the ``NetworkModel`` interface)
+    A :class:`~dlscale.simulator.network.SimulatedNetwork` of the cluster's topology:
+    each collective is simulated as routed message phases with link contention.
+    The rank-0 negotiation (a linear gather plus a binomial broadcast of a few bytes)
+    has no schedule in the network layer; it stays a latency count with the latency
+    the network reports for a zero-byte message between the first and last rank.
+
+Every answer is cached per (operation, bytes): a training run asks for the same few
+sizes every iteration.
+
+Examples
+--------
+>>> from dlscale.perfmodel.catalog import get_cluster, get_workload
+>>> net = make_training_network(get_cluster("summit"), get_workload("resnet50"), 2, "analytical")
+>>> net.ranks, round(net.allreduce_s(100e6) * 1e3, 3) > 0
+(12, True)
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+import numpy as np
+
+from dlscale.perfmodel.collectives import allgather_s, broadcast_s, reduce_s
+from dlscale.perfmodel.collectives import recursive_doubling_allreduce_s as _rd
+from dlscale.perfmodel.contention import effective_beta_s_per_B, hockney_params
+from dlscale.perfmodel.errors import ConfigError, unknown_name
+from dlscale.perfmodel.hardware import Cluster
+from dlscale.perfmodel.training import layout
+from dlscale.perfmodel.training_sync import _allreduce_fn
+from dlscale.perfmodel.workload import Workload
+
+__all__ = ["NETWORKS", "TrainingNetwork", "make_training_network"]
+
+#: Network backends by name.
+NETWORKS = ("analytical", "fast", "flow")
+
+
+class TrainingNetwork:
+    """Seconds of the training layer's communication operations (see module docstring).
+
+    Parameters
+    ----------
+    cluster, workload : Cluster, Workload
+    nodes : int
+    backend : str or object
+        ``"analytical"``, ``"fast"``, ``"flow"``, or a network object with
+        ``allreduce_s`` and ``transfer_s`` (and optionally ``collective_s``).
+    seed : int
+        Seed of the simulated network's placement and routing.
+    """
+
+    def __init__(self, cluster: Cluster, workload: Workload, nodes: int,
+                 backend: str | object = "analytical", seed: int = 0) -> None:
+        self.cluster, self.workload, self.nodes = cluster, workload, int(nodes)
+        self.lay = layout(cluster, workload, nodes)
+        self.ranks = int(self.lay.ranks[0])
+        self.par = hockney_params(cluster)
+        multi = self.nodes > 1
+        self.alpha_s = self.par["inter_alpha_s"] if multi else self.par["intra_alpha_s"]
+        self.beta_s_per_B = (self.par["inter_beta_s_per_B"] if multi
+                             else self.par["intra_beta_s_per_B"])
+        self.gamma_s_per_B = self.par["gamma_s_per_B"] / self.lay.share
+        self.sim: object | None = None
+        if isinstance(backend, str):
+            if backend not in NETWORKS:
+                raise unknown_name("network", backend, NETWORKS)
+            self.name = backend
+            if backend != "analytical":
+                from .network import SimulatedNetwork
+                self.sim = SimulatedNetwork.from_cluster(
+                    cluster, self.nodes, mode=backend, seed=seed,
+                    gamma_s_per_B=self.gamma_s_per_B)
+        else:
+            if not (hasattr(backend, "allreduce_s") and hasattr(backend, "transfer_s")):
+                raise ConfigError("network: an object must have allreduce_s and transfer_s "
+                                  f"(the NetworkModel interface), got {type(backend).__name__}")
+            self.name = type(backend).__name__
+            self.sim = backend
+        if self.sim is not None:
+            cap = getattr(self.sim, "max_ranks", self.ranks)
+            if self.ranks > cap:
+                raise ConfigError(f"network: {self.ranks} ranks ({self.lay.ranks_per_node} per "
+                                  f"node) but the simulated topology has {cap} endpoints; use "
+                                  "network='analytical' for more ranks than devices")
+        self._ar = _allreduce_fn(cluster, workload, self.lay)
+        self.allreduce_s = lru_cache(maxsize=None)(self._allreduce)  # type: ignore[method-assign]
+        self.allgather_s = lru_cache(maxsize=None)(self._allgather)  # type: ignore[method-assign]
+
+    # -- collectives of synchronous SGD -------------------------------------------------
+    def _allreduce(self, n_bytes: float) -> float:
+        """Seconds of the workload's allreduce of ``n_bytes`` over all ranks."""
+        if self.ranks < 2:
+            return 0.0
+        if self.sim is None:
+            return float(np.asarray(self._ar(float(n_bytes)))[0])
+        return float(self.sim.allreduce_s(float(n_bytes), self.ranks,  # type: ignore[attr-defined]
+                                          self.workload.collective))
+
+    def negotiation_s(self, tensors: int) -> float:
+        """Orchestration of one bucket: rank-0 gather + broadcast, or bit-vector allreduce."""
+        p = self.ranks
+        if p < 2:
+            return 0.0
+        if self.workload.grouping == "fusion":
+            return ((p - 1) + math.ceil(math.log2(p))) * self.latency_s()
+        bits = math.ceil(max(tensors, 1) / 8)
+        if self.sim is None:
+            return float(_rd(bits, p, self.alpha_s, self.beta_s_per_B))
+        return float(self.sim.allreduce_s(bits, p, "recursive-doubling"))  # type: ignore[attr-defined]
+
+    def latency_s(self) -> float:
+        """Zero-byte message latency between the first and the last rank."""
+        if self.sim is None or self.ranks < 2:
+            return self.alpha_s
+        return float(self.sim.transfer_s(0, self.ranks - 1, 0.0))  # type: ignore[attr-defined]
+
+    def _allgather(self, total_bytes: float) -> float:
+        """Seconds of a ring allgather whose result is ``total_bytes`` per rank."""
+        if self.ranks < 2:
+            return 0.0
+        if self.sim is None or not hasattr(self.sim, "collective_s"):
+            beta = effective_beta_s_per_B(self.cluster, "ring", self.lay.nodes,
+                                          self.lay.ranks_per_node)
+            return float(np.asarray(allgather_s(total_bytes, self.ranks, self.alpha_s, beta))[0])
+        return float(self.sim.collective_s("allgather", float(total_bytes),  # type: ignore[attr-defined]
+                                           self.ranks, "ring"))
+
+    # -- Sync EASGD --------------------------------------------------------------------
+    def reduce_broadcast_s(self, n_bytes: float) -> float:
+        """Binomial reduce (summing) plus binomial broadcast of ``n_bytes`` over all ranks."""
+        if self.ranks < 2:
+            return 0.0
+        if self.sim is None or not hasattr(self.sim, "collective_s"):
+            beta = effective_beta_s_per_B(self.cluster, "binomial-tree", self.lay.nodes,
+                                          self.lay.ranks_per_node)
+            r = reduce_s(n_bytes, self.ranks, self.alpha_s, beta, self.gamma_s_per_B)
+            b = broadcast_s(n_bytes, self.ranks, self.alpha_s, beta)
+            return float(np.asarray(r)[0] + np.asarray(b)[0])
+        sim = self.sim
+        return float(sim.collective_s("reduce", n_bytes, self.ranks)  # type: ignore[attr-defined]
+                     + sim.collective_s("broadcast", n_bytes, self.ranks))  # type: ignore[attr-defined]
+
+    # -- master (parameter server) -----------------------------------------------------
+    def master_link(self, algorithm: str) -> tuple[float, float]:
+        """``(alpha_s, beta_s_per_B)`` of a worker's message to the master.
+
+        Across nodes the master's NIC; on one node the node's host link for the
+        original EASGD (the master is a CPU process), else the intra-node link.
+        """
+        node = self.cluster.node
+        if self.sim is not None and self.ranks > 1 and not (algorithm == "easgd"
+                                                              and self.nodes == 1):
+            # the simulated network's view of a message from the last worker to the
+            # master, which sits with rank 0
+            w = self.ranks - 1
+            lat = float(self.sim.transfer_s(w, 0, 0.0))  # type: ignore[attr-defined]
+            one = float(self.sim.transfer_s(w, 0, 1e9)) - lat  # type: ignore[attr-defined]
+            return lat, one / 1e9
+        if self.nodes > 1:
+            return node.nic.latency_s, 1.0 / node.nic.bandwidth_Bps
+        local = node.host_link if (algorithm == "easgd" and node.host_link is not None) \
+            else node.intra_link
+        return local.latency_s, 1.0 / local.bandwidth_Bps
+
+    def host_copy_s(self, n_bytes: float) -> float:
+        """Device -> host -> device copy of ``n_bytes`` (GPU workers of the original EASGD)."""
+        node = self.cluster.node
+        if node.device.kind != "gpu" or node.host_link is None:
+            return 0.0
+        return 2 * (node.host_link.latency_s + n_bytes / node.host_link.bandwidth_Bps)
+
+
+def make_training_network(cluster: Cluster, workload: Workload, nodes: int,
+                          network: str | object = "analytical", seed: int = 0) -> TrainingNetwork:
+    """Build the :class:`TrainingNetwork` of ``nodes`` nodes of ``cluster``."""
+    return TrainingNetwork(cluster, workload, nodes, network, seed)

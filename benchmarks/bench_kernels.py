@@ -25,6 +25,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 from numba import njit
@@ -144,14 +145,14 @@ def bandwidth_table(sizes: list[int], rng: np.random.Generator) -> tuple[list[di
         a, b, c = np.zeros(n), np.ones(n), np.ones(n)
         # triad is measured before and after the kernels; the better figure is the
         # reference, so a quiet moment for a kernel cannot flatter its ratio
-        t = _time(lambda a=a, b=b, c=c: _triad(a, b, c, 3.0), 3 * n * 8)
+        t = _time(partial(_triad, a, b, c, 3.0), 3 * n * 8)
         triad[size] = 3 * n * 8 / t / 1e9
         results = []
         for name, nbytes, fast, slow in _kernels(n, rng):
             tf = _time(fast, nbytes)
             ts = _time(slow, nbytes, trials=2)
             results.append((name, nbytes / tf / 1e9, tf, ts))
-        t = _time(lambda a=a, b=b, c=c: _triad(a, b, c, 3.0), 3 * n * 8)
+        t = _time(partial(_triad, a, b, c, 3.0), 3 * n * 8)
         triad[size] = max(triad[size], 3 * n * 8 / t / 1e9)
         del a, b, c
         print(f"{'triad (numba)':<18}{_fmt(size):>10}{3 * n * 8 / triad[size] / 1e3:>10.1f}us"
@@ -174,8 +175,8 @@ def ring_table(sizes: list[int], triad: dict[int, float], rng: np.random.Generat
         bufs = rng.standard_normal((p, n))
         traffic = 5 * (p - 1) * n * 8
         net = allreduce_inplace(bufs, "ring").total_bytes
-        tf = _time(lambda bufs=bufs: allreduce_inplace(bufs, "ring"), traffic, trials=2)
-        ts = _time(lambda bufs=bufs: _np_ring(bufs), traffic, trials=1)
+        tf = _time(partial(allreduce_inplace, bufs, "ring"), traffic, trials=2)
+        ts = _time(partial(_np_ring, bufs), traffic, trials=1)
         bw = triad[size] * 1e9
         out.append(dict(kernel="ring_allreduce_8", size_bytes=size, time_s=tf, GBps=traffic / tf / 1e9,
                         t_over_traffic_at_triad=tf / (traffic / bw), t_over_net_at_triad=tf / (net / bw),

@@ -59,6 +59,8 @@ __all__ = [
     "AllreduceStats",
     "allreduce_inplace",
     "chunk_bounds",
+    "doubling_step",
+    "halving_step",
     "ring_allgather_step",
     "ring_reduce_scatter_step",
     "tree_broadcast_step",
@@ -283,6 +285,63 @@ def tree_broadcast_step(bufs: np.ndarray, mask: int, ranks: np.ndarray | None = 
     s = _sent(sent, b.shape[0])
     mask = check_int("mask", mask, low=1)
     _tree_bcast(b, r, mask, s)
+    return s
+
+
+def _segments(lo: np.ndarray, hi: np.ndarray, p: int, n: int) -> None:
+    for name, a in (("lo", lo), ("hi", hi)):
+        if not isinstance(a, np.ndarray) or a.dtype != np.int64 or a.shape != (p,):
+            raise ValueError(f"{name}: must be an int64 array of shape ({p},), one entry per rank")
+    if np.any(lo < 0) or np.any(hi > n) or np.any(lo > hi):
+        raise ValueError(f"lo, hi: segments must satisfy 0 <= lo <= hi <= {n}")
+
+
+def _power_of_two_mask(mask: int, p: int) -> int:
+    mask = check_int("mask", mask, low=1)
+    if p & (p - 1) or mask & (mask - 1) or mask >= p:
+        raise ValueError(f"mask: must be a power of two below the rank count {p} (itself a power of two), got {mask}")
+    return mask
+
+
+def halving_step(bufs: np.ndarray, mask: int, lo: np.ndarray, hi: np.ndarray,
+                 ranks: np.ndarray | None = None, sent: np.ndarray | None = None) -> np.ndarray:
+    """One recursive-halving reduce-scatter step among a power-of-two number of ranks.
+
+    Ranks ``v`` and ``v ^ mask`` hold the same segment ``[lo, hi)``; the lower rank
+    keeps and reduces the lower half, the upper rank the upper half; ``lo``/``hi``
+    (int64, one entry per logical rank) are updated.  Run with ``mask = P/2, ..., 1``
+    starting from ``lo = 0``, ``hi = n``; then every rank owns one reduced segment.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> b = np.array([[1.0, 2.0], [3.0, 4.0]])
+    >>> lo, hi = np.zeros(2, np.int64), np.full(2, 2, np.int64)
+    >>> halving_step(b, 1, lo, hi).tolist(), b.tolist(), lo.tolist(), hi.tolist()
+    ([1, 1], [[4.0, 2.0], [3.0, 6.0]], [0, 1], [1, 2])
+    """
+    b = _bufs(bufs)
+    r = _ranks(ranks, b.shape[0])
+    s = _sent(sent, b.shape[0])
+    mask = _power_of_two_mask(mask, r.size)
+    _segments(lo, hi, r.size, b.shape[1])
+    _halving(b, r, lo, hi, mask, s)
+    return s
+
+
+def doubling_step(bufs: np.ndarray, mask: int, lo: np.ndarray, hi: np.ndarray,
+                  ranks: np.ndarray | None = None, sent: np.ndarray | None = None) -> np.ndarray:
+    """One recursive-doubling allgather step: ranks ``v`` and ``v ^ mask`` swap their segments.
+
+    Run with ``mask = 1, 2, ..., P/2`` after :func:`halving_step`; ``lo``/``hi`` grow
+    to the union of the two segments.
+    """
+    b = _bufs(bufs)
+    r = _ranks(ranks, b.shape[0])
+    s = _sent(sent, b.shape[0])
+    mask = _power_of_two_mask(mask, r.size)
+    _segments(lo, hi, r.size, b.shape[1])
+    _doubling(b, r, lo, hi, mask, s)
     return s
 
 

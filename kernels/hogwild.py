@@ -61,7 +61,7 @@ class _Threads:
 
     def __enter__(self) -> None:
         if self.n is not None:
-            numba.set_num_threads(min(self.n, numba.config.NUMBA_NUM_THREADS))
+            numba.set_num_threads(min(self.n, numba.config.NUMBA_NUM_THREADS))  # type: ignore[attr-defined]
 
     def __exit__(self, *exc: object) -> None:
         numba.set_num_threads(self.old)

@@ -210,7 +210,7 @@ def init_params(shape: ModelShape, seed: int, dtype: type = np.float64) -> np.nd
     rng = np.random.default_rng(seed)
     if np.dtype(dtype) not in (np.dtype(np.float32), np.dtype(np.float64)):
         raise TypeError(f"dtype: must be float32 or float64, got {np.dtype(dtype)}")
-    p = np.zeros(shape.n_params, dtype=dtype)
+    p: np.ndarray = np.zeros(shape.n_params, dtype=dtype)
     if shape.n_hidden == 0:
         p[: shape.n_in * shape.n_out] = rng.normal(0, np.sqrt(1 / shape.n_in), shape.n_in * shape.n_out)
     else:

@@ -16,6 +16,8 @@ from dlscale.kernels import (
     ALGORITHMS,
     allreduce_inplace,
     chunk_bounds,
+    doubling_step,
+    halving_step,
     ring_allgather_step,
     ring_reduce_scatter_step,
     tree_broadcast_step,
@@ -148,3 +150,36 @@ def test_allreduce_bad_inputs():
         ring_reduce_scatter_step(np.ones((3, 3)), 2)
     with pytest.raises(ValueError, match="ranks: must be distinct row indices"):
         tree_reduce_step(np.ones((3, 3)), 1, ranks=np.array([0, 0]))
+
+
+def test_halving_doubling_steps_by_hand_equal_driver():
+    rng = np.random.default_rng(8)
+    x = rng.integers(-9, 9, (4, 11)).astype(np.float64)
+    want = x.sum(axis=0)
+    lo, hi = np.zeros(4, np.int64), np.full(4, 11, np.int64)
+    sent = np.zeros(4, np.int64)
+    for m in (2, 1):
+        halving_step(x, m, lo, hi, sent=sent)
+    assert sorted(zip(lo.tolist(), hi.tolist(), strict=True)) == [(0, 2), (2, 5), (5, 8), (8, 11)]
+    for v in range(4):  # each rank owns its reduced segment
+        np.testing.assert_array_equal(x[v, lo[v]:hi[v]], want[lo[v]:hi[v]])
+    for m in (1, 2):
+        doubling_step(x, m, lo, hi, sent=sent)
+    np.testing.assert_array_equal(x, np.broadcast_to(want, x.shape))
+    assert sent.sum() == 2 * 3 * 11
+    with pytest.raises(ValueError, match="mask: must be a power of two below the rank count 3"):
+        halving_step(np.ones((3, 2)), 1, np.zeros(3, np.int64), np.full(3, 2, np.int64))
+
+
+def test_kernels_are_cached_on_disk():
+    # cache=True on every compiled kernel: a second process loads machine code from disk
+    import importlib
+
+    from numba.core.registry import CPUDispatcher
+
+    for mod in ("allreduce", "easgd", "sgd", "hogwild", "sparse", "fusion", "model"):
+        m = importlib.import_module(f"dlscale.kernels.{mod}")
+        kernels = [v for v in vars(m).values() if isinstance(v, CPUDispatcher)]
+        assert kernels, mod
+        for k in kernels:
+            assert type(k._cache).__name__ == "FunctionCache", (mod, k.py_func.__name__)

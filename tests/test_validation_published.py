@@ -1,0 +1,118 @@
+"""Tests of validation/published.py and the published cases.
+
+Every published quantity of every case is held to its tolerance; the ones the model
+misses are expected failures (strict), with the diagnosed cause as the reason, so a
+model change that fixes one makes its test fail until the case file is updated.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from functools import cache
+
+import pytest
+
+from dlscale.perfmodel.errors import ConfigError
+from dlscale.validation.published import (
+    CASE_MODULES,
+    Quantity,
+    add_published_parser,
+    compare,
+    get_case,
+    run_case,
+    run_published,
+)
+
+
+@cache
+def _rows(case: str) -> dict[str, dict]:
+    rows, _ = run_case(case, "analytical")
+    return {r["quantity"]: r for r in rows}
+
+
+def _params():
+    out = []
+    for case in CASE_MODULES:
+        mod = get_case(case)
+        for q in mod.QUANTITIES:
+            if q.published is None:
+                continue
+            marks = ()
+            if q.name in mod.MISSES:
+                marks = (pytest.mark.xfail(strict=True, reason=mod.MISSES[q.name]),)
+            out.append(pytest.param(case, q.name, marks=marks, id=f"{case}-{q.name}"))
+    return out
+
+
+@pytest.mark.parametrize(("case", "quantity"), _params())
+def test_published_quantity_within_tolerance(case: str, quantity: str) -> None:
+    row = _rows(case)[quantity]
+    assert row["predicted"] is not None, row["note"]
+    assert row["within"], f"{row['predicted']!r} vs {row['published']!r}: error {row['error']!r}"
+
+
+@pytest.mark.parametrize("case", list(CASE_MODULES))
+def test_case_declares_every_quantity_once_and_predicts_it(case: str) -> None:
+    mod = get_case(case)
+    names = [q.name for q in mod.QUANTITIES]
+    assert len(names) == len(set(names))
+    assert set(mod.MISSES) <= set(names), "a miss names an unknown quantity"
+    rows = _rows(case)
+    assert set(rows) == set(names)
+    for r in rows.values():
+        assert r["source"], f"{r['quantity']} has no source"
+        assert r["fidelity"] == "analytical"
+        if r["within"] is False:
+            assert r["note"].startswith("MISS: ") and "not yet diagnosed" not in r["note"]
+
+
+def test_compare_measures_each_kind() -> None:
+    eff = compare("c", "p", Quantity("e", "efficiency", 0.91, "", "s"), 0.85)
+    assert eff["error"] == pytest.approx(-6.0) and eff["within"] is False
+    t = compare("c", "p", Quantity("t", "time", 60.0, "min", "s"), 66.0)
+    assert t["error"] == pytest.approx(0.1) and t["within"] is True
+    n = compare("c", "p", Quantity("n", "count", 16, "parts", "s"), 8)
+    assert n["error"] == -8 and n["within"] is False
+    o = compare("c", "p", Quantity("o", "ordering", "a before b", "", "s"), ("a before b", True))
+    assert o["error"] == "right" and o["within"] is True
+    none = compare("c", "p", Quantity("x", "time", 1.0, "s", "s"), None)
+    assert none["predicted"] is None and none["within"] is False
+    pred = compare("c", "p", Quantity("y", "efficiency", None, "", "s"), 0.5)
+    assert pred["within"] is None and pred["predicted"] == 0.5
+
+
+def test_unknown_names_are_rejected() -> None:
+    with pytest.raises(ConfigError, match="case: unknown name 'summit'; valid: you-sc17"):
+        get_case("summit")
+    with pytest.raises(ConfigError, match="quantity kind: unknown name 'speed'"):
+        Quantity("x", "speed", 1.0, "", "")
+    with pytest.raises(ConfigError, match="fidelity: case 'you-sc17' offers analytical, got 'x'"):
+        run_case("you-sc17", "x")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="dlscale validate")
+    add_published_parser(p.add_subparsers(dest="what"))
+    return p
+
+
+def test_cli_table_json_and_plots(tmp_path, capsys) -> None:
+    args = _parser().parse_args(["published", "--case", "you-sc17", "--plots", str(tmp_path),
+                                 "-o", str(tmp_path / "out.json")])
+    assert args.run(args) == 0
+    out = capsys.readouterr().out
+    assert "k80_speedup_total" in out and "MISS" in out and "within tolerance" in out
+    assert (tmp_path / "you-sc17.png").stat().st_size > 10_000
+    doc = json.loads((tmp_path / "out.json").read_text())
+    assert doc["meta"]["cases"] == ["you-sc17"]
+    assert {r["quantity"] for r in doc["rows"]} == set(_rows("you-sc17"))
+    args = _parser().parse_args(["published", "--case", "you-sc17", "--format", "json"])
+    assert run_published(args) == 0
+    assert json.loads(capsys.readouterr().out)["meta"]["rows"] == len(_rows("you-sc17"))
+
+
+def test_cli_rejects_unknown_case(capsys) -> None:
+    with pytest.raises(SystemExit):
+        _parser().parse_args(["published", "--case", "nope"])
+    assert "invalid choice: 'nope'" in capsys.readouterr().err

@@ -1,0 +1,398 @@
+"""Published results of the seed papers, reproduced point by point with the error shown.
+
+Each paper is one *case* module (``case_you_sc17``, ``case_cavdar_isc19``,
+``case_codreanu_resnet50``, ``case_laanait_summit``). A case lists its
+:class:`Quantity` s (the published numbers, each with its source in
+``reference/published-results.md``), computes a :class:`CaseOutput` (predicted
+values and the scaling curves for its figure) for one fidelity, and names in
+``MISSES`` the quantities the model misses, each with its diagnosed cause. This
+module holds the registry, compares prediction with publication
+(:func:`compare`), runs cases (:func:`run_cases`), prints and writes the results,
+draws one figure per paper, and provides ``dlscale validate published``
+(:func:`add_published_parser`, :func:`run_published`).
+
+Error and tolerance by kind of quantity (the accuracy target of the issue):
+
+========== ============================================ ==========
+kind       error                                        tolerance
+========== ============================================ ==========
+efficiency predicted - published, percentage points     5 pp
+fraction   (share of time) the same                     5 pp
+time       (predicted - published) / published          15 %
+throughput relative, as above                           15 %
+speedup    relative, as above                           15 %
+memory     relative, as above                           15 %
+scale      relative (a node count where a limit is hit)  15 %
+count      predicted - published (e.g. the largest P)   exact
+ordering   "right" or "wrong"                           right
+========== ============================================ ==========
+
+A quantity the fidelity cannot predict at all has ``predicted=None`` and is a miss
+whose note says why.
+
+Examples
+--------
+>>> q = Quantity("eff", "efficiency", 0.93, "", "published-results 4")
+>>> r = compare("demo", "Paper", q, 0.90, "analytical")
+>>> round(r["error"], 1), r["within"], r["tolerance"]
+(-3.0, True, '5 pp')
+>>> compare("demo", "Paper", Quantity("t", "time", 100.0, "s", ""), 120.0)["within"]
+False
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dlscale.perfmodel.errors import ConfigError, unknown_name
+
+__all__ = [
+    "CASE_MODULES",
+    "FIDELITIES",
+    "KINDS",
+    "ROW_KEYS",
+    "CaseOutput",
+    "Curve",
+    "Quantity",
+    "add_published_parser",
+    "compare",
+    "get_case",
+    "plot_case",
+    "run_case",
+    "run_cases",
+    "run_published",
+]
+
+#: Case name -> module under dlscale.validation.
+CASE_MODULES: dict[str, str] = {
+    "you-sc17": "case_you_sc17",
+}
+
+#: Fidelities a case may offer.
+FIDELITIES = ("analytical", "simulated")
+
+#: kind -> (error measure, tolerance, tolerance label).
+KINDS: dict[str, tuple[str, float, str]] = {
+    "efficiency": ("pp", 5.0, "5 pp"),
+    "fraction": ("pp", 5.0, "5 pp"),
+    "time": ("relative", 0.15, "15%"),
+    "throughput": ("relative", 0.15, "15%"),
+    "speedup": ("relative", 0.15, "15%"),
+    "memory": ("relative", 0.15, "15%"),
+    "count": ("difference", 0.0, "exact"),
+    "scale": ("relative", 0.15, "15%"),
+    "ordering": ("ordering", 0.0, "right"),
+}
+
+#: Keys of a result row, in column order.
+ROW_KEYS = ("case", "paper", "quantity", "kind", "published", "predicted", "unit", "error",
+            "error_unit", "tolerance", "within", "fidelity", "note", "source")
+
+
+@dataclass(frozen=True)
+class Quantity:
+    """One published number.
+
+    Attributes
+    ----------
+    name : str
+        Short identifier, unique within its case (also the test id).
+    kind : str
+        One of :data:`KINDS`.
+    published : float, str or None
+        The published value (fractions as fractions: 0.93, not 93); for an ordering,
+        the published order as text; ``None`` for a prediction the paper has no
+        number for (shown, never counted as within or missed).
+    unit : str
+        Unit of ``published`` (``""`` for fractions, factors and orderings).
+    source : str
+        Where the number comes from (a section of published-results.md).
+    """
+
+    name: str
+    kind: str
+    published: float | str | None
+    unit: str
+    source: str
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise unknown_name("quantity kind", self.kind, KINDS)
+
+
+@dataclass(frozen=True)
+class Curve:
+    """One panel of a paper's figure: a predicted curve and the published points on it.
+
+    ``points`` are ``(x, y, label)`` of published values; ``x``/``y`` the prediction.
+    """
+
+    title: str
+    xlabel: str
+    ylabel: str
+    x: tuple[float, ...]
+    y: tuple[float, ...]
+    points: tuple[tuple[float, float, str], ...] = ()
+    logx: bool = True
+    #: More predicted lines: ``(label, x, y)``.
+    extra: tuple[tuple[str, tuple[float, ...], tuple[float, ...]], ...] = ()
+    #: Label of the main predicted line.
+    label: str = "predicted (analytical)"
+
+
+@dataclass(frozen=True)
+class CaseOutput:
+    """What a case computes for one fidelity.
+
+    Attributes
+    ----------
+    predicted : dict
+        Quantity name -> predicted value (float, or text for an ordering; ``None`` if
+        this fidelity cannot predict it). An ordering's value is ``(text, right)``.
+    details : dict
+        Quantity name -> short explanation shown in the note (which term dominates).
+    curves : list of Curve
+        Panels of the paper's figure.
+    """
+
+    predicted: dict[str, Any]
+    details: dict[str, str] = field(default_factory=dict)
+    curves: list[Curve] = field(default_factory=list)
+
+
+def get_case(name: str) -> Any:
+    """The case module called ``name`` (see :data:`CASE_MODULES`).
+
+    Examples
+    --------
+    >>> get_case("you-sc17").PAPER.startswith("You")
+    True
+    >>> get_case("you")
+    Traceback (most recent call last):
+    ...
+    dlscale.perfmodel.errors.ConfigError: case: unknown name 'you'; valid: ...
+    """
+    if name not in CASE_MODULES:
+        raise unknown_name("case", name, CASE_MODULES)
+    return importlib.import_module(f"dlscale.validation.{CASE_MODULES[name]}")
+
+
+def compare(case: str, paper: str, q: Quantity, predicted: Any, fidelity: str = "analytical",
+            note: str = "") -> dict[str, Any]:
+    """One result row (keys :data:`ROW_KEYS`): the error of ``predicted`` against ``q``.
+
+    For an ordering ``predicted`` is ``(text, right)``.
+    """
+    measure, tol, label = KINDS[q.kind]
+    row: dict[str, Any] = {
+        "case": case, "paper": paper, "quantity": q.name, "kind": q.kind,
+        "published": q.published,
+        "predicted": None, "unit": q.unit, "error": None, "error_unit": measure,
+        "tolerance": label, "within": False, "fidelity": fidelity, "note": note,
+        "source": q.source,
+    }
+    if q.published is None:
+        row.update(predicted=predicted, within=None, tolerance="",
+                   note=note or "prediction; no published value")
+        return row
+    if predicted is None:
+        return row
+    if measure == "ordering":
+        text, right = predicted
+        row.update(predicted=text, error="right" if right else "wrong", within=bool(right))
+        return row
+    pub, pred = float(q.published), float(predicted)  # type: ignore[arg-type]
+    row["predicted"] = pred
+    if measure == "pp":
+        err = 100.0 * (pred - pub)
+        within = abs(err) <= tol + 1e-9
+    elif measure == "relative":
+        err = (pred - pub) / pub
+        within = abs(err) <= tol + 1e-12
+    else:
+        err = pred - pub
+        within = err == 0
+    row.update(error=err, within=bool(within))
+    return row
+
+
+def run_case(name: str, fidelity: str = "analytical") -> tuple[list[dict[str, Any]], CaseOutput]:
+    """Rows and output of case ``name`` at ``fidelity``.
+
+    A row that misses its tolerance carries the case's diagnosed cause
+    (``MISSES[quantity]``) in its note; one listed as a miss that now passes says so.
+    """
+    mod = get_case(name)
+    if fidelity not in mod.FIDELITIES:
+        raise ConfigError(f"fidelity: case {name!r} offers {', '.join(mod.FIDELITIES)}, "
+                          f"got {fidelity!r}")
+    out: CaseOutput = mod.run(fidelity)
+    rows = []
+    for q in mod.QUANTITIES:
+        if q.name not in out.predicted:
+            continue
+        row = compare(name, mod.PAPER, q, out.predicted[q.name], fidelity)
+        parts = [out.details.get(q.name, "")]
+        if row["within"] is None:
+            parts.insert(0, "PREDICTION (no published value)")
+        elif not row["within"]:
+            parts.insert(0, "MISS: " + mod.MISSES.get(q.name, "cause not yet diagnosed"))
+        elif q.name in mod.MISSES:
+            parts.insert(0, "listed as a miss but within tolerance")
+        row["note"] = "; ".join(p for p in parts if p)
+        rows.append(row)
+    return rows, out
+
+
+def run_cases(names: Iterable[str] | None = None, fidelities: Sequence[str] = FIDELITIES
+              ) -> tuple[list[dict[str, Any]], dict[str, list[CaseOutput]]]:
+    """Run cases (all by default) at every fidelity each offers among ``fidelities``."""
+    rows: list[dict[str, Any]] = []
+    outputs: dict[str, list[CaseOutput]] = {}
+    for name in names or CASE_MODULES:
+        mod = get_case(name)
+        for fid in fidelities:
+            if fid in mod.FIDELITIES:
+                r, out = run_case(name, fid)
+                rows.extend(r)
+                outputs.setdefault(name, []).append(out)
+    return rows, outputs
+
+
+def _fmt(value: Any, unit: str, kind: str) -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, str):
+        return value
+    if kind in ("efficiency", "fraction"):
+        return f"{100 * value:.1f}%"
+    if unit == "bytes":
+        return f"{value / 2**30:.3g} GiB" if value >= 2**30 else f"{value / 1e6:.3g} MB"
+    text = f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+    return f"{text} {unit}".rstrip()
+
+
+def _fmt_error(row: Mapping[str, Any]) -> str:
+    err, unit = row["error"], row["error_unit"]
+    if err is None:
+        return "n/a"
+    if unit == "pp":
+        return f"{err:+.1f} pp"
+    if unit == "relative":
+        return f"{100 * err:+.1f}%"
+    if unit == "difference":
+        return f"{err:+g}"
+    return str(err)
+
+
+def table_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
+    """Rows formatted for the text table (units, percentages, signs)."""
+    out = []
+    for r in rows:
+        kind = r["kind"]
+        out.append({
+            "case": r["case"], "quantity": r["quantity"],
+            "published": _fmt(r["published"], r["unit"], kind),
+            "predicted": _fmt(r["predicted"], r["unit"], kind),
+            "error": _fmt_error(r), "tol": r["tolerance"],
+            "within": {True: "yes", False: "MISS", None: "-"}[r["within"]],
+            "fidelity": r["fidelity"],
+        })
+    return out
+
+
+def format_results(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The results as an aligned text table followed by the notes of the misses."""
+    from dlscale.output import format_table
+
+    text = format_table(table_rows(rows))
+    notes = [f"- {r['case']}/{r['quantity']} ({r['fidelity']}): {r['note']}"
+             for r in rows if r["within"] is not True]
+    n_in = sum(r["within"] is True for r in rows)
+    n_all = sum(r["within"] is not None for r in rows)
+    summary = f"\n{n_in} of {n_all} published values within tolerance."
+    return text + summary + ("\n\nMisses (with their causes) and predictions:\n" + "\n".join(notes) if notes else "")
+
+
+def plot_case(name: str, outputs: Sequence[CaseOutput], path: str | Path) -> Path:
+    """Draw the paper's figure (one panel per curve) to ``path``, atomically."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from dlscale.output import atomic_write_with
+
+    curves = [c for out in outputs[:1] for c in out.curves]
+    mod = get_case(name)
+    fig, axes = plt.subplots(1, max(len(curves), 1), figsize=(5.2 * max(len(curves), 1), 4.2),
+                             squeeze=False)
+    for ax, c in zip(axes[0], curves, strict=False):
+        ax.plot(c.x, c.y, "-", color="C0", label=c.label)
+        for j, (label, ex, ey) in enumerate(c.extra):
+            ax.plot(ex, ey, "--", color=f"C{j + 5}", label=label)
+        for i, (px, py, label) in enumerate(c.points):
+            ax.plot([px], [py], "o", color=f"C{i + 1}", label=f"published: {label}")
+        if c.logx:
+            ax.set_xscale("log", base=2)
+        ax.set_title(c.title, fontsize=9)
+        ax.set_xlabel(c.xlabel)
+        ax.set_ylabel(c.ylabel)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle(mod.PAPER, fontsize=10)
+    fig.tight_layout()
+    target = Path(path)
+    atomic_write_with(target, lambda tmp: fig.savefig(tmp, format=target.suffix[1:] or "png",
+                                                      dpi=110))
+    plt.close(fig)
+    return target
+
+
+def add_published_parser(validate_subparsers: Any) -> argparse.ArgumentParser:
+    """Register ``published`` under ``dlscale validate``; returns the sub-parser."""
+    p = validate_subparsers.add_parser(
+        "published",
+        help="reproduce the seed papers' published results, with the errors shown",
+        description="Run every published case (analytical, and simulated where a case "
+                    "offers it), print case, quantity, published and predicted value, "
+                    "error and tolerance, and optionally write JSON and one figure per paper.",
+    )
+    p.add_argument("--case", action="append", choices=sorted(CASE_MODULES), metavar="NAME",
+                   help=f"run only this case (repeatable; one of {', '.join(CASE_MODULES)})")
+    p.add_argument("--format", choices=("table", "json"), default="table",
+                   help="what to print on stdout (default: table)")
+    p.add_argument("--plots", metavar="DIR", help="write one figure per paper (PNG) into DIR")
+    p.add_argument("-o", "--output", metavar="FILE", help="also write the rows as JSON to FILE")
+    p.set_defaults(run=run_published)
+    return p
+
+
+def run_published(args: argparse.Namespace) -> int:
+    """Run ``dlscale validate published``; returns 0 (misses are results, not errors)."""
+    from dlscale.output import atomic_write_text, to_jsonable
+
+    names = list(getattr(args, "case", None) or CASE_MODULES)
+    for n in names:
+        get_case(n)
+    rows, outputs = run_cases(names)
+    doc = {"meta": {"cases": names, "within": sum(r["within"] is True for r in rows),
+                    "compared": sum(r["within"] is not None for r in rows),
+                    "rows": len(rows)},
+           "rows": to_jsonable(rows)}
+    text = json.dumps(doc, indent=1)
+    if getattr(args, "output", None):
+        atomic_write_text(args.output, text + "\n")
+    if getattr(args, "plots", None):
+        for n in names:
+            path = plot_case(n, outputs.get(n, []), Path(args.plots) / f"{n}.png")
+            print(f"wrote {path}", file=sys.stderr)
+    sys.stdout.write(text + "\n" if args.format == "json" else format_results(rows) + "\n")
+    return 0

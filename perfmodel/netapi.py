@@ -44,7 +44,7 @@ COLLECTIVE_ALGORITHMS: dict[str, tuple[str, ...]] = {
     "allgather": ("ring",),
     "broadcast": ("binomial",),
     "reduce": ("binomial",),
-    "parameter-server": ("push-pull",),
+    "parameter-server": ("push-pull", "concurrent"),
 }
 
 
@@ -157,7 +157,12 @@ class AnalyticalNetwork:
             return float(cf.broadcast_s(n_bytes, p, a, b))
         if collective == "reduce":
             return float(cf.reduce_s(n_bytes, p, a, b, g))
-        return float(cf.parameter_server_s(n_bytes, max(p - 1, 1), a, b, g)) if p > 1 else 0.0
+        if p < 2:
+            return 0.0
+        if algorithm == "concurrent":  # all workers at once through the server's link
+            w = p - 1
+            return 2 * a + 2 * w * n_bytes * b + w * n_bytes * g
+        return float(cf.parameter_server_s(n_bytes, p - 1, a, b, g))
 
     def allreduce_s(self, n_bytes: float, ranks: int | Sequence[int],
                     algorithm: str = "ring") -> float:

@@ -12,7 +12,8 @@ ring (reduce-scatter + allgather), recursive doubling and Rabenseifner (with MPI
 handling of non-powers of two), binomial-tree reduce + broadcast, the pipelined
 double binary tree (NCCL's two complementary binary trees, each with half the data),
 hierarchical (binomial reduce to a node leader, an inter-node allreduce among
-leaders, binomial broadcast), and parameter-server push/pull.
+leaders, binomial broadcast), and parameter-server push/pull (workers served one
+at a time, or ``concurrent``: all at once, sharing the server's link).
 
 Examples
 --------
@@ -241,7 +242,7 @@ ALGORITHMS: dict[str, tuple[str, ...]] = {
     "allgather": ("ring",),
     "broadcast": ("binomial",),
     "reduce": ("binomial",),
-    "parameter-server": ("push-pull",),
+    "parameter-server": ("push-pull", "concurrent"),
 }
 COLLECTIVES = tuple(ALGORITHMS)
 
@@ -304,5 +305,10 @@ def build_schedule(collective: str, algorithm: str, ranks: int, n_bytes: float, 
     if ranks < 2:
         return []
     workers = r[1:]
-    return [_phase(workers, np.zeros_like(workers), n, True, 1, "push"),
-            _phase(np.zeros_like(workers), workers, n, False, 1, "pull")]
+    if algorithm == "concurrent":  # every worker at once, sharing the server's link
+        return [_phase(workers, np.zeros_like(workers), n, True, 1, "push"),
+                _phase(np.zeros_like(workers), workers, n, False, 1, "pull")]
+    out = []  # served one worker at a time (blocking push/pull pairs), as the closed form
+    for w in workers.tolist():
+        out += [_phase([w], [0], n, True, 1, f"push {w}"), _phase([0], [w], n, False, 1, f"pull {w}")]
+    return out

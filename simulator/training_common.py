@@ -1,0 +1,121 @@
+"""What every training process needs: the run context and the per-rank compute profile.
+
+:class:`RunContext` bundles the configuration of one simulated run (cluster,
+workload, node count, the :class:`~.training_net.TrainingNetwork`, the straggler
+model and its generator, the trace recorder and, in co-simulation, the numerics).
+:class:`ComputeProfile` holds one rank's noise-free compute times from the roofline
+model (:func:`dlscale.perfmodel.compute.layer_times`, :func:`~dlscale.perfmodel.compute.update_s`);
+a rank's actual times are these times its noise factor.
+
+Examples
+--------
+>>> from dlscale.perfmodel.catalog import get_cluster, get_workload
+>>> from dlscale.perfmodel.training import layout
+>>> c, w = get_cluster("summit"), get_workload("resnet50")
+>>> prof = compute_profile(c, w, layout(c, w, 1))
+>>> bool(prof.backward_s > prof.forward_s > prof.update_s > 0)
+True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from dlscale.perfmodel.compute import layer_times, update_s
+from dlscale.perfmodel.hardware import Cluster
+from dlscale.perfmodel.training import Layout
+from dlscale.perfmodel.workload import Workload
+
+from .stragglers import Noise
+from .training_net import TrainingNetwork
+from .training_trace import TraceRecorder
+
+__all__ = ["Breakdown", "ComputeProfile", "RunContext", "compute_profile"]
+
+
+@dataclass(frozen=True)
+class ComputeProfile:
+    """Noise-free compute of one rank for one iteration.
+
+    Attributes
+    ----------
+    forward_layers_s, backward_layers_s : ndarray
+        Per layer, model order.
+    forward_s, backward_s : float
+        Sums.
+    backward_done_s : ndarray
+        Time from the start of the backward pass until layer ``i``'s gradient is
+        ready (the backward pass runs from the last layer to the first).
+    update_s : float
+        Optimizer step of the worker (SGD with momentum when ``momentum`` is set).
+    """
+
+    forward_layers_s: np.ndarray
+    backward_layers_s: np.ndarray
+    forward_s: float
+    backward_s: float
+    backward_done_s: np.ndarray
+    update_s: float
+
+
+def compute_profile(cluster: Cluster, workload: Workload, lay: Layout,
+                    momentum: bool | None = None) -> ComputeProfile:
+    """Roofline times of one rank (batch ``lay.batch_per_rank[0]``, share ``lay.share``)."""
+    lt = layer_times(workload.model, cluster.node.device, workload.precision,
+                     float(lay.batch_per_rank[0]), lay.share)
+    f, b = np.asarray(lt.forward_s, dtype=float), np.asarray(lt.backward_s, dtype=float)
+    done = np.cumsum(b[::-1])[::-1]
+    mom = workload.momentum > 0 if momentum is None else momentum
+    upd = update_s(workload.model.params, cluster.node.device, mom, lay.share)
+    return ComputeProfile(f, b, float(f.sum()), float(b.sum()), done, float(upd))
+
+
+@dataclass
+class Breakdown:
+    """Per-rank accumulators (seconds summed over iterations)."""
+
+    ranks: int
+    compute_s: np.ndarray = field(init=False)
+    comm_s: np.ndarray = field(init=False)
+    exposed_comm_s: np.ndarray = field(init=False)
+    straggler_wait_s: np.ndarray = field(init=False)
+    master_queue_s: np.ndarray = field(init=False)
+
+    def __post_init__(self) -> None:
+        for name in ("compute_s", "comm_s", "exposed_comm_s", "straggler_wait_s",
+                     "master_queue_s"):
+            setattr(self, name, np.zeros(self.ranks))
+
+    def per_iteration(self, iterations: np.ndarray | int) -> dict[str, np.ndarray]:
+        """Each category divided by the iterations (per rank, or one count for all)."""
+        n = np.maximum(np.asarray(iterations, dtype=float), 1.0)
+        return {k: getattr(self, k) / n for k in ("compute_s", "comm_s", "exposed_comm_s",
+                                                  "straggler_wait_s", "master_queue_s")}
+
+
+@dataclass
+class RunContext:
+    """One run's configuration and shared state (see module docstring)."""
+
+    cluster: Cluster
+    workload: Workload
+    nodes: int
+    lay: Layout
+    net: TrainingNetwork
+    noise: Noise
+    rng: np.random.Generator
+    iterations: int
+    tracer: TraceRecorder | None = None
+    numerics: object | None = None
+
+    @property
+    def ranks(self) -> int:
+        """Ranks (workers) of the run."""
+        return int(self.lay.ranks[0])
+
+    @property
+    def algorithm(self) -> str:
+        """The workload's training algorithm."""
+        return self.workload.algorithm

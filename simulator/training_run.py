@@ -1,0 +1,180 @@
+"""Entry point of the training simulation: :func:`simulate_training`.
+
+It checks the configuration, checks memory (a configuration that does not fit is
+reported, with the resource and the shortfall, and not simulated), builds the network
+backend, runs the algorithm's SimPy processes (:mod:`.training_sync` for
+``sync-sgd``, :mod:`.training_easgd` for the EASGD family and the asynchronous
+baselines) in timing mode or co-simulation mode (:mod:`.training_cosim`), and
+returns a :class:`~.training_result.TrainingResult` with the analytical model's
+figure next to the simulated one, and the scaling efficiency against one node.
+
+Examples
+--------
+>>> from dlscale.perfmodel.catalog import get_cluster, get_workload
+>>> r = simulate_training(get_cluster("cori-knl"), get_workload("googlenet"), 4,
+...                       algorithm="async-easgd", iterations=5)
+>>> r.ranks, r.fits, r.iteration_s > 0
+(4, True, True)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+
+import numpy as np
+
+from dlscale.perfmodel.errors import ConfigError, unknown_name
+from dlscale.perfmodel.hardware import Cluster
+from dlscale.perfmodel.memory import memory_per_rank
+from dlscale.perfmodel.training import iteration_times, layout
+from dlscale.perfmodel.workload import ALGORITHMS, Workload
+
+from .stragglers import Noise, make_noise
+from .training_common import RunContext
+from .training_net import NETWORKS, make_training_network
+from .training_result import TrainingResult
+from .training_trace import TraceRecorder
+
+__all__ = ["MODES", "simulate_training"]
+
+#: Simulation modes.
+MODES = ("timing", "cosim")
+
+
+def _memory(workload: Workload, cluster: Cluster, ranks: int, batch: float) -> dict:
+    v = memory_per_rank(workload, cluster, ranks, batch)
+    return {
+        "parameters_bytes": float(v.parameters_bytes[0]),
+        "gradients_bytes": float(v.gradients_bytes[0]),
+        "optimizer_bytes": float(v.optimizer_bytes[0]),
+        "activations_bytes": float(v.activations_bytes[0]),
+        "buffers_bytes": float(v.buffers_bytes[0]),
+        "per_rank_bytes": float(v.total_bytes[0]),
+        "per_device_bytes": float(v.per_device_bytes[0]),
+        "capacity_bytes": float(v.capacity_bytes),
+        "resource": v.resource,
+        "fits": bool(v.fits[0]),
+        "shortfall_bytes": float(v.shortfall_bytes[0]),
+    }
+
+
+def _check(cluster: Cluster, workload: Workload, nodes: int, algorithm: str | None,
+           iterations: int, mode: str, network: object) -> Workload:
+    if not isinstance(cluster, Cluster):
+        raise ConfigError(f"cluster: must be a Cluster, got {type(cluster).__name__}")
+    if not isinstance(workload, Workload):
+        raise ConfigError(f"workload: must be a Workload, got {type(workload).__name__}")
+    if isinstance(nodes, bool) or not isinstance(nodes, (int, np.integer)):
+        raise ConfigError(f"nodes: must be an integer, got {nodes!r}")
+    cluster.check_nodes(int(nodes)) if hasattr(cluster, "check_nodes") else None
+    if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)) \
+            or iterations < 1:
+        raise ConfigError(f"iterations: must be an integer >= 1, got {iterations!r}")
+    if mode not in MODES:
+        raise unknown_name("mode", mode, MODES)
+    if isinstance(network, str) and network not in NETWORKS:
+        raise unknown_name("network", network, NETWORKS)
+    if algorithm is not None:
+        if algorithm not in ALGORITHMS:
+            raise unknown_name("algorithm", algorithm, ALGORITHMS)
+        workload = dataclasses.replace(workload, algorithm=algorithm)
+    return workload
+
+
+def _run(ctx: RunContext):
+    if ctx.algorithm == "sync-sgd":
+        from .training_sync import run_sync_sgd
+        return run_sync_sgd(ctx)
+    from .training_easgd import run_easgd
+    return run_easgd(ctx)
+
+
+def simulate_training(cluster: Cluster, workload: Workload, nodes: int, *,
+                      algorithm: str | None = None, iterations: int = 20, seed: int = 0,
+                      mode: str = "timing", network: str | object = "analytical",
+                      noise: str | Noise | None = "none", trace: bool | str = False,
+                      efficiency: bool = True, cosim_options: dict | None = None,
+                      trace_ranks: int = 16, trace_iterations: int = 5) -> TrainingResult:
+    """Simulate ``iterations`` iterations of ``workload`` on ``nodes`` nodes of ``cluster``.
+
+    Parameters
+    ----------
+    cluster, workload : Cluster, Workload
+    nodes : int
+    algorithm : str, optional
+        Overrides ``workload.algorithm`` (one of ``dlscale.perfmodel.workload.ALGORITHMS``).
+    iterations : int
+        Synchronous algorithms: iterations of the job; asynchronous ones: local steps
+        of each worker.
+    seed : int
+        Seeds the straggler draws, the simulated network's placement and routing, and
+        in co-simulation the data order and initial weights.
+    mode : {"timing", "cosim"}
+        Timing only (catalog parameter sizes, no arrays), or co-simulation: every
+        worker holds real parameters of the small model of :mod:`dlscale.kernels` and
+        runs the real kernels in the order the events decide.
+    network : {"analytical", "fast", "flow"} or a NetworkModel object
+        Who answers communication times (:mod:`.training_net`).
+    noise : str or noise model
+        ``"none"``, ``"lognormal:SIGMA"``, ``"empirical:FILE"`` (:mod:`.stragglers`).
+    trace : bool or path
+        Record a Chrome trace (``result.trace``); a path also writes it (atomically).
+    efficiency : bool
+        Also simulate one node (same settings) for the scaling efficiency.
+    cosim_options : dict, optional
+        Co-simulation settings (:class:`~.training_cosim.CosimOptions` fields).
+    trace_ranks, trace_iterations : int
+        How many ranks and iterations the trace covers.
+    """
+    workload = _check(cluster, workload, nodes, algorithm, iterations, mode, network)
+    nz = make_noise(noise)
+    nodes = int(nodes)
+    lay = layout(cluster, workload, nodes)
+    ranks = int(lay.ranks[0])
+    mem = _memory(workload, cluster, ranks, float(lay.batch_per_rank[0]))
+    net_name = network if isinstance(network, str) else type(network).__name__
+    res = TrainingResult(cluster.name, workload.name, workload.algorithm, nodes, ranks, mode,
+                         net_name, getattr(nz, "name", "none") if not hasattr(nz, "sigma")
+                         else f"lognormal:{nz.sigma}", seed, memory=mem)
+    if not mem["fits"]:
+        res.fits = False
+        return res
+    net = make_training_network(cluster, workload, nodes, network, seed)
+    tracer = TraceRecorder(ranks, trace_ranks, trace_iterations) if trace else None
+    ctx = RunContext(cluster, workload, nodes, lay, net, nz, np.random.default_rng(seed),
+                     int(iterations), tracer)
+    if mode == "cosim":
+        from .training_cosim import make_numerics
+        ctx.numerics = make_numerics(ctx, cosim_options or {}, seed)
+        res.surrogate = ctx.numerics.label  # type: ignore[attr-defined]
+    out = _run(ctx)
+    res.iteration_times_s = out.iteration_times_s
+    res.samples_per_iteration = float(lay.global_batch[0])
+    res.breakdown = out.breakdown
+    res.sim_time_s = out.sim_time_s
+    res.counters = dict(out.counters)
+    if ctx.numerics is not None:
+        res.curve = ctx.numerics.curve  # type: ignore[attr-defined]
+        res.counters.update(ctx.numerics.counters())  # type: ignore[attr-defined]
+    res.analytical_iteration_s = float(iteration_times(cluster, workload, nodes).iteration_s[0])
+    if efficiency and nodes > 1:
+        one = simulate_training(cluster, workload, 1, iterations=min(int(iterations), 20),
+                                seed=seed, mode="timing", network="analytical"
+                                if not isinstance(network, str) else network,
+                                noise=nz, efficiency=False)
+        if one.fits and one.samples_per_s > 0:
+            res.efficiency = res.samples_per_s / (nodes * one.samples_per_s)
+    elif nodes == 1:
+        res.efficiency = 1.0
+    if tracer is not None:
+        meta = {"cluster": cluster.name, "workload": workload.name,
+                "algorithm": workload.algorithm, "nodes": nodes, "ranks": ranks,
+                "seed": seed, "mode": mode, "network": net_name,
+                "traced_ranks": tracer.ranks.tolist()}
+        res.trace = tracer.build(meta)
+        if isinstance(trace, (str, os.PathLike)):
+            from dlscale.output import atomic_write_text
+            atomic_write_text(trace, json.dumps(res.trace, sort_keys=True))
+    return res

@@ -6,7 +6,8 @@ kernels compiled with ``cache=True`` (a second process loads them from disk).
 
 Modules: :mod:`.easgd` (EASGD family), :mod:`.sgd` (SGD baselines),
 :mod:`.hogwild` (lock-free multi-threaded updates with real lost updates),
-:mod:`.allreduce` (allreduce algorithms step by step on in-process buffers),
+:mod:`.reduction_steps` and :mod:`.allreduce` (allreduce algorithms step by step on
+in-process buffers),
 :mod:`.sparse` (IndexedSlices densify / gather), :mod:`.fusion` (fusion buffers),
 :mod:`.model` (softmax regression / one-hidden-layer MLP), :mod:`.data` (digits and
 synthetic data).
@@ -22,18 +23,7 @@ Examples
 np.float64(-1.5)
 """
 
-from .allreduce import (
-    ALGORITHMS,
-    AllreduceStats,
-    allreduce_inplace,
-    chunk_bounds,
-    doubling_step,
-    halving_step,
-    ring_allgather_step,
-    ring_reduce_scatter_step,
-    tree_broadcast_step,
-    tree_reduce_step,
-)
+from .allreduce import ALGORITHMS, AllreduceStats, allreduce_inplace
 from .data import Dataset, load_digits_split, synthetic_classification
 from .easgd import (
     easgd_center_update_async,
@@ -51,6 +41,15 @@ from .hogwild import (
     hogwild_sgd_update,
 )
 from .model import ModelShape, accuracy, forward, init_params, loss_and_grad
+from .reduction_steps import (
+    chunk_bounds,
+    doubling_step,
+    halving_step,
+    ring_allgather_step,
+    ring_reduce_scatter_step,
+    tree_broadcast_step,
+    tree_reduce_step,
+)
 from .sgd import momentum_sgd_update, sgd_update
 from .sparse import dense_bytes, densify, indexed_slices_bytes, scatter_add, sparse_gather
 

@@ -177,7 +177,7 @@ def test_kernels_are_cached_on_disk():
 
     from numba.core.registry import CPUDispatcher
 
-    for mod in ("allreduce", "easgd", "sgd", "hogwild", "sparse", "fusion", "model"):
+    for mod in ("allreduce", "reduction_steps", "easgd", "sgd", "hogwild", "sparse", "fusion", "model"):
         m = importlib.import_module(f"dlscale.kernels.{mod}")
         kernels = [v for v in vars(m).values() if isinstance(v, CPUDispatcher)]
         assert kernels, mod

@@ -1,1 +1,54 @@
-"""dlscale.simulator"""
+"""Discrete-event simulation of the network: topologies, routing, collectives.
+
+Topologies are networkx graphs (edges with ``bandwidth_Bps``, ``latency_s``,
+``level``; endpoints marked ``kind="host"`` or ``"device"``); collectives are message
+schedules routed over them, timed by a flow-level max-min model in SimPy (reference)
+or by a vectorized lock-step fast mode (scale). :class:`SimulatedNetwork` implements
+:class:`dlscale.perfmodel.netapi.NetworkModel`.
+
+Examples
+--------
+>>> from dlscale.simulator import SimulatedNetwork, torus_graph
+>>> net = SimulatedNetwork(torus_graph((4, 4)), placement="topology")
+>>> net.simulate("allreduce", 1e6, 16, "ring").ranks
+16
+"""
+
+from .metrics import TopologyMetrics, topology_metrics
+from .network import MODES, SimulatedNetwork
+from .placement import PLACEMENTS, place
+from .result import CollectiveResult
+from .schedules import ALGORITHMS, COLLECTIVES, Phase, build_schedule
+from .topology_cluster import cluster_graph
+from .topology_dragonfly import dragonfly_graph
+from .topology_fattree import fat_tree_graph, multilevel_fat_tree_graph, xgft_graph
+from .topology_graphml import endpoints, read_graphml_topology, validate_graph
+from .topology_intranode import knl_node_graph, pcie_box_graph, star_node_graph, summit_node_graph
+from .topology_torus import torus_graph
+
+__all__ = [
+    "ALGORITHMS",
+    "COLLECTIVES",
+    "MODES",
+    "PLACEMENTS",
+    "CollectiveResult",
+    "Phase",
+    "SimulatedNetwork",
+    "TopologyMetrics",
+    "build_schedule",
+    "cluster_graph",
+    "dragonfly_graph",
+    "endpoints",
+    "fat_tree_graph",
+    "knl_node_graph",
+    "multilevel_fat_tree_graph",
+    "pcie_box_graph",
+    "place",
+    "read_graphml_topology",
+    "star_node_graph",
+    "summit_node_graph",
+    "topology_metrics",
+    "torus_graph",
+    "validate_graph",
+    "xgft_graph",
+]

@@ -64,12 +64,11 @@ def place(G: nx.Graph, policy: str = "linear", seed: int | None = 0) -> np.ndarr
         out = _locality_order(G, ends)
     else:
         raise unknown_name("placement", policy, PLACEMENTS)
+    if all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in out):
+        return np.asarray(out, dtype=np.int64)
     arr = np.empty(len(out), dtype=object)
     arr[:] = out
-    try:
-        return arr.astype(np.int64)
-    except (TypeError, ValueError):
-        return arr
+    return arr
 
 
 def node_of(G: nx.Graph, labels: np.ndarray) -> np.ndarray:

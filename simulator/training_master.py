@@ -1,0 +1,103 @@
+"""A processor-sharing pipe in SimPy: a link or memory shared by concurrent transfers.
+
+The Hogwild master takes no lock, so several workers' messages cross its link at
+once, each at ``rate / n`` while ``n`` are in flight, and several update threads
+share its memory bandwidth the same way (processor sharing, the fluid model of a
+fairly shared link). A locked master is a ``simpy.Resource`` of capacity 1 instead.
+
+Examples
+--------
+>>> import simpy
+>>> env = simpy.Environment()
+>>> pipe = SharedPipe(env, rate=1.0)
+>>> done = []
+>>> def job(env, amount):
+...     yield pipe.transfer(amount)
+...     done.append((amount, env.now))
+>>> _ = env.process(job(env, 1.0)); _ = env.process(job(env, 2.0))
+>>> env.run()
+>>> done   # both at rate 1/2 until t=2, then the second alone
+[(1.0, 2.0), (2.0, 3.0)]
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import simpy
+
+__all__ = ["SharedPipe"]
+
+
+class SharedPipe:
+    """Processor sharing of ``rate`` units per second among the transfers in flight.
+
+    Attributes
+    ----------
+    busy_s : float
+        Time with at least one transfer in flight.
+    served : int
+        Transfers completed.
+    peak : int
+        Most transfers in flight at once.
+    """
+
+    def __init__(self, env: simpy.Environment, rate: float) -> None:
+        if not rate > 0:
+            raise ValueError(f"rate: must be > 0, got {rate!r}")
+        self.env = env
+        self.rate = float(rate)
+        self._jobs: dict[int, list] = {}
+        self._ids = itertools.count()
+        self._last = env.now
+        self._version = 0
+        self.busy_s = 0.0
+        self.served = 0
+        self.peak = 0
+
+    @property
+    def in_flight(self) -> int:
+        """Transfers in flight now."""
+        return len(self._jobs)
+
+    def _advance(self) -> None:
+        now = self.env.now
+        n = len(self._jobs)
+        if n:
+            share = self.rate * (now - self._last) / n
+            for job in self._jobs.values():
+                job[0] -= share
+            self.busy_s += now - self._last
+        self._last = now
+
+    def transfer(self, amount: float) -> simpy.Event:
+        """An event that fires when ``amount`` units have gone through."""
+        self._advance()
+        ev = self.env.event()
+        if amount <= 0:
+            ev.succeed()
+            return ev
+        self._jobs[next(self._ids)] = [float(amount), ev, float(amount)]
+        self.peak = max(self.peak, len(self._jobs))
+        self._schedule()
+        return ev
+
+    def _schedule(self) -> None:
+        done = [k for k, (rem, _, size) in self._jobs.items() if rem <= 1e-9 * size]
+        for k in done:
+            self._jobs.pop(k)[1].succeed()
+            self.served += 1
+        if not self._jobs:
+            return
+        n = len(self._jobs)
+        dt = min(job[0] for job in self._jobs.values()) * n / self.rate
+        self._version += 1
+        v = self._version
+        t = self.env.timeout(max(dt, 0.0))
+        t.callbacks.append(lambda _ev, v=v: self._wake(v))
+
+    def _wake(self, version: int) -> None:
+        if version != self._version:
+            return
+        self._advance()
+        self._schedule()

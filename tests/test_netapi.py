@@ -1,0 +1,59 @@
+"""The NetworkModel protocol and its analytical implementation."""
+
+from __future__ import annotations
+
+import pytest
+
+from dlscale.perfmodel import collectives as cf
+from dlscale.perfmodel.errors import ConfigError
+from dlscale.perfmodel.hardware import Cluster, Crossbar, Device, Link, NetworkSpec, NodeSpec
+from dlscale.perfmodel.netapi import COLLECTIVE_ALGORITHMS, AnalyticalNetwork, NetworkModel
+
+DEV = Device("c", "cpu", 24, 2e9, 1e12, 2e12, 2e12, 96e9, 100e9, 0.5)
+
+
+def cluster(devices=4):
+    node = NodeSpec("n", DEV, devices, Link("nvl", 50e9, 2e-6), Link("ib", 12.5e9, 1e-6))
+    return Cluster("x", node, NetworkSpec("net", Crossbar(16), Link("sw", 12.5e9, 1e-6)))
+
+
+def test_analytical_is_a_network_model():
+    assert isinstance(AnalyticalNetwork(cluster()), NetworkModel)
+
+
+def test_intra_and_inter_node_parameters():
+    net = AnalyticalNetwork(cluster(4))
+    # 4 ranks fit in one node: NVLink parameters
+    assert net.allreduce_s(1e6, 4) == pytest.approx(cf.ring_allreduce_s(1e6, 4, 2e-6, 1 / 50e9))
+    # 8 ranks span two nodes: NIC parameters
+    assert net.allreduce_s(1e6, 8) == pytest.approx(cf.ring_allreduce_s(1e6, 8, 1e-6, 1 / 12.5e9))
+    assert net.allreduce_s(1e6, [0, 4], "recursive-doubling") == pytest.approx(
+        cf.recursive_doubling_allreduce_s(1e6, 2, 1e-6, 1 / 12.5e9))
+    assert net.transfer_s(0, 1, 1e6) == pytest.approx(2e-6 + 1e6 / 50e9)
+    assert net.transfer_s(0, 4, 1e6) == pytest.approx(1e-6 + 1e6 / 12.5e9)
+
+
+def test_hierarchical_uses_node_counts():
+    net = AnalyticalNetwork(cluster(4))
+    expect = cf.hierarchical_allreduce_s(1e6, 3, 4, (2e-6, 1 / 50e9), (1e-6, 1 / 12.5e9))
+    assert net.allreduce_s(1e6, 12, "hierarchical") == pytest.approx(expect)
+
+
+def test_every_listed_collective_answers():
+    net = AnalyticalNetwork(cluster(1), gamma_s_per_B=1e-11)
+    for col, algs in COLLECTIVE_ALGORITHMS.items():
+        for alg in algs:
+            assert net.collective_s(col, 1e6, 8, alg) > 0
+            assert net.collective_s(col, 1e6, 1, alg) == 0.0
+
+
+def test_errors():
+    net = AnalyticalNetwork(cluster(1))
+    with pytest.raises(ConfigError, match=r"ranks: must be in 1\.\.16"):
+        net.allreduce_s(1e6, 17)
+    with pytest.raises(ConfigError, match="allreduce algorithm: unknown name 'rng'"):
+        net.allreduce_s(1e6, 4, "rng")
+    with pytest.raises(ConfigError, match="collective: unknown name"):
+        net.collective_s("alltoall", 1e6, 4)
+    with pytest.raises(ConfigError, match="gamma_s_per_B"):
+        AnalyticalNetwork(cluster(), gamma_s_per_B=-1)

@@ -51,3 +51,12 @@ def run_command(n: int, command: str, *args: str, timeout: float = 60) -> subpro
         [str(MPIEXEC), "-n", str(n), sys.executable, "-c", RUNNER, command, *args],
         capture_output=True, text=True, timeout=timeout, env=env,
     )
+
+
+def run_script(n: int, script: str, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    """``mpiexec -n N python -c SCRIPT args...``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MPIR_CVAR")}
+    return subprocess.run(
+        [str(MPIEXEC), "-n", str(n), sys.executable, "-c", script, *args],
+        capture_output=True, text=True, timeout=timeout, env=env,
+    )

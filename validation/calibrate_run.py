@@ -6,11 +6,13 @@ order, with shares of the time budget:
 1. kernels (20 %): :func:`dlscale.validation.kernelbench.kernel_figures` on every
    rank at once; the profile keeps the median over ranks of each figure and the
    largest coefficient of variation;
-2. point-to-point (35 %): ping-pong and streaming between two ranks on one host
+2. point-to-point (35 %): ping-pong, streaming and simultaneous exchange
+   (``Sendrecv`` both ways, the step of a ring) between two ranks on one host
    (``intra-node``) and, where ranks sit on two or more hosts (grouped by
    ``MPI_Get_processor_name``), between the first ranks of two hosts
    (``inter-node``); fitted with :func:`~dlscale.perfmodel.fitting.fit_piecewise_hockney`
-   and :func:`~dlscale.perfmodel.fitting.fit_loggp`;
+   and :func:`~dlscale.perfmodel.fitting.fit_loggp` (the exchange times get their
+   own piecewise Hockney fit, under ``exchange``);
 3. collectives (45 %): each of :data:`~dlscale.validation.microbench.COLLECTIVES`
    on the first ``k`` ranks for every ``k`` of ``rank_counts`` (the others wait
    without spinning); allreduce is fitted against every closed form of
@@ -70,11 +72,13 @@ def _say(comm: Any, progress: bool, msg: str) -> None:
 
 def _p2p(comm: Any, pair: tuple[int, int], sizes: list[int], budget_s: float) -> dict[str, Any] | None:
     a, b = pair
-    pp = mb.pingpong(comm, a, b, sizes, 0.6 * budget_s)
-    st = mb.streaming(comm, a, b, sizes, 0.4 * budget_s)
+    pp = mb.pingpong(comm, a, b, sizes, 0.45 * budget_s)
+    st = mb.streaming(comm, a, b, sizes, 0.3 * budget_s)
+    ex = mb.exchange(comm, a, b, sizes, 0.25 * budget_s)
     if comm.Get_rank() != a:
         return None
     pw = fit_piecewise_hockney(pp["sizes_bytes"], pp["one_way_s"])
+    pex = fit_piecewise_hockney(ex["sizes_bytes"], ex["time_s"])
     lg = fit_loggp(pp["sizes_bytes"], pp["one_way_s"], st["sizes_bytes"], st["per_msg_s"],
                    st["send_overhead_s"])
     return {
@@ -91,6 +95,9 @@ def _p2p(comm: Any, pair: tuple[int, int], sizes: list[int], budget_s: float) ->
         "stream_Bps": st["bandwidth_Bps"],
         "rel_error": list(pw.rel_error),
         "loggp_rel_error": list(lg.rel_error),
+        "exchange": {"sizes_bytes": ex["sizes_bytes"], "time_s": ex["time_s"],
+                     "spread": ex["spread"], "segments": [vars(s) for s in pex.segments],
+                     "rel_error": list(pex.rel_error)},
     }
 
 

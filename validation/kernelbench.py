@@ -15,9 +15,11 @@ Figures (the keys of :data:`dlscale.perfmodel.profile.KERNEL_FIGURES`):
 - ``model_fwd_bwd_s`` -- :func:`dlscale.kernels.model.loss_and_grad` of the
   small model on one mini-batch of the digits.
 
-``noise`` holds, per figure, the coefficient of variation (standard deviation over
-mean) of the single-call times: the per-iteration spread the straggler model draws
-from. Each kernel gets an equal share of ``budget_s`` (at least ``min_reps``
+``noise`` holds, per figure, the robust coefficient of variation of the
+single-call times, ``IQR / 1.349 / median`` (the interquartile range of a normal
+distribution is 1.349 standard deviations; unlike ``std / mean`` it is not swamped
+by the rare calls the operating system interrupts): the per-iteration spread the
+straggler model draws from. Each kernel gets an equal share of ``budget_s`` (at least ``min_reps``
 calls). Run on every rank at once, the figures include the sharing of cores and
 memory bandwidth that a training run on the same ranks sees.
 
@@ -37,7 +39,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-__all__ = ["TRAINING_MODEL", "kernel_figures", "stream_triad", "time_calls"]
+__all__ = ["TRAINING_MODEL", "kernel_figures", "robust_cv", "stream_triad", "time_calls"]
 
 #: The small real model the training runs and the benchmark use: an MLP on the
 #: 8x8 digits (64 inputs, 10 classes), float32, mini-batch of 32 per rank.
@@ -75,10 +77,20 @@ def time_calls(fn: Callable[[], Any], budget_s: float, min_reps: int = 5,
     return np.asarray(times)
 
 
+def robust_cv(times: np.ndarray) -> float:
+    """``IQR / 1.349 / median`` of ``times`` (0.0 for fewer than 2).
+
+    >>> robust_cv(np.array([1.0, 1.0, 1.0, 9.0]))
+    0.0
+    """
+    if times.size < 2:
+        return 0.0
+    q25, q50, q75 = np.percentile(times, [25, 50, 75])
+    return float((q75 - q25) / 1.349 / q50) if q50 > 0 else 0.0
+
+
 def _figure(times: np.ndarray, work: float) -> tuple[float, float]:
-    med = float(np.median(times))
-    cv = float(np.std(times) / np.mean(times)) if times.size > 1 else 0.0
-    return work / med, cv
+    return work / float(np.median(times)), robust_cv(times)
 
 
 def kernel_figures(budget_s: float = 2.0, triad_elems: int = 1 << 22,
@@ -127,7 +139,7 @@ def kernel_figures(budget_s: float = 2.0, triad_elems: int = 1 << 22,
     xb, yb = data.X_train[: m["batch"]], data.y_train[: m["batch"]]
     times = time_calls(lambda: loss_and_grad(params, grad, xb, yb, shape), share)
     out["model_fwd_bwd_s"] = float(np.median(times))
-    out["noise"]["model_fwd_bwd_s"] = float(np.std(times) / np.mean(times))
+    out["noise"]["model_fwd_bwd_s"] = robust_cv(times)
     out["samples"]["model_fwd_bwd_s"] = int(times.size)
     out["model"] = {**m, "n_params": shape.n_params}
     return out

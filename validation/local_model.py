@@ -8,8 +8,9 @@ the profile only (nothing measured in the training runs is used):
   ``C (1 + cv E[max of p standard normals])`` (the straggler term, ``cv`` the
   measured per-call coefficient of variation);
 - ``sgd-ring``: ``+ ring_allreduce_s(n, p, alpha, beta, gamma)`` with the
-  piecewise-Hockney ``alpha, beta`` of the ``n/p``-byte messages the ring sends and
-  ``gamma = 1/reduce_Bps``, ``+ n / sgd_Bps``;
+  piecewise-Hockney ``alpha, beta`` of the ``n/p``-byte exchange (``Sendrecv``
+  both ways, what each ring step does; the one-way ping-pong fit where the profile
+  has no exchange fit) and ``gamma = 1/reduce_Bps``, ``+ n / sgd_Bps``;
 - ``sgd-allreduce``: ``+`` the fitted MPI allreduce time (:mod:`.collective_fit`)
   ``+ n / sgd_Bps``;
 - ``sync-easgd``: ``+`` the fitted allreduce ``+ 2 n / easgd_Bps`` (worker and
@@ -108,7 +109,8 @@ def predict_training(profile: MachineProfile, algorithm: str, p: int,
         return {"iteration_s": cycle, "compute_s": C, "comm_s": cycle - C - upd}
     compute = C * (1.0 + cv * expected_max_normal(p))
     if algorithm == "sgd-ring":
-        a, b = _segment(profile.p2p["intra-node"], math.ceil(n / p))
+        intra = profile.p2p["intra-node"]
+        a, b = _segment(intra.get("exchange", intra), math.ceil(n / p))
         comm = float(ring_allreduce_s(n, p, a, b, profile.gamma_s_per_B))
         upd = n / _kernel(profile, "sgd_Bps")
     elif algorithm in ("sgd-allreduce", "sync-easgd"):

@@ -13,10 +13,12 @@ batches' ``(max - min) / median``.
 - :func:`streaming` -- a window of back-to-back ``Isend`` then one acknowledgement
   (OSU ``osu_bw``); time per message, bandwidth, and the sender's posting time per
   message (LogGP ``o``).
+- :func:`exchange` -- both ranks ``Sendrecv`` at once (the step of a ring
+  allreduce; OSU ``osu_bibw`` measures the same traffic as bandwidth).
 - :func:`collective` -- ``MPI_Allreduce``, ``Reduce_scatter_block``,
-  ``Allgather``, ``Bcast``: time of the slowest rank per call (OSU
-  ``osu_allreduce`` reports the average over ranks; the slowest is what a
-  synchronous training step waits for).
+  ``Allgather``, ``Bcast``: time of the slowest rank per call, each call after a
+  barrier (OSU ``osu_allreduce`` reports the average over ranks of back-to-back
+  calls; the slowest is what a synchronous training step waits for).
 
 Sizes are bytes; collectives move float32 elements, so their sizes are rounded to
 whole elements (at least 4 bytes; reduce-scatter and allgather at least one
@@ -44,6 +46,7 @@ __all__ = [
     "COLLECTIVES",
     "collective",
     "collective_elements",
+    "exchange",
     "idle_wait",
     "message_sizes",
     "pingpong",
@@ -213,6 +216,42 @@ def streaming(comm: Any, a: int, b: int, sizes: list[int], budget_s: float,
     return out
 
 
+def exchange(comm: Any, a: int, b: int, sizes: list[int], budget_s: float,
+             batches: int = 5, min_reps: int = 2, max_reps: int = 10000) -> dict[str, Any]:
+    """Time of one simultaneous ``Sendrecv`` exchange between ranks ``a`` and ``b``.
+
+    Returns ``{"sizes_bytes", "time_s", "spread"}`` on ``a`` and ``b`` (``a``'s
+    timing), empty lists on every other rank.
+    """
+    me = comm.Get_rank()
+    out: dict[str, Any] = {"sizes_bytes": [], "time_s": [], "spread": []}
+    if me not in (a, b):
+        idle_wait(comm)
+        return out
+    peer = b if me == a else a
+    send = np.zeros(max(sizes), dtype=np.uint8)
+    recv = np.zeros(max(sizes), dtype=np.uint8)
+    per_size = budget_s / len(sizes)
+    for n in sizes:
+        sv, rv = send[:n], recv[:n]
+
+        def swap(reps: int, sv: np.ndarray = sv, rv: np.ndarray = rv) -> float:
+            t0 = time.perf_counter()
+            for _ in range(reps):
+                comm.Sendrecv(sv, dest=peer, sendtag=_DATA_TAG, recvbuf=rv, source=peer,
+                              recvtag=_DATA_TAG)
+            return (time.perf_counter() - t0) / reps
+
+        swap(1)
+        reps = _from_a(comm, me == a, peer, _reps(swap(1), per_size, batches, min_reps, max_reps))
+        med, spread = _summary([swap(reps) for _ in range(batches)])
+        out["sizes_bytes"].append(n)
+        out["time_s"].append(_from_a(comm, me == a, peer, med))
+        out["spread"].append(spread)
+    idle_wait(comm)
+    return out
+
+
 def _waitall(reqs: list[Any]) -> None:
     from mpi4py import MPI  # already initialised by the caller's communicator
 
@@ -241,8 +280,10 @@ def collective(comm: Any, name: str, sizes: list[int], budget_s: float,
     """Time of collective ``name`` per size on all ranks of ``comm``.
 
     Returns ``{"ranks", "sizes_bytes", "times_s", "spread", "reps"}`` (the same
-    on every rank): per size the median over batches of the slowest rank's mean
-    time per call.
+    on every rank). Every call starts after a barrier and is timed on each rank;
+    a batch's figure is the median over its calls of the slowest rank's time (the
+    median keeps out the calls the operating system interrupted on a shared host);
+    the result is the median over batches.
     """
     from mpi4py import MPI
 
@@ -256,14 +297,21 @@ def collective(comm: Any, name: str, sizes: list[int], budget_s: float,
         call = _collective_call(comm, name, elems)
 
         def batch(reps: int, call: Callable[[], None] = call) -> float:
-            comm.Barrier()
-            t0 = time.perf_counter()
-            for _ in range(reps):
+            local = np.empty(reps)
+            for i in range(reps):
+                comm.Barrier()
+                t0 = time.perf_counter()
                 call()
-            return comm.allreduce((time.perf_counter() - t0) / reps, op=MPI.MAX)
+                local[i] = time.perf_counter() - t0
+            slowest = np.empty(reps)
+            comm.Allreduce(local, slowest, op=MPI.MAX)
+            return float(np.median(slowest))
 
         batch(1)
-        reps = comm.bcast(_reps(batch(1), per_size, batches, min_reps, max_reps), root=0)
+        t0 = time.perf_counter()
+        batch(3)  # wall time per call, barrier and reduction of the timings included
+        one = (time.perf_counter() - t0) / 3
+        reps = comm.bcast(_reps(one, per_size, batches, min_reps, max_reps), root=0)
         med, spread = _summary([batch(reps) for _ in range(batches)])
         out["sizes_bytes"].append(4 * elems)
         out["times_s"].append(med)

@@ -3,16 +3,24 @@
 Run under ``mpiexec -n N`` (``N >= 2``). Message sizes are the powers of two from
 ``min_bytes`` (1 KiB) to ``max_bytes`` (64 MiB); rank counts are ``2..N``.
 
-1. Calibrate (:func:`~dlscale.validation.calibrate_run.calibrate`) with allreduce
-   measured at every *other* size (1 KiB, 4 KiB, ...) on the rank counts ``{2, N}``
-   only, point-to-point over 1 B .. ``max_bytes``, and the kernels.
-2. Measure the held-out allreduce cases: the other sizes (2 KiB, 8 KiB, ...) on
-   ``{2, N}``, and every size on the rank counts strictly between 2 and ``N``.
+1. Calibrate (:func:`~dlscale.validation.calibrate_run.calibrate`) point-to-point
+   over 1 B .. ``max_bytes`` and the kernels.
+2. Measure ``MPI_Allreduce`` at every size on every rank count ``2..N``, fit and
+   held-out sizes in one sweep (so that a change of load on a shared host between
+   phases does not show up as model error). Fit
+   (:func:`~dlscale.validation.collective_fit.fit_allreduce`) on every *other*
+   size (1 KiB, 4 KiB, ...) on the rank counts ``{2, N}`` only; hold out the other
+   sizes (2 KiB, 8 KiB, ...) and every size on the rank counts strictly between.
 3. Run the real training runs (:mod:`~dlscale.validation.mpi_training`) on all
    ``N`` ranks.
 4. Predict every held-out case from the profile alone: allreduce with the fitted
    closed form (:mod:`~dlscale.validation.collective_fit`), training iterations
    with :mod:`~dlscale.validation.local_model`.
+
+Measured figures are medians (of calls, of iterations): the model predicts the
+typical call and iteration, and on a shared host the mean also holds the calls
+that other users' processes interrupted. The training rows carry the mean
+(``measured_mean_s``) too.
 
 The report: one row per case (measured, predicted, relative error), the median and
 worst absolute error per kind against the targets (allreduce 10 %, training 15 %),
@@ -23,6 +31,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -31,12 +40,13 @@ from dlscale.perfmodel.errors import ConfigError
 
 from . import microbench as mb
 from .calibrate_run import _on_first, _say, calibrate
-from .collective_fit import predict_allreduce
+from .collective_fit import fit_allreduce, predict_allreduce
 from .local_model import predict_training
 from .mpi_env import one_blas_thread
 from .mpi_training import TRAINING_ALGORITHMS, train
 
-__all__ = ["TARGETS", "plot_validation", "split_sizes", "summarize", "validate_local"]
+__all__ = ["TARGETS", "plot_validation", "split_runs", "split_sizes", "summarize",
+           "validate_local"]
 
 #: Median absolute relative error allowed per kind of case.
 TARGETS = {"allreduce": 0.10, "training": 0.15}
@@ -52,6 +62,34 @@ def split_sizes(min_bytes: int, max_bytes: int) -> tuple[list[int], list[int]]:
     """
     sizes = mb.message_sizes(min_bytes, max_bytes)
     return sizes[0::2], sizes[1::2]
+
+
+def split_runs(runs: list[dict[str, Any]], fit_sizes: list[int],
+               fit_counts: list[int]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Split collective runs into the fitted part and the held-out part.
+
+    A measurement is fitted where its rank count is in ``fit_counts`` and its size
+    in ``fit_sizes``; every other one is held out.
+
+    Examples
+    --------
+    >>> runs = [{"ranks": 2, "sizes_bytes": [1, 2, 4], "times_s": [1.0, 2.0, 3.0]},
+    ...         {"ranks": 3, "sizes_bytes": [1, 2], "times_s": [5.0, 6.0]}]
+    >>> fit, held = split_runs(runs, [1, 4], [2])
+    >>> fit[0]["times_s"], [(h["ranks"], h["sizes_bytes"]) for h in held]
+    ([1.0, 3.0], [(2, [2]), (3, [1, 2])])
+    """
+    fit: list[dict[str, Any]] = []
+    held: list[dict[str, Any]] = []
+    for run in runs:
+        for target, keep in ((fit, True), (held, False)):
+            idx = [i for i, n in enumerate(run["sizes_bytes"])
+                   if ((run["ranks"] in fit_counts) and (n in fit_sizes)) == keep]
+            if idx:
+                target.append({"ranks": run["ranks"],
+                               **{k: [run[k][i] for i in idx]
+                                  for k in ("sizes_bytes", "times_s", "spread", "reps") if k in run}})
+    return fit, held
 
 
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -97,19 +135,18 @@ def validate_local(comm: Any, min_bytes: int = 1024, max_bytes: int = 64 << 20,
         raise ConfigError(f"sizes: {min_bytes}..{max_bytes} B gives {len(fit_sizes)} fit sizes; "
                           "need at least 3 (widen the range)")
     fit_counts = sorted({2, p})
-    held_counts = [k for k in range(3, p)]
+    counts = list(range(2, p + 1))
+    all_sizes = sorted(fit_sizes + held_sizes)
     start = time.perf_counter()
-    profile = calibrate(comm, fit_sizes, 0.5 * budget_s, ("allreduce",), fit_counts,
-                        argv=argv, progress=progress, p2p_sizes=mb.message_sizes(1, max_bytes))
-    share = 0.3 * budget_s / max(1, len(fit_counts) + len(held_counts))
-    held: list[dict[str, Any]] = []
+    profile = calibrate(comm, fit_sizes, 0.4 * budget_s, (), fit_counts, argv=argv,
+                        progress=progress, p2p_sizes=mb.message_sizes(1, max_bytes))
+    share = 0.6 * budget_s / len(counts)
+    measured: list[dict[str, Any]] = []
     with one_blas_thread():
-        for k in fit_counts + held_counts:
-            sizes = held_sizes if k in fit_counts else sorted(fit_sizes + held_sizes)
-            _say(comm, progress, f"held-out allreduce on {k} ranks, {len(sizes)} sizes")
-            res = _on_first(comm, k, lambda sub, sizes=sizes: mb.collective(
-                sub, "allreduce", sizes, share))
-            held.append(comm.bcast(res, root=0))
+        for k in counts:  # fit and held-out sizes in one sweep: no drift between them
+            _say(comm, progress, f"allreduce on {k} ranks, {len(all_sizes)} sizes")
+            res = _on_first(comm, k, lambda sub: mb.collective(sub, "allreduce", all_sizes, share))
+            measured.append(comm.bcast(res, root=0))
     runs = []
     for algo in algorithms:
         _say(comm, progress, f"training {algo} on {p} ranks, {iterations} iterations")
@@ -117,7 +154,10 @@ def validate_local(comm: Any, min_bytes: int = 1024, max_bytes: int = 64 << 20,
     if comm.Get_rank() != 0:
         return None
     assert profile is not None
-    fit = profile.collectives["allreduce"]["fit"]
+    fit_runs, held = split_runs(measured, fit_sizes, fit_counts)
+    fit = fit_allreduce(fit_runs, profile.p2p["intra-node"], profile.kernels.get("reduce_Bps"))
+    profile = replace(profile, collectives={"allreduce": {
+        "algorithm": "library-default", "measurements": fit_runs, "fit": fit}})
     rows: list[dict[str, Any]] = []
     for res in held:
         for n, t in zip(res["sizes_bytes"], res["times_s"], strict=True):
@@ -130,8 +170,9 @@ def validate_local(comm: Any, min_bytes: int = 1024, max_bytes: int = 64 << 20,
         pred = predict_training(profile, run.algorithm, run.ranks, run.message_bytes)
         rows.append({"kind": "training", "case": f"{run.algorithm} p={run.ranks}",
                      "ranks": run.ranks, "size_bytes": run.message_bytes,
-                     "measured_s": run.iteration_s, "predicted_s": pred["iteration_s"],
-                     "error": pred["iteration_s"] / run.iteration_s - 1.0,
+                     "measured_s": run.iteration_median_s, "measured_mean_s": run.iteration_s,
+                     "predicted_s": pred["iteration_s"],
+                     "error": pred["iteration_s"] / run.iteration_median_s - 1.0,
                      "accuracy": run.accuracy, "measured_compute_s": run.compute_s,
                      "measured_comm_s": run.comm_s, "predicted_compute_s": pred["compute_s"],
                      "predicted_comm_s": pred["comm_s"], "iteration_cv": run.iteration_cv})
@@ -141,7 +182,7 @@ def validate_local(comm: Any, min_bytes: int = 1024, max_bytes: int = 64 << 20,
         "fit_sizes_bytes": fit_sizes,
         "held_out_sizes_bytes": held_sizes,
         "fit_rank_counts": fit_counts,
-        "held_out_rank_counts": held_counts,
+        "held_out_rank_counts": [k for k in counts if k not in fit_counts],
         "training": [r.to_dict() for r in runs if r is not None],
         "profile": profile.to_dict(),
         "notes": profile.notes,

@@ -1,0 +1,152 @@
+"""Speed and agreement of the network simulator (not part of the tests).
+
+Targets (issue 4):
+
+- build the 4,608-node Summit fat tree with routes: <= 20 s;
+- one ring and one hierarchical allreduce of 100 MB across all 27,648 GPUs of Summit
+  in fast mode: <= 10 s wall and <= 4 GB memory each, one core;
+- flow-level mode: >= 512 ranks in <= 60 s for one allreduce;
+- side by side with the closed form: allreduce time versus message size and rank
+  count for each algorithm and topology; without contention within 2%.
+
+Run: ``.venv/bin/python benchmarks/bench_network.py [--quick]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import sys
+import time
+from collections.abc import Sequence
+
+import numpy as np
+
+from dlscale.perfmodel import collectives as cf
+from dlscale.perfmodel.config import load_cluster
+from dlscale.perfmodel.hardware import Cluster, Crossbar, Link, NetworkSpec, Torus
+from dlscale.perfmodel.netapi import AnalyticalNetwork
+from dlscale.simulator.fastmode import RouteCache
+from dlscale.simulator.linktable import LinkTable
+from dlscale.simulator.network import SimulatedNetwork
+from dlscale.simulator.routing import make_router, route
+from dlscale.simulator.topology_cluster import cluster_graph
+from dlscale.simulator.topology_intranode import summit_node_graph
+
+FLAT = ("ring", "recursive-doubling", "rabenseifner", "binomial-tree", "double-binary-tree")
+
+
+def rss_gb() -> float:
+    """Peak resident set size of this process so far, GB (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9
+
+
+def table(rows: list[dict], columns: Sequence[str]) -> str:
+    cells = [[str(r[c]) for c in columns] for r in rows]
+    width = [max(len(c), *(len(x[i]) for x in cells)) for i, c in enumerate(columns)]
+    line = "  ".join(c.ljust(w) for c, w in zip(columns, width, strict=True))
+    body = ["  ".join(x.ljust(w) for x, w in zip(row, width, strict=True)) for row in cells]
+    return "\n".join([line, "-" * len(line), *body])
+
+
+def bench_summit(rows: list[dict]) -> None:
+    summit = load_cluster("summit")
+    t0 = time.perf_counter()
+    G = cluster_graph(summit, 4608, summit_node_graph(nvlink_Bps=summit.node.intra_link.bandwidth_Bps))
+    table_ = LinkTable.from_graph(G)
+    router = make_router(G)
+    hosts = np.arange(4608)
+    route(table_, router, hosts, (hosts + 1) % 4608)  # every node to its ring neighbour
+    build = time.perf_counter() - t0
+    rows.append({"case": "build Summit 4,608-node fat tree + routes", "wall_s": f"{build:.2f}",
+                 "target": "<= 20 s", "result": f"{G.number_of_nodes()} nodes, "
+                 f"{table_.n_links} directed links", "peak_rss_GB": f"{rss_gb():.2f}"})
+    net = SimulatedNetwork(G, mode="fast")
+    for alg in ("ring", "hierarchical"):
+        net._cache = RouteCache()  # time the routing too
+        t0 = time.perf_counter()
+        res = net.simulate("allreduce", 100e6, None, alg)
+        wall = time.perf_counter() - t0
+        rows.append({"case": f"fast {alg} allreduce 100 MB, 27,648 GPUs", "wall_s": f"{wall:.2f}",
+                     "target": "<= 10 s, <= 4 GB",
+                     "result": f"{res.time_s * 1e3:.2f} ms simulated, {len(res.step_times_s)} steps",
+                     "peak_rss_GB": f"{rss_gb():.2f}"})
+
+
+def bench_flow(rows: list[dict], ranks: int) -> None:
+    st2 = load_cluster("stampede2-knl")
+    for alg, size in (("ring", 100e6), ("rabenseifner", 100e6)):
+        net = SimulatedNetwork.from_cluster(st2, ranks, mode="flow")
+        t0 = time.perf_counter()
+        res = net.simulate("allreduce", size, None, alg)
+        wall = time.perf_counter() - t0
+        fast = net.simulate("allreduce", size, None, alg, mode="fast").time_s
+        rows.append({"case": f"flow {alg} allreduce 100 MB, {ranks} ranks (Stampede2 KNL)",
+                     "wall_s": f"{wall:.2f}", "target": "<= 60 s",
+                     "result": f"{res.time_s * 1e3:.3f} ms simulated (fast mode "
+                               f"{(fast / res.time_s - 1) * 100:+.2f}%)",
+                     "peak_rss_GB": f"{rss_gb():.2f}"})
+
+
+def closed_form_rows(quick: bool) -> list[dict]:
+    """Simulated (fast) allreduce against the closed form with the cluster's NIC alpha/beta."""
+    crossbar = load_cluster("stampede2-knl")
+    crossbar = Cluster("crossbar (no contention)", crossbar.node,
+                       NetworkSpec("xbar", Crossbar(1024), crossbar.network.link, 0.0))
+    base = load_cluster("stampede2-knl")
+    torus = Cluster("torus 8x8x4", base.node,
+                    NetworkSpec("t", Torus((8, 8, 4)), Link("t", 12.5e9, 0.1e-6), 0.1e-6))
+    clusters = [crossbar, base, load_cluster("cori-knl"), torus]
+    sizes = (1e3, 1e6, 100e6) if not quick else (1e6,)
+    counts = (16, 256) if not quick else (16,)
+    rows = []
+    for c in clusters:
+        for p in counts:
+            sim = SimulatedNetwork.from_cluster(c, p)
+            ana = AnalyticalNetwork(c)
+            for alg in FLAT:
+                for n in sizes:
+                    s = sim.allreduce_s(n, p, alg)
+                    a = ana.allreduce_s(n, p, alg)
+                    rows.append({"topology": c.name, "ranks": p, "algorithm": alg,
+                                 "bytes": f"{n:.0e}", "sim_s": f"{s:.4e}",
+                                 "closed_s": f"{a:.4e}", "sim/closed": f"{s / a:.4f}"})
+    return rows
+
+
+def hierarchical_rows() -> list[dict]:
+    summit = load_cluster("summit")
+    rows = []
+    for nodes in (2, 16, 128):
+        net = SimulatedNetwork.from_cluster(summit, nodes)
+        intra = summit.node.intra_link
+        nic = summit.node.nic
+        for n in (1e6, 100e6):
+            s = net.allreduce_s(n, nodes * 6, "hierarchical")
+            a = float(cf.hierarchical_allreduce_s(
+                n, nodes, 6, (intra.latency_s, 1 / intra.bandwidth_Bps),
+                (nic.latency_s + intra.latency_s, 1 / nic.bandwidth_Bps)))
+            rows.append({"topology": "summit (star node)", "ranks": nodes * 6,
+                         "algorithm": "hierarchical", "bytes": f"{n:.0e}", "sim_s": f"{s:.4e}",
+                         "closed_s": f"{a:.4e}", "sim/closed": f"{s / a:.4f}"})
+    return rows
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smaller sweeps")
+    parser.add_argument("--flow-ranks", type=int, default=512, help="ranks of the flow-mode case")
+    args = parser.parse_args(argv)
+    speed: list[dict] = []
+    bench_summit(speed)
+    bench_flow(speed, args.flow_ranks)
+    print(table(speed, ("case", "wall_s", "target", "result", "peak_rss_GB")))
+    print()
+    rows = closed_form_rows(args.quick) + hierarchical_rows()
+    print(table(rows, ("topology", "ranks", "algorithm", "bytes", "sim_s", "closed_s",
+                       "sim/closed")))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -73,6 +73,9 @@ __all__ = [
 #: Case name -> module under dlscale.validation.
 CASE_MODULES: dict[str, str] = {
     "you-sc17": "case_you_sc17",
+    "cavdar-isc19": "case_cavdar_isc19",
+    "codreanu-resnet50": "case_codreanu_resnet50",
+    "laanait-summit": "case_laanait_summit",
 }
 
 #: Fidelities a case may offer.
@@ -275,7 +278,10 @@ def _fmt(value: Any, unit: str, kind: str) -> str:
         return f"{100 * value:.1f}%"
     if unit == "bytes":
         return f"{value / 2**30:.3g} GiB" if value >= 2**30 else f"{value / 1e6:.3g} MB"
-    text = f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+    if abs(value) >= 1e7:
+        text = f"{value:.3g}"
+    else:
+        text = f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
     return f"{text} {unit}".rstrip()
 
 

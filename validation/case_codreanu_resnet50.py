@@ -1,0 +1,137 @@
+"""Case: Codreanu, Podareanu, Saletore, "Scale out for large minibatch SGD" (arXiv 1711.04291).
+
+Published numbers (``reference/published-results.md`` section 3):
+
+- ResNet-50 on ImageNet-1K in 28 minutes on up to 104K x86 cores, above 90% scaling
+  efficiency [S abstract].
+- Intel Caffe + MLSL on Stampede2 SKX nodes, 2 workers per node. 64 nodes, 32 images
+  per worker (global batch 4,096): 6,303 images/s. 448 nodes, 16 per worker (global
+  14,336): 90 epochs in about 60 minutes (8,040 iterations), about 32,000 images/s
+  [D] [S authors' run notes].
+
+Inputs: the catalog's ``stampede2-skx`` / ``stampede2-knl`` clusters (one Stampede2
+fabric, described once in the catalog) and ``resnet50`` workload (fp32, synchronous
+SGD, ring allreduce); the case sets only workers per node, batch per worker, node
+counts and epochs, as stated. Assumptions (one per unknown, fixed before any error
+was looked at):
+
+R1. Workers per node: 2 on SKX (stated) = one per socket, the catalog's device.
+R2. The 104K-core run: 104,000 cores do not fit in Stampede2's 1,736 SKX nodes (48
+    cores each, 83,328 cores), so it ran on the KNL partition: 68 cores per node,
+    nodes = 104,000 / 68 rounded to the nearest whole node = 1,529; one worker per
+    KNL node (the catalog's device is the chip); 16 images per worker, the per-worker
+    batch of the largest stated run; 90 epochs (the lower end of "90-120 epochs").
+R3. "Above 90% efficiency" is compared as 90% (the bound), against one node, the
+    model's definition of weak-scaling efficiency.
+R4. Time for 90 epochs = 90 x 1,281,167 images / predicted images/s (the 8,040
+    stated iterations are 90 epochs at 14,336 per iteration).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from dlscale.perfmodel.catalog import get_cluster, get_workload
+from dlscale.perfmodel.predict import predict
+
+from .published import CaseOutput, Curve, Quantity
+
+__all__ = ["FIDELITIES", "MISSES", "PAPER", "QUANTITIES", "run"]
+
+PAPER = "Codreanu, Podareanu, Saletore 2017 (ResNet-50 on ~100K x86 cores)"
+FIDELITIES = ("analytical",)
+_SRC = "published-results.md sec. 3"
+
+SKX, KNL = "stampede2-skx", "stampede2-knl"
+EPOCHS = 90
+KNL_NODES = round(104_000 / 68)     # R2
+
+QUANTITIES = (
+    Quantity("skx_64_nodes_images_per_s", "throughput", 6303.0, "img/s",
+             _SRC + " (authors' run notes)"),
+    Quantity("skx_448_nodes_images_per_s", "throughput", 32000.0, "img/s",
+             _SRC + " [D] from 90 epochs in ~60 min"),
+    Quantity("skx_448_nodes_90_epochs_time", "time", 60.0, "min", _SRC + " (authors' run notes)"),
+    Quantity("knl_104k_cores_90_epochs_time", "time", 28.0, "min", _SRC + " (abstract)"),
+    Quantity("knl_104k_cores_efficiency", "efficiency", 0.90, "", _SRC + " (abstract: above 90%)"),
+    Quantity("skx_448_nodes_efficiency", "efficiency", None, "", "prediction"),
+)
+
+_COMPUTE = (
+    "compute dominates the model at this scale (the ring allreduce of 102 MB is mostly "
+    "hidden behind the backward pass, efficiency 98%), and the model's per-worker "
+    "rate hardly depends on the batch (44 img/s per socket at 32 per worker, 43 at "
+    "16), while the published per-worker rate falls from 49 img/s (64 nodes, 32 per "
+    "worker) to about 36 (448 nodes, 16 per worker): MKL-DNN convolutions run a "
+    "16-image batch on 24 cores less efficiently, and the roofline model's sustained "
+    "fraction is one figure per device with no batch-size dependence")
+
+#: Quantity -> diagnosed cause of the miss.
+MISSES: dict[str, str] = {
+    "skx_448_nodes_images_per_s": _COMPUTE,
+    "skx_448_nodes_90_epochs_time": _COMPUTE,
+    "knl_104k_cores_90_epochs_time": (
+        "the model's KNL rate (the catalog's AlexNet-derived sustained fraction, about "
+        "66 images/s per node at batch 16) with 94% efficiency gives 19 minutes; the "
+        "28 minutes need about 45 images/s per node: the same batch-size-independent "
+        "sustained fraction as on SKX (see skx_448_nodes_images_per_s), and R2's 90 epochs and batch 16 are assumptions "
+        "(the published run may have trained longer or used a larger per-node batch "
+        "at a lower rate)"),
+}
+
+
+def _resnet(**kw: Any):
+    return dataclasses.replace(get_workload("resnet50"), epochs=float(EPOCHS), **kw)
+
+
+def _minutes(samples_per_s: float, w) -> float:
+    return EPOCHS * w.model.samples_per_epoch / samples_per_s / 60.0
+
+
+def run(fidelity: str = "analytical") -> CaseOutput:
+    """Predict every quantity of the case (only the analytical fidelity so far)."""
+    pred: dict[str, Any] = {}
+    det: dict[str, str] = {}
+    skx = get_cluster(SKX)
+    nodes = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256, 448, 512, 1024, 1736])
+    b32 = predict(skx, _resnet(ranks_per_node=2, batch_per_device=32), nodes)
+    b16 = predict(skx, _resnet(ranks_per_node=2, batch_per_device=16), nodes)
+    i64, i448 = (int(np.flatnonzero(nodes == n)[0]) for n in (64, 448))
+    pred["skx_64_nodes_images_per_s"] = float(b32.samples_per_s[i64])
+    pred["skx_448_nodes_images_per_s"] = float(b16.samples_per_s[i448])
+    w = _resnet()
+    pred["skx_448_nodes_90_epochs_time"] = _minutes(float(b16.samples_per_s[i448]), w)
+    pred["skx_448_nodes_efficiency"] = float(b16.efficiency[i448])
+    for name, p, i in (("skx_64_nodes_images_per_s", b32, i64),
+                       ("skx_448_nodes_images_per_s", b16, i448)):
+        det[name] = (f"iteration {p.iteration_s[i]:.3f} s: compute {p.compute_s[i]:.3f} s, "
+                     f"exposed allreduce {p.exposed_comm_s[i]:.4f} s, efficiency "
+                     f"{p.efficiency[i]:.3f}")
+
+    knl = get_cluster(KNL)
+    knl_nodes = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, KNL_NODES, 2048])
+    k = predict(knl, _resnet(batch_per_device=16), knl_nodes)
+    j = int(np.flatnonzero(knl_nodes == KNL_NODES)[0])
+    pred["knl_104k_cores_90_epochs_time"] = _minutes(float(k.samples_per_s[j]), w)
+    pred["knl_104k_cores_efficiency"] = float(k.efficiency[j])
+    det["knl_104k_cores_90_epochs_time"] = (
+        f"{KNL_NODES} KNL nodes: {k.samples_per_s[j]:,.0f} img/s "
+        f"({k.samples_per_s[j] / KNL_NODES:.1f} per node), iteration {k.iteration_s[j]:.3f} s, "
+        f"exposed allreduce {k.exposed_comm_s[j]:.4f} s")
+
+    curves = [
+        Curve("ResNet-50 throughput, Stampede2 SKX, 2 workers/node", "nodes", "images/s",
+              tuple(map(float, nodes)), tuple(map(float, b32.samples_per_s)),
+              ((64.0, 6303.0, "6,303 img/s, 64 nodes, 32/worker"),
+               (448.0, 32000.0, "~32,000 img/s, 448 nodes, 16/worker")),
+              label="predicted, 32 per worker",
+              extra=(("predicted, 16 per worker", tuple(map(float, nodes)),
+                      tuple(map(float, b16.samples_per_s))),)),
+        Curve("ResNet-50 weak scaling, Stampede2 KNL, 16 per node", "nodes",
+              "scaling efficiency", tuple(map(float, knl_nodes)), tuple(map(float, k.efficiency)),
+              ((float(KNL_NODES), 0.90, "above 90% on ~104K cores"),)),
+    ]
+    return CaseOutput(pred, det, curves)

@@ -80,7 +80,7 @@ def time_calls(fn: Callable[[], Any], budget_s: float, min_reps: int = 5,
 def robust_cv(times: np.ndarray) -> float:
     """``IQR / 1.349 / median`` of ``times`` (0.0 for fewer than 2).
 
-    >>> robust_cv(np.array([1.0, 1.0, 1.0, 9.0]))
+    >>> robust_cv(np.array([1.0, 1.0, 1.0, 1.0, 9.0]))  # one interrupted call: no spread
     0.0
     """
     if times.size < 2:

@@ -23,7 +23,11 @@ from dlscale.kernels import (
     tree_broadcast_step,
     tree_reduce_step,
 )
-from tests import naive
+
+try:  # tests/ imported as a package, or as plain files (pytest puts tests/ on sys.path)
+    from tests import naive
+except ImportError:  # pragma: no cover
+    import naive  # type: ignore[no-redef]
 
 FAST = settings(max_examples=30, deadline=None)
 PS = st.sampled_from([1, 2, 3, 5, 8])

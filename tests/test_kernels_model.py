@@ -18,7 +18,11 @@ from dlscale.kernels import (
     sgd_update,
     synthetic_classification,
 )
-from tests import naive
+
+try:  # tests/ imported as a package, or as plain files (pytest puts tests/ on sys.path)
+    from tests import naive
+except ImportError:  # pragma: no cover
+    import naive  # type: ignore[no-redef]
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

@@ -6,7 +6,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dlscale.kernels import dense_bytes, densify, indexed_slices_bytes, scatter_add, sparse_gather
-from tests import naive
+
+try:  # tests/ imported as a package, or as plain files (pytest puts tests/ on sys.path)
+    from tests import naive
+except ImportError:  # pragma: no cover
+    import naive  # type: ignore[no-redef]
 
 
 @settings(max_examples=25, deadline=None)

@@ -51,6 +51,7 @@ class LinkTable:
     _keys: np.ndarray
     _ids: np.ndarray
     _index: dict | None
+    kinds: list | None = None
 
     @classmethod
     def from_graph(cls, G: nx.Graph) -> LinkTable:
@@ -73,7 +74,8 @@ class LinkTable:
             level[2 * e] = level[2 * e + 1] = str(d.get("level", "link"))
         keys = src * n + dst
         order = np.argsort(keys, kind="stable")
-        return cls(nodes, src, dst, bw, lat, level, keys[order], order, index)
+        kinds = [str(k or "") for _, k in G.nodes(data="kind")]
+        return cls(nodes, src, dst, bw, lat, level, keys[order], order, index, kinds)
 
     @property
     def n_links(self) -> int:
@@ -108,7 +110,7 @@ class LinkTable:
         return np.where(same, -1, self._ids[pos])
 
     def name(self, link: int) -> str:
-        """``"u->v"`` for a link id.
+        """``"u->v"`` for a link id; integer labels get their node kind as prefix.
 
         Examples
         --------
@@ -116,5 +118,14 @@ class LinkTable:
         >>> G = nx.Graph(); G.add_edge("a", "b", bandwidth_Bps=1.0)
         >>> LinkTable.from_graph(G).name(1)
         'b->a'
+        >>> G = nx.Graph(); G.add_node(0, kind="host"); G.add_edge(0, 1, bandwidth_Bps=1.0)
+        >>> LinkTable.from_graph(G).name(0)
+        'host0->1'
         """
-        return f"{self.nodes[self.src[link]]}->{self.nodes[self.dst[link]]}"
+        return f"{self._label(int(self.src[link]))}->{self._label(int(self.dst[link]))}"
+
+    def _label(self, i: int) -> str:
+        x = self.nodes[i]
+        if isinstance(x, int) and self.kinds is not None:
+            return f"{self.kinds[i]}{x}"
+        return str(x)

@@ -20,14 +20,15 @@ from dlscale.validation.published import (
     add_published_parser,
     compare,
     get_case,
+    miss_key,
     run_case,
     run_published,
 )
 
 
 @cache
-def _rows(case: str) -> dict[str, dict]:
-    rows, _ = run_case(case, "analytical")
+def _rows(case: str, fidelity: str = "analytical") -> dict[str, dict]:
+    rows, _ = run_case(case, fidelity)
     return {r["quantity"]: r for r in rows}
 
 
@@ -35,19 +36,24 @@ def _params():
     out = []
     for case in CASE_MODULES:
         mod = get_case(case)
-        for q in mod.QUANTITIES:
-            if q.published is None:
-                continue
-            marks = ()
-            if q.name in mod.MISSES:
-                marks = (pytest.mark.xfail(strict=True, reason=mod.MISSES[q.name]),)
-            out.append(pytest.param(case, q.name, marks=marks, id=f"{case}-{q.name}"))
+        for fid in mod.FIDELITIES:
+            names = ([q.name for q in mod.QUANTITIES] if fid == "analytical"
+                     else list(mod.SIMULATED_QUANTITIES))
+            published = {q.name for q in mod.QUANTITIES if q.published is not None}
+            for name in names:
+                if name not in published:
+                    continue
+                key = miss_key(name, fid)
+                marks: list = [pytest.mark.slow] if fid == "simulated" else []
+                if key in mod.MISSES:
+                    marks.append(pytest.mark.xfail(strict=True, reason=mod.MISSES[key]))
+                out.append(pytest.param(case, name, fid, marks=marks, id=f"{case}-{key}"))
     return out
 
 
-@pytest.mark.parametrize(("case", "quantity"), _params())
-def test_published_quantity_within_tolerance(case: str, quantity: str) -> None:
-    row = _rows(case)[quantity]
+@pytest.mark.parametrize(("case", "quantity", "fidelity"), _params())
+def test_published_quantity_within_tolerance(case: str, quantity: str, fidelity: str) -> None:
+    row = _rows(case, fidelity)[quantity]
     assert row["predicted"] is not None, row["note"]
     assert row["within"], f"{row['predicted']!r} vs {row['published']!r}: error {row['error']!r}"
 
@@ -57,7 +63,8 @@ def test_case_declares_every_quantity_once_and_predicts_it(case: str) -> None:
     mod = get_case(case)
     names = [q.name for q in mod.QUANTITIES]
     assert len(names) == len(set(names))
-    assert set(mod.MISSES) <= set(names), "a miss names an unknown quantity"
+    assert {k.split("@")[0] for k in mod.MISSES} <= set(names), "a miss names an unknown quantity"
+    assert {k.split("@")[1] for k in mod.MISSES if "@" in k} <= set(mod.FIDELITIES)
     rows = _rows(case)
     assert set(rows) == set(names)
     for r in rows.values():

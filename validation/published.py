@@ -64,6 +64,7 @@ __all__ = [
     "add_published_parser",
     "compare",
     "get_case",
+    "miss_key",
     "plot_case",
     "run_case",
     "run_cases",
@@ -226,11 +227,20 @@ def compare(case: str, paper: str, q: Quantity, predicted: Any, fidelity: str = 
     return row
 
 
+def miss_key(quantity: str, fidelity: str) -> str:
+    """Key of a miss in a case's ``MISSES``: the quantity, ``@fidelity`` unless analytical.
+
+    >>> miss_key("eff", "analytical"), miss_key("eff", "simulated")
+    ('eff', 'eff@simulated')
+    """
+    return quantity if fidelity == "analytical" else f"{quantity}@{fidelity}"
+
+
 def run_case(name: str, fidelity: str = "analytical") -> tuple[list[dict[str, Any]], CaseOutput]:
     """Rows and output of case ``name`` at ``fidelity``.
 
     A row that misses its tolerance carries the case's diagnosed cause
-    (``MISSES[quantity]``) in its note; one listed as a miss that now passes says so.
+    (``MISSES[miss_key(quantity, fidelity)]``) in its note; one listed as a miss that now passes says so.
     """
     mod = get_case(name)
     if fidelity not in mod.FIDELITIES:
@@ -243,11 +253,12 @@ def run_case(name: str, fidelity: str = "analytical") -> tuple[list[dict[str, An
             continue
         row = compare(name, mod.PAPER, q, out.predicted[q.name], fidelity)
         parts = [out.details.get(q.name, "")]
+        key = miss_key(q.name, fidelity)
         if row["within"] is None:
             parts.insert(0, "PREDICTION (no published value)")
         elif not row["within"]:
-            parts.insert(0, "MISS: " + mod.MISSES.get(q.name, "cause not yet diagnosed"))
-        elif q.name in mod.MISSES:
+            parts.insert(0, "MISS: " + mod.MISSES.get(key, "cause not yet diagnosed"))
+        elif key in mod.MISSES:
             parts.insert(0, "listed as a miss but within tolerance")
         row["note"] = "; ".join(p for p in parts if p)
         rows.append(row)

@@ -22,6 +22,7 @@ Examples
 
 from __future__ import annotations
 
+import heapq
 import itertools
 
 import simpy
@@ -47,8 +48,11 @@ class SharedPipe:
             raise ValueError(f"rate: must be > 0, got {rate!r}")
         self.env = env
         self.rate = float(rate)
-        self._jobs: dict[int, list] = {}
+        # virtual work V(t): what one transfer has received since t = 0 if it had been
+        # in flight all along; a transfer of ``a`` started at V0 ends when V = V0 + a.
+        self._heap: list[tuple[float, int, float, simpy.Event]] = []
         self._ids = itertools.count()
+        self._v = 0.0
         self._last = env.now
         self._version = 0
         self.busy_s = 0.0
@@ -58,15 +62,13 @@ class SharedPipe:
     @property
     def in_flight(self) -> int:
         """Transfers in flight now."""
-        return len(self._jobs)
+        return len(self._heap)
 
     def _advance(self) -> None:
         now = self.env.now
-        n = len(self._jobs)
+        n = len(self._heap)
         if n:
-            share = self.rate * (now - self._last) / n
-            for job in self._jobs.values():
-                job[0] -= share
+            self._v += self.rate * (now - self._last) / n
             self.busy_s += now - self._last
         self._last = now
 
@@ -77,20 +79,19 @@ class SharedPipe:
         if amount <= 0:
             ev.succeed()
             return ev
-        self._jobs[next(self._ids)] = [float(amount), ev, float(amount)]
-        self.peak = max(self.peak, len(self._jobs))
+        heapq.heappush(self._heap, (self._v + float(amount), next(self._ids), float(amount), ev))
+        self.peak = max(self.peak, len(self._heap))
         self._schedule()
         return ev
 
     def _schedule(self) -> None:
-        done = [k for k, (rem, _, size) in self._jobs.items() if rem <= 1e-9 * size]
-        for k in done:
-            self._jobs.pop(k)[1].succeed()
+        h = self._heap
+        while h and h[0][0] - self._v <= 1e-9 * h[0][2]:
+            heapq.heappop(h)[3].succeed()
             self.served += 1
-        if not self._jobs:
+        if not h:
             return
-        n = len(self._jobs)
-        dt = min(job[0] for job in self._jobs.values()) * n / self.rate
+        dt = (h[0][0] - self._v) * len(h) / self.rate
         self._version += 1
         v = self._version
         t = self.env.timeout(max(dt, 0.0))

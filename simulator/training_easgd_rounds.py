@@ -1,0 +1,156 @@
+"""Round-based EASGD: the original round-robin master, and Sync EASGD.
+
+``easgd`` (Zhang et al. 2015 as run by You et al. 2017)
+    Every ``tau`` local steps the master (a CPU process, a SimPy process here) serves
+    the workers one at a time in rank order, round-robin: it waits for worker ``i``
+    to be ready, exchanges ``W`` bytes each way with it over its link and applies
+    the elastic update, ``2 alpha + 2 W beta + W u``. The workers resume when the
+    round is over (the analytical model's reading, :mod:`dlscale.perfmodel.training_easgd`).
+    GPU workers also copy their weights device -> host -> device every step.
+``sync-easgd`` (You et al. 2017)
+    Every ``tau`` local steps the center is a binomial-tree reduce of the workers'
+    weights plus a broadcast, over all ranks (the network backend's
+    ``reduce_broadcast_s``), once the slowest worker is there. Without overlap a
+    worker waits for the round; with ``workload.overlap`` it goes on with its next
+    ``tau`` steps on the previous center and only waits, at the end of them, for the
+    round before to be done (one round in flight).
+
+Per-rank compute is vectorized (one factor array per step), the rounds are SimPy
+processes holding a ``simpy.Resource`` (the master, or the communication channel).
+
+Examples
+--------
+>>> from dlscale.perfmodel.catalog import get_cluster, get_workload
+>>> from dlscale.simulator.training_run import simulate_training
+>>> c, w = get_cluster("k80-8gpu"), get_workload("alexnet-cifar10")
+>>> orig = simulate_training(c, w, 1, algorithm="easgd", iterations=4)
+>>> sync = simulate_training(c, w, 1, algorithm="sync-easgd", iterations=4)
+>>> bool(orig.iteration_s > sync.iteration_s)
+True
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import simpy
+
+from dlscale.perfmodel.training_easgd import MASTER_ARRAYS
+
+from .training_common import Breakdown, RunContext
+from .training_easgd import AsyncOutcome, StepDraws, step_time_s, tau_of
+
+__all__ = ["run_rounds"]
+
+
+def _blocks(iterations: int, tau: int) -> list[range]:
+    return [range(s, min(s + tau, iterations)) for s in range(0, iterations, tau)]
+
+
+def run_rounds(ctx: RunContext) -> AsyncOutcome:
+    """Simulate ``easgd`` or ``sync-easgd`` (see module docstring)."""
+    alg, R = ctx.algorithm, ctx.ranks
+    t_step, tau = step_time_s(ctx), tau_of(ctx)
+    W = float(ctx.workload.model.params * ctx.workload.bytes_per_element)
+    draws = StepDraws(ctx)
+    acc = Breakdown(R)
+    env = simpy.Environment()
+    master = simpy.Resource(env, capacity=1)
+    num, tr = ctx.numerics, ctx.tracer
+    blocks = _blocks(ctx.iterations, tau)
+    block_end = np.zeros(len(blocks))
+    counters = {"rounds": len(blocks)}
+
+    if alg == "easgd":
+        alpha, beta = ctx.net.master_link(alg)
+        u = MASTER_ARRAYS[alg] / ctx.cluster.node.device.training_memory_bandwidth_Bps
+        serve = 2 * alpha + 2 * W * beta + W * u
+        copy = ctx.net.host_copy_s(W)
+    else:
+        rnd = ctx.net.reduce_broadcast_s(W)
+        copy = 0.0
+    overlap = alg == "sync-easgd" and ctx.workload.overlap
+
+    def local(start: np.ndarray, steps: range) -> np.ndarray:
+        t = start.copy()
+        for k in steps:
+            f = draws(k)
+            d = f * t_step + copy
+            if tr is not None and k < tr.max_iterations:
+                for r in tr.ranks.tolist():
+                    tr.slice(r, "compute", f"step {k}", float(t[r]), float(d[r]))
+            t += d
+            acc.compute_s += d
+            if num is not None:
+                for w in range(R):
+                    num.local_step(w, k)  # type: ignore[attr-defined]
+        return t
+
+    def original():
+        start = np.zeros(R)
+        for b, steps in enumerate(blocks):
+            ready = local(start, steps)
+            served = np.zeros(R)
+            for w in range(R):                      # round-robin, rank order
+                with master.request() as req:
+                    yield req
+                    yield env.timeout(max(float(ready[w]) - env.now, 0.0))
+                    t0 = env.now
+                    yield env.timeout(serve)
+                    if num is not None:
+                        num.exchange(w)  # type: ignore[attr-defined]
+                    if tr is not None and b < tr.max_iterations:
+                        tr.slice(-1, "master", f"serve w{w}", t0, serve)
+                        tr.slice(w, "comm", "exchange", t0, serve)
+                    acc.master_queue_s[w] += t0 - float(ready[w])
+                    served[w] = env.now
+            end = env.now
+            acc.comm_s += serve
+            acc.exposed_comm_s += serve
+            acc.straggler_wait_s += end - served        # waiting for the round to end
+            block_end[b] = end
+            start = np.full(R, end)
+            if num is not None:
+                num.step_done_all(steps[-1], end)  # type: ignore[attr-defined]
+
+    def sync_easgd():
+        start = np.zeros(R)
+        prev_end = 0.0
+        for b, steps in enumerate(blocks):
+            ready = local(start, steps)
+            go = max(float(ready.max()), prev_end)
+            yield env.timeout(max(go - env.now, 0.0))
+            with master.request() as req:
+                yield req
+                t0 = env.now
+                if num is not None:
+                    num.round_begin(b)  # type: ignore[attr-defined]
+                yield env.timeout(rnd)
+                if num is not None:
+                    num.round_end(b)  # type: ignore[attr-defined]
+            end = env.now
+            if tr is not None and b < tr.max_iterations:
+                for r in tr.ranks.tolist():
+                    tr.slice(r, "comm", "reduce+broadcast", t0, rnd)
+            acc.comm_s += rnd
+            if overlap:
+                nxt = np.maximum(ready, prev_end)        # wait for the round before
+            else:
+                nxt = np.full(R, end)
+            wait = nxt - ready
+            exposed = max(0.0, float(nxt.max() - ready.max()))
+            acc.exposed_comm_s += exposed
+            acc.straggler_wait_s += np.maximum(wait - exposed, 0.0) + (
+                float(ready.max()) - ready if not overlap else 0.0)
+            block_end[b] = float(nxt.max())
+            prev_end = end
+            start = nxt
+            if num is not None:
+                num.step_done_all(steps[-1], float(block_end[b]))  # type: ignore[attr-defined]
+
+    env.process(original() if alg == "easgd" else sync_easgd())
+    env.run()
+    sim_end = max(float(env.now), float(block_end[-1]))
+    sizes = np.array([len(s) for s in blocks], dtype=float)
+    per_block = np.diff(np.concatenate([[0.0], block_end])) / sizes
+    times = np.repeat(per_block, sizes.astype(int))
+    return AsyncOutcome(times, acc.per_iteration(ctx.iterations), sim_end, counters)

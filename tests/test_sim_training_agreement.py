@@ -1,0 +1,36 @@
+"""Without noise and contention, the simulated training agrees with the analytical model."""
+
+import pytest
+
+from dlscale.perfmodel.catalog import get_cluster, get_workload
+from dlscale.perfmodel.workload import ALGORITHMS
+from dlscale.simulator.training_run import simulate_training
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+@pytest.mark.parametrize("cluster,workload,nodes", [
+    ("cori-knl", "googlenet", 4),       # workers not master-bound
+    ("cori-knl", "googlenet", 64),      # master saturated for the async family
+    ("summit", "resnet50", 2),          # 12 GPUs, NVLink + EDR
+])
+def test_iteration_time_within_2_percent(algorithm, cluster, workload, nodes):
+    r = simulate_training(get_cluster(cluster), get_workload(workload), nodes,
+                          algorithm=algorithm, iterations=40, efficiency=False)
+    assert r.iteration_s == pytest.approx(r.analytical_iteration_s, rel=0.02)
+
+
+def test_sync_sgd_agrees_without_overlap_and_graph_aware():
+    import dataclasses
+    w = dataclasses.replace(get_workload("resnet50"), overlap=False, grouping="graph-aware",
+                            fusion_threshold_bytes=4e6)
+    r = simulate_training(get_cluster("summit"), w, 3, iterations=3, efficiency=False)
+    assert r.counters["buckets"] > 10
+    assert r.iteration_s == pytest.approx(r.analytical_iteration_s, rel=1e-9)
+
+
+def test_sync_easgd_with_tau_and_without_overlap():
+    import dataclasses
+    w = dataclasses.replace(get_workload("googlenet"), tau=4, overlap=False)
+    r = simulate_training(get_cluster("cori-knl"), w, 16, algorithm="sync-easgd",
+                          iterations=40, efficiency=False)
+    assert r.iteration_s == pytest.approx(r.analytical_iteration_s, rel=1e-9)

@@ -124,7 +124,7 @@ def run(fidelity: str = "analytical") -> CaseOutput:
         f"{WEAK_NODES} nodes: step {weak.compute_s[i]:.3f} s, allreduce {weak.comm_s[i]:.3f} s, "
         f"exposed {weak.exposed_comm_s[i]:.3f} s")
     pred["dense_fits_at_300_nodes"] = (
-        f"densified run {'fits' if weak.fits[i] else 'does not fit'} at 300 nodes "
+        f"{'fits' if weak.fits[i] else 'does not fit'} "
         f"({weak.memory_per_device_bytes[i] / GiB:.1f} GiB per socket)", bool(weak.fits[i]))
 
     strong_w = _workload(STRONG_RPN, sparse_as_dense=True, scaling="strong",

@@ -82,8 +82,7 @@ MISSES: dict[str, str] = {
         "the model's per-GPU rate is about 18 TFLOPS (25 at one node): the step of the "
         "assumed FCN at batch 4 in fp16 is bound by HBM traffic of its activations in "
         "the roofline, and even its compute ceiling is far below 78 TFLOPS (26.6 with "
-        "the catalog's tensor-core fraction 0.213 from ResNet-50; compute.py applies "
-        "the fp32 fraction instead, 54, see validation/README.md); the paper's 78 TFLOPS per GPU come from a network "
+        "the catalog's tensor-core fraction 0.213, measured on ResNet-50); the paper's 78 TFLOPS per GPU come from a network "
         "whose size is not public (A1-A5 are assumptions) and from a peak, not a mean "
         "(L3)"),
     "efficiency_27600_gpus@simulated": (

@@ -4,9 +4,8 @@ The model SimGrid uses for its LV08/CM02 network models (Velho and Legrand 2009;
 Casanova et al. 2014), without SimGrid's empirical bandwidth/latency factors: a
 message first waits the latency of its path, then becomes a flow whose rate is its
 max-min fair share of every directed link on its path (progressive filling,
-Bertsekas and Gallager, "Data Networks", 6.5.2). Rates are recomputed whenever a flow
-starts or ends; flows starting at the same simulated instant are batched into one
-recomputation.
+Bertsekas and Gallager, "Data Networks", 6.5.2). Rates are recomputed whenever flows
+start or end; everything happening at one simulated instant is one recomputation.
 
 Examples
 --------
@@ -19,6 +18,8 @@ Two flows share link 0; the second also crosses link 1, which is slower:
 
 from __future__ import annotations
 
+import heapq
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -80,6 +81,11 @@ def maxmin_rates(links: np.ndarray, capacity: np.ndarray) -> np.ndarray:
 class FlowNetwork:
     """Messages as flows sharing link capacity max-min fairly, driven by a SimPy env.
 
+    Message starts (after their latency) and flow completions are kept in the
+    network's own queue; the SimPy environment sees one timeout per distinct instant
+    at which something starts or ends, and all flows starting at one instant are
+    added with one rate recomputation.
+
     Parameters
     ----------
     env : simpy.Environment
@@ -111,21 +117,22 @@ class FlowNetwork:
         self._size = np.empty(0)
         self._rate = np.empty(0)
         self._events: list[simpy.Event] = []
-        self._pending: list[tuple[np.ndarray, float, simpy.Event]] = []
+        self._starts: list[tuple[float, int, np.ndarray, float, simpy.Event]] = []
+        self._seq = 0
         self._last = 0.0
         self._gen = 0
-        self._recompute_pending = False
+        self._wake_at = math.inf
+        self._t_complete: float | None = math.inf
 
     def transfer(self, links: np.ndarray, nbytes: float, latency_s: float) -> simpy.Event:
         """Send ``nbytes`` over ``links`` (ids, ``-1`` ignored); the event fires on arrival."""
         done = self.env.event()
         links = np.asarray(links, dtype=np.int64)
         links = links[links >= 0]
-        start = self.env.timeout(latency_s)
-        if nbytes <= 0 or len(links) == 0:
-            start.callbacks.append(lambda _ev: done.succeed())
-        else:
-            start.callbacks.append(lambda _ev: self._add(links, float(nbytes), done))
+        self._seq += 1
+        heapq.heappush(self._starts, (self.env.now + latency_s, self._seq, links,
+                                      float(nbytes), done))
+        self._schedule()
         return done
 
     def _advance(self) -> None:
@@ -134,65 +141,77 @@ class FlowNetwork:
             self._rem -= self._rate * dt
         self._last = self.env.now
 
-    def _add(self, links: np.ndarray, nbytes: float, done: simpy.Event) -> None:
-        self._pending.append((links, nbytes, done))
-        if not self._recompute_pending:
-            self._recompute_pending = True
-            self.env.timeout(0).callbacks.append(lambda _ev: self._recompute())
-
-    def _recompute(self) -> None:
-        self._recompute_pending = False
-        self._advance()
-        if self._pending:
-            H = max(self._links.shape[1], max(len(p[0]) for p in self._pending))
-            new = np.full((len(self._pending), H), -1, dtype=np.int64)
-            for i, (lk, _, _) in enumerate(self._pending):
-                new[i, : len(lk)] = lk
-            old = np.full((len(self._rem), H), -1, dtype=np.int64)
-            old[:, : self._links.shape[1]] = self._links
-            self._links = np.concatenate([old, new])
-            sizes = np.array([p[1] for p in self._pending])
-            self._rem = np.concatenate([self._rem, sizes])
-            self._size = np.concatenate([self._size, sizes])
-            self._events.extend(p[2] for p in self._pending)
-            self._pending = []
-        self._rate = maxmin_rates(self._links, self.capacity)
-        if self.on_rates is not None:
-            valid = self._links >= 0
-            load = np.bincount(self._links[valid], weights=np.broadcast_to(
-                self._rate[:, None], self._links.shape)[valid], minlength=len(self.capacity))
-            self.on_rates(self.env.now, load)
-        self._schedule()
+    def _next_completion(self) -> float:
+        """Time the next flow ends at the current rates (cached until rates change)."""
+        if self._t_complete is None:
+            self._t_complete = (self._last + float(np.min(self._rem / self._rate))
+                                if len(self._rem) else math.inf)
+        return self._t_complete
 
     def _schedule(self) -> None:
-        self._gen += 1
-        if not len(self._rem):
+        t = min(self._starts[0][0] if self._starts else math.inf, self._next_completion())
+        if t == math.inf or t >= self._wake_at:
             return
-        dt = float(np.min(self._rem / self._rate))
+        self._gen += 1
+        self._wake_at = t
         gen = self._gen
-        self.env.timeout(max(dt, 0.0)).callbacks.append(lambda _ev: self._complete(gen))
+        self.env.timeout(max(t - self.env.now, 0.0)).callbacks.append(lambda _ev: self._wake(gen))
 
-    def _complete(self, gen: int) -> None:
+    def _wake(self, gen: int) -> None:
         if gen != self._gen:
             return
+        self._wake_at = math.inf
         self._advance()
-        done = self._rem <= np.maximum(1e-9 * self._size, 1e-6)
-        if not done.any():  # rounding: finish the nearest one
-            done = self._rem / self._rate <= np.min(self._rem / self._rate) * (1 + 1e-9)
-        keep = ~done
-        finished = [ev for ev, d in zip(self._events, done, strict=True) if d]
-        self._links = self._links[keep]
-        self._rem = self._rem[keep]
-        self._size = self._size[keep]
-        self._events = [ev for ev, k in zip(self._events, keep, strict=True) if k]
-        for ev in finished:
-            ev.succeed()
-        if self._recompute_pending:  # a batch is starting now; it recomputes for us
-            self._rate = self._rate[keep]
-            return
-        self._rate = maxmin_rates(self._links, self.capacity) if len(self._rem) else self._rate[keep]
-        if self.on_rates is not None:
-            self._recompute_pending = True
-            self._recompute()
+        due = self._t_complete
+        self._t_complete = None
+        changed = False
+        if len(self._rem):
+            done = self._rem <= np.maximum(1e-9 * self._size, 1e-6)
+            if done.any():
+                changed = True
+                keep = ~done
+                finished = [ev for ev, d in zip(self._events, done, strict=True) if d]
+                self._links = self._links[keep]
+                self._rem = self._rem[keep]
+                self._size = self._size[keep]
+                self._events = [ev for ev, k in zip(self._events, keep, strict=True) if k]
+                for ev in finished:
+                    ev.succeed()
+        now = self.env.now
+        new = []
+        while self._starts and self._starts[0][0] <= now:
+            _, _, links, nbytes, ev = heapq.heappop(self._starts)
+            if nbytes <= 0 or len(links) == 0:
+                ev.succeed()
+            else:
+                new.append((links, nbytes, ev))
+        if new:
+            changed = True
+            H = max(self._links.shape[1], max(len(p[0]) for p in new))
+            block = np.full((len(new), H), -1, dtype=np.int64)
+            for i, (lk, _, _) in enumerate(new):
+                block[i, : len(lk)] = lk
+            old = np.full((len(self._rem), H), -1, dtype=np.int64)
+            old[:, : self._links.shape[1]] = self._links
+            self._links = np.concatenate([old, block])
+            sizes = np.array([p[1] for p in new])
+            self._rem = np.concatenate([self._rem, sizes])
+            self._size = np.concatenate([self._size, sizes])
+            self._events.extend(p[2] for p in new)
+        if changed:
+            self._rate = maxmin_rates(self._links, self.capacity) if len(self._rem) else self._rate[:0]
+            if self.on_rates is not None:
+                valid = self._links >= 0
+                load = np.bincount(self._links[valid], weights=np.broadcast_to(
+                    self._rate[:, None], self._links.shape)[valid], minlength=len(self.capacity))
+                self.on_rates(now, load)
+        elif len(self._rem) and due is not None and now >= due * (1 - 1e-12):
+            # a completion was due but rounding left the nearest flow a hair short
+            near = self._rem / self._rate <= float(np.min(self._rem / self._rate)) * (1 + 1e-9)
+            self._rem = np.where(near, 0.0, self._rem)
+            self._wake_at = now
+            self._gen += 1
+            gen2 = self._gen
+            self.env.timeout(0).callbacks.append(lambda _ev: self._wake(gen2))
             return
         self._schedule()

@@ -139,7 +139,7 @@ MISSES: dict[str, str] = {
         "with overlap the model hides the whole binomial reduce+broadcast (0.31 s of "
         "249 MB over Aries) under the 0.46 s local step, so it predicts 100%; the "
         "paper's overlap is partial (its own K80 figure keeps 14% communication after "
-        "overlap) and its runs see Aries contention and stragglers, which the "
+        "overlap) and its runs see network noise and stragglers, which the "
         "analytical model does not charge"),
     **{f"ordering_{e}_vs_{s}": (
         "at tau = 1 the EASGD variant sends as much as the SGD one and also runs the "

@@ -212,7 +212,7 @@ def compare(case: str, paper: str, q: Quantity, predicted: Any, fidelity: str = 
         text, right = predicted
         row.update(predicted=text, error="right" if right else "wrong", within=bool(right))
         return row
-    pub, pred = float(q.published), float(predicted)  # type: ignore[arg-type]
+    pub, pred = float(q.published), float(predicted)
     row["predicted"] = pred
     if measure == "pp":
         err = 100.0 * (pred - pub)

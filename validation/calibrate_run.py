@@ -164,6 +164,10 @@ def _calibrate(comm: Any, sizes: list[int], budget_s: float, collectives: tuple[
                      "run under `mpiexec -n 2` or more for network figures")
         _say(comm, progress, "warning: " + notes[-1])
         return MachineProfile(kernels=kern, provenance=prov, notes=notes) if rank == 0 else None
+    if prov["mpi_env"].get("MPIR_CVAR_CH4_PROGRESS_THROTTLE") == "1":
+        notes.append(f"MPICH progress throttling on ({prov['ranks']} ranks, {prov['cores']} cores): "
+                     "waiting ranks yield their core; small-message times include the sleep")
+        _say(comm, progress, notes[-1])
     pairs = p2p_pairs(groups)
     if len(groups) == 1:
         notes.append(f"one host ({next(iter(groups))}): inter-node does not exist in this run; "

@@ -47,7 +47,7 @@ TRAINING_MODEL: dict[str, Any] = {"n_in": 64, "n_hidden": 128, "n_out": 10,
                                   "batch": 32, "dtype": "float32"}
 
 
-@njit(cache=True)
+@njit  # no cache=True: a file imported under two module names breaks numba's cache
 def _triad(a, b, c, s):  # pragma: no cover - compiled
     for i in range(a.size):
         a[i] = b[i] + s * c[i]

@@ -258,21 +258,19 @@ def _waitall(reqs: list[Any]) -> None:
     MPI.Request.Waitall(reqs)
 
 
-def _collective_call(comm: Any, name: str, elems: int) -> Callable[[], None]:
+def _collective_call(comm: Any, name: str, elems: int, send: np.ndarray,
+                     recv: np.ndarray) -> Callable[[], None]:
+    """The call of collective ``name`` on ``elems`` float32 elements of the buffers."""
     from mpi4py import MPI
 
     p = comm.Get_size()
     if name == "allreduce":
-        send, recv = np.ones(elems, np.float32), np.empty(elems, np.float32)
-        return lambda: comm.Allreduce(send, recv, op=MPI.SUM)
+        return lambda: comm.Allreduce(send[:elems], recv[:elems], op=MPI.SUM)
     if name == "reduce_scatter":
-        send, recv = np.ones(elems, np.float32), np.empty(elems // p, np.float32)
-        return lambda: comm.Reduce_scatter_block(send, recv, op=MPI.SUM)
+        return lambda: comm.Reduce_scatter_block(send[:elems], recv[: elems // p], op=MPI.SUM)
     if name == "allgather":
-        send, recv = np.ones(elems // p, np.float32), np.empty(elems, np.float32)
-        return lambda: comm.Allgather(send, recv)
-    buf = np.ones(elems, np.float32)
-    return lambda: comm.Bcast(buf, root=0)
+        return lambda: comm.Allgather(send[: elems // p], recv[:elems])
+    return lambda: comm.Bcast(send[:elems], root=0)
 
 
 def collective(comm: Any, name: str, sizes: list[int], budget_s: float,
@@ -282,39 +280,48 @@ def collective(comm: Any, name: str, sizes: list[int], budget_s: float,
     Returns ``{"ranks", "sizes_bytes", "times_s", "spread", "reps"}`` (the same
     on every rank). Every call starts after a barrier and is timed on each rank;
     a batch's figure is the median over its calls of the slowest rank's time (the
-    median keeps out the calls the operating system interrupted on a shared host);
-    the result is the median over batches.
+    median keeps out the calls the operating system interrupted on a shared host).
+    The batches go round the sizes (batch 1 of every size, then batch 2, ...), so
+    a burst of load from other processes spoils one batch of several sizes rather
+    than every batch of one size; the result is the median over batches.
     """
     from mpi4py import MPI
 
     if name not in COLLECTIVES:
         raise unknown_name("collective", name, COLLECTIVES)
     p = comm.Get_size()
-    out: dict[str, Any] = {"ranks": p, "sizes_bytes": [], "times_s": [], "spread": [], "reps": []}
+    elems = [collective_elements(name, n, p) for n in sizes]
+    send = np.ones(max(elems), np.float32)
+    recv = np.empty(max(elems), np.float32)
+    calls = [_collective_call(comm, name, e, send, recv) for e in elems]
+
+    def batch(reps: int, call: Callable[[], None]) -> float:
+        local = np.empty(reps)
+        for i in range(reps):
+            comm.Barrier()
+            t0 = time.perf_counter()
+            call()
+            local[i] = time.perf_counter() - t0
+        slowest = np.empty(reps)
+        comm.Allreduce(local, slowest, op=MPI.MAX)
+        return float(np.median(slowest))
+
     per_size = budget_s / len(sizes)
-    for n in sizes:
-        elems = collective_elements(name, n, p)
-        call = _collective_call(comm, name, elems)
-
-        def batch(reps: int, call: Callable[[], None] = call) -> float:
-            local = np.empty(reps)
-            for i in range(reps):
-                comm.Barrier()
-                t0 = time.perf_counter()
-                call()
-                local[i] = time.perf_counter() - t0
-            slowest = np.empty(reps)
-            comm.Allreduce(local, slowest, op=MPI.MAX)
-            return float(np.median(slowest))
-
-        batch(1)
+    reps = []
+    for call in calls:
+        batch(1, call)
         t0 = time.perf_counter()
-        batch(3)  # wall time per call, barrier and reduction of the timings included
+        batch(3, call)  # wall time per call, barrier and reduction of the timings included
         one = (time.perf_counter() - t0) / 3
-        reps = comm.bcast(_reps(one, per_size, batches, min_reps, max_reps), root=0)
-        med, spread = _summary([batch(reps) for _ in range(batches)])
-        out["sizes_bytes"].append(4 * elems)
+        reps.append(comm.bcast(_reps(one, per_size, batches, min_reps, max_reps), root=0))
+    samples: list[list[float]] = [[] for _ in sizes]
+    for _ in range(batches):
+        for i, call in enumerate(calls):
+            samples[i].append(batch(reps[i], call))
+    out: dict[str, Any] = {"ranks": p, "sizes_bytes": [4 * e for e in elems], "times_s": [],
+                           "spread": [], "reps": reps}
+    for smp in samples:
+        med, spread = _summary(smp)
         out["times_s"].append(med)
         out["spread"].append(spread)
-        out["reps"].append(reps)
     return out

@@ -25,7 +25,7 @@ import platform
 import sys
 from typing import Any
 
-from dlscale.perfmodel.errors import DlscaleError, unknown_name
+from dlscale.perfmodel.errors import ConfigError, DlscaleError, unknown_name
 
 __all__ = [
     "INSTALL_HINT",
@@ -34,6 +34,7 @@ __all__ = [
     "get_mpi",
     "host_groups",
     "one_blas_thread",
+    "oversubscription_env",
     "provenance",
     "select_allreduce_algorithm",
 ]
@@ -78,6 +79,52 @@ def get_mpi() -> Any:
             "and run under `mpiexec -n N`"
         ) from None
     return MPI
+
+
+#: MPICH progress throttling: after this many polls that find nothing, a waiting
+#: rank calls ``usleep(1)`` and so yields its core (MPICH ``MPIR_CVAR_CH4_PROGRESS_THROTTLE``).
+THROTTLE_ENV = {
+    "MPIR_CVAR_CH4_PROGRESS_THROTTLE": "1",
+    "MPIR_CVAR_CH4_PROGRESS_THROTTLE_NO_PROGRESS_COUNT": "10",
+}
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def oversubscription_env(mode: str = "auto", environ: Any = None) -> dict[str, str]:
+    """Make waiting MPI ranks yield their core when there are more ranks than cores.
+
+    MPICH waits by polling; with more ranks on a host than cores, a rank waiting
+    for a message holds a core its partner needs, and every step of a collective
+    costs a scheduler time slice (milliseconds instead of microseconds). With
+    ``mode="auto"`` this sets :data:`THROTTLE_ENV` where the ranks on this host
+    (``MPI_LOCALNRANKS`` from MPICH's launcher, ``OMPI_COMM_WORLD_LOCAL_SIZE``
+    from Open MPI's) outnumber the cores this process may run on and the user
+    has not set the variable; ``"on"`` always, ``"off"`` never. Must run before
+    :func:`get_mpi`. Returns what it set.
+
+    Examples
+    --------
+    >>> oversubscription_env("auto", environ={"MPI_LOCALNRANKS": "1"})
+    {}
+    >>> sorted(oversubscription_env("on", environ={}))[0]
+    'MPIR_CVAR_CH4_PROGRESS_THROTTLE'
+    """
+    env = os.environ if environ is None else environ
+    if mode not in ("auto", "on", "off"):
+        raise ConfigError(f"yield: must be auto, on or off, got {mode!r}")
+    if mode == "off" or "MPIR_CVAR_CH4_PROGRESS_THROTTLE" in env:
+        return {}
+    local = env.get("MPI_LOCALNRANKS") or env.get("OMPI_COMM_WORLD_LOCAL_SIZE") or "1"
+    if mode == "auto" and not (local.isdigit() and int(local) > _cores()):
+        return {}
+    env.update(THROTTLE_ENV)
+    return dict(THROTTLE_ENV)
 
 
 def select_allreduce_algorithm(name: str, environ: Any = None) -> dict[str, str]:
@@ -164,8 +211,10 @@ def provenance(comm: Any, argv: list[str] | None = None) -> dict[str, Any]:
         "cpu_count": os.cpu_count(),
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "command": " ".join(argv if argv is not None else sys.argv),
+        "cores": _cores(),
         "allreduce_algorithm_env": {
             k: v for k, v in os.environ.items()
             if k.startswith(("MPIR_CVAR_ALLREDUCE", "OMPI_MCA_coll_tuned"))
         },
+        "mpi_env": {k: v for k, v in sorted(os.environ.items()) if k.startswith("MPIR_CVAR")},
     }

@@ -26,7 +26,7 @@ from dlscale.kernels.allreduce import chunk_bounds
 __all__ = ["ring_allreduce", "sum_into"]
 
 
-@njit(cache=True)
+@njit  # no cache=True: a file imported under two module names breaks numba's cache
 def _sum_into(dst, src):  # pragma: no cover - compiled
     for i in range(dst.size):
         dst[i] += src[i]

@@ -20,7 +20,7 @@ from typing import Any
 
 from dlscale.perfmodel.errors import ConfigError
 
-__all__ = ["add_parser", "parse_sizes", "run"]
+__all__ = ["add_parser", "add_yield_arg", "parse_sizes", "run"]
 
 
 def parse_sizes(min_bytes: int, max_bytes: int, step: int) -> list[int]:
@@ -40,6 +40,13 @@ def parse_sizes(min_bytes: int, max_bytes: int, step: int) -> list[int]:
     if picked[-1] != sizes[-1]:
         picked.append(sizes[-1])
     return picked
+
+
+def add_yield_arg(p: Any) -> None:
+    """``--yield auto|on|off``: MPICH progress throttling for oversubscribed hosts."""
+    p.add_argument("--yield", dest="yield_mode", choices=("auto", "on", "off"), default="auto",
+                   help="let waiting ranks yield their core (MPICH progress throttling); auto: "
+                        "where ranks on the host outnumber its cores (default)")
 
 
 def add_parser(sub: Any) -> None:
@@ -74,6 +81,7 @@ def add_parser(sub: Any) -> None:
                    help="MPI library allreduce algorithm for this launch (MPICH CVAR / "
                         "Open MPI coll_tuned; read at MPI_Init)")
     p.add_argument("--no-kernels", action="store_true", help="skip the kernel benchmarks")
+    add_yield_arg(p)
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.set_defaults(run=run)
 
@@ -130,10 +138,15 @@ def summary_lines(profile: Any) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     from dlscale.perfmodel.profile import save_profile
     from dlscale.validation.calibrate_run import calibrate
-    from dlscale.validation.mpi_env import get_mpi, select_allreduce_algorithm
+    from dlscale.validation.mpi_env import (
+        get_mpi,
+        oversubscription_env,
+        select_allreduce_algorithm,
+    )
 
     opts = _options(args)
     select_allreduce_algorithm(args.allreduce_algorithm)  # before MPI_Init
+    oversubscription_env(args.yield_mode)
     MPI = get_mpi()
     comm = MPI.COMM_WORLD
     profile = calibrate(comm, argv=sys.argv, progress=not args.quiet,

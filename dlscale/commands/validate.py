@@ -19,6 +19,7 @@ __all__ = ["SUBCOMMANDS", "add_parser", "run"]
 
 
 def _add_local(sub: Any) -> None:
+    from dlscale.commands.calibrate import add_yield_arg
     from dlscale.validation.mpi_training import TRAINING_ALGORITHMS
 
     p = sub.add_parser(
@@ -44,6 +45,7 @@ def _add_local(sub: Any) -> None:
                    help="predicted-versus-measured plot (default: validate-local.png; "
                         "'none' for no plot)")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    add_yield_arg(p)
     p.set_defaults(run=run_local)
 
 
@@ -85,7 +87,7 @@ def report_lines(report: dict[str, Any]) -> list[str]:
 
 def run_local(args: argparse.Namespace) -> int:
     from dlscale.perfmodel.errors import ConfigError
-    from dlscale.validation.mpi_env import get_mpi
+    from dlscale.validation.mpi_env import get_mpi, oversubscription_env
     from dlscale.validation.mpi_training import TRAINING_ALGORITHMS
     from dlscale.validation.validate_local import plot_validation, validate_local, write_report
 
@@ -101,6 +103,7 @@ def run_local(args: argparse.Namespace) -> int:
             budget = 8.0
     if not budget > 0:
         raise ConfigError(f"--budget-s: must be > 0, got {budget!r}")
+    oversubscription_env(args.yield_mode)  # before MPI_Init
     MPI = get_mpi()
     comm = MPI.COMM_WORLD
     report = validate_local(comm, lo, hi, budget, iters, algos, progress=not args.quiet,

@@ -128,12 +128,14 @@ class FlowNetwork:
         """Send ``nbytes`` over ``links`` (ids, ``-1`` ignored); the event fires on arrival."""
         done = self.env.event()
         links = np.asarray(links, dtype=np.int64)
-        links = links[links >= 0]
-        self._seq += 1
-        heapq.heappush(self._starts, (self.env.now + latency_s, self._seq, links,
-                                      float(nbytes), done))
-        self._schedule()
+        self.send(links[links >= 0], float(nbytes), latency_s, done)
         return done
+
+    def send(self, links: np.ndarray, nbytes: float, latency_s: float, done: simpy.Event) -> None:
+        """:meth:`transfer` for valid link ids, succeeding the caller's ``done`` event."""
+        self._seq += 1
+        heapq.heappush(self._starts, (self.env.now + latency_s, self._seq, links, nbytes, done))
+        self._schedule()
 
     def _advance(self) -> None:
         dt = self.env.now - self._last

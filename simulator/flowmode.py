@@ -63,69 +63,67 @@ def run_flow(phases: list[Phase], table: LinkTable, router, rank_nodes: np.ndarr
         load, sub_bytes = phase_loads(routed, ph, table.n_links)
         link_bytes += load * ph.repeat
         n_msg = len(ph.src)
-        rails = len(routed.routes.pair) // max(n_msg, 1)
-        prepared.append((ph, routed, sub_bytes, rails, _by_rank(ph.src, n_ranks),
-                         _by_rank(ph.dst, n_ranks)))
+        r = routed.routes
+        rails = len(r.pair) // max(n_msg, 1)
+        # per message: its subflows as (clean link ids, bytes, latency)
+        subflows = [[(r.links[m + j * n_msg][r.links[m + j * n_msg] >= 0],
+                      float(sub_bytes[m + j * n_msg]), float(r.latency_s[m + j * n_msg]))
+                     for j in range(rails)] for m in range(n_msg)]
+        outs = [x.tolist() for x in _by_rank(ph.src, n_ranks)]
+        ins = [x.tolist() for x in _by_rank(ph.dst, n_ranks)]
+        prepared.append((ph, subflows, outs, ins))
     steps = [i for i, ph in enumerate(phases) for _ in range(ph.repeat)]
     step_end = np.zeros(len(steps))
     arrived: dict[tuple[int, int], simpy.Event] = {}
-    posted: dict[tuple[int, int], simpy.Event] = {}
+    posted: dict[tuple[int, int], int] = {}  # receiver posted first: -1; sender waiting: phase
     record = set() if record_ranks is None else {int(r) for r in record_ranks}
     rank_steps: dict[int, list] = {r: [] for r in record}
 
-    def message_event(k: int, m: int) -> simpy.Event:
-        ev = arrived.get((k, m))
+    def message_event(key: tuple[int, int]) -> simpy.Event:
+        ev = arrived.get(key)
         if ev is None:
-            ev = arrived[(k, m)] = env.event()
+            ev = arrived[key] = env.event()
         return ev
 
-    def post_event(k: int, m: int) -> simpy.Event:
-        ev = posted.get((k, m))
-        if ev is None:
-            ev = posted[(k, m)] = env.event()
-        return ev
-
-    def start(k: int, pi: int, m: int) -> None:
-        ph, routed, sub_bytes, rails, _, _ = prepared[pi]
-        n_msg = len(ph.src)
-        r = routed.routes
-        subs = [net.transfer(r.links[m + j * n_msg], sub_bytes[m + j * n_msg],
-                             r.latency_s[m + j * n_msg]) for j in range(rails)]
-        done = subs[0] if rails == 1 else simpy.AllOf(env, subs)
-        ev = message_event(k, m)
-        done.callbacks.append(lambda _e: ev.succeed())
-
-    def send(k: int, pi: int, m: int) -> simpy.Event:
-        ready = posted.pop((k, m), None)
-        if ready is not None and ready.triggered:
-            start(k, pi, m)
-        else:
-            ready = ready if ready is not None else post_event(k, m)
-            ready.callbacks.append(lambda _e: start(k, pi, m))
-        return message_event(k, m)
+    def start(key: tuple[int, int], pi: int) -> None:
+        subs = prepared[pi][1][key[1]]
+        ev = message_event(key)
+        if len(subs) == 1:
+            links, nbytes, lat = subs[0]
+            net.send(links, nbytes, lat, ev)
+            return
+        parts = [net.transfer(links, nbytes, lat) for links, nbytes, lat in subs]
+        simpy.AllOf(env, parts).callbacks.append(lambda _e: ev.succeed())
 
     def rank(r: int):
         for k, pi in enumerate(steps):
-            ph, _, _, _, outs, ins = prepared[pi]
+            ph, _, outs, ins = prepared[pi]
             out_m, in_m = outs[r], ins[r]
-            if len(out_m) == 0 and len(in_m) == 0:
+            if not out_m and not in_m:
                 continue
             t_start = env.now
-            for m in in_m:
-                ev = posted.get((k, int(m)))
-                if ev is None:
-                    posted[(k, int(m))] = env.event().succeed()
-                else:  # the sender is already waiting
-                    del posted[(k, int(m))]
-                    ev.succeed()
-            waits = [send(k, pi, int(m)) for m in out_m]
-            waits += [message_event(k, int(m)) for m in in_m]
-            yield simpy.AllOf(env, waits)
-            for m in in_m:
-                arrived.pop((k, int(m)), None)
-            if ph.reduce and gamma_s_per_B > 0 and len(in_m):
+            for m in in_m:  # post the receives (rendezvous)
+                key = (k, m)
+                waiting = posted.pop(key, None)
+                if waiting is None:
+                    posted[key] = -1
+                else:  # the sender is already there
+                    start(key, waiting)
+            for m in out_m:
+                key = (k, m)
+                if posted.pop(key, None) == -1:
+                    start(key, pi)
+                else:
+                    posted[key] = pi
+            waits = [message_event((k, m)) for m in out_m]
+            waits += [message_event((k, m)) for m in in_m]
+            yield from waits  # one at a time: done when all have fired
+            for m in in_m:  # the receiver forgets the message (the sender holds its event)
+                arrived.pop((k, m), None)
+            if ph.reduce and gamma_s_per_B > 0 and in_m:
                 yield env.timeout(gamma_s_per_B * float(ph.nbytes[in_m].sum()))
-            step_end[k] = max(step_end[k], env.now)
+            if env.now > step_end[k]:
+                step_end[k] = env.now
             if r in record:
                 rank_steps[r].append((k, t_start, env.now, ph.label))
 

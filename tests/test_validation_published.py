@@ -123,3 +123,39 @@ def test_cli_rejects_unknown_case(capsys) -> None:
     with pytest.raises(SystemExit):
         _parser().parse_args(["published", "--case", "nope"])
     assert "invalid choice: 'nope'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("cluster", "workload", "nodes", "overrides"), [
+    ("summit", "fcn-summit", 64, {}),
+    ("summit", "fcn-summit", 64, {"grouping": "fusion"}),
+    ("stampede2-knl", "resnet50", 64, {"batch_per_device": 16}),
+    ("stampede2-knl", "resnet50", 1, {}),
+])
+def test_simulated_chain_with_closed_form_network_equals_predict(cluster, workload, nodes,
+                                                                 overrides) -> None:
+    # The chain used by the simulated fidelity, fed the closed-form network (with the
+    # model's reduction cost), must give the analytical model's iteration time where
+    # the two networks agree (NIC-bound rings: no intra-node bottleneck).
+    import dataclasses
+
+    from dlscale.perfmodel.catalog import get_cluster, get_workload
+    from dlscale.perfmodel.contention import hockney_params
+    from dlscale.perfmodel.netapi import AnalyticalNetwork
+    from dlscale.perfmodel.predict import predict
+    from dlscale.perfmodel.training import layout
+    from dlscale.validation.published import sync_sgd_iteration_s
+
+    c = get_cluster(cluster)
+    w = dataclasses.replace(get_workload(workload), **overrides)
+    gamma = hockney_params(c)["gamma_s_per_B"] / layout(c, w, nodes).share
+    got = sync_sgd_iteration_s(c, w, nodes, AnalyticalNetwork(c, gamma_s_per_B=gamma))
+    assert got == pytest.approx(float(predict(c, w, nodes).iteration_s[0]), rel=1e-6)
+
+
+def test_simulated_chain_rejects_sparse_gather() -> None:
+    from dlscale.perfmodel.catalog import get_cluster, get_workload
+    from dlscale.validation.published import sync_sgd_iteration_s
+
+    with pytest.raises(ConfigError, match=r"workload\.sparse_as_dense: the simulated chain"):
+        sync_sgd_iteration_s(get_cluster("stampede2-skx"), get_workload("transformer-base"),
+                             2, None)

@@ -23,6 +23,10 @@ R2. The 104K-core run: 104,000 cores do not fit in Stampede2's 1,736 SKX nodes (
     batch of the largest stated run; 90 epochs (the lower end of "90-120 epochs").
 R3. "Above 90% efficiency" is compared as 90% (the bound), against one node, the
     model's definition of weak-scaling efficiency.
+R5. Simulated fidelity (until the simulator's training layer exists): the gradient
+    allreduces run on the routed Stampede2 fat tree (28:20 tapered leaves), the
+    compute and overlap chain are the analytical model's
+    (:func:`dlscale.validation.published.sync_sgd_iteration_s`).
 R4. Time for 90 epochs = 90 x 1,281,167 images / predicted images/s (the 8,040
     stated iterations are 90 epochs at 14,336 per iteration).
 """
@@ -37,12 +41,22 @@ import numpy as np
 from dlscale.perfmodel.catalog import get_cluster, get_workload
 from dlscale.perfmodel.predict import predict
 
-from .published import CaseOutput, Curve, Quantity
+from .published import (
+    CaseOutput,
+    Curve,
+    Quantity,
+    simulated_network,
+    sync_sgd_iteration_s,
+)
 
 __all__ = ["FIDELITIES", "MISSES", "PAPER", "QUANTITIES", "run"]
 
 PAPER = "Codreanu, Podareanu, Saletore 2017 (ResNet-50 on ~100K x86 cores)"
-FIDELITIES = ("analytical",)
+FIDELITIES = ("analytical", "simulated")
+#: Quantities the simulated fidelity predicts (R5).
+SIMULATED_QUANTITIES = ("skx_64_nodes_images_per_s", "skx_448_nodes_images_per_s",
+                        "skx_448_nodes_90_epochs_time", "knl_104k_cores_90_epochs_time",
+                        "knl_104k_cores_efficiency")
 _SRC = "published-results.md sec. 3"
 
 SKX, KNL = "stampede2-skx", "stampede2-knl"
@@ -73,6 +87,11 @@ _COMPUTE = (
 MISSES: dict[str, str] = {
     "skx_448_nodes_images_per_s": _COMPUTE,
     "skx_448_nodes_90_epochs_time": _COMPUTE,
+    "skx_448_nodes_images_per_s@simulated": _COMPUTE,
+    "skx_448_nodes_90_epochs_time@simulated": _COMPUTE,
+    "knl_104k_cores_90_epochs_time@simulated": (
+        "as analytically: the KNL per-node rate of the batch-independent sustained "
+        "fraction (see knl_104k_cores_90_epochs_time)"),
     "knl_104k_cores_90_epochs_time": (
         "the model's KNL rate (the catalog's AlexNet-derived sustained fraction, about "
         "66 images/s per node at batch 16) with 94% efficiency gives 19 minutes; the "
@@ -91,8 +110,33 @@ def _minutes(samples_per_s: float, w) -> float:
     return EPOCHS * w.model.samples_per_epoch / samples_per_s / 60.0
 
 
+def _simulated_samples_per_s(cluster_name: str, w, nodes: int) -> float:
+    cluster = get_cluster(cluster_name)
+    it = sync_sgd_iteration_s(cluster, w, nodes, simulated_network(cluster, w, nodes))
+    from dlscale.perfmodel.training import layout
+
+    return float(layout(cluster, w, nodes).global_batch[0]) / it
+
+
+def _run_simulated() -> CaseOutput:
+    w32 = _resnet(ranks_per_node=2, batch_per_device=32)
+    w16 = _resnet(ranks_per_node=2, batch_per_device=16)
+    k16 = _resnet(batch_per_device=16)
+    s64 = _simulated_samples_per_s(SKX, w32, 64)
+    s448 = _simulated_samples_per_s(SKX, w16, 448)
+    k1 = _simulated_samples_per_s(KNL, k16, 1)
+    kn = _simulated_samples_per_s(KNL, k16, KNL_NODES)
+    pred = {"skx_64_nodes_images_per_s": s64, "skx_448_nodes_images_per_s": s448,
+            "skx_448_nodes_90_epochs_time": _minutes(s448, w16),
+            "knl_104k_cores_90_epochs_time": _minutes(kn, k16),
+            "knl_104k_cores_efficiency": kn / (KNL_NODES * k1)}
+    return CaseOutput(pred, {"knl_104k_cores_90_epochs_time": f"{kn:,.0f} img/s simulated"})
+
+
 def run(fidelity: str = "analytical") -> CaseOutput:
-    """Predict every quantity of the case (only the analytical fidelity so far)."""
+    """Predict every quantity of the case at ``fidelity`` (see R5 for "simulated")."""
+    if fidelity == "simulated":
+        return _run_simulated()
     pred: dict[str, Any] = {}
     det: dict[str, str] = {}
     skx = get_cluster(SKX)

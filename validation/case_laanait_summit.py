@@ -25,10 +25,10 @@ L3. Sustained FLOP/s = 3 x forward FLOPs per sample x samples/s (the convention 
     peak, the model gives the mean over an iteration.
 L5. Simulated fidelity (until the simulator's training layer exists): every
     gradient bucket's allreduce and the graph-aware bit-vector allreduce are
-    simulated on the routed Summit topology (:class:`dlscale.simulator.network.
-    SimulatedNetwork`, fast mode, linear placement); per-layer compute, bucketing,
-    Horovod's cycle wait and the overlap chain are the analytical model's
-    (:mod:`dlscale.perfmodel.training_sync`), so only the network is simulated.
+    simulated on the routed Summit topology (fast mode, linear placement, the
+    model's reduction cost); per-layer compute, bucketing, Horovod's cycle wait and
+    the overlap chain are the analytical model's
+    (:func:`dlscale.validation.published.sync_sgd_iteration_s`).
 L4. The allreduce algorithm is the preset's (ring): the abstract does not name it.
     Two more PREDICTIONS show how much of the miss is the choice of algorithm
     (hierarchical, and NCCL's double binary tree); they are diagnostics, not fits,
@@ -45,7 +45,13 @@ import numpy as np
 from dlscale.perfmodel.catalog import get_cluster, get_workload
 from dlscale.perfmodel.predict import predict
 
-from .published import CaseOutput, Curve, Quantity
+from .published import (
+    CaseOutput,
+    Curve,
+    Quantity,
+    simulated_network,
+    sync_sgd_iteration_s,
+)
 
 __all__ = ["FIDELITIES", "MISSES", "PAPER", "QUANTITIES", "run"]
 
@@ -95,35 +101,9 @@ MISSES: dict[str, str] = {
 }
 
 
-def _simulated_iteration_s(cluster, w, nodes: int) -> float:
-    """Iteration time with simulated collectives and the analytical compute chain (L5)."""
-    from dlscale.perfmodel.compute import layer_times, update_s
-    from dlscale.perfmodel.training import layout
-    from dlscale.perfmodel.training_sync import HOROVOD_CYCLE_S, buckets
-    from dlscale.simulator.network import SimulatedNetwork
-
-    lay = layout(cluster, w, nodes)
-    lt = layer_times(w.model, cluster.node.device, w.precision, lay.batch_per_rank[0], lay.share)
-    fwd = float(lt.forward_s.sum())
-    bwd_cum = np.cumsum(lt.backward_s[::-1])[::-1]          # time to finish layer i
-    upd = update_s(w.model.params, cluster.node.device, w.momentum > 0, lay.share)
-    net = SimulatedNetwork.from_cluster(cluster, nodes)
-    ranks = int(lay.ranks[0])
-    bk = buckets(w)
-    neg = net.allreduce_s(float(np.ceil(max(bk.tensors, 1) / 8)), ranks, "recursive-doubling")
-    end = 0.0
-    for nbytes, first in zip(bk.bytes, bk.first_layer, strict=True):
-        ready = float(bwd_cum[first]) if w.overlap else float(bwd_cum[0])
-        start = max(ready + HOROVOD_CYCLE_S / 2, end)
-        end = start + neg + net.allreduce_s(float(nbytes), ranks, w.collective)
-    return fwd + max(float(bwd_cum[0]), end) + upd
-
-
 def _run_simulated(cluster, w) -> CaseOutput:
-    if w.grouping != "graph-aware":
-        raise ValueError("simulated fidelity: only graph-aware grouping is simulated")
-    one = _simulated_iteration_s(cluster, w, 1)
-    full = _simulated_iteration_s(cluster, w, NODES)
+    one = sync_sgd_iteration_s(cluster, w, 1, simulated_network(cluster, w, 1))
+    full = sync_sgd_iteration_s(cluster, w, NODES, simulated_network(cluster, w, NODES))
     eff = one / full           # weak scaling: same batch per GPU, so time ratio
     return CaseOutput({"efficiency_27600_gpus": eff},
                       {"efficiency_27600_gpus": f"iteration {one * 1e3:.1f} ms on 1 node, "

@@ -106,7 +106,7 @@ class AnalyticalNetwork:
             if not 1 <= ranks <= self.max_ranks:
                 raise ConfigError(f"ranks: must be in 1..{self.max_ranks}, got {ranks}")
             return list(range(ranks))
-        ids = [int(r) for r in ranks]
+        ids = [int(r) for r in ranks]  # type: ignore[union-attr]
         if not ids or min(ids) < 0 or max(ids) >= self.max_ranks or len(set(ids)) != len(ids):
             raise ConfigError(f"ranks: need distinct rank ids in 0..{self.max_ranks - 1}")
         return ids

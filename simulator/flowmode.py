@@ -63,11 +63,11 @@ def run_flow(phases: list[Phase], table: LinkTable, router, rank_nodes: np.ndarr
         load, sub_bytes = phase_loads(routed, ph, table.n_links)
         link_bytes += load * ph.repeat
         n_msg = len(ph.src)
-        r = routed.routes
-        rails = len(r.pair) // max(n_msg, 1)
+        rt = routed.routes
+        rails = len(rt.pair) // max(n_msg, 1)
         # per message: its subflows as (clean link ids, bytes, latency)
-        subflows = [[(r.links[m + j * n_msg][r.links[m + j * n_msg] >= 0],
-                      float(sub_bytes[m + j * n_msg]), float(r.latency_s[m + j * n_msg]))
+        subflows = [[(rt.links[m + j * n_msg][rt.links[m + j * n_msg] >= 0],
+                      float(sub_bytes[m + j * n_msg]), float(rt.latency_s[m + j * n_msg]))
                      for j in range(rails)] for m in range(n_msg)]
         outs = [x.tolist() for x in _by_rank(ph.src, n_ranks)]
         ins = [x.tolist() for x in _by_rank(ph.dst, n_ranks)]
@@ -93,7 +93,10 @@ def run_flow(phases: list[Phase], table: LinkTable, router, rank_nodes: np.ndarr
             net.send(links, nbytes, lat, ev)
             return
         parts = [net.transfer(links, nbytes, lat) for links, nbytes, lat in subs]
-        simpy.AllOf(env, parts).callbacks.append(lambda _e: ev.succeed())
+        def deliver(_e: simpy.Event) -> None:
+            ev.succeed()
+
+        simpy.AllOf(env, parts).callbacks.append(deliver)
 
     def rank(r: int):
         for k, pi in enumerate(steps):

@@ -16,6 +16,7 @@ Examples
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import networkx as nx
@@ -82,12 +83,12 @@ class LinkTable:
         """Number of directed links."""
         return len(self.src)
 
-    def node_index(self, labels: object) -> np.ndarray:
+    def node_index(self, labels: Iterable) -> np.ndarray:
         """Indices of node labels (an iterable of labels)."""
         if self._index is None:
             return np.asarray(labels, dtype=np.int64)
         try:
-            return np.asarray([self._index[x] for x in labels], dtype=np.int64)  # type: ignore[union-attr]
+            return np.asarray([self._index[x] for x in labels], dtype=np.int64)
         except KeyError as exc:
             raise ConfigError(f"node {exc.args[0]!r} is not in the topology") from None
 

@@ -17,6 +17,8 @@ Examples
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import networkx as nx
 import numpy as np
 
@@ -71,7 +73,7 @@ def place(G: nx.Graph, policy: str = "linear", seed: int | None = 0) -> np.ndarr
     return arr
 
 
-def node_of(G: nx.Graph, labels: np.ndarray) -> np.ndarray:
+def node_of(G: nx.Graph, labels: Iterable) -> np.ndarray:
     """Physical node (host) of each endpoint label: its ``node`` attribute, else itself.
 
     Examples

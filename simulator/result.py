@@ -76,7 +76,7 @@ class CollectiveResult:
 
     def _name(self, i: int) -> str:
         names = self.link_names
-        return names(i) if callable(names) else names[i]  # type: ignore[index, operator]
+        return names(i) if callable(names) else names[i]  # type: ignore[index]
 
     def top_links(self, k: int = 10) -> list[dict]:
         """The ``k`` links with the highest utilisation, most loaded first."""

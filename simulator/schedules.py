@@ -71,7 +71,10 @@ def _ring(ranks: np.ndarray, n: float, steps_rs: bool, steps_ag: bool) -> list[P
     return out
 
 
-def _pow2_parts(ranks: np.ndarray) -> tuple[np.ndarray, list[Phase], list[Phase]]:
+Pairs = list[tuple[np.ndarray, np.ndarray]]
+
+
+def _pow2_parts(ranks: np.ndarray) -> tuple[np.ndarray, Pairs, Pairs]:
     """MPICH's pre/post steps: extra ranks fold onto partners; returns the core ranks."""
     p = len(ranks)
     pp = 1 << (p.bit_length() - 1)
@@ -80,7 +83,7 @@ def _pow2_parts(ranks: np.ndarray) -> tuple[np.ndarray, list[Phase], list[Phase]
         return ranks, [], []
     even, odd = ranks[0:2 * r:2], ranks[1:2 * r:2]
     core = np.concatenate([odd, ranks[2 * r:]])
-    return core, [(even, odd)], [(odd, even)]  # type: ignore[list-item]
+    return core, [(even, odd)], [(odd, even)]
 
 
 def _recursive_doubling(ranks: np.ndarray, n: float) -> list[Phase]:

@@ -92,11 +92,12 @@ def dragonfly_graph(
     n = total if hosts is None else hosts
     if not isinstance(n, int) or n < 1 or n > total:
         raise ConfigError(f"hosts: must be an integer in 1..{total}, got {n!r}")
-    for name, val in (("host_bandwidth_Bps", host_bandwidth_Bps),
-                      ("local_bandwidth_Bps", local_bandwidth_Bps),
-                      ("global_bandwidth_Bps", global_bandwidth_Bps)):
-        if not val > 0:
-            raise ConfigError(f"dragonfly.{name}: must be > 0, got {val!r}")
+    bandwidths: tuple[tuple[str, float], ...] = (
+        ("host_bandwidth_Bps", host_bandwidth_Bps), ("local_bandwidth_Bps", local_bandwidth_Bps),
+        ("global_bandwidth_Bps", global_bandwidth_Bps))
+    for name, bw in bandwidths:
+        if not bw > 0:
+            raise ConfigError(f"dragonfly.{name}: must be > 0, got {bw!r}")
     lpp = (a * h) // (g - 1) if g > 1 else 0
     G = nx.Graph(family="dragonfly")
     G.graph["routing"] = {"family": "dragonfly", "groups": g, "routers_per_group": a,

@@ -125,7 +125,7 @@ def fat_tree_graph(k: int, **links: float) -> nx.Graph:
     if not isinstance(k, int) or isinstance(k, bool) or k < 2 or k % 2:
         raise ConfigError(f"k: must be an even integer >= 2, got {k!r}")
     half = k // 2
-    return xgft_graph((half, half, k), (1, half, half), **links)
+    return xgft_graph((half, half, k), (1, half, half), None, **links)
 
 
 def xgft_params(tree: FatTree, nodes: int) -> tuple[tuple[int, ...], tuple[int, ...]]:

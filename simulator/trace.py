@@ -86,8 +86,8 @@ class Tracer:
                 for k, start, end, label in steps:
                     ev.append({"ph": "X", "pid": 1, "tid": r, "name": label, "ts": start * us,
                                "dur": (end - start) * us, "args": {"step": k}})
-        top = np.argsort(-res.utilisation(), kind="stable")[: self.max_links]
-        top = [int(i) for i in top if res.link_bytes[i] > 0]
+        order = np.argsort(-res.utilisation(), kind="stable")[: self.max_links]
+        top = [int(i) for i in order if res.link_bytes[i] > 0]
         for i in top:
             name = self.table.name(i)
             if res.mode == "fast":

@@ -33,6 +33,9 @@ __all__ = ["SharedPipe"]
 class SharedPipe:
     """Processor sharing of ``rate`` units per second among the transfers in flight.
 
+    ``max_share`` caps the rate of one transfer (a thread on one core cannot draw
+    the whole chip's memory bandwidth).
+
     Attributes
     ----------
     busy_s : float
@@ -43,11 +46,15 @@ class SharedPipe:
         Most transfers in flight at once.
     """
 
-    def __init__(self, env: simpy.Environment, rate: float) -> None:
+    def __init__(self, env: simpy.Environment, rate: float,
+                 max_share: float | None = None) -> None:
         if not rate > 0:
             raise ValueError(f"rate: must be > 0, got {rate!r}")
+        if max_share is not None and not max_share > 0:
+            raise ValueError(f"max_share: must be > 0, got {max_share!r}")
         self.env = env
         self.rate = float(rate)
+        self.max_share = float(max_share) if max_share is not None else float(rate)
         # virtual work V(t): what one transfer has received since t = 0 if it had been
         # in flight all along; a transfer of ``a`` started at V0 ends when V = V0 + a.
         self._heap: list[tuple[float, int, float, simpy.Event]] = []
@@ -64,11 +71,15 @@ class SharedPipe:
         """Transfers in flight now."""
         return len(self._heap)
 
+    def _share(self, n: int) -> float:
+        """Rate of each of ``n`` transfers in flight."""
+        return min(self.rate / n, self.max_share)
+
     def _advance(self) -> None:
         now = self.env.now
         n = len(self._heap)
         if n:
-            self._v += self.rate * (now - self._last) / n
+            self._v += self._share(n) * (now - self._last)
             self.busy_s += now - self._last
         self._last = now
 
@@ -91,7 +102,7 @@ class SharedPipe:
             self.served += 1
         if not h:
             return
-        dt = (h[0][0] - self._v) * len(h) / self.rate
+        dt = (h[0][0] - self._v) / self._share(len(h))
         self._version += 1
         v = self._version
         t = self.env.timeout(max(dt, 0.0))

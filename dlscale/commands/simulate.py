@@ -131,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
     if args.trace:
         from dlscale.simulator.trace import write_json_atomic
 
-        write_json_atomic(res.trace, args.trace)  # type: ignore[attr-defined]
+        write_json_atomic(res.trace, args.trace)
     if args.format == "json":
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
         return 0

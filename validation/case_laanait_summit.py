@@ -92,12 +92,12 @@ MISSES: dict[str, str] = {
         "whose size is not public (A1-A5 are assumptions) and from a peak, not a mean "
         "(L3)"),
     "efficiency_27600_gpus@simulated": (
-        "in the simulated lock-step ring each of the 2 (P - 1) = 55,198 steps waits for "
-        "its slowest transfer, and the intra-node NVLink hops carry the catalog's 3 us "
-        "CUDA peer-to-peer latency, so a step costs about 4 us and the 67 MB bucket "
-        "224 ms (the analytical model charges only the 0.6 us inter-node alpha per "
-        "step, see validation/README.md); with the preset's flat ring the network, "
-        "not compute, sets the iteration"),
+        "in the simulated topology every message leaves its GPU over the NVLink edge "
+        "(the catalog's 3 us peer-to-peer latency), then crosses the NIC (0.6 us) and "
+        "the switch hops, so each of the 2 (P - 1) = 55,198 lock-step ring steps costs "
+        "about 4 us and the 67 MB bucket 224 ms, where the analytical model charges "
+        "the NIC's 0.6 us per step (see validation/README.md, perfmodel issue 1); with "
+        "the preset's flat ring the network, not compute, sets the iteration"),
 }
 
 

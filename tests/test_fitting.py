@@ -4,12 +4,8 @@ import numpy as np
 import pytest
 
 from dlscale.perfmodel.errors import ConfigError
-from dlscale.perfmodel.fitting import (
-    fit_collective,
-    fit_hockney,
-    fit_loggp,
-    fit_piecewise_hockney,
-)
+from dlscale.perfmodel.fitting import fit_hockney, fit_loggp, fit_piecewise_hockney
+from dlscale.perfmodel.fitting_collectives import fit_collective, fit_collective_piecewise
 
 SIZES = 2.0 ** np.arange(0, 27)  # 1 B .. 64 MiB
 
@@ -114,3 +110,29 @@ def test_collective_efficiency_recovers_slowdown(form):
 def test_collective_rejects_single_rank():
     with pytest.raises(ConfigError, match=r"ranks: collectives are fitted for p >= 2, got \[1.0\]"):
         fit_collective("ring", _ring, [1, 2], [1, 1], [1e-6, 1e-6], 1e-6, 1e-9)
+
+
+def test_collective_piecewise_finds_protocol_break_shared_by_rank_counts():
+    sizes = 2.0 ** np.arange(4, 24)
+    n = np.tile(sizes, 3)
+    p = np.repeat([2, 3, 4], sizes.size)
+    slow = n >= 65536  # a second protocol: 3x the per-byte cost
+    t = np.where(slow, _ring(n, p, 1e-6, 3e-10, 1e-10), _ring(n, p, 2e-6, 1e-10, 1e-10))
+    fit = fit_collective_piecewise("ring", _ring, n, p, t, 1e-6, 1e-10, 1e-10)
+    assert [s.min_bytes for s in fit.segments] == [16.0, 65536.0]
+    assert fit.segments[0].latency_factor == pytest.approx(2.0, rel=1e-6)
+    assert fit.rms_rel_error < 1e-6
+    # predicts an unseen rank count from the factors
+    np.testing.assert_allclose(fit.predict_s([1024, 1 << 20], 8, _ring),
+                               [_ring(1024, 8, 2e-6, 1e-10, 1e-10), _ring(1 << 20, 8, 1e-6, 3e-10, 1e-10)],
+                               rtol=1e-6)
+
+
+def test_collective_piecewise_one_segment_on_noise():
+    sizes = 2.0 ** np.arange(4, 24)
+    n = np.tile(sizes, 2)
+    p = np.repeat([2, 4], sizes.size)
+    noise = 1 + 0.03 * np.random.default_rng(3).standard_normal(n.size)
+    t = _tree(n, p, 1e-6, 1e-10) * noise
+    fit = fit_collective_piecewise("tree", _tree, n, p, t, 1e-6, 1e-10)
+    assert len(fit.segments) == 1

@@ -3,7 +3,7 @@
 The MPI library's algorithm is unknown (MPICH and Open MPI switch algorithm with
 size and rank count), so the measurements are fitted against every flat closed form
 of :data:`dlscale.perfmodel.collectives.ALLREDUCE` with per-size-segment efficiency
-factors (:func:`dlscale.perfmodel.fitting.fit_collective_piecewise`), using the
+factors (:func:`dlscale.perfmodel.fitting_collectives.fit_collective_piecewise`), using the
 intra-node point-to-point ``alpha``, ``beta`` and the reduction kernel's ``gamma``;
 the form with the smallest RMS relative error is kept. The result is a plain JSON
 dictionary (it is stored in the profile) and :func:`predict_allreduce` evaluates
@@ -32,7 +32,7 @@ import numpy as np
 
 from dlscale.perfmodel.collectives import ALLREDUCE
 from dlscale.perfmodel.errors import ConfigError, unknown_name
-from dlscale.perfmodel.fitting import (
+from dlscale.perfmodel.fitting_collectives import (
     CollectiveSegment,
     PiecewiseCollectiveFit,
     fit_collective_piecewise,

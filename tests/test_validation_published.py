@@ -159,3 +159,19 @@ def test_simulated_chain_rejects_sparse_gather() -> None:
     with pytest.raises(ConfigError, match=r"workload\.sparse_as_dense: the simulated chain"):
         sync_sgd_iteration_s(get_cluster("stampede2-skx"), get_workload("transformer-base"),
                              2, None)
+
+
+def test_catalog_holds_what_the_issue_lists() -> None:
+    # Issue 7, "Also": models, links and servers the cases (and their variants) need.
+    from dlscale.perfmodel import catalog
+
+    for name in ("inception-v3", "resnet101", "vgg19", "resnet50", "alexnet-cifar10",
+                 "transformer-base", "fcn-summit"):
+        catalog.get_model(name)
+    for name in ("eth-10g-tcp", "eth-100g-roce", "ib-fdr", "ib-edr", "ib-hdr"):
+        catalog.get_link(name)
+    for name in ("pcie-4xp100", "pcie-8xp100", "pcie-4xv100", "pcie-8xv100", "dgx1-p100",
+                 "dgx1-v100", "summit", "stampede2-skx", "stampede2-knl", "cori-knl-flat",
+                 "k80-8gpu"):
+        catalog.get_cluster(name)
+    assert catalog.get_cluster("pcie-8xv100").node.devices_per_node == 8

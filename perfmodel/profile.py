@@ -53,8 +53,10 @@ REGIMES = ("intra-node", "inter-node")
 
 #: Kernel figures a profile may carry (all optional), name -> what it is.
 KERNEL_FIGURES: dict[str, str] = {
-    "stream_triad_Bps": "STREAM triad a = b + s*c, bytes moved per second (3 arrays)",
-    "gemm_flops": "float32 GEMM FLOP/s of one rank (numpy/BLAS)",
+    "stream_triad_Bps": "STREAM triad a = b + s*c, bytes moved per second (3 arrays), one rank",
+    "stream_triad_host_Bps": "STREAM triad of all ranks of a host at once, summed",
+    "gemm_flops": "float32 GEMM FLOP/s of one rank (numpy/BLAS, one thread)",
+    "gemm_host_flops": "float32 GEMM FLOP/s of all ranks of a host at once, summed",
     "easgd_Bps": "numba EASGD update, bytes of parameters updated per second",
     "sgd_Bps": "numba SGD update, bytes of parameters updated per second",
     "reduce_Bps": "numba reduction (sum into) kernel, bytes reduced per second",
@@ -259,10 +261,13 @@ def apply_profile(cluster: Cluster, profile: MachineProfile) -> Cluster:
     - ``node.intra_link`` <- the ``intra-node`` latency and bandwidth;
     - ``node.nic`` and ``network.link`` <- the ``inter-node`` figures, where the
       profile has them (a one-host calibration has none: the catalog's stay);
-    - ``node.device`` memory bandwidth (MCDRAM's on a KNL, where the training
-      state lives) <- the STREAM triad bandwidth;
-    - ``node.device.sustained_fraction`` <- measured GEMM FLOP/s over the
-      device's fp32 peak (at most 1), where the profile has ``gemm_flops``.
+    - for CPU and KNL devices only (the kernels run on the host CPU, so they say
+      nothing about a GPU): the device's memory bandwidth (MCDRAM's on a KNL,
+      where the training state lives) <- the host STREAM triad bandwidth
+      (``stream_triad_host_Bps``, else ``stream_triad_Bps``) divided by
+      ``devices_per_node``; ``sustained_fraction`` <- the host GEMM FLOP/s
+      (``gemm_host_flops``, else ``gemm_flops``) over ``devices_per_node`` fp32
+      peaks (at most 1).
 
     Nothing else changes; the input is not modified.
 
@@ -274,11 +279,11 @@ def apply_profile(cluster: Cluster, profile: MachineProfile) -> Cluster:
     >>> cl = Cluster("c", node, NetworkSpec("x", Crossbar(4), Link("l", 1e10, 1e-7)))
     >>> prof = MachineProfile(p2p={"intra-node": {"latency_s": 4e-7, "bandwidth_Bps": 6e9}},
     ...                       kernels={"stream_triad_Bps": 1.2e10, "gemm_flops": 5e10})
-    >>> new = apply_profile(cl, prof)
+    >>> new = apply_profile(cl, prof)   # 2 devices per node share the host figures
     >>> new.node.intra_link.bandwidth_Bps, new.node.device.memory_bandwidth_Bps
-    (6000000000.0, 12000000000.0)
+    (6000000000.0, 6000000000.0)
     >>> new.node.nic == cl.node.nic, new.node.device.sustained_fraction
-    (True, 0.25)
+    (True, 0.125)
     """
     if not isinstance(profile, MachineProfile):
         raise ConfigError(f"profile: must be a MachineProfile, got {type(profile).__name__}")
@@ -293,15 +298,19 @@ def apply_profile(cluster: Cluster, profile: MachineProfile) -> Cluster:
         node = replace(node, nic=_link(node.nic, inter, "inter-node", host))
         network = replace(network, link=_link(network.link, inter, "inter-node", host))
     device = node.device
-    triad = profile.kernels.get("stream_triad_Bps")
-    if triad:
-        if device.kind == "knl" and device.fast_memory_bandwidth_Bps > 0:
-            device = replace(device, fast_memory_bandwidth_Bps=float(triad))
-        else:
-            device = replace(device, memory_bandwidth_Bps=float(triad))
-    gemm = profile.kernels.get("gemm_flops")
-    if gemm:
-        device = replace(device, sustained_fraction=min(1.0, float(gemm) / device.peak_fp32_flops))
+    k = profile.kernels
+    per_device = 1.0 / node.devices_per_node
+    triad = k.get("stream_triad_host_Bps") or k.get("stream_triad_Bps")
+    gemm = k.get("gemm_host_flops") or k.get("gemm_flops")
+    if device.kind in ("cpu", "knl"):
+        if triad:
+            if device.kind == "knl" and device.fast_memory_bandwidth_Bps > 0:
+                device = replace(device, fast_memory_bandwidth_Bps=float(triad) * per_device)
+            else:
+                device = replace(device, memory_bandwidth_Bps=float(triad) * per_device)
+        if gemm:
+            fraction = min(1.0, float(gemm) * per_device / device.peak_fp32_flops)
+            device = replace(device, sustained_fraction=fraction)
     if device is not node.device:
         node = replace(node, device=device)
     return replace(cluster, node=node, network=network,

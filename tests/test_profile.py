@@ -116,20 +116,29 @@ def test_apply_one_host_profile_keeps_network():
     assert new.node.intra_link.bandwidth_Bps == 6e9
     assert new.node.intra_link.latency_s == 4e-7
     assert new.node.nic == cl.node.nic and new.network.link == cl.network.link
-    assert new.node.device.memory_bandwidth_Bps == 1.2e10
-    assert new.node.device.sustained_fraction == pytest.approx(0.25)
+    # host figures are shared by the node's 2 devices
+    assert new.node.device.memory_bandwidth_Bps == 6e9
+    assert new.node.device.sustained_fraction == pytest.approx(0.125)
     assert cl.node.intra_link.bandwidth_Bps == 1e10  # input untouched
 
 
 def test_apply_inter_node_and_knl():
     prof = _profile(p2p={"intra-node": {"latency_s": 4e-7, "bandwidth_Bps": 6e9},
                          "inter-node": {"latency_s": 1.5e-6, "bandwidth_Bps": 1.1e10}},
-                    kernels={"stream_triad_Bps": 4.5e11, "gemm_flops": 9e12})
+                    kernels={"stream_triad_Bps": 1e11, "stream_triad_host_Bps": 9e11,
+                             "gemm_flops": 9e12})
     cl = _cluster(kind="knl", fast_bw=4.9e11)
     new = apply_profile(cl, prof)
     assert new.node.nic.latency_s == 1.5e-6 and new.network.link.bandwidth_Bps == 1.1e10
-    assert new.node.device.fast_memory_bandwidth_Bps == 4.5e11
+    assert new.node.device.fast_memory_bandwidth_Bps == 4.5e11  # host figure / 2 devices
     assert new.node.device.memory_bandwidth_Bps == 2e10
     assert new.node.device.sustained_fraction == 1.0  # clipped at peak
     with pytest.raises(ConfigError, match="profile: must be a MachineProfile, got dict"):
         apply_profile(cl, prof.to_dict())
+
+
+def test_apply_leaves_gpu_compute_and_memory_alone():
+    cl = _cluster(kind="gpu")
+    new = apply_profile(cl, _profile())
+    assert new.node.device == cl.node.device  # CPU kernels say nothing about a GPU
+    assert new.node.intra_link.bandwidth_Bps == 6e9

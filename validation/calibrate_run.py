@@ -4,8 +4,10 @@
 order, with shares of the time budget:
 
 1. kernels (20 %): :func:`dlscale.validation.kernelbench.kernel_figures` on every
-   rank at once; the profile keeps the median over ranks of each figure and the
-   largest coefficient of variation;
+   rank at once (one BLAS thread each); the profile keeps the median over ranks of
+   each figure and the largest coefficient of variation, and, as host figures
+   (``stream_triad_host_Bps``, ``gemm_host_flops``), the sum over the ranks of a
+   host (run one rank per core for the whole host's figure);
 2. point-to-point (35 %): ping-pong, streaming and simultaneous exchange
    (``Sendrecv`` both ways, the step of a ring) between two ranks on one host
    (``intra-node``) and, where ranks sit on two or more hosts (grouped by
@@ -158,7 +160,7 @@ def _calibrate(comm: Any, sizes: list[int], budget_s: float, collectives: tuple[
         figs = kernel_figures(budget_s=0.2 * budget_s if p > 1 else budget_s)
         everyone = comm.gather(figs, root=0)
         if rank == 0:
-            kern = _merge_kernels(everyone)
+            kern = _merge_kernels(everyone, groups)
     if p == 1:
         notes.append("one rank: kernel figures only, no MPI measurements; "
                      "run under `mpiexec -n 2` or more for network figures")
@@ -207,11 +209,17 @@ def _algorithm_label(prov: dict[str, Any]) -> str:
         "OMPI_MCA_coll_tuned_allreduce_algorithm") or "library-default"
 
 
-def _merge_kernels(everyone: list[dict[str, Any]]) -> dict[str, Any]:
+def _merge_kernels(everyone: list[dict[str, Any]], groups: dict[str, list[int]]) -> dict[str, Any]:
+    """Per-rank figures: median over ranks; host figures: sum over a host's ranks
+    (they ran at once), median over hosts."""
     first = everyone[0]
     out: dict[str, Any] = {"noise": {}, "samples": {}, "model": first["model"]}
     for key in first["noise"]:
         out[key] = float(np.median([r[key] for r in everyone]))
         out["noise"][key] = float(max(r["noise"][key] for r in everyone))
         out["samples"][key] = int(sum(r["samples"][key] for r in everyone))
+    for key, host_key in (("stream_triad_Bps", "stream_triad_host_Bps"),
+                          ("gemm_flops", "gemm_host_flops")):
+        out[host_key] = float(np.median([sum(everyone[r][key] for r in ranks)
+                                         for ranks in groups.values()]))
     return out

@@ -87,7 +87,7 @@ class CosimOptions:
     beta: float = 0.9
     momentum: float = 0.0
     eval_every: int = 5
-    chunks: int = 16
+    chunks: int = 8
     synthetic_samples: int = 4000
 
 

@@ -9,7 +9,13 @@ Targets (issue 4):
 - side by side with the closed form: allreduce time versus message size and rank
   count for each algorithm and topology; without contention within 2%.
 
-Run: ``.venv/bin/python benchmarks/bench_network.py [--quick]``.
+Optional outside reference: ``--simgrid`` runs the same routed schedules in SimGrid
+3.32 (Debian ``python3-simgrid``, run with the system ``/usr/bin/python3``; CM02
+max-min model, cross-traffic and TCP window off) and compares them with flow mode.
+CM02 weights a flow's share by its path latency (RTT unfairness), which the flow
+mode here does not, so flows of unequal path latency on one link differ slightly.
+
+Run: ``.venv/bin/python benchmarks/bench_network.py [--quick | --simgrid]``.
 """
 
 from __future__ import annotations
@@ -132,11 +138,111 @@ def hierarchical_rows() -> list[dict]:
     return rows
 
 
+SIMGRID_ACTORS = r"""
+import json, sys
+from simgrid import Actor, Engine, Host, Mailbox, this_actor
+plan = json.load(open(sys.argv[1]))
+e = Engine([sys.argv[0], "--cfg=network/model:CM02", "--cfg=network/crosstraffic:0",
+            "--cfg=network/TCP-gamma:0", "--log=root.thres:critical"])
+e.load_platform(sys.argv[2])
+def rank(steps):
+    for outs, ins in steps:
+        comms = [Mailbox.by_name(mb).get_async() for mb in ins]
+        comms += [Mailbox.by_name(mb).put_async(b"x", int(size)) for mb, size in outs]
+        for c in comms:
+            (c[0] if isinstance(c, tuple) else c).wait()  # get_async gives (comm, data)
+for r, (host, steps) in enumerate(plan):
+    Actor.create(f"r{r}", Host.by_name(host), rank, steps)
+e.run()
+print(repr(Engine.clock))
+"""
+
+
+def simgrid_time(net: SimulatedNetwork, algorithm: str, n_bytes: float, workdir: str) -> float:
+    """Run the same routed schedule in SimGrid (CM02 max-min, no TCP corrections)."""
+    import json
+    import os
+    import subprocess
+
+    from dlscale.simulator.schedules import build_schedule
+
+    t = net.table
+    p = net.max_ranks
+    phases = build_schedule("allreduce", algorithm, p, n_bytes)
+    lines = ["<?xml version='1.0'?>", '<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">',
+             '<platform version="4.1">', '<zone id="z" routing="Full">']
+    lines += [f'<host id="n{i}" speed="1Gf"/>' for i in net.rank_nodes.tolist()]
+    for e in range(t.n_links // 2):
+        lines.append(f'<link id="e{e}" bandwidth="{float(t.bandwidth_Bps[2 * e])!r}Bps" '
+                     f'latency="{float(t.latency_s[2 * e])!r}s" sharing_policy="SPLITDUPLEX"/>')
+    routes: dict[tuple[int, int], list[int]] = {}
+    plan: list = [[f"n{n}", []] for n in net.rank_nodes.tolist()]
+    k = 0
+    for ph in phases:
+        routed = net._cache.get(ph, t, net.router, net.rank_nodes)
+        for _ in range(ph.repeat):
+            for r in range(p):
+                plan[r][1].append([[], []])
+            for m, (s_, d_) in enumerate(zip(ph.src.tolist(), ph.dst.tolist(), strict=True)):
+                key = (int(net.rank_nodes[s_]), int(net.rank_nodes[d_]))
+                links = routed.routes.links[m]
+                routes[key] = links[links >= 0].tolist()
+                mb = f"{k}:{m}"
+                plan[s_][1][-1][0].append([mb, float(ph.nbytes[m])])
+                plan[d_][1][-1][1].append(mb)
+            k += 1
+    for (a, b), links in routes.items():
+        ctn = "".join(f'<link_ctn id="e{lk // 2}" direction="{"UP" if lk % 2 == 0 else "DOWN"}"/>'
+                      for lk in links)
+        lines.append(f'<route src="n{a}" dst="n{b}" symmetrical="NO">{ctn}</route>')
+    lines += ["</zone>", "</platform>"]
+    xml, plan_path, script = (os.path.join(workdir, x) for x in ("p.xml", "plan.json", "run.py"))
+    with open(xml, "w") as f:
+        f.write("\n".join(lines))
+    with open(plan_path, "w") as f:
+        json.dump(plan, f)
+    with open(script, "w") as f:
+        f.write(SIMGRID_ACTORS)
+    out = subprocess.run(["/usr/bin/python3", script, plan_path, xml], capture_output=True,
+                         text=True, check=True, timeout=600)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def simgrid_rows() -> list[dict]:
+    """Flow mode against SimGrid on the same routes (needs Debian's python3-simgrid)."""
+    import tempfile
+
+    from dlscale.simulator.topology_dragonfly import dragonfly_graph
+    from dlscale.simulator.topology_fattree import fat_tree_graph, xgft_graph
+    from dlscale.simulator.topology_torus import torus_graph
+
+    topologies = {"fat tree k=4": fat_tree_graph(4), "fat tree 4:1 taper": xgft_graph((4, 4), (1, 1)),
+                  "dragonfly 5x4x2": dragonfly_graph(5, 4, 2, 1), "torus 4x4": torus_graph((4, 4))}
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, G in topologies.items():
+            for placement in ("linear", "random"):
+                net = SimulatedNetwork(G, mode="flow", placement=placement, seed=3)
+                for alg in ("ring", "recursive-doubling", "rabenseifner", "binomial-tree"):
+                    ours = net.allreduce_s(1e6, net.max_ranks, alg)
+                    ref = simgrid_time(net, alg, 1e6, tmp)
+                    rows.append({"topology": name, "placement": placement, "algorithm": alg,
+                                 "flow_s": f"{ours:.4e}", "simgrid_s": f"{ref:.4e}",
+                                 "flow/simgrid": f"{ours / ref:.4f}"})
+    return rows
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller sweeps")
     parser.add_argument("--flow-ranks", type=int, default=512, help="ranks of the flow-mode case")
+    parser.add_argument("--simgrid", action="store_true",
+                        help="only compare flow mode with SimGrid (apt-get install python3-simgrid)")
     args = parser.parse_args(argv)
+    if args.simgrid:
+        print(table(simgrid_rows(), ("topology", "placement", "algorithm", "flow_s", "simgrid_s",
+                                     "flow/simgrid")))
+        return 0
     speed: list[dict] = []
     bench_summit(speed)
     bench_flow(speed, args.flow_ranks)

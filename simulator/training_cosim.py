@@ -30,7 +30,7 @@ Examples
 >>> from dlscale.simulator.training_run import simulate_training
 >>> r = simulate_training(get_cluster("cori-knl"), get_workload("googlenet"), 4,
 ...                       algorithm="async-easgd", iterations=30, mode="cosim",
-...                       efficiency=False)
+...                       efficiency=False, cosim_options={"lr": 0.3})
 >>> r.surrogate.startswith("digits"), r.curve[-1]["accuracy"] > 0.5
 (True, True)
 """

@@ -1,0 +1,87 @@
+"""Parts of the training simulation: noise, LR schedules, the shared pipe, the network adapter."""
+
+import numpy as np
+import pytest
+import simpy
+
+from dlscale.perfmodel.catalog import get_cluster, get_workload
+from dlscale.perfmodel.errors import ConfigError
+from dlscale.simulator.schedules_lr import make_schedule
+from dlscale.simulator.stragglers import Empirical, make_noise
+from dlscale.simulator.training_master import SharedPipe
+from dlscale.simulator.training_net import make_training_network
+
+
+def test_lognormal_noise_has_mean_one_and_is_seeded():
+    n = make_noise("lognormal:0.3")
+    a = n.draw(np.random.default_rng(1), (200_000,))
+    b = n.draw(np.random.default_rng(1), (200_000,))
+    assert np.array_equal(a, b)
+    assert a.mean() == pytest.approx(1.0, abs=0.005)
+    assert np.log(a).std() == pytest.approx(0.3, abs=0.005)
+
+
+def test_empirical_noise_from_file(tmp_path):
+    f = tmp_path / "steps.txt"
+    f.write_text("0.10\n0.12\n0.30\n")
+    n = make_noise(f"empirical:{f}")
+    draws = n.draw(np.random.default_rng(0), (1000,))
+    assert set(np.round(draws, 6)) <= set(np.round(np.array([0.1, 0.12, 0.3]) / (0.52 / 3), 6))
+    with pytest.raises(ConfigError, match=r"noise file: .* does not exist"):
+        make_noise(f"empirical:{tmp_path / 'missing.txt'}")
+    with pytest.raises(ConfigError, match="must hold positive finite step times"):
+        Empirical(np.array([1.0, -1.0]))
+
+
+def test_schedules():
+    assert make_schedule("step:2:0.5")(5, 1.0) == 0.25
+    cyc = make_schedule("cyclic:10:0.1")
+    assert cyc(0, 1.0) == 1.0 and cyc(10, 1.0) == 1.0
+    assert cyc(5, 1.0) == pytest.approx(0.55)
+    col = make_schedule("collapsed:5")
+    assert [k for k in range(20) if col.snapshot(k)] == [4, 9, 14, 19]
+    with pytest.raises(ConfigError, match="warmup needs a period"):
+        make_schedule("warmup")
+    with pytest.raises(ConfigError, match="the period must be an integer >= 1, got '0'"):
+        make_schedule("cyclic:0")
+
+
+def test_shared_pipe_processor_sharing_and_cap():
+    env = simpy.Environment()
+    pipe = SharedPipe(env, rate=4.0, max_share=1.0)
+    done = {}
+
+    def job(name, amount, delay):
+        yield env.timeout(delay)
+        yield pipe.transfer(amount)
+        done[name] = env.now
+
+    for name, amount, delay in [("a", 2.0, 0.0), ("b", 2.0, 0.0), ("c", 1.0, 1.0)]:
+        env.process(job(name, amount, delay))
+    env.run()
+    # capped at 1 per transfer: 4/3 > 1, so the third one does not slow the others
+    assert done == {"a": 2.0, "b": 2.0, "c": 2.0}
+    assert pipe.served == 3 and pipe.peak == 3
+    with pytest.raises(ValueError, match="rate"):
+        SharedPipe(env, 0.0)
+
+
+def test_network_adapter_backends_and_errors():
+    c, w = get_cluster("summit"), get_workload("resnet50")
+    ana = make_training_network(c, w, 4, "analytical")
+    fast = make_training_network(c, w, 4, "fast")
+    assert ana.ranks == fast.ranks == 24
+    assert fast.allreduce_s(50e6) == pytest.approx(ana.allreduce_s(50e6), rel=0.2)
+    assert fast.allreduce_s(50e6) is not None and fast.allreduce_s.cache_info().hits >= 0
+    with pytest.raises(ConfigError, match="NetworkModel interface"):
+        make_training_network(c, w, 4, object())
+
+    class Fixed:
+        def allreduce_s(self, n_bytes, ranks, algorithm="ring"):
+            return 1.0
+
+        def transfer_s(self, src, dst, n_bytes):
+            return 0.5
+
+    custom = make_training_network(c, w, 4, Fixed())
+    assert custom.allreduce_s(1e6) == 1.0 and custom.latency_s() == 0.5

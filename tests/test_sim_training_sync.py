@@ -1,0 +1,117 @@
+"""Synchronous SGD: stragglers, breakdown, memory verdict, trace, determinism, errors."""
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+
+from dlscale.perfmodel.catalog import get_cluster, get_workload
+from dlscale.perfmodel.errors import ConfigError
+from dlscale.simulator.training_run import simulate_training
+
+SUMMIT = get_cluster("summit")
+RESNET = get_workload("resnet50")
+
+
+def test_stragglers_slow_the_iteration_and_show_as_waiting():
+    quiet = simulate_training(SUMMIT, RESNET, 8, iterations=10, efficiency=False)
+    noisy = simulate_training(SUMMIT, RESNET, 8, iterations=10, noise="lognormal:0.1",
+                              efficiency=False)
+    assert noisy.iteration_s > quiet.iteration_s
+    assert quiet.summary()["straggler_wait_s"] == pytest.approx(0.0, abs=1e-12)
+    wait = noisy.breakdown["straggler_wait_s"]
+    assert wait.shape == (48,) and wait.max() > 0.01 * noisy.iteration_s
+    assert noisy.iteration_std_s > 0
+
+
+def test_breakdown_adds_up_to_the_iteration_for_every_rank():
+    r = simulate_training(SUMMIT, RESNET, 4, iterations=6, noise="lognormal:0.2",
+                          efficiency=False)
+    b = r.breakdown
+    span = b["compute_s"] + b["exposed_comm_s"] + b["straggler_wait_s"]
+    # every rank ends its iterations within the slowest rank's update of the end
+    assert np.all(span <= r.iteration_s * (1 + 1e-9) + b["compute_s"].max())
+    assert np.all(b["comm_s"] > 0)
+
+
+def test_same_seed_same_trace_bit_for_bit(tmp_path):
+    kw = dict(iterations=3, noise="lognormal:0.1", efficiency=False, network="fast")
+    a = simulate_training(SUMMIT, RESNET, 4, seed=7, trace=tmp_path / "a.json", **kw)
+    b = simulate_training(SUMMIT, RESNET, 4, seed=7, trace=tmp_path / "b.json", **kw)
+    c = simulate_training(SUMMIT, RESNET, 4, seed=8, **kw)
+    assert (tmp_path / "a.json").read_bytes() == (tmp_path / "b.json").read_bytes()
+    assert np.array_equal(a.iteration_times_s, b.iteration_times_s)
+    assert not np.array_equal(a.iteration_times_s, c.iteration_times_s)
+
+
+def test_trace_shows_layers_negotiation_and_allreduce():
+    r = simulate_training(SUMMIT, RESNET, 2, iterations=2, trace=True, efficiency=False,
+                          trace_ranks=3)
+    names = {e["name"] for e in r.trace["traceEvents"] if e["ph"] == "X"}
+    assert {"fwd conv1", "bwd fc1000", "negotiate", "update"} <= names
+    assert any(n.startswith("allreduce") for n in names)
+    pids = {e["pid"] for e in r.trace["traceEvents"] if e["ph"] == "X"}
+    assert pids == {1, 7, 12}                      # ranks 0, 6 and 11 of 12
+    json.dumps(r.trace)
+
+
+def test_master_queue_shows_in_the_trace_of_an_async_run():
+    r = simulate_training(get_cluster("cori-knl"), get_workload("googlenet"), 32,
+                          algorithm="async-sgd", iterations=4, trace=True, efficiency=False)
+    counters = [e for e in r.trace["traceEvents"] if e["ph"] == "C"]
+    assert max(e["args"]["master queue"] for e in counters) > 1
+
+
+def test_fast_network_resolves_contention_the_closed_form_does_not():
+    ana = simulate_training(SUMMIT, RESNET, 32, iterations=2, efficiency=False)
+    fast = simulate_training(SUMMIT, RESNET, 32, iterations=2, efficiency=False,
+                             network="fast")
+    assert fast.network == "fast" and fast.iteration_s > 0
+    assert fast.summary()["comm_s"] != pytest.approx(ana.summary()["comm_s"], rel=1e-6)
+
+
+def test_configuration_that_does_not_fit_is_reported_not_simulated():
+    knl = get_cluster("cori-knl-flat")
+    gather = get_workload("transformer-big")
+    assert not gather.sparse_as_dense
+    r = simulate_training(knl, gather, 64, iterations=2)
+    assert not r.fits and len(r.iteration_times_s) == 0
+    row = r.to_rows()[0]
+    assert row["memory_resource"].startswith("MCDRAM")
+    assert row["memory_shortfall_bytes"] > 0
+    dense = simulate_training(knl, dataclasses.replace(gather, sparse_as_dense=True), 64,
+                              iterations=2, efficiency=False)
+    assert dense.fits and dense.iteration_s > 0
+
+
+def test_sparse_gather_costs_more_than_dense_at_scale():
+    skx = get_cluster("stampede2-skx")
+    w = get_workload("transformer-base")
+    sparse = simulate_training(skx, w, 64, iterations=2, efficiency=False)
+    dense = simulate_training(skx, dataclasses.replace(w, sparse_as_dense=True), 64,
+                              iterations=2, efficiency=False)
+    assert sparse.iteration_s > dense.iteration_s
+    assert sparse.memory["per_device_bytes"] > dense.memory["per_device_bytes"]
+
+
+def test_efficiency_against_one_node():
+    r = simulate_training(SUMMIT, RESNET, 16, iterations=3)
+    assert 0.5 < r.efficiency <= 1.0
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(algorithm="sync-sdg"), "algorithm: unknown name 'sync-sdg'.*did you mean 'sync-sgd'"),
+    (dict(iterations=0), "iterations: must be an integer >= 1, got 0"),
+    (dict(mode="cosimulation"), "mode: unknown name 'cosimulation'"),
+    (dict(network="ns3"), "network: unknown name 'ns3'"),
+    (dict(noise="lognormal:x"), "noise: 'lognormal:SIGMA' needs a number"),
+])
+def test_bad_input_is_named(kwargs, match):
+    with pytest.raises(ConfigError, match=match):
+        simulate_training(SUMMIT, RESNET, 2, **kwargs)
+
+
+def test_too_many_nodes_is_named():
+    with pytest.raises(ConfigError, match="nodes"):
+        simulate_training(SUMMIT, RESNET, 10**6)

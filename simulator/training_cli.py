@@ -1,0 +1,166 @@
+"""Command-line side of simulated training: ``dlscale simulate CLUSTER WORKLOAD ...``.
+
+:func:`add_training_args` adds the training options to an ``argparse`` parser (it
+skips options the parser already has, so it can extend the ``simulate`` command's
+parser, whose ``--nodes``, ``--seed``, ``--trace``, ``--format`` and ``--mode``
+(network mode ``fast``/``flow``) it then shares); :func:`run_training` runs the
+simulation for each node count (or, with ``--compare``, each algorithm), prints a
+table or JSON, and writes ``-o`` files, the trace and the plots, all atomically.
+
+Examples
+--------
+>>> import argparse
+>>> p = argparse.ArgumentParser()
+>>> p.add_argument("cluster"); p.add_argument("workload", nargs="?")  # doctest: +ELLIPSIS
+_Store...
+>>> add_training_args(p)
+>>> args = p.parse_args(["summit", "resnet50", "--nodes", "2", "--iterations", "2",
+...                      "--format", "json"])
+>>> run_training(args)  # doctest: +ELLIPSIS
+{...
+0
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from dlscale.output import format_table, to_jsonable, write_rows
+from dlscale.perfmodel.errors import ConfigError
+from dlscale.perfmodel.workload import ALGORITHMS
+
+from .training_net import NETWORKS
+from .training_result import TrainingResult
+
+__all__ = ["COLUMNS", "add_training_args", "run_training"]
+
+#: Table columns (those a run has).
+COLUMNS = ("nodes", "ranks", "algorithm", "iteration_s", "iteration_std_s", "compute_s",
+           "comm_s", "exposed_comm_s", "straggler_wait_s", "master_queue_s", "samples_per_s",
+           "efficiency", "analytical_iteration_s", "memory_per_device_bytes", "fits",
+           "final_accuracy", "lost_updates")
+
+
+def _add(parser: argparse.ArgumentParser, *names: str, **kw: Any) -> None:
+    if any(n in parser._option_string_actions for n in names):
+        return
+    parser.add_argument(*names, **kw)
+
+
+def add_training_args(parser: argparse.ArgumentParser) -> None:
+    """Add the training options (see module docstring) to ``parser``."""
+    _add(parser, "--nodes", default="2",
+         help="node counts: 'N', a list '1,2,4' or a doubling range '1-64' (default 2)")
+    _add(parser, "--algorithm", choices=ALGORITHMS, default=None,
+         help="training algorithm (default: the workload's)")
+    _add(parser, "--iterations", type=int, default=20,
+         help="iterations (asynchronous: steps per worker; default 20)")
+    _add(parser, "--seed", type=int, default=0, help="seed of noise, placement, data")
+    _add(parser, "--noise", default="none",
+         help="straggler model: none, lognormal:SIGMA, empirical:FILE (default none)")
+    _add(parser, "--network", choices=NETWORKS, default=None,
+         help="who answers communication times: analytical (closed forms), fast or "
+              "flow (simulated topology; default: --mode if given, else fast)")
+    _add(parser, "--cosim", action="store_true",
+         help="co-simulation: real small-model numerics on every worker; reports accuracy")
+    _add(parser, "--compare", default=None, metavar="ALG,ALG",
+         help="run several algorithms (same cluster, nodes, seed) and compare them")
+    _add(parser, "--tau", type=int, default=None, help="EASGD communication period")
+    _add(parser, "--lr", type=float, default=None, help="co-simulation base learning rate")
+    _add(parser, "--lr-schedule", default=None,
+         help="co-simulation LR schedule: constant, warmup:N, step:N:G, cyclic:N[:MIN], "
+              "collapsed:N[:MIN]")
+    _add(parser, "--trace", metavar="FILE.json", default=None,
+         help="write a Chrome trace (representative ranks, first iterations)")
+    _add(parser, "--plot", metavar="FILE.png", default=None,
+         help="write the scaling + breakdown plot (or the accuracy plot with --cosim)")
+    _add(parser, "--format", choices=("table", "json"), default="table",
+         help="what to print (default: table)")
+    _add(parser, "-o", "--output", metavar="FILE", default=None,
+         help="also write the rows (.csv for CSV, else JSON)")
+
+
+def _nodes(value: Any) -> list[int]:
+    if value is None:
+        return [2]
+    if isinstance(value, int):
+        return [value]
+    from dlscale.commands.common import parse_nodes
+    return parse_nodes(str(value))
+
+
+def _rows(runs: list[TrainingResult]) -> list[dict]:
+    return [r.to_rows()[0] for r in runs]
+
+
+def run_training(args: argparse.Namespace) -> int:
+    """Run the training simulation described by ``args``; 0 on success."""
+    import dataclasses
+
+    from dlscale.perfmodel.config import load_cluster, load_workload
+
+    from .training_run import simulate_training
+
+    if not getattr(args, "workload", None):
+        raise ConfigError("workload: simulated training needs a WORKLOAD (preset or TOML)")
+    cluster = load_cluster(args.cluster)
+    workload = load_workload(args.workload)
+    if getattr(args, "tau", None) is not None:
+        workload = dataclasses.replace(workload, tau=int(args.tau))
+    network = args.network or (getattr(args, "mode", None) if getattr(args, "mode", None)
+                               in NETWORKS else None) or "fast"
+    nodes = _nodes(args.nodes)
+    algs = [a.strip() for a in args.compare.split(",")] if args.compare else [args.algorithm]
+    for a in algs:
+        if a is not None and a not in ALGORITHMS:
+            raise ConfigError(f"--compare: unknown algorithm {a!r}; valid: {', '.join(ALGORITHMS)}")
+    cosim: dict[str, Any] = {}
+    if args.lr is not None:
+        cosim["lr"] = args.lr
+    if args.lr_schedule:
+        cosim["lr_schedule"] = args.lr_schedule
+    plan = [(n, a) for a in algs for n in nodes]
+    from tqdm import tqdm
+
+    runs: list[TrainingResult] = []
+    for i, (n, a) in enumerate(tqdm(plan, disable=len(plan) < 2, file=sys.stderr,
+                                    desc="simulate")):
+        last = i == len(plan) - 1
+        runs.append(simulate_training(
+            cluster, workload, n, algorithm=a, iterations=args.iterations, seed=args.seed,
+            mode="cosim" if args.cosim else "timing", network=network, noise=args.noise,
+            trace=(args.trace if (args.trace and last) else False), cosim_options=cosim))
+    rows = _rows(runs)
+    meta = {"cluster": cluster.name, "workload": workload.name, "network": network,
+            "seed": args.seed, "noise": args.noise, "iterations": args.iterations,
+            "mode": "cosim" if args.cosim else "timing"}
+    if args.format == "json":
+        doc = {"meta": meta, "runs": [r.to_dict() for r in runs]}
+        sys.stdout.write(json.dumps(to_jsonable(doc), indent=2) + "\n")
+    else:
+        cols = [c for c in COLUMNS if any(c in r for r in rows)]
+        print(f"# {cluster.name} / {workload.name}: simulated ({meta['mode']}, network "
+              f"{network}, noise {args.noise}, seed {args.seed})")
+        print(format_table(rows, cols))
+        for r in runs:
+            if not r.fits:
+                m = r.memory
+                print(f"# {r.nodes} nodes do not fit: {m['resource']} needs "
+                      f"{m['per_rank_bytes'] / 2**30:.2f} GiB per rank, has "
+                      f"{m['capacity_bytes'] / 2**30:.2f} GiB (short by "
+                      f"{m['shortfall_bytes'] / 2**30:.2f} GiB); not simulated")
+        if runs[0].surrogate:
+            print(f"# numerics: {runs[0].surrogate}")
+    if args.output:
+        write_rows(args.output, rows, meta)
+    if args.plot:
+        from .training_plots import plot_accuracy, plot_training_scaling
+        title = f"{workload.name} on {cluster.name} (simulated)"
+        if args.cosim:
+            plot_accuracy(args.plot, runs, title)
+        else:
+            plot_training_scaling(args.plot, runs, title)
+    return 0

@@ -1,0 +1,100 @@
+"""Figures of simulated training runs (PNG, matplotlib Agg, written atomically).
+
+- :func:`plot_training_scaling`: throughput and scaling efficiency against ranks,
+  next to a stacked bar of the per-rank breakdown (compute, exposed communication,
+  waiting for stragglers, master queueing) per node count;
+- :func:`plot_accuracy`: accuracy against simulated time for several co-simulated
+  runs (algorithms) on one figure, and against iterations.
+
+Examples
+--------
+>>> import os, tempfile
+>>> from dlscale.perfmodel.catalog import get_cluster, get_workload
+>>> from dlscale.simulator.training_run import simulate_training
+>>> runs = [simulate_training(get_cluster("summit"), get_workload("resnet50"), n,
+...                           iterations=2) for n in (1, 2)]
+>>> with tempfile.TemporaryDirectory() as d:
+...     plot_training_scaling(os.path.join(d, "s.png"), runs, "resnet50 on summit")
+...     os.path.getsize(os.path.join(d, "s.png")) > 0
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from dlscale.output import atomic_write_with
+
+from .training_result import TrainingResult
+
+__all__ = ["plot_accuracy", "plot_training_scaling"]
+
+_STACK = (("compute_s", "compute"), ("exposed_comm_s", "exposed communication"),
+          ("straggler_wait_s", "waiting for stragglers"), ("master_queue_s", "master queue"))
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def plot_training_scaling(path: str | Path, runs: Sequence[TrainingResult], title: str) -> None:
+    """Throughput, efficiency and stacked per-rank breakdown against node counts."""
+    plt = _plt()
+    runs = [r for r in runs if r.fits]
+    ranks = [r.ranks for r in runs]
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4), constrained_layout=True)
+    ax1.loglog(ranks, [r.samples_per_s for r in runs], "o-", label="simulated")
+    if runs:
+        base = runs[0].samples_per_s / runs[0].ranks
+        ax1.loglog(ranks, [base * p for p in ranks], "k:", label="linear")
+    ax1.set_xlabel("ranks")
+    ax1.set_ylabel("samples / s")
+    ax1.grid(True, which="both", alpha=0.3)
+    eff = [(r.ranks, r.efficiency) for r in runs if r.efficiency is not None]
+    if eff:
+        ax1b = ax1.twinx()
+        ax1b.semilogx([e[0] for e in eff], [e[1] for e in eff], "s--", color="tab:red")
+        ax1b.set_ylabel("scaling efficiency", color="tab:red")
+        ax1b.set_ylim(0, 1.05)
+    ax1.legend(loc="upper left")
+    x = list(range(len(runs)))
+    bottom = [0.0] * len(runs)
+    for key, label in _STACK:
+        vals = [r.summary().get(key, 0.0) for r in runs]
+        ax2.bar(x, vals, bottom=bottom, label=label)
+        bottom = [b + v for b, v in zip(bottom, vals, strict=True)]
+    ax2.set_xticks(x, [str(r.nodes) for r in runs])
+    ax2.set_xlabel("nodes")
+    ax2.set_ylabel("seconds per iteration (mean over ranks)")
+    ax2.legend(fontsize="small")
+    fig.suptitle(title)
+    atomic_write_with(path, lambda tmp: fig.savefig(tmp, format="png", dpi=110))
+    plt.close(fig)
+
+
+def plot_accuracy(path: str | Path, runs: Sequence[TrainingResult], title: str) -> None:
+    """Test accuracy against simulated time and against iterations, one line per run."""
+    plt = _plt()
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4), constrained_layout=True)
+    for r in runs:
+        if not r.curve:
+            continue
+        label = f"{r.algorithm} ({r.ranks} workers)"
+        ax1.plot([p["time_s"] for p in r.curve], [p["accuracy"] for p in r.curve], label=label)
+        ax2.plot([p["iteration"] for p in r.curve], [p["accuracy"] for p in r.curve],
+                 label=label)
+    ax1.set_xlabel("simulated time (s)")
+    ax2.set_xlabel("iterations (steps per worker)")
+    for ax in (ax1, ax2):
+        ax.set_ylabel("test accuracy")
+        ax.grid(True, alpha=0.3)
+    ax1.legend(fontsize="small")
+    surrogate = next((r.surrogate for r in runs if r.surrogate), "")
+    fig.suptitle(title + (f"\n{surrogate}" if surrogate else ""), fontsize="medium")
+    atomic_write_with(path, lambda tmp: fig.savefig(tmp, format="png", dpi=110))
+    plt.close(fig)

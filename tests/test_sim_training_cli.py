@@ -1,0 +1,74 @@
+"""The training options on the `dlscale simulate` parser, and run_training."""
+
+import argparse
+import json
+
+import pytest
+
+from dlscale.perfmodel.errors import ConfigError
+from dlscale.simulator.training_cli import add_training_args, run_training
+
+
+def _simulate_parser():
+    """The simulate command's own parser, extended as the lead wires it."""
+    from dlscale.commands import simulate
+
+    top = argparse.ArgumentParser()
+    sub = top.add_subparsers()
+    simulate.add_parser(sub)
+    p = sub.choices["simulate"]
+    add_training_args(p)
+    return p
+
+
+def test_table_on_the_simulate_parser(capsys, tmp_path):
+    p = _simulate_parser()
+    out = tmp_path / "rows.csv"
+    trace = tmp_path / "t.json"
+    args = p.parse_args(["summit", "resnet50", "--nodes", "2", "--iterations", "3",
+                         "--trace", str(trace), "-o", str(out), "--noise", "lognormal:0.1"])
+    assert run_training(args) == 0
+    text = capsys.readouterr().out
+    assert "iteration_s" in text and "straggler_wait_s" in text and "network fast" in text
+    assert out.read_text().startswith("cluster,")
+    assert json.loads(trace.read_text())["otherData"]["ranks"] == 12
+
+
+def test_json_compare_cosim_and_plot(capsys, tmp_path):
+    p = argparse.ArgumentParser()
+    p.add_argument("cluster")
+    p.add_argument("workload", nargs="?")
+    add_training_args(p)
+    png = tmp_path / "acc.png"
+    args = p.parse_args(["cori-knl", "googlenet", "--nodes", "4", "--iterations", "10",
+                         "--compare", "async-easgd,async-sgd", "--cosim", "--lr", "0.05",
+                         "--network", "analytical", "--format", "json", "--plot", str(png)])
+    assert run_training(args) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [r["algorithm"] for r in doc["runs"]] == ["async-easgd", "async-sgd"]
+    assert all(r["curve"] for r in doc["runs"]) and png.stat().st_size > 0
+
+
+def test_scaling_plot_and_oom_line(capsys, tmp_path):
+    p = argparse.ArgumentParser()
+    p.add_argument("cluster")
+    p.add_argument("workload", nargs="?")
+    add_training_args(p)
+    png = tmp_path / "s.png"
+    args = p.parse_args(["cori-knl-flat", "transformer-big", "--nodes", "16,64",
+                         "--iterations", "2", "--network", "analytical", "--plot", str(png)])
+    assert run_training(args) == 0
+    text = capsys.readouterr().out
+    assert "64 nodes do not fit: MCDRAM" in text
+    assert png.stat().st_size > 0
+
+
+def test_missing_workload_and_bad_compare():
+    p = argparse.ArgumentParser()
+    p.add_argument("cluster")
+    p.add_argument("workload", nargs="?")
+    add_training_args(p)
+    with pytest.raises(ConfigError, match="simulated training needs a WORKLOAD"):
+        run_training(p.parse_args(["summit"]))
+    with pytest.raises(ConfigError, match="--compare: unknown algorithm 'sgd'"):
+        run_training(p.parse_args(["summit", "resnet50", "--compare", "sgd"]))

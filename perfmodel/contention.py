@@ -110,11 +110,26 @@ STEP_PATTERNS = {
 def hockney_params(cluster: Cluster) -> dict[str, float]:
     """Alpha, beta and gamma of a cluster, SI.
 
-    ``intra``: the node's device-to-device link; ``inter``: the NIC (its latency is
-    the end-to-end MPI latency, plus one switch hop per extra tree level is left to
-    the catalog's figure). ``gamma`` = 3 bytes moved (two reads, one write, as in
-    STREAM's ``a = b + c``) per byte reduced, at the device's training-memory
-    bandwidth.
+    ``intra``: the node's device-to-device link. ``inter``: a message between ranks
+    on different nodes. Its inverse bandwidth is the NIC's (the slower of the
+    intra-node link and the NIC is taken per algorithm by
+    :func:`effective_beta_s_per_B`); its latency follows the path rule of a message:
+    latencies add along the links a message crosses, bandwidth is that of the
+    slowest (cut-through pipelining). A rank on a node with more than one device
+    sits behind the intra-node link (a GPU's memory behind NVLink/PCIe: CUDA-aware
+    MPI stages or GPUDirect-reads the buffer across it), so an inter-node message
+    crosses device -> intra link -> NIC -> network -> NIC -> intra link -> device:
+    ``inter_alpha_s = nic.latency_s + intra_link.latency_s`` (the two halves of
+    the intra-node latency, one per end; the NIC's figure is the end-to-end
+    zero-byte MPI latency and is charged once). With one device per node the rank
+    is the host and ``inter_alpha_s = nic.latency_s``. This is the path latency
+    :func:`dlscale.simulator.topology_cluster.cluster_graph` builds (half the
+    intra-node latency on each device-NIC edge, half the NIC's on each host-network
+    edge), so that the closed forms and the simulation agree. Switch-to-switch hops
+    beyond the first switch (included in the NIC's figure) are not charged here.
+    ``nic_alpha_s`` is the NIC's latency alone. ``gamma`` = 3 bytes moved (two
+    reads, one write, as in STREAM's ``a = b + c``) per byte reduced, at the
+    device's training-memory bandwidth.
 
     Examples
     --------
@@ -125,12 +140,16 @@ def hockney_params(cluster: Cluster) -> dict[str, float]:
     >>> toy = Cluster("toy", node, NetworkSpec("x", Crossbar(8), Link("ib", 10e9, 1e-6)))
     >>> hockney_params(toy)["inter_beta_s_per_B"], hockney_params(toy)["gamma_s_per_B"]
     (1e-10, 3.333333333333333e-12)
+    >>> round(hockney_params(toy)["inter_alpha_s"] * 1e6, 9)   # NVLink 2 us + NIC 1 us
+    3.0
     """
     node = cluster.node
+    behind = node.intra_link.latency_s if node.devices_per_node > 1 else 0.0
     return {
         "intra_alpha_s": node.intra_link.latency_s,
         "intra_beta_s_per_B": 1.0 / node.intra_link.bandwidth_Bps,
-        "inter_alpha_s": node.nic.latency_s,
+        "inter_alpha_s": node.nic.latency_s + behind,
+        "nic_alpha_s": node.nic.latency_s,
         "inter_beta_s_per_B": 1.0 / node.nic.bandwidth_Bps,
         "gamma_s_per_B": 3.0 / node.device.training_memory_bandwidth_Bps,
     }

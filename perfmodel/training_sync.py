@@ -27,7 +27,8 @@ Orchestration per bucket (Laanait et al. 2019 and the Horovod design):
 - ``grouping="fusion"``: stock Horovod negotiates through rank 0: a gather of the
   ready-tensor requests (MPICH's ``MPI_Gatherv`` is linear: the root takes ``P - 1``
   messages, ``(P - 1) alpha``) and a binomial broadcast of the response
-  (``ceil(log2 P) alpha``), with ``alpha`` the inter-node latency (intra-node on
+  (``ceil(log2 P) alpha``), with ``alpha`` the inter-node path latency of
+  :func:`.contention.hockney_params` (intra-node on
   one node);
 - ``grouping="graph-aware"``: decentralized: one recursive-doubling allreduce of a
   bit vector with one bit per gradient tensor of the model.

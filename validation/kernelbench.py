@@ -12,8 +12,9 @@ Figures (the keys of :data:`dlscale.perfmodel.profile.KERNEL_FIGURES`):
   call), the same;
 - ``reduce_Bps`` -- :func:`dlscale.validation.mpi_ring.sum_into`, bytes reduced
   per second (the ``gamma`` of the collective models);
-- ``model_fwd_bwd_s`` -- :func:`dlscale.kernels.model.loss_and_grad` of the
-  small model on one mini-batch of the digits.
+- ``model_fwd_bwd_s`` -- one training step's computation, exactly as the MPI
+  training runs do it: draw a mini-batch (:func:`draw_batch`) and
+  :func:`dlscale.kernels.model.loss_and_grad` of the small model on it.
 
 ``noise`` holds, per figure, the robust coefficient of variation of the
 single-call times, ``IQR / 1.349 / median`` (the interquartile range of a normal
@@ -39,7 +40,8 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-__all__ = ["TRAINING_MODEL", "kernel_figures", "robust_cv", "stream_triad", "time_calls"]
+__all__ = ["TRAINING_MODEL", "draw_batch", "kernel_figures", "robust_cv", "stream_triad",
+           "time_calls"]
 
 #: The small real model the training runs and the benchmark use: an MLP on the
 #: 8x8 digits (64 inputs, 10 classes), float32, mini-batch of 32 per rank.
@@ -62,6 +64,19 @@ def stream_triad(a: np.ndarray, b: np.ndarray, c: np.ndarray, s: float) -> np.nd
     """
     _triad(a, b, c, s)
     return a
+
+
+def draw_batch(rng: np.random.Generator, X: np.ndarray, y: np.ndarray,
+               batch: int) -> tuple[np.ndarray, np.ndarray]:
+    """A mini-batch of ``batch`` rows drawn with replacement.
+
+    >>> import numpy as np
+    >>> xb, yb = draw_batch(np.random.default_rng(0), np.eye(4), np.arange(4), 2)
+    >>> xb.shape, yb.shape
+    ((2, 4), (2,))
+    """
+    idx = rng.integers(0, y.size, batch)
+    return X[idx], y[idx]
 
 
 def time_calls(fn: Callable[[], Any], budget_s: float, min_reps: int = 5,
@@ -136,8 +151,13 @@ def kernel_figures(budget_s: float = 2.0, triad_elems: int = 1 << 22,
     data = load_digits_split(seed=seed, dtype=np.float32)
     params = init_params(shape, seed=seed, dtype=np.float32)
     grad = np.empty_like(params)
-    xb, yb = data.X_train[: m["batch"]], data.y_train[: m["batch"]]
-    times = time_calls(lambda: loss_and_grad(params, grad, xb, yb, shape), share)
+    drng = np.random.default_rng(seed)
+
+    def step() -> float:
+        xb, yb = draw_batch(drng, data.X_train, data.y_train, m["batch"])
+        return loss_and_grad(params, grad, xb, yb, shape)
+
+    times = time_calls(step, share)
     out["model_fwd_bwd_s"] = float(np.median(times))
     out["noise"]["model_fwd_bwd_s"] = robust_cv(times)
     out["samples"]["model_fwd_bwd_s"] = int(times.size)

@@ -36,7 +36,7 @@ import numpy as np
 
 from dlscale.perfmodel.errors import ConfigError, unknown_name
 
-from .kernelbench import TRAINING_MODEL
+from .kernelbench import TRAINING_MODEL, draw_batch
 from .mpi_env import get_mpi, one_blas_thread
 from .mpi_ring import ring_allreduce
 
@@ -109,8 +109,7 @@ def _setup(comm: Any, seed: int) -> dict[str, Any]:
 
 
 def _batch(s: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
-    idx = s["rng"].integers(0, s["y"].size, s["batch"])
-    return s["X"][idx], s["y"][idx]
+    return draw_batch(s["rng"], s["X"], s["y"], s["batch"])
 
 
 def _sync(comm: Any, s: dict[str, Any], algorithm: str, iterations: int, warmup: int,

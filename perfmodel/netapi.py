@@ -74,8 +74,12 @@ class AnalyticalNetwork:
     """Closed-form collective times on a cluster (Hockney parameters from its links).
 
     Inside one node: ``alpha = intra_link.latency_s``, ``beta = 1/intra_link.bandwidth``;
-    across nodes: the NIC's latency and injection bandwidth. Contention is not
-    modelled (block placement, one flow per NIC direction for ring algorithms).
+    across nodes: the NIC's injection bandwidth and the path latency of
+    :func:`dlscale.perfmodel.contention.hockney_params` (the NIC's latency, plus the
+    intra-node link's where a node has more than one device: the rank sits behind
+    it), which is the latency :func:`dlscale.simulator.topology_cluster.cluster_graph`
+    routes. Contention is not modelled (block placement, one flow per NIC
+    direction for ring algorithms).
 
     Parameters
     ----------
@@ -111,10 +115,16 @@ class AnalyticalNetwork:
             raise ConfigError(f"ranks: need distinct rank ids in 0..{self.max_ranks - 1}")
         return ids
 
+    def _inter_alpha_s(self) -> float:
+        node = self.cluster.node
+        return node.nic.latency_s + (node.intra_link.latency_s if self.ranks_per_node > 1 else 0.0)
+
     def _params(self, ids: list[int]) -> tuple[float, float, int]:
         nodes = len({r // self.ranks_per_node for r in ids})
-        link = self.cluster.node.intra_link if nodes == 1 else self.cluster.node.nic
-        return link.latency_s, 1.0 / link.bandwidth_Bps, nodes
+        node = self.cluster.node
+        if nodes == 1:
+            return node.intra_link.latency_s, 1.0 / node.intra_link.bandwidth_Bps, 1
+        return self._inter_alpha_s(), 1.0 / node.nic.bandwidth_Bps, nodes
 
     def collective_s(self, collective: str, n_bytes: float, ranks: int | Sequence[int],
                      algorithm: str | None = None) -> float:
@@ -147,7 +157,7 @@ class AnalyticalNetwork:
                 per_node = -(-p // nodes)
                 return float(cf.hierarchical_allreduce_s(
                     n_bytes, nodes, per_node, (intra.latency_s, 1 / intra.bandwidth_Bps),
-                    (nic.latency_s, 1 / nic.bandwidth_Bps), g, self.inter_algorithm))
+                    (self._inter_alpha_s(), 1 / nic.bandwidth_Bps), g, self.inter_algorithm))
             return float(cf.allreduce_s(algorithm, n_bytes, p, a, b, g))
         if collective == "reduce-scatter":
             return float(cf.reduce_scatter_s(n_bytes, p, a, b, g))
@@ -179,8 +189,8 @@ class AnalyticalNetwork:
         >>> dev = Device("c", "cpu", 24, 2e9, 1e12, 2e12, 2e12, 96e9, 100e9, 0.5)
         >>> node = NodeSpec("n", dev, 2, Link("shm", 20e9, 0.5e-6), Link("ib", 1e9, 1e-6))
         >>> c = Cluster("t", node, NetworkSpec("net", Crossbar(8), Link("l", 1e9, 1e-6)))
-        >>> AnalyticalNetwork(c).transfer_s(0, 2, 1e9)
-        1.000001
+        >>> AnalyticalNetwork(c).transfer_s(0, 2, 1e9)  # NIC 1 us + shared memory 0.5 us
+        1.0000015
         """
         self._ids([src_rank, dst_rank] if src_rank != dst_rank else [src_rank])
         if n_bytes < 0:

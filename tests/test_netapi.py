@@ -25,17 +25,19 @@ def test_intra_and_inter_node_parameters():
     net = AnalyticalNetwork(cluster(4))
     # 4 ranks fit in one node: NVLink parameters
     assert net.allreduce_s(1e6, 4) == pytest.approx(cf.ring_allreduce_s(1e6, 4, 2e-6, 1 / 50e9))
-    # 8 ranks span two nodes: NIC parameters
-    assert net.allreduce_s(1e6, 8) == pytest.approx(cf.ring_allreduce_s(1e6, 8, 1e-6, 1 / 12.5e9))
+    # 8 ranks span two nodes: NIC bandwidth, path latency NIC + NVLink (rank behind it)
+    assert net.allreduce_s(1e6, 8) == pytest.approx(cf.ring_allreduce_s(1e6, 8, 3e-6, 1 / 12.5e9))
     assert net.allreduce_s(1e6, [0, 4], "recursive-doubling") == pytest.approx(
-        cf.recursive_doubling_allreduce_s(1e6, 2, 1e-6, 1 / 12.5e9))
+        cf.recursive_doubling_allreduce_s(1e6, 2, 3e-6, 1 / 12.5e9))
     assert net.transfer_s(0, 1, 1e6) == pytest.approx(2e-6 + 1e6 / 50e9)
-    assert net.transfer_s(0, 4, 1e6) == pytest.approx(1e-6 + 1e6 / 12.5e9)
+    assert net.transfer_s(0, 4, 1e6) == pytest.approx(3e-6 + 1e6 / 12.5e9)
+    # one device per node: the rank is the host, NIC latency alone
+    assert AnalyticalNetwork(cluster(1)).transfer_s(0, 1, 1e6) == pytest.approx(1e-6 + 1e6 / 12.5e9)
 
 
 def test_hierarchical_uses_node_counts():
     net = AnalyticalNetwork(cluster(4))
-    expect = cf.hierarchical_allreduce_s(1e6, 3, 4, (2e-6, 1 / 50e9), (1e-6, 1 / 12.5e9))
+    expect = cf.hierarchical_allreduce_s(1e6, 3, 4, (2e-6, 1 / 50e9), (3e-6, 1 / 12.5e9))
     assert net.allreduce_s(1e6, 12, "hierarchical") == pytest.approx(expect)
 
 

@@ -19,6 +19,7 @@ from dlscale.perfmodel.errors import DlscaleError
 COMMANDS: dict[str, str] = {
     "catalog": "catalog",
     "predict": "predict",
+    "simulate": "simulate",
     "sweep": "sweep",
     "plan": "plan",
 }

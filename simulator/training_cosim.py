@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dlscale import kernels as K
+import dlscale.kernels as K
 from dlscale.perfmodel.errors import ConfigError
 
 from .schedules_lr import Schedule, make_schedule

@@ -125,7 +125,7 @@ def _run_async(ctx: RunContext) -> AsyncOutcome:
     draws = StepDraws(ctx)
     acc = Breakdown(R)
     done: list[float] = []
-    counters = {"master_exchanges": 0, "lost_updates": 0, "chunk_updates": 0}
+    counters: dict[str, float] = {"master_exchanges": 0, "lost_updates": 0, "chunk_updates": 0}
     tr = ctx.tracer
     lock = simpy.Resource(env, capacity=1)
     link = SharedPipe(env, 1.0 / beta) if hog else None

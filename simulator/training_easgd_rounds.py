@@ -97,7 +97,7 @@ def run_rounds(ctx: RunContext) -> AsyncOutcome:
                     t0 = env.now
                     yield env.timeout(serve)
                     if num is not None:
-                        num.exchange(w)  # type: ignore[attr-defined]
+                        num.exchange(w)
                     if tr is not None and b < tr.max_iterations:
                         tr.slice(-1, "master", f"serve w{w}", t0, serve)
                         tr.slice(w, "comm", "exchange", t0, serve)
@@ -110,7 +110,7 @@ def run_rounds(ctx: RunContext) -> AsyncOutcome:
             block_end[b] = end
             start = np.full(R, end)
             if num is not None:
-                num.step_done_all(steps[-1], end)  # type: ignore[attr-defined]
+                num.step_done_all(steps[-1], end)
 
     def sync_easgd():
         start = np.zeros(R)
@@ -123,10 +123,10 @@ def run_rounds(ctx: RunContext) -> AsyncOutcome:
                 yield req
                 t0 = env.now
                 if num is not None:
-                    num.round_begin(b)  # type: ignore[attr-defined]
+                    num.round_begin(b)
                 yield env.timeout(rnd)
                 if num is not None:
-                    num.round_end(b)  # type: ignore[attr-defined]
+                    num.round_end(b)
             end = env.now
             if tr is not None and b < tr.max_iterations:
                 for r in tr.ranks.tolist():
@@ -145,7 +145,7 @@ def run_rounds(ctx: RunContext) -> AsyncOutcome:
             prev_end = end
             start = nxt
             if num is not None:
-                num.step_done_all(steps[-1], float(block_end[b]))  # type: ignore[attr-defined]
+                num.step_done_all(steps[-1], float(block_end[b]))
 
     env.process(original() if alg == "easgd" else sync_easgd())
     env.run()

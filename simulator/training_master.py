@@ -105,11 +105,11 @@ class SharedPipe:
         dt = (h[0][0] - self._v) / self._share(len(h))
         self._version += 1
         v = self._version
-        t = self.env.timeout(max(dt, 0.0))
-        t.callbacks.append(lambda _ev, v=v: self._wake(v))
+        t = self.env.timeout(max(dt, 0.0), value=v)
+        t.callbacks.append(self._wake)
 
-    def _wake(self, version: int) -> None:
-        if version != self._version:
+    def _wake(self, ev: simpy.Event) -> None:
+        if ev.value != self._version:
             return
         self._advance()
         self._schedule()

@@ -99,8 +99,8 @@ class TrainingNetwork:
                                   f"node) but the simulated topology has {cap} endpoints; use "
                                   "network='analytical' for more ranks than devices")
         self._ar = _allreduce_fn(cluster, workload, self.lay)
-        self.allreduce_s = lru_cache(maxsize=None)(self._allreduce)  # type: ignore[method-assign]
-        self.allgather_s = lru_cache(maxsize=None)(self._allgather)  # type: ignore[method-assign]
+        self.allreduce_s = lru_cache(maxsize=None)(self._allreduce)
+        self.allgather_s = lru_cache(maxsize=None)(self._allgather)
 
     # -- collectives of synchronous SGD -------------------------------------------------
     def _allreduce(self, n_bytes: float) -> float:
@@ -138,7 +138,7 @@ class TrainingNetwork:
             beta = effective_beta_s_per_B(self.cluster, "ring", self.lay.nodes,
                                           self.lay.ranks_per_node)
             return float(np.asarray(allgather_s(total_bytes, self.ranks, self.alpha_s, beta))[0])
-        return float(self.sim.collective_s("allgather", float(total_bytes),  # type: ignore[attr-defined]
+        return float(self.sim.collective_s("allgather", float(total_bytes),
                                            self.ranks, "ring"))
 
     # -- Sync EASGD --------------------------------------------------------------------
@@ -153,8 +153,8 @@ class TrainingNetwork:
             b = broadcast_s(n_bytes, self.ranks, self.alpha_s, beta)
             return float(np.asarray(r)[0] + np.asarray(b)[0])
         sim = self.sim
-        return float(sim.collective_s("reduce", n_bytes, self.ranks)  # type: ignore[attr-defined]
-                     + sim.collective_s("broadcast", n_bytes, self.ranks))  # type: ignore[attr-defined]
+        return float(sim.collective_s("reduce", n_bytes, self.ranks)
+                     + sim.collective_s("broadcast", n_bytes, self.ranks))
 
     # -- master (parameter server) -----------------------------------------------------
     def master_link(self, algorithm: str) -> tuple[float, float]:

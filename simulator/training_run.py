@@ -148,7 +148,7 @@ def simulate_training(cluster: Cluster, workload: Workload, nodes: int, *,
     if mode == "cosim":
         from .training_cosim import make_numerics
         ctx.numerics = make_numerics(ctx, cosim_options or {}, seed)
-        res.surrogate = ctx.numerics.label  # type: ignore[attr-defined]
+        res.surrogate = ctx.numerics.label
     out = _run(ctx)
     res.iteration_times_s = out.iteration_times_s
     res.samples_per_iteration = float(lay.global_batch[0])

@@ -104,6 +104,9 @@ def run_sync_sgd(ctx: RunContext) -> SyncOutcome:
         sparse_dur = neg + net.allgather_s(total) + total * net.gamma_s_per_B
     fb = prof.forward_s + prof.backward_s
 
+    fusion = w.grouping == "fusion"
+    orchestration = "negotiate (rank 0)" if fusion else "agree (bit-vector allreduce)"
+    group = "fusion buffer" if fusion else "group"
     env = simpy.Environment()
     channel = simpy.Resource(env, capacity=1)
     acc = Breakdown(R)
@@ -123,7 +126,7 @@ def run_sync_sgd(ctx: RunContext) -> SyncOutcome:
             if tr is not None and k < tr.max_iterations:
                 for r in tr.ranks.tolist():
                     if neg > 0:
-                        tr.slice(r, "comm", "negotiate", t0, neg)
+                        tr.slice(r, "comm", orchestration, t0, neg)
                     tr.slice(r, "comm", label, t0 + neg, dur - neg)
 
     def iterations():
@@ -132,8 +135,10 @@ def run_sync_sgd(ctx: RunContext) -> SyncOutcome:
             f = ctx.noise.draw(ctx.rng, (R,))
             ends: list[float] = []
             procs = [env.process(collective(k, float(np.max(start + f * off)) + wait, d,
-                                            f"allreduce {b / 1e6:.1f} MB", ends))
-                     for off, d, b in zip(ready_off, durs, bk.bytes, strict=True)]
+                                            f"allreduce {group} {i} ({b / 1e6:.1f} MB)",
+                                            ends))
+                     for i, (off, d, b) in enumerate(zip(ready_off, durs, bk.bytes,
+                                                         strict=True))]
             if procs:
                 yield env.all_of(procs)
             bwd_end = start + f * fb
@@ -151,7 +156,7 @@ def run_sync_sgd(ctx: RunContext) -> SyncOutcome:
             if tr is not None and k < tr.max_iterations:
                 _trace_compute(ctx, prof, start, f, bwd_end, end)
             if ctx.numerics is not None:
-                ctx.numerics.sync_step(k, float(end.max()))  # type: ignore[attr-defined]
+                ctx.numerics.sync_step(k, float(end.max()))
             iter_end[k] = float(end.max())
             start = end
             yield env.timeout(max(float(end.min()) - env.now, 0.0))

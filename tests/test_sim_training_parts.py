@@ -85,3 +85,14 @@ def test_network_adapter_backends_and_errors():
 
     custom = make_training_network(c, w, 4, Fixed())
     assert custom.allreduce_s(1e6) == 1.0 and custom.latency_s() == 0.5
+
+
+def test_perfmodel_analytical_network_plugs_in():
+    from dlscale.perfmodel.netapi import AnalyticalNetwork
+
+    c, w = get_cluster("summit"), get_workload("resnet50")
+    gamma = 3.0 / c.node.device.training_memory_bandwidth_Bps   # as hockney_params
+    net = make_training_network(c, w, 4, AnalyticalNetwork(c, gamma_s_per_B=gamma))
+    assert net.name == "AnalyticalNetwork"
+    assert net.allreduce_s(50e6) == pytest.approx(
+        make_training_network(c, w, 4, "analytical").allreduce_s(50e6), rel=1e-6)

@@ -49,8 +49,8 @@ def test_trace_shows_layers_negotiation_and_allreduce():
     r = simulate_training(SUMMIT, RESNET, 2, iterations=2, trace=True, efficiency=False,
                           trace_ranks=3)
     names = {e["name"] for e in r.trace["traceEvents"] if e["ph"] == "X"}
-    assert {"fwd conv1", "bwd fc1000", "negotiate", "update"} <= names
-    assert any(n.startswith("allreduce") for n in names)
+    assert {"fwd conv1", "bwd fc1000", "negotiate (rank 0)", "update"} <= names
+    assert any(n.startswith("allreduce fusion buffer 0") for n in names)
     pids = {e["pid"] for e in r.trace["traceEvents"] if e["ph"] == "X"}
     assert pids == {1, 7, 12}                      # ranks 0, 6 and 11 of 12
     json.dumps(r.trace)

@@ -73,3 +73,26 @@ def test_calibrate_bad_option_is_one_line_error(tmp_path):
     proc = run_command(1, "calibrate", "--collectives", "alltoall", "-o", str(tmp_path / "p.json"))
     assert proc.returncode == 2
     assert "--collectives: unknown ['alltoall']" in proc.stderr
+
+
+def test_allreduce_fit_picks_best_form_or_the_one_chosen():
+    import numpy as np
+
+    from dlscale.perfmodel.collectives import binomial_tree_allreduce_s
+    from dlscale.validation.collective_fit import fit_allreduce, predict_allreduce
+
+    n = 2.0 ** np.arange(10, 24)
+    runs = [{"ranks": p, "sizes_bytes": n.tolist(),
+             "times_s": binomial_tree_allreduce_s(n, p, 2e-6, 2e-10).tolist()} for p in (2, 3, 4, 8)]
+    intra = {"latency_s": 1e-6, "bandwidth_Bps": 1e10}
+    fit = fit_allreduce(runs, intra)
+    assert fit["algorithm"] == "binomial-tree" and fit["rms_rel_error"] < 1e-9
+    assert set(fit["candidates"]) >= {"ring", "rabenseifner", "binomial-tree"}
+    assert predict_allreduce(fit, 1 << 20, 16) == pytest.approx(
+        binomial_tree_allreduce_s(1 << 20, 16, 2e-6, 2e-10), rel=1e-9)
+    forced = fit_allreduce(runs, intra, algorithms=["ring"])
+    assert forced["algorithm"] == "ring" and forced["rms_rel_error"] > 0.01
+    with pytest.raises(ConfigError, match="algorithm: unknown name 'rign'"):
+        fit_allreduce(runs, intra, algorithms=["rign"])
+    with pytest.raises(ConfigError, match=r"allreduce\.fit: malformed"):
+        predict_allreduce({"algorithm": "ring"}, 1024, 2)

@@ -18,8 +18,10 @@ order, with shares of the time budget:
 3. collectives (45 %): each of :data:`~dlscale.validation.microbench.COLLECTIVES`
    on the first ``k`` ranks for every ``k`` of ``rank_counts`` (the others wait
    without spinning); allreduce is fitted against every closed form of
-   :data:`dlscale.perfmodel.collectives.ALLREDUCE` with efficiency factors
-   (:func:`~dlscale.perfmodel.fitting.fit_collective`), the best one named.
+   :data:`dlscale.perfmodel.collectives.ALLREDUCE` with efficiency factors per
+   size segment (:mod:`dlscale.validation.collective_fit`), the best one named;
+   where the launch chose the algorithm (``--allreduce-algorithm``), against that
+   algorithm's form only.
 
 With one rank only the kernel part runs, with a warning in the profile's notes.
 """
@@ -40,7 +42,7 @@ from dlscale.perfmodel.profile import MachineProfile
 from . import microbench as mb
 from .collective_fit import fit_allreduce
 from .kernelbench import kernel_figures
-from .mpi_env import get_mpi, host_groups, one_blas_thread, provenance
+from .mpi_env import MPICH_ALLREDUCE, get_mpi, host_groups, one_blas_thread, provenance
 
 __all__ = ["calibrate", "p2p_pairs"]
 
@@ -196,8 +198,10 @@ def _calibrate(comm: Any, sizes: list[int], budget_s: float, collectives: tuple[
     if rank != 0:
         return None
     if "allreduce" in coll and "intra-node" in p2p and len(groups) == 1:
+        known = {v: k for k, v in MPICH_ALLREDUCE.items()}.get(coll["allreduce"]["algorithm"])
         coll["allreduce"]["fit"] = fit_allreduce(coll["allreduce"]["measurements"], p2p["intra-node"],
-                                                 kern.get("reduce_Bps"))
+                                                 kern.get("reduce_Bps"),
+                                                 algorithms=[known] if known else None)
     prov["elapsed_s"] = round(time.perf_counter() - start, 3)
     prov["budget_s"] = budget_s
     return MachineProfile(p2p=p2p, collectives=coll, kernels=kern, provenance=prov, notes=notes)

@@ -37,6 +37,7 @@ True
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -44,6 +45,9 @@ from numpy.typing import ArrayLike
 from .errors import ConfigError
 from .hardware import Cluster
 from .workload import Workload
+
+if TYPE_CHECKING:
+    from .netapi import NetworkModel
 
 __all__ = ["IterationTimes", "Layout", "efficiency", "iteration_times", "layout"]
 
@@ -159,17 +163,25 @@ def layout(cluster: Cluster, workload: Workload, nodes: ArrayLike) -> Layout:
     return Layout(n, ranks, n * dpn, rpn, share, batch, global_batch)
 
 
-def iteration_times(cluster: Cluster, workload: Workload, nodes: ArrayLike) -> IterationTimes:
+def iteration_times(cluster: Cluster, workload: Workload, nodes: ArrayLike, *,
+                    network: NetworkModel | None = None) -> IterationTimes:
     """Per-iteration times of ``workload`` on ``cluster`` for each node count.
 
     ``nodes`` is an int or a 1-D array; the result holds arrays of the same length.
+    ``network`` (a :class:`~dlscale.perfmodel.netapi.NetworkModel`): synchronous SGD
+    asks it for its bucket and bit-vector allreduces (see
+    :func:`~dlscale.perfmodel.training_sync.sync_sgd_times`); the EASGD family does
+    not take one (:class:`ConfigError`).
     """
     from .training_easgd import easgd_times
     from .training_sync import sync_sgd_times
 
+    if workload.algorithm != "sync-sgd" and network is not None:
+        raise ConfigError(f"network: only sync-sgd takes a network model, got algorithm "
+                          f"{workload.algorithm!r}")
     lay = layout(cluster, workload, nodes)
     if workload.algorithm == "sync-sgd":
-        return sync_sgd_times(cluster, workload, lay)
+        return sync_sgd_times(cluster, workload, lay, network=network)
     return easgd_times(cluster, workload, lay)
 
 

@@ -19,6 +19,12 @@ One iteration of one rank:
    after the dense buckets, and summed into the table (``gamma`` per byte);
 5. the weight update (:func:`.compute.update_s`) after the last message.
 
+With ``network`` (a :class:`~dlscale.perfmodel.netapi.NetworkModel`, e.g. a
+:class:`dlscale.simulator.network.SimulatedNetwork`), step 3's allreduces and the
+graph-aware bit-vector allreduce are asked of it (``network.allreduce_s(n_bytes,
+ranks, algorithm)``, once per bucket size and node count, its own reduction cost);
+the rank-0 negotiation and the sparse allgather keep their closed forms.
+
 ``iteration = forward + max(backward, end of the last message) + update``;
 exposed communication = ``iteration - (forward + backward + update)``.
 
@@ -47,6 +53,7 @@ Examples
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -58,6 +65,9 @@ from .hardware import Cluster
 from .memory import sparse_gather_bytes
 from .training import IterationTimes, Layout
 from .workload import Workload
+
+if TYPE_CHECKING:
+    from .netapi import NetworkModel
 
 __all__ = ["HOROVOD_CYCLE_S", "Buckets", "buckets", "sync_sgd_times"]
 
@@ -128,8 +138,29 @@ def _allreduce_fn(cluster: Cluster, workload: Workload, lay: Layout):
     return lambda nb: f(nb, lay.ranks, alpha, beta, gamma)
 
 
-def sync_sgd_times(cluster: Cluster, workload: Workload, lay: Layout) -> IterationTimes:
-    """Iteration times of synchronous SGD for the node counts of ``lay``."""
+def _network_costs(network: NetworkModel, workload: Workload, bk: Buckets,
+                   ranks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Bucket allreduces ``(B, N)`` and graph-aware negotiation ``(N,)`` from ``network``."""
+    ar = np.zeros((len(bk.bytes), len(ranks)))
+    neg = np.zeros(len(ranks))
+    bits = float(np.ceil(max(bk.tensors, 1) / 8))
+    for j, p in enumerate(ranks.astype(int).tolist()):
+        if p < 2:
+            continue
+        for b, nb in enumerate(bk.bytes.tolist()):
+            ar[b, j] = network.allreduce_s(float(nb), p, workload.collective)
+        if workload.grouping == "graph-aware":
+            neg[j] = network.allreduce_s(bits, p, "recursive-doubling")
+    return ar, neg
+
+
+def sync_sgd_times(cluster: Cluster, workload: Workload, lay: Layout, *,
+                   network: NetworkModel | None = None) -> IterationTimes:
+    """Iteration times of synchronous SGD for the node counts of ``lay``.
+
+    ``network``: answers the bucket and bit-vector allreduces instead of the closed
+    forms (see the module docstring); it must hold ``max(lay.ranks)`` ranks.
+    """
     dev = cluster.node.device
     weak = workload.scaling == "weak"
     batch = lay.batch_per_rank[0] if weak else lay.batch_per_rank
@@ -146,12 +177,13 @@ def sync_sgd_times(cluster: Cluster, workload: Workload, lay: Layout) -> Iterati
     alpha_c = np.where(lay.nodes > 1, par["inter_alpha_s"], par["intra_alpha_s"])
     beta_c = np.where(lay.nodes > 1, par["inter_beta_s_per_B"], par["intra_beta_s_per_B"])
     bk = buckets(workload)
+    if network is not None:
+        net_ar, neg = _network_costs(network, workload, bk, np.atleast_1d(p))
     if workload.grouping == "fusion":
         neg = ((p - 1) + np.ceil(np.log2(p))) * alpha_c
-    else:
+    elif network is None:
         neg = np.asarray(_rd(np.ceil(max(bk.tensors, 1) / 8), p, alpha_c, beta_c))
     wait = np.where(multi, HOROVOD_CYCLE_S / 2, 0.0)
-    allreduce = _allreduce_fn(cluster, workload, lay)
 
     end = np.zeros(lay.nodes.shape)
     comm = np.zeros(lay.nodes.shape)
@@ -159,7 +191,9 @@ def sync_sgd_times(cluster: Cluster, workload: Workload, lay: Layout) -> Iterati
         # all buckets at once, shape (B, N); the chain start_b = max(ready_b + wait,
         # end_{b-1}) unrolls to end_b = S_b + max_{k<=b}(ready_k + wait - S_{k-1}) with
         # S the running sum of the durations.
-        dur = np.where(multi, neg + np.asarray(allreduce(bk.bytes[:, None])), 0.0)
+        if network is None:
+            net_ar = np.asarray(_allreduce_fn(cluster, workload, lay)(bk.bytes[:, None]))
+        dur = np.where(multi, neg + net_ar, 0.0)
         if workload.overlap:
             ready = np.moveaxis(np.atleast_2d(bwd_cum[..., bk.first_layer]), -1, 0)
         else:

@@ -5,6 +5,7 @@ import pytest
 
 from dlscale.perfmodel import collectives as col
 from dlscale.perfmodel.compute import layer_times, update_s
+from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.hardware import Cluster, Crossbar, Device, Link, NetworkSpec, NodeSpec
 from dlscale.perfmodel.training import efficiency, iteration_times, layout
 from dlscale.perfmodel.training_sync import HOROVOD_CYCLE_S, buckets
@@ -238,3 +239,43 @@ def test_efficiency_definition_and_determinism():
     a = iteration_times(c, workload(), np.arange(1, 200))
     b = iteration_times(c, workload(), np.arange(1, 200))
     assert np.array_equal(a.iteration_s, b.iteration_s)
+
+
+class _FixedNetwork:
+    """A NetworkModel answering every allreduce with ``t`` seconds, recording the calls."""
+
+    def __init__(self, t):
+        self.t, self.calls = t, []
+
+    def allreduce_s(self, n_bytes, ranks, algorithm="ring"):
+        self.calls.append((n_bytes, ranks, algorithm))
+        return self.t
+
+    def collective_s(self, collective, n_bytes, ranks, algorithm=None):
+        raise AssertionError("not asked")
+
+    def transfer_s(self, src_rank, dst_rank, n_bytes):
+        raise AssertionError("not asked")
+
+
+def test_network_answers_bucket_and_bitvector_allreduces():
+    c = cluster(per_node=4)
+    w = workload(overlap=False, grouping="graph-aware", collective="rabenseifner")
+    net = _FixedNetwork(0.01)
+    t = iteration_times(c, w, [1, 8], network=net)
+    base = iteration_times(c, w, [1, 8])
+    bk = buckets(w)
+    assert len(bk.bytes) == 3
+    # one allreduce per bucket plus one bit-vector negotiation per bucket, each 0.01 s
+    want = base.compute_s + HOROVOD_CYCLE_S / 2 + len(bk.bytes) * 2 * 0.01
+    assert t.iteration_s == pytest.approx(want, rel=1e-12)
+    assert np.all(t.iteration_s != base.iteration_s)
+    assert {(r, a) for _, r, a in net.calls} == {(4, "rabenseifner"), (4, "recursive-doubling"),
+                                                 (32, "rabenseifner"), (32, "recursive-doubling")}
+    assert sorted(b for b, r, a in net.calls if a == "rabenseifner" and r == 32) == bk.bytes.tolist()
+
+
+def test_network_only_for_sync_sgd():
+    with pytest.raises(ConfigError, match=r"network: only sync-sgd takes a network model, got "
+                                          r"algorithm 'easgd'"):
+        iteration_times(cluster(), workload(algorithm="easgd"), 1, network=_FixedNetwork(0.0))

@@ -125,15 +125,9 @@ def test_cli_rejects_unknown_case(capsys) -> None:
     assert "invalid choice: 'nope'" in capsys.readouterr().err
 
 
-_NIC_ONLY = pytest.mark.xfail(strict=True, reason=(
-    "perfmodel.netapi.AnalyticalNetwork charges the NIC's latency alone between nodes; "
-    "the model (contention.hockney_params) and the simulator charge the path: NIC plus "
-    "the intra-node link a GPU rank sits behind (3.6 us, not 0.6 us, on Summit)"))
-
-
 @pytest.mark.parametrize(("cluster", "workload", "nodes", "overrides"), [
-    pytest.param("summit", "fcn-summit", 64, {}, marks=_NIC_ONLY),
-    pytest.param("summit", "fcn-summit", 64, {"grouping": "fusion"}, marks=_NIC_ONLY),
+    ("summit", "fcn-summit", 64, {}),
+    ("summit", "fcn-summit", 64, {"grouping": "fusion"}),
     ("stampede2-knl", "resnet50", 64, {"batch_per_device": 16}),
     ("stampede2-knl", "resnet50", 1, {}),
 ])
@@ -149,7 +143,7 @@ def test_simulated_chain_with_closed_form_network_equals_predict(cluster, worklo
     from dlscale.perfmodel.netapi import AnalyticalNetwork
     from dlscale.perfmodel.predict import predict
     from dlscale.perfmodel.training import layout
-    from dlscale.validation.published import sync_sgd_iteration_s
+    from dlscale.validation.fidelity import sync_sgd_iteration_s
 
     c = get_cluster(cluster)
     w = dataclasses.replace(get_workload(workload), **overrides)
@@ -160,7 +154,7 @@ def test_simulated_chain_with_closed_form_network_equals_predict(cluster, worklo
 
 def test_simulated_chain_rejects_sparse_gather() -> None:
     from dlscale.perfmodel.catalog import get_cluster, get_workload
-    from dlscale.validation.published import sync_sgd_iteration_s
+    from dlscale.validation.fidelity import sync_sgd_iteration_s
 
     with pytest.raises(ConfigError, match=r"workload\.sparse_as_dense: the simulated chain"):
         sync_sgd_iteration_s(get_cluster("stampede2-skx"), get_workload("transformer-base"),

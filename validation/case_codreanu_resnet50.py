@@ -26,7 +26,7 @@ R3. "Above 90% efficiency" is compared as 90% (the bound), against one node, the
 R5. Simulated fidelity (until the simulator's training layer exists): the gradient
     allreduces run on the routed Stampede2 fat tree (28:20 tapered leaves), the
     compute and overlap chain are the analytical model's
-    (:func:`dlscale.validation.published.sync_sgd_iteration_s`).
+    (:func:`dlscale.validation.fidelity.sync_sgd_iteration_s`).
 R4. Time for 90 epochs = 90 x 1,281,167 images / predicted images/s (the 8,040
     stated iterations are 90 epochs at 14,336 per iteration).
 """
@@ -41,13 +41,8 @@ import numpy as np
 from dlscale.perfmodel.catalog import get_cluster, get_workload
 from dlscale.perfmodel.predict import predict
 
-from .published import (
-    CaseOutput,
-    Curve,
-    Quantity,
-    simulated_network,
-    sync_sgd_iteration_s,
-)
+from .fidelity import simulated_network, sync_sgd_iteration_s
+from .published import CaseOutput, Curve, Quantity
 
 __all__ = ["FIDELITIES", "MISSES", "PAPER", "QUANTITIES", "run"]
 

@@ -28,7 +28,7 @@ L5. Simulated fidelity (until the simulator's training layer exists): every
     simulated on the routed Summit topology (fast mode, linear placement, the
     model's reduction cost); per-layer compute, bucketing, Horovod's cycle wait and
     the overlap chain are the analytical model's
-    (:func:`dlscale.validation.published.sync_sgd_iteration_s`).
+    (:func:`dlscale.validation.fidelity.sync_sgd_iteration_s`).
 L4. The allreduce algorithm is the preset's (ring): the abstract does not name it.
     Two more PREDICTIONS show how much of the miss is the choice of algorithm
     (hierarchical, and NCCL's double binary tree); they are diagnostics, not fits,
@@ -45,13 +45,8 @@ import numpy as np
 from dlscale.perfmodel.catalog import get_cluster, get_workload
 from dlscale.perfmodel.predict import predict
 
-from .published import (
-    CaseOutput,
-    Curve,
-    Quantity,
-    simulated_network,
-    sync_sgd_iteration_s,
-)
+from .fidelity import simulated_network, sync_sgd_iteration_s
+from .published import CaseOutput, Curve, Quantity
 
 __all__ = ["FIDELITIES", "MISSES", "PAPER", "QUANTITIES", "run"]
 

@@ -51,8 +51,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from dlscale.perfmodel.errors import ConfigError, unknown_name
 
 __all__ = [
@@ -71,8 +69,6 @@ __all__ = [
     "run_case",
     "run_cases",
     "run_published",
-    "simulated_network",
-    "sync_sgd_iteration_s",
 ]
 
 #: Case name -> module under dlscale.validation.
@@ -229,70 +225,6 @@ def compare(case: str, paper: str, q: Quantity, predicted: Any, fidelity: str = 
         within = err == 0
     row.update(error=err, within=bool(within))
     return row
-
-
-def sync_sgd_iteration_s(cluster: Any, workload: Any, nodes: int, network: Any) -> float:
-    """Synchronous-SGD iteration time with ``network`` answering the collectives.
-
-    The stand-in for the simulated fidelity until the simulator's training layer
-    exists: per-layer compute, fusion buckets, Horovod's cycle wait and the overlap
-    chain are those of :mod:`dlscale.perfmodel.training_sync`; each bucket's
-    allreduce (``workload.collective``) and, for graph-aware grouping, the bit-vector
-    negotiation (recursive doubling) are asked of ``network`` (a
-    :class:`~dlscale.perfmodel.netapi.NetworkModel`; unused, may be None, for one
-    rank). Rank-0 negotiation (fusion) is
-    the model's closed form ``(P - 1 + ceil(log2 P)) alpha``. Sparse gradients must be
-    densified.
-    """
-    import math
-
-    from dlscale.perfmodel.compute import layer_times, update_s
-    from dlscale.perfmodel.contention import hockney_params
-    from dlscale.perfmodel.training import layout
-    from dlscale.perfmodel.training_sync import HOROVOD_CYCLE_S, buckets
-
-    if workload.model.sparse_params > 0 and not workload.sparse_as_dense:
-        raise ConfigError("workload.sparse_as_dense: the simulated chain needs densified "
-                          "gradients (no sparse allgather), got False")
-    lay = layout(cluster, workload, nodes)
-    dev = cluster.node.device
-    lt = layer_times(workload.model, dev, workload.precision, lay.batch_per_rank[0], lay.share)
-    bwd_cum = np.cumsum(lt.backward_s[::-1])[::-1]            # time to finish layer i
-    compute = float(lt.forward_s.sum()) + float(bwd_cum[0])
-    compute += update_s(workload.model.params, dev, workload.momentum > 0, lay.share)
-    ranks = int(lay.ranks[0])
-    if ranks == 1:
-        return compute
-    bk = buckets(workload)
-    if workload.grouping == "graph-aware":
-        neg = network.allreduce_s(float(math.ceil(max(bk.tensors, 1) / 8)), ranks,
-                                  "recursive-doubling")
-    else:
-        par = hockney_params(cluster)
-        alpha = par["inter_alpha_s"] if nodes > 1 else par["intra_alpha_s"]
-        neg = (ranks - 1 + math.ceil(math.log2(ranks))) * alpha
-    end = 0.0
-    for nbytes, first in zip(bk.bytes, bk.first_layer, strict=True):
-        ready = float(bwd_cum[first] if workload.overlap else bwd_cum[0])
-        end = max(ready + HOROVOD_CYCLE_S / 2, end) + neg + network.allreduce_s(
-            float(nbytes), ranks, workload.collective)
-    return compute + max(0.0, end - float(bwd_cum[0]))
-
-
-def simulated_network(cluster: Any, workload: Any, nodes: int) -> Any:
-    """The routed topology of ``nodes`` nodes, fast mode, the model's reduction cost.
-
-    ``None`` for a single rank (nothing to communicate).
-    """
-    from dlscale.perfmodel.contention import hockney_params
-    from dlscale.perfmodel.training import layout
-    from dlscale.simulator.network import SimulatedNetwork
-
-    lay = layout(cluster, workload, nodes)
-    if lay.ranks[0] == 1:
-        return None
-    gamma = hockney_params(cluster)["gamma_s_per_B"] / lay.share
-    return SimulatedNetwork.from_cluster(cluster, nodes, gamma_s_per_B=gamma)
 
 
 def miss_key(quantity: str, fidelity: str) -> str:

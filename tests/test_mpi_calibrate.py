@@ -96,3 +96,19 @@ def test_allreduce_fit_picks_best_form_or_the_one_chosen():
         fit_allreduce(runs, intra, algorithms=["rign"])
     with pytest.raises(ConfigError, match=r"allreduce\.fit: malformed"):
         predict_allreduce({"algorithm": "ring"}, 1024, 2)
+
+
+@pytest.mark.mpi
+@pytest.mark.slow
+def test_one_rank_gives_kernel_figures_only_with_a_warning(tmp_path):
+    mpi_or_skip()
+    out = tmp_path / "one.json"
+    proc = run_command(1, "calibrate", "--budget-s", "1", "-o", str(out), timeout=90)
+    assert proc.returncode == 0, proc.stderr
+    assert "warning: one rank: kernel figures only" in proc.stderr
+    prof = load_profile(out)
+    assert prof.p2p == {} and prof.collectives == {}
+    assert prof.kernels["stream_triad_Bps"] > 0 and prof.kernels["gemm_flops"] > 0
+    proc = run_command(1, "validate", "local", "-o", str(tmp_path / "v.json"))
+    assert proc.returncode == 2
+    assert "validate local: needs at least 2 ranks" in proc.stderr

@@ -232,13 +232,16 @@ class Numerics:
 
     # -- synchronous SGD ---------------------------------------------------------------
     def sync_step(self, k: int, t: float) -> None:
-        """Every worker's gradient, ring allreduce, momentum SGD on the (shared) weights."""
+        """Every worker's gradient on its replica, ring allreduce (the sum lands in every
+        worker's row), and each worker's momentum SGD step on its own replica."""
         for w in range(self.P):
-            self._grad(w, self.x[0])
+            self._grad(w, self.x[w])
         if self.P > 1:
             K.allreduce_inplace(self.g, "ring")
-        self.g[0] /= self.P
-        K.momentum_sgd_update(self.x[0], self.vc, self.g[0], self._lr(), self.mu)
+        self.g /= self.P
+        lr = self._lr()
+        for w in range(self.P):
+            K.momentum_sgd_update(self.x[w], self.v[w], self.g[w], lr, self.mu)
         self.step_done_all(k, t)
 
     # -- summary -----------------------------------------------------------------------

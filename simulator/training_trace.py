@@ -40,13 +40,18 @@ class TraceRecorder:
         Ranks traced at most.
     max_iterations : int
         Iterations traced (events of later iterations are dropped).
+    max_counter_events : int
+        Counter samples kept at most.
     """
 
-    def __init__(self, n_ranks: int, max_ranks: int = 16, max_iterations: int = 5) -> None:
+    def __init__(self, n_ranks: int, max_ranks: int = 16, max_iterations: int = 5,
+                 max_counter_events: int = 20000) -> None:
         k = max(1, min(int(n_ranks), int(max_ranks)))
         self.ranks = np.unique(np.linspace(0, n_ranks - 1, k).round().astype(np.int64))
         self._set = set(self.ranks.tolist())
         self.max_iterations = int(max_iterations)
+        self.max_counter_events = int(max_counter_events)
+        self._counters = 0
         self.events: list[dict] = []
 
     def traced(self, rank: int) -> bool:
@@ -65,7 +70,11 @@ class TraceRecorder:
         self.events.append(ev)
 
     def counter(self, name: str, t_s: float, value: float) -> None:
-        """A counter sample on the master process (queue length and the like)."""
+        """A counter sample on the master process (queue length and the like); samples past
+        ``max_counter_events`` are dropped (long runs at scale)."""
+        if self._counters >= self.max_counter_events:
+            return
+        self._counters += 1
         self.events.append({"ph": "C", "pid": 0, "name": name, "ts": t_s * 1e6,
                             "args": {name: value}})
 

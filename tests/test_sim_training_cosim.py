@@ -78,3 +78,19 @@ def test_bad_cosim_option_is_named():
         _run("sync-sgd", lrr=0.1)
     with pytest.raises(ConfigError, match="cosim dataset: must be 'digits' or 'synthetic'"):
         _run("sync-sgd", dataset="mnist")
+
+
+def test_sync_sgd_replicas_stay_identical(monkeypatch):
+    from dlscale.simulator import training_cosim
+
+    seen = {}
+    orig = training_cosim.Numerics.sync_step
+
+    def spy(self, k, t):
+        orig(self, k, t)
+        seen["x"] = self.x.copy()
+
+    monkeypatch.setattr(training_cosim.Numerics, "sync_step", spy)
+    _run("sync-sgd", nodes=8, iterations=5, lr=0.1)
+    x = seen["x"]
+    assert x.shape[0] == 8 and np.all(x == x[0])

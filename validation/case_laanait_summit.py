@@ -72,27 +72,29 @@ QUANTITIES = (
 #: Quantity -> diagnosed cause of the miss.
 MISSES: dict[str, str] = {
     "efficiency_27600_gpus": (
-        "the latency term of the flat ring dominates: 2 (P - 1) alpha = 2 x 27,599 x "
-        "0.6 us = 33 ms per bucket, two buckets (67 MB and 24 MB at the 64 MB fusion "
-        "threshold) = 66 ms of the 74 ms of allreduce, of which 38 ms are left exposed "
-        "after a 96 ms step; the preset's ring is not the paper's stated algorithm (the "
-        "abstract names none) and a hierarchical or tree allreduce, as NCCL/Horovod "
-        "use on Summit, has a log P or per-node latency term (see the diagnostic "
-        "predictions)"),
+        "the latency term of the flat ring dominates: every inter-node message leaves "
+        "its GPU over NVLink (3 us) and crosses the NIC (0.6 us), so 2 (P - 1) alpha = "
+        "2 x 27,599 x 3.6 us = 199 ms per bucket, two buckets (67 MB and 24 MB at the "
+        "64 MB fusion threshold) = 397 ms of the 406 ms of allreduce, of which 366 ms "
+        "are left exposed after a 96 ms step; the preset's ring is not the paper's "
+        "stated algorithm (the abstract names none) and a hierarchical or tree "
+        "allreduce, as NCCL/Horovod use on Summit, has a log P or per-node latency term "
+        "(see the diagnostic predictions)"),
     "peak_flops_27600_gpus": (
-        "the model's per-GPU rate is about 18 TFLOPS (25 at one node): the step of the "
-        "assumed FCN at batch 4 in fp16 is bound by HBM traffic of its activations in "
-        "the roofline, and even its compute ceiling is far below 78 TFLOPS (26.6 with "
-        "the catalog's tensor-core fraction 0.213, measured on ResNet-50); the paper's 78 TFLOPS per GPU come from a network "
-        "whose size is not public (A1-A5 are assumptions) and from a peak, not a mean "
-        "(L3)"),
+        "the model's per-GPU rate is 5.3 TFLOPS at 27,600 GPUs: 25 at one node times the "
+        "flat ring's 21.5% efficiency (see efficiency_27600_gpus); at one node the step "
+        "of the assumed FCN at batch 4 in fp16 is bound by HBM traffic of its "
+        "activations in the roofline, and even its compute ceiling is far below 78 "
+        "TFLOPS (26.6 with the catalog's tensor-core fraction 0.213, measured on "
+        "ResNet-50); the paper's 78 TFLOPS per GPU come from a network whose size is "
+        "not public (A1-A5 are assumptions) and from a peak, not a mean (L3)"),
     "efficiency_27600_gpus@simulated": (
-        "in the simulated topology every message leaves its GPU over the NVLink edge "
-        "(the catalog's 3 us peer-to-peer latency), then crosses the NIC (0.6 us) and "
-        "the switch hops, so each of the 2 (P - 1) = 55,198 lock-step ring steps costs "
-        "about 4 us and the 67 MB bucket 224 ms, where the analytical model charges "
-        "the NIC's 0.6 us per step (see validation/README.md, perfmodel issue 1); with "
-        "the preset's flat ring the network, not compute, sets the iteration"),
+        "as analytically (the flat ring's latency, 3.6 us per message from GPU to GPU "
+        "across nodes); the routed fat tree adds the switch hops the closed form leaves "
+        "to the NIC's figure (up to 4 x 90 ns to cross Summit's top level), so each of "
+        "the 2 (P - 1) = 55,198 lock-step ring steps costs 3.96 us and the 67 MB bucket "
+        "224 ms against 204 ms closed form; with the preset's flat ring the network, "
+        "not compute, sets the iteration"),
 }
 
 

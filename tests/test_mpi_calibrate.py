@@ -112,3 +112,24 @@ def test_one_rank_gives_kernel_figures_only_with_a_warning(tmp_path):
     proc = run_command(1, "validate", "local", "-o", str(tmp_path / "v.json"))
     assert proc.returncode == 2
     assert "validate local: needs at least 2 ranks" in proc.stderr
+
+
+def test_allreduce_fit_separates_oversubscribed_rank_counts():
+    import numpy as np
+
+    from dlscale.perfmodel.collectives import ring_allreduce_s
+    from dlscale.validation.collective_fit import fit_allreduce, predict_allreduce
+
+    n = 2.0 ** np.arange(10, 20)
+    fast = [{"ranks": 2, "sizes_bytes": n.tolist(),
+             "times_s": ring_allreduce_s(n, 2, 1e-6, 1e-10).tolist()}]
+    slow = [{"ranks": p, "sizes_bytes": n.tolist(),  # scheduler-bound: 1000x the latency
+             "times_s": ring_allreduce_s(n, p, 1e-3, 1e-10).tolist()} for p in (3, 4)]
+    intra = {"latency_s": 1e-6, "bandwidth_Bps": 1e10}
+    fit = fit_allreduce(fast + slow, intra, cores=2)
+    assert set(fit["regimes"]) == {"dedicated", "oversubscribed"} and fit["cores"] == 2
+    assert predict_allreduce(fit, 4096, 2) == pytest.approx(ring_allreduce_s(4096, 2, 1e-6, 1e-10))
+    assert predict_allreduce(fit, 4096, 4) == pytest.approx(ring_allreduce_s(4096, 4, 1e-3, 1e-10))
+    both = predict_allreduce(fit, [4096, 4096], [2, 4])
+    np.testing.assert_allclose(both, [predict_allreduce(fit, 4096, 2), predict_allreduce(fit, 4096, 4)])
+    assert "regimes" not in fit_allreduce(fast + slow, intra, cores=8)

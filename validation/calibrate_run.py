@@ -201,7 +201,8 @@ def _calibrate(comm: Any, sizes: list[int], budget_s: float, collectives: tuple[
         known = {v: k for k, v in MPICH_ALLREDUCE.items()}.get(coll["allreduce"]["algorithm"])
         coll["allreduce"]["fit"] = fit_allreduce(coll["allreduce"]["measurements"], p2p["intra-node"],
                                                  kern.get("reduce_Bps"),
-                                                 algorithms=[known] if known else None)
+                                                 algorithms=[known] if known else None,
+                                                 cores=prov["cores"])
     prov["elapsed_s"] = round(time.perf_counter() - start, 3)
     prov["budget_s"] = budget_s
     return MachineProfile(p2p=p2p, collectives=coll, kernels=kern, provenance=prov, notes=notes)

@@ -51,25 +51,15 @@ def _flatten(runs: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray, np.nda
     return np.asarray(n, float), np.asarray(p, float), np.asarray(t, float)
 
 
-def fit_allreduce(runs: list[dict[str, Any]], intra: dict[str, Any],
-                  reduce_Bps: float | None = None,
-                  algorithms: list[str] | None = None) -> dict[str, Any]:
-    """Fit allreduce runs (``[{"ranks", "sizes_bytes", "times_s"}]``); JSON-ready dict.
-
-    Keys: ``algorithm`` (best closed form), ``alpha_s``, ``beta_s_per_B``,
-    ``gamma_s_per_B``, ``segments`` (list of factor dicts), ``rms_rel_error``,
-    ``rel_error`` per measurement, and ``candidates`` (algorithm -> RMS relative
-    error, every form tried).
-    """
+def _fit_forms(runs: list[dict[str, Any]], alpha: float, beta: float, gamma: float,
+               algorithms: list[str]) -> dict[str, Any]:
     n, p, t = _flatten(runs)
-    alpha = float(intra["latency_s"])
-    beta = 1.0 / float(intra["bandwidth_Bps"])
-    gamma = 1.0 / float(reduce_Bps) if reduce_Bps else 0.0
     fits: dict[str, PiecewiseCollectiveFit] = {}
-    for name in algorithms or list(ALLREDUCE):
+    for name in algorithms:
         if name not in ALLREDUCE:
             raise unknown_name("algorithm", name, ALLREDUCE)
-        fits[name] = fit_collective_piecewise(name, ALLREDUCE[name], n, p, t, alpha, beta, gamma)
+        fits[name] = fit_collective_piecewise(name, ALLREDUCE[name], n, p, t, alpha, beta, gamma,
+                                              min_sizes=2)
     best = min(fits.values(), key=lambda f: f.rms_rel_error)
     return {
         "algorithm": best.algorithm,
@@ -85,8 +75,55 @@ def fit_allreduce(runs: list[dict[str, Any]], intra: dict[str, Any],
     }
 
 
+def fit_allreduce(runs: list[dict[str, Any]], intra: dict[str, Any],
+                  reduce_Bps: float | None = None,
+                  algorithms: list[str] | None = None,
+                  cores: int | None = None) -> dict[str, Any]:
+    """Fit allreduce runs (``[{"ranks", "sizes_bytes", "times_s"}]``); JSON-ready dict.
+
+    Keys: ``algorithm`` (best closed form), ``alpha_s``, ``beta_s_per_B``,
+    ``gamma_s_per_B``, ``segments`` (list of factor dicts), ``rms_rel_error``,
+    ``rel_error`` per measurement, and ``candidates`` (algorithm -> RMS relative
+    error, every form tried).
+
+    With ``cores`` (the host's cores) and runs on both sides of it, the runs with
+    more ranks than cores are fitted on their own, under ``regimes``
+    (``"dedicated"``, ``"oversubscribed"``): on an oversubscribed host a waiting
+    rank holds a core its partner needs, and the times follow the scheduler, not
+    the memory system, so one set of factors cannot serve both.
+    """
+    alpha = float(intra["latency_s"])
+    beta = 1.0 / float(intra["bandwidth_Bps"])
+    gamma = 1.0 / float(reduce_Bps) if reduce_Bps else 0.0
+    names = algorithms or list(ALLREDUCE)
+    if cores:
+        over = [r for r in runs if int(r["ranks"]) > cores]
+        ded = [r for r in runs if int(r["ranks"]) <= cores]
+        if over and ded:
+            regimes = {"dedicated": _fit_forms(ded, alpha, beta, gamma, names),
+                       "oversubscribed": _fit_forms(over, alpha, beta, gamma, names)}
+            return {**regimes["dedicated"], "cores": int(cores), "regimes": regimes}
+    return _fit_forms(runs, alpha, beta, gamma, names)
+
+
 def predict_allreduce(fit: dict[str, Any], n_bytes: Any, p: Any) -> np.ndarray | float:
-    """Allreduce seconds at ``n_bytes`` on ``p`` ranks from a :func:`fit_allreduce` dict."""
+    """Allreduce seconds at ``n_bytes`` on ``p`` ranks from a :func:`fit_allreduce` dict.
+
+    Where the fit has ``regimes``, a rank count above ``cores`` uses the
+    oversubscribed factors.
+    """
+    if "regimes" in fit:
+        pp = np.asarray(p)
+        if pp.ndim == 0:
+            key = "oversubscribed" if int(pp) > fit["cores"] else "dedicated"
+            return predict_allreduce(fit["regimes"][key], n_bytes, p)
+        n, pb = np.broadcast_arrays(np.asarray(n_bytes, float), pp)
+        over = pb > fit["cores"]
+        out = np.empty(n.shape)
+        for key, mask in (("oversubscribed", over), ("dedicated", ~over)):
+            if np.any(mask):
+                out[mask] = predict_allreduce(fit["regimes"][key], n[mask], pb[mask])
+        return out
     try:
         form = ALLREDUCE[fit["algorithm"]]
         pf = PiecewiseCollectiveFit(

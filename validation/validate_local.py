@@ -155,7 +155,8 @@ def validate_local(comm: Any, min_bytes: int = 1024, max_bytes: int = 64 << 20,
         return None
     assert profile is not None
     fit_runs, held = split_runs(measured, fit_sizes, fit_counts)
-    fit = fit_allreduce(fit_runs, profile.p2p["intra-node"], profile.kernels.get("reduce_Bps"))
+    fit = fit_allreduce(fit_runs, profile.p2p["intra-node"], profile.kernels.get("reduce_Bps"),
+                        cores=profile.provenance.get("cores"))
     profile = replace(profile, collectives={"allreduce": {
         "algorithm": "library-default", "measurements": fit_runs, "fit": fit}})
     rows: list[dict[str, Any]] = []

@@ -10,7 +10,8 @@ kept per sample:
   densified ``e W_sparse`` or the local IndexedSlices ``R (h e + 8)``;
 - optimizer state: ``4 W`` of momentum for sync-sgd, async-msgd and async-measgd
   (momentum > 0); the EASGD family keeps the center variable, another ``4 W``;
-- activations: ``e a b``;
+- activations: ``e a b``, with ``a`` the sum of ``activation_elements`` over *every*
+  layer of the model (see "Activation counting rule" below);
 - buffers: the Horovod fusion buffer (``fusion_threshold_bytes``, sync-sgd) and,
   for sparse gradients that are not densified, the allgather result ``P R (h e +
   8)`` (Cavdar et al. 2019), or the dense ``vocab h e`` buffer when densified.
@@ -19,6 +20,21 @@ kept per sample:
 projection, whose gradient TensorFlow turns into IndexedSlices over the whole vocab,
 plus the ``t`` token rows per sample of the lookup; ``h = activation_elements /
 t`` and ``vocab = params / h`` for the embedding layer; indices are int64 (8 bytes).
+
+Activation counting rule: every layer's output is kept for the backward pass,
+including the element-wise layers the catalog's builder
+(:class:`~dlscale.perfmodel.catalog.layers.Net`) emits as their own layers: ReLU
+(``kind="act"``), batch norm and LRN (``kind="norm"``). This is the upper bound of
+a framework that keeps each op's output (TensorFlow graph mode without fusion: the
+ReLU gradient reads the ReLU output, batch norm's reads its input). Frameworks keep
+less in ways that are not framework-independent: Caffe and PyTorch's
+``inplace=True`` run ReLU in place (the ReLU output overwrites its input's buffer,
+so conv-ReLU keeps one tensor where this rule counts two), cuDNN/XLA fuse BN+ReLU,
+and recomputation drops more. The ``act`` layers hold 26% (ResNet-50) to 47%
+(VGG-16) of the catalog models' activation elements (34% AlexNet, 37% GoogLeNet),
+so a framework running ReLU in place needs up to that much less activation memory
+than predicted here. No rule covers all frameworks, so the model keeps the upper
+bound and does not guess the framework.
 
 Capacity: a rank gets ``devices_per_node / ranks_per_node`` of a device's training
 memory (MCDRAM in KNL flat mode). ``memory_per_device`` is the rank's bytes times the

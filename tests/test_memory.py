@@ -75,3 +75,18 @@ def test_mixed_precision_parts():
     assert v.optimizer_bytes[0] == pytest.approx(4e6)
     assert v.activations_bytes[0] == pytest.approx(2 * 1000 * 4)
     assert v.buffers_bytes[0] == pytest.approx(64e6)
+
+
+def test_activations_count_every_layer_output_relu_included():
+    # The documented counting rule: element-wise layers' outputs are kept too (no
+    # in-place ReLU), so a conv-ReLU pair keeps two tensors.
+    from dlscale.perfmodel.catalog.layers import Net
+
+    net = Net("n", (3, 8, 8))
+    net.conv("c", 4, 3, pad=1)
+    net.relu("r")
+    assert [layer.kind for layer in net.layers] == ["conv", "act"]
+    m = Model("m", tuple(net.layers), (3, 8, 8), "none", 1)
+    w = Workload("w", m, 2, fusion_threshold_bytes=0)
+    v = memory_per_rank(w, _cluster(GPU), 1)
+    assert v.activations_bytes[0] == pytest.approx(4 * 2 * (4 * 8 * 8) * 2)

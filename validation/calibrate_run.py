@@ -190,9 +190,12 @@ def _calibrate(comm: Any, sizes: list[int], budget_s: float, collectives: tuple[
     share = 0.45 * budget_s / max(1, len(collectives) * len(counts))
     for name in collectives:
         runs = []
+        def measure(sub: Any, name: str = name) -> dict[str, Any]:
+            return mb.collective(sub, name, sizes, share)
+
         for k in counts:
             _say(comm, progress, f"{name} on {k} ranks")
-            runs.append(_on_first(comm, k, lambda sub, name=name: mb.collective(sub, name, sizes, share)))
+            runs.append(_on_first(comm, k, measure))
         runs = [r for r in comm.bcast(runs if rank == 0 else None, root=0) if r]
         coll[name] = {"algorithm": _algorithm_label(prov), "measurements": runs}
     if rank != 0:

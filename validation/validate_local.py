@@ -168,15 +168,15 @@ def validate_local(comm: Any, min_bytes: int = 1024, max_bytes: int = 64 << 20,
                          "predicted_s": pred, "error": pred / t - 1.0})
     for run in runs:
         assert run is not None
-        pred = predict_training(profile, run.algorithm, run.ranks, run.message_bytes)
+        tp = predict_training(profile, run.algorithm, run.ranks, run.message_bytes)
         rows.append({"kind": "training", "case": f"{run.algorithm} p={run.ranks}",
                      "ranks": run.ranks, "size_bytes": run.message_bytes,
                      "measured_s": run.iteration_median_s, "measured_mean_s": run.iteration_s,
-                     "predicted_s": pred["iteration_s"],
-                     "error": pred["iteration_s"] / run.iteration_median_s - 1.0,
+                     "predicted_s": tp["iteration_s"],
+                     "error": tp["iteration_s"] / run.iteration_median_s - 1.0,
                      "accuracy": run.accuracy, "measured_compute_s": run.compute_s,
-                     "measured_comm_s": run.comm_s, "predicted_compute_s": pred["compute_s"],
-                     "predicted_comm_s": pred["comm_s"], "iteration_cv": run.iteration_cv})
+                     "measured_comm_s": run.comm_s, "predicted_compute_s": tp["compute_s"],
+                     "predicted_comm_s": tp["comm_s"], "iteration_cv": run.iteration_cv})
     return {
         "rows": rows,
         "summary": summarize(rows),

@@ -92,15 +92,25 @@ class TrainingNetwork:
                                   f"(the NetworkModel interface), got {type(backend).__name__}")
             self.name = type(backend).__name__
             self.sim = backend
+        # the simulated ranks: every device, or every k-th device when a rank drives
+        # k devices of a node (placed block-wise, one per group of k)
+        self.sel: int | list[int] = self.ranks
         if self.sim is not None:
             cap = getattr(self.sim, "max_ranks", self.ranks)
             if self.ranks > cap:
                 raise ConfigError(f"network: {self.ranks} ranks ({self.lay.ranks_per_node} per "
                                   f"node) but the simulated topology has {cap} endpoints; use "
                                   "network='analytical' for more ranks than devices")
+            dpn, rpn = cluster.node.devices_per_node, self.lay.ranks_per_node
+            if rpn < dpn and dpn % rpn == 0 and cap == self.nodes * dpn:
+                self.sel = list(range(0, cap, dpn // rpn))
         self._ar = _allreduce_fn(cluster, workload, self.lay)
         self.allreduce_s = lru_cache(maxsize=None)(self._allreduce)
         self.allgather_s = lru_cache(maxsize=None)(self._allgather)
+
+    def _endpoint(self, rank: int) -> int:
+        """The simulated topology's endpoint of ``rank``."""
+        return rank if isinstance(self.sel, int) else self.sel[rank]
 
     # -- collectives of synchronous SGD -------------------------------------------------
     def _allreduce(self, n_bytes: float) -> float:
@@ -109,7 +119,7 @@ class TrainingNetwork:
             return 0.0
         if self.sim is None:
             return float(np.asarray(self._ar(float(n_bytes)))[0])
-        return float(self.sim.allreduce_s(float(n_bytes), self.ranks,  # type: ignore[attr-defined]
+        return float(self.sim.allreduce_s(float(n_bytes), self.sel,  # type: ignore[attr-defined]
                                           self.workload.collective))
 
     def negotiation_s(self, tensors: int) -> float:
@@ -122,13 +132,13 @@ class TrainingNetwork:
         bits = math.ceil(max(tensors, 1) / 8)
         if self.sim is None:
             return float(_rd(bits, p, self.alpha_s, self.beta_s_per_B))
-        return float(self.sim.allreduce_s(bits, p, "recursive-doubling"))  # type: ignore[attr-defined]
+        return float(self.sim.allreduce_s(bits, self.sel, "recursive-doubling"))  # type: ignore[attr-defined]
 
     def latency_s(self) -> float:
         """Zero-byte message latency between the first and the last rank."""
         if self.sim is None or self.ranks < 2:
             return self.alpha_s
-        return float(self.sim.transfer_s(0, self.ranks - 1, 0.0))  # type: ignore[attr-defined]
+        return float(self.sim.transfer_s(0, self._endpoint(self.ranks - 1), 0.0))  # type: ignore[attr-defined]
 
     def _allgather(self, total_bytes: float) -> float:
         """Seconds of a ring allgather whose result is ``total_bytes`` per rank."""
@@ -139,7 +149,7 @@ class TrainingNetwork:
                                           self.lay.ranks_per_node)
             return float(np.asarray(allgather_s(total_bytes, self.ranks, self.alpha_s, beta))[0])
         return float(self.sim.collective_s("allgather", float(total_bytes),
-                                           self.ranks, "ring"))
+                                           self.sel, "ring"))
 
     # -- Sync EASGD --------------------------------------------------------------------
     def reduce_broadcast_s(self, n_bytes: float) -> float:
@@ -153,8 +163,8 @@ class TrainingNetwork:
             b = broadcast_s(n_bytes, self.ranks, self.alpha_s, beta)
             return float(np.asarray(r)[0] + np.asarray(b)[0])
         sim = self.sim
-        return float(sim.collective_s("reduce", n_bytes, self.ranks)
-                     + sim.collective_s("broadcast", n_bytes, self.ranks))
+        return float(sim.collective_s("reduce", n_bytes, self.sel)
+                     + sim.collective_s("broadcast", n_bytes, self.sel))
 
     # -- master (parameter server) -----------------------------------------------------
     def master_link(self, algorithm: str) -> tuple[float, float]:
@@ -168,7 +178,7 @@ class TrainingNetwork:
                                                               and self.nodes == 1):
             # the simulated network's view of a message from the last worker to the
             # master, which sits with rank 0
-            w = self.ranks - 1
+            w = self._endpoint(self.ranks - 1)
             lat = float(self.sim.transfer_s(w, 0, 0.0))  # type: ignore[attr-defined]
             one = float(self.sim.transfer_s(w, 0, 1e9)) - lat  # type: ignore[attr-defined]
             return lat, one / 1e9

@@ -96,3 +96,13 @@ def test_perfmodel_analytical_network_plugs_in():
     assert net.name == "AnalyticalNetwork"
     assert net.allreduce_s(50e6) == pytest.approx(
         make_training_network(c, w, 4, "analytical").allreduce_s(50e6), rel=1e-6)
+
+
+def test_one_rank_per_two_socket_node_uses_one_endpoint_per_node():
+    import dataclasses
+
+    c = get_cluster("stampede2-skx")
+    w = dataclasses.replace(get_workload("resnet50"), ranks_per_node=1)
+    net = make_training_network(c, w, 8, "fast")
+    assert net.ranks == 8 and net.sel == list(range(0, 16, 2))
+    assert net.allreduce_s(50e6) > 0

@@ -14,7 +14,8 @@ order, with shares of the time budget:
    ``MPI_Get_processor_name``), between the first ranks of two hosts
    (``inter-node``); fitted with :func:`~dlscale.perfmodel.fitting.fit_piecewise_hockney`
    and :func:`~dlscale.perfmodel.fitting.fit_loggp` (the exchange times get their
-   own piecewise Hockney fit, under ``exchange``);
+   own piecewise Hockney fit, under ``exchange``); on one host with more than two
+   ranks also a ring step of all ranks at once (``ring_exchange``, 10 %);
 3. collectives (45 %): each of :data:`~dlscale.validation.microbench.COLLECTIVES`
    on the first ``k`` ranks for every ``k`` of ``rank_counts`` (the others wait
    without spinning); allreduce is fitted against every closed form of
@@ -184,6 +185,14 @@ def _calibrate(comm: Any, sizes: list[int], budget_s: float, collectives: tuple[
         res = _p2p(comm, pair, p2p_sizes, 0.35 * budget_s / len(pairs))
         res = comm.bcast(res, root=pair[0])
         p2p[regime] = res
+    if "intra-node" in p2p and len(groups) == 1 and p > 2:
+        _say(comm, progress, f"ring steps: all {p} ranks exchange with their neighbours")
+        ring = mb.ring_exchange(comm, p2p_sizes, 0.1 * budget_s)
+        if rank == 0:
+            fit = fit_piecewise_hockney(ring["sizes_bytes"], ring["time_s"])
+            p2p["intra-node"]["ring_exchange"] = {
+                **ring, "segments": [vars(s) for s in fit.segments],
+                "rel_error": list(fit.rel_error)}
     if not pairs:
         notes.append("no two ranks share a host: no intra-node figures")
     coll: dict[str, Any] = {}

@@ -9,8 +9,9 @@ the profile only (nothing measured in the training runs is used):
   measured per-call coefficient of variation);
 - ``sgd-ring``: ``+ ring_allreduce_s(n, p, alpha, beta, gamma)`` with the
   piecewise-Hockney ``alpha, beta`` of the ``n/p``-byte exchange (``Sendrecv``
-  both ways, what each ring step does; the one-way ping-pong fit where the profile
-  has no exchange fit) and ``gamma = 1/reduce_Bps``, ``+ n / sgd_Bps``;
+  both ways, what each ring step does: the ring step of all ``p`` ranks at once
+  where the profile measured it on ``p`` ranks, else the two-rank exchange, else
+  the one-way ping-pong fit) and ``gamma = 1/reduce_Bps``, ``+ n / sgd_Bps``;
 - ``sgd-allreduce``: ``+`` the fitted MPI allreduce time (:mod:`.collective_fit`)
   ``+ n / sgd_Bps``;
 - ``sync-easgd``: ``+`` the fitted allreduce ``+ 2 n / easgd_Bps`` (worker and
@@ -110,7 +111,10 @@ def predict_training(profile: MachineProfile, algorithm: str, p: int,
     compute = C * (1.0 + cv * expected_max_normal(p))
     if algorithm == "sgd-ring":
         intra = profile.p2p["intra-node"]
-        a, b = _segment(intra.get("exchange", intra), math.ceil(n / p))
+        step = intra.get("exchange", intra)
+        if intra.get("ring_exchange", {}).get("ranks") == p:
+            step = intra["ring_exchange"]
+        a, b = _segment(step, math.ceil(n / p))
         comm = float(ring_allreduce_s(n, p, a, b, profile.gamma_s_per_B))
         upd = n / _kernel(profile, "sgd_Bps")
     elif algorithm in ("sgd-allreduce", "sync-easgd"):

@@ -15,6 +15,8 @@ batches' ``(max - min) / median``.
   message (LogGP ``o``).
 - :func:`exchange` -- both ranks ``Sendrecv`` at once (the step of a ring
   allreduce; OSU ``osu_bibw`` measures the same traffic as bandwidth).
+- :func:`ring_exchange` -- every rank ``Sendrecv`` to its right neighbour and from
+  its left one at once: one step of a ring allreduce, with all its traffic.
 - :func:`collective` -- ``MPI_Allreduce``, ``Reduce_scatter_block``,
   ``Allgather``, ``Bcast``: time of the slowest rank per call, each call after a
   barrier (OSU ``osu_allreduce`` reports the average over ranks of back-to-back
@@ -50,6 +52,7 @@ __all__ = [
     "idle_wait",
     "message_sizes",
     "pingpong",
+    "ring_exchange",
     "streaming",
 ]
 
@@ -249,6 +252,41 @@ def exchange(comm: Any, a: int, b: int, sizes: list[int], budget_s: float,
         out["time_s"].append(_from_a(comm, me == a, peer, med))
         out["spread"].append(spread)
     idle_wait(comm)
+    return out
+
+
+def ring_exchange(comm: Any, sizes: list[int], budget_s: float, batches: int = 5,
+                  min_reps: int = 2, max_reps: int = 10000) -> dict[str, Any]:
+    """Time of one ring step (all ranks ``Sendrecv`` right/left at once) per size.
+
+    Returns ``{"ranks", "sizes_bytes", "time_s", "spread"}`` (the same on every
+    rank): per size the median over batches of the slowest rank's mean time.
+    """
+    from mpi4py import MPI
+
+    p, r = comm.Get_size(), comm.Get_rank()
+    right, left = (r + 1) % p, (r - 1) % p
+    send = np.zeros(max(sizes), dtype=np.uint8)
+    recv = np.zeros(max(sizes), dtype=np.uint8)
+    per_size = budget_s / len(sizes)
+    out: dict[str, Any] = {"ranks": p, "sizes_bytes": [], "time_s": [], "spread": []}
+    for n in sizes:
+        sv, rv = send[:n], recv[:n]
+
+        def step(reps: int, sv: np.ndarray = sv, rv: np.ndarray = rv) -> float:
+            comm.Barrier()
+            t0 = time.perf_counter()
+            for _ in range(reps):
+                comm.Sendrecv(sv, dest=right, sendtag=_DATA_TAG, recvbuf=rv, source=left,
+                              recvtag=_DATA_TAG)
+            return comm.allreduce((time.perf_counter() - t0) / reps, op=MPI.MAX)
+
+        step(1)
+        reps = comm.bcast(_reps(step(1), per_size, batches, min_reps, max_reps), root=0)
+        med, spread = _summary([step(reps) for _ in range(batches)])
+        out["sizes_bytes"].append(n)
+        out["time_s"].append(med)
+        out["spread"].append(spread)
     return out
 
 

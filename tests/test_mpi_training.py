@@ -134,3 +134,14 @@ def test_real_training_over_mpi(tmp_path, ranks):
 
 def test_mpiexec_path_is_next_to_interpreter():
     assert MPIEXEC.name == "mpiexec"
+
+
+def test_oversubscribed_ranks_share_the_cores():
+    prof = _profile()
+    shared = MachineProfile(p2p=prof.p2p, kernels=prof.kernels, collectives=prof.collectives,
+                            provenance={"hosts": ["vm"], "cores": 2})
+    alone = predict_training(prof, "sgd-allreduce", 4, N_BYTES)
+    got = predict_training(shared, "sgd-allreduce", 4, N_BYTES)
+    assert got["compute_s"] == pytest.approx(2 * alone["compute_s"])  # 4 ranks on 2 cores
+    assert predict_training(shared, "sgd-allreduce", 2, N_BYTES) == predict_training(
+        prof, "sgd-allreduce", 2, N_BYTES)

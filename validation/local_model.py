@@ -3,10 +3,13 @@
 Iteration time of each algorithm of :mod:`dlscale.validation.mpi_training`, from
 the profile only (nothing measured in the training runs is used):
 
-- compute ``C``: the small model's forward+backward time (``model_fwd_bwd_s``);
-  a synchronous step waits for the slowest of ``p`` ranks, so it costs
-  ``C (1 + cv E[max of p standard normals])`` (the straggler term, ``cv`` the
-  measured per-call coefficient of variation);
+- compute ``C``: the small model's forward+backward time (``model_fwd_bwd_s``,
+  a median of single calls), times ``p / cores`` where the ``p`` ranks of one
+  host outnumber its cores (they share the cores: each rank computes for
+  ``cores / p`` of the time; a median single call does not show this, the calls
+  are shorter than a scheduler time slice); a synchronous step waits for the
+  slowest of ``p`` ranks, so it costs ``C (1 + cv E[max of p standard normals])``
+  (the straggler term, ``cv`` the measured per-call coefficient of variation);
 - ``sgd-ring``: ``+ ring_allreduce_s(n, p, alpha, beta, gamma)`` with the
   piecewise-Hockney ``alpha, beta`` of the ``n/p``-byte exchange (``Sendrecv``
   both ways, what each ring step does: the ring step of all ``p`` ranks at once
@@ -99,6 +102,9 @@ def predict_training(profile: MachineProfile, algorithm: str, p: int,
                      message_bytes: float) -> dict[str, float]:
     """Predicted ``iteration_s`` (and its parts) of one training run of ``p`` ranks."""
     C = _kernel(profile, "model_fwd_bwd_s")
+    cores = profile.provenance.get("cores")
+    if cores and len(profile.provenance.get("hosts", [])) <= 1 and p > cores:
+        C *= p / cores
     cv = float(profile.kernels.get("noise", {}).get("model_fwd_bwd_s", 0.0))
     n = float(message_bytes)
     if algorithm == "async-easgd":

@@ -25,6 +25,11 @@ from .topology_fattree import fat_tree_graph, multilevel_fat_tree_graph, xgft_gr
 from .topology_graphml import endpoints, read_graphml_topology, validate_graph
 from .topology_intranode import knl_node_graph, pcie_box_graph, star_node_graph, summit_node_graph
 from .topology_torus import torus_graph
+from .training_result import TrainingResult
+from .training_run import simulate_training
+
+#: ``dlscale.api.simulate`` calls ``dlscale.simulator.simulate``.
+simulate = simulate_training
 
 __all__ = [
     "ALGORITHMS",
@@ -35,6 +40,7 @@ __all__ = [
     "Phase",
     "SimulatedNetwork",
     "TopologyMetrics",
+    "TrainingResult",
     "build_schedule",
     "cluster_graph",
     "dragonfly_graph",
@@ -45,6 +51,8 @@ __all__ = [
     "pcie_box_graph",
     "place",
     "read_graphml_topology",
+    "simulate",
+    "simulate_training",
     "star_node_graph",
     "summit_node_graph",
     "topology_metrics",

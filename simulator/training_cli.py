@@ -126,7 +126,8 @@ def run_training(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     runs: list[TrainingResult] = []
-    for i, (n, a) in enumerate(tqdm(plan, disable=len(plan) < 2, file=sys.stderr,
+    for i, (n, a) in enumerate(tqdm(plan, disable=len(plan) < 2 or not sys.stderr.isatty(),
+                                    file=sys.stderr,
                                     desc="simulate")):
         last = i == len(plan) - 1
         runs.append(simulate_training(

@@ -81,7 +81,12 @@ class TrainingNetwork:
             if backend not in NETWORKS:
                 raise unknown_name("network", backend, NETWORKS)
             self.name = backend
-            if backend != "analytical":
+            endpoints = self.nodes * cluster.node.devices_per_node
+            if backend != "analytical" and endpoints < 2:
+                # one device: no link to route over; the closed forms (intra-node and
+                # master-link terms) answer, as they do for the analytical backend
+                self.name = "analytical"
+            elif backend != "analytical":
                 from .network import SimulatedNetwork
                 self.sim = SimulatedNetwork.from_cluster(
                     cluster, self.nodes, mode=backend, seed=seed,

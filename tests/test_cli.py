@@ -89,3 +89,23 @@ def test_usage_error_is_one_line_and_python_m_works():
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "invalid choice: 'bogus'" in proc.stderr
+
+
+def test_simulate_training_from_the_command_line(capsys):
+    code, out, err = _run(capsys, "simulate", "summit", "resnet50", "--nodes", "1,2",
+                          "--iterations", "3", "--format", "json")
+    assert code == 0, err
+    runs = json.loads(out)["runs"]
+    assert [r["nodes"] for r in runs] == [1, 2]
+
+
+def test_simulate_async_on_one_device_node_uses_no_network_graph(capsys):
+    code, out, err = _run(capsys, "simulate", "cori-knl", "googlenet", "--nodes", "1,2",
+                          "--algorithm", "async-easgd", "--iterations", "3", "--network", "fast")
+    assert code == 0, err
+    assert "async-easgd" in out
+
+
+def test_simulate_collective_takes_one_node_count(capsys):
+    code, _, err = _run(capsys, "simulate", "summit", "--nodes", "1,2")
+    assert code == 2 and "a collective is simulated on one node count" in err

@@ -35,9 +35,11 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("cluster", help="cluster preset name, cluster TOML file, or topology .graphml")
     p.add_argument("workload", nargs="?", default=None,
-                   help="training workload (reserved: not simulated yet)")
-    p.add_argument("--nodes", type=int, default=None,
-                   help="nodes to simulate (default: 2; ignored for .graphml)")
+                   help="training workload (preset or TOML): simulate training iterations "
+                        "instead of one collective")
+    p.add_argument("--nodes", type=str, default=None,
+                   help="nodes to simulate (default: 2; ignored for .graphml); with a WORKLOAD "
+                        "a list or range as in predict")
     p.add_argument("--ranks", type=int, default=None,
                    help="ranks taking part (default: every device of the nodes)")
     p.add_argument("--operation", choices=tuple(ALGORITHMS), default="allreduce",
@@ -62,6 +64,9 @@ def add_parser(sub: Any) -> None:
                    help="what to print (default: table)")
     p.add_argument("-o", "--output", metavar="FILE", help="write the JSON result to FILE")
     p.add_argument("--trace", metavar="FILE.json", help="write a Chrome trace (open in Perfetto)")
+    from dlscale.simulator.training_cli import add_training_args
+
+    add_training_args(p)  # training options; the ones above are shared
     p.set_defaults(run=run)
 
 
@@ -98,16 +103,26 @@ def _network(args: argparse.Namespace):
     except ImportError:  # pragma: no cover - config arrives with the lead's work
         from dlscale.perfmodel.catalog import get_cluster as load_cluster
     cluster = load_cluster(args.cluster)
-    nodes = 2 if args.nodes is None else args.nodes
+    nodes = 2 if args.nodes is None else _one_node_count(args.nodes)
     cluster.check_nodes(nodes)
     graph = _node_graph(args.intranode, cluster)
     return SimulatedNetwork.from_cluster(cluster, nodes, graph, **opts), cluster.name
 
 
+def _one_node_count(text: str) -> int:
+    from dlscale.commands.common import parse_nodes
+
+    nodes = parse_nodes(text)
+    if len(nodes) != 1:
+        raise ConfigError(f"--nodes: a collective is simulated on one node count, got {text!r}")
+    return nodes[0]
+
+
 def run(args: argparse.Namespace) -> int:
     if args.workload is not None:
-        raise ConfigError("simulate: training workloads are not simulated yet; give only "
-                          "CLUSTER and the collective options")
+        from dlscale.simulator.training_cli import run_training
+
+        return run_training(args)
     if not args.size_bytes >= 0:
         raise ConfigError(f"--size-bytes: must be >= 0, got {args.size_bytes!r}")
     if args.top < 0:

@@ -29,9 +29,12 @@ def add_parser(sub: Any) -> None:
 
     p = sub.add_parser(
         "simulate",
-        help="simulate a collective on a cluster's network (flow-level or fast mode)",
-        description="Simulate one collective on the routed topology of a cluster: link "
-                    "contention, per-step times, bytes per link, optional Chrome trace.",
+        help="discrete-event simulation: training iterations, or one collective",
+        description="With CLUSTER and WORKLOAD: simulate training iterations rank by rank "
+                    "(stragglers, master queueing, link contention; --cosim runs the real "
+                    "kernels on a small model). With CLUSTER alone: simulate one collective "
+                    "on the routed topology (per-step times, bytes per link). Both can write "
+                    "a Chrome trace.",
     )
     p.add_argument("cluster", help="cluster preset name, cluster TOML file, or topology .graphml")
     p.add_argument("workload", nargs="?", default=None,

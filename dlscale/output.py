@@ -1,7 +1,6 @@
 """Writing results: aligned text tables, and JSON/CSV files written atomically.
 
-A file is first written to a temporary file in the destination folder and then
-renamed over the destination, so an interrupted run never leaves half a file.
+The atomic writers live in :mod:`dlscale.perfmodel.atomicio` and are re-exported here.
 
 Examples
 --------
@@ -17,65 +16,22 @@ import csv
 import io
 import json
 import math
-import os
-import tempfile
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from dlscale.perfmodel.atomicio import atomic_write_bytes, atomic_write_text, atomic_write_with
 
 __all__ = [
     "atomic_write_bytes",
     "atomic_write_text",
+    "atomic_write_with",
     "format_table",
     "format_value",
     "rows_to_csv",
     "to_jsonable",
     "write_rows",
 ]
-
-
-def _umask_mode(path: str) -> None:
-    """Give a temporary file the mode a plain ``open`` would (mkstemp makes it 0600)."""
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(path, 0o666 & ~umask)
-
-
-def atomic_write_bytes(path: str | Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file and a rename."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        _umask_mode(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def atomic_write_text(path: str | Path, text: str) -> None:
-    """Write ``text`` (UTF-8) to ``path`` atomically."""
-    atomic_write_bytes(path, text.encode("utf-8"))
-
-
-def atomic_write_with(path: str | Path, writer: Callable[[str], Any]) -> None:
-    """Call ``writer(tmp_path)`` (e.g. ``fig.savefig``), then rename to ``path``."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=path.suffix, dir=path.parent)
-    os.close(fd)
-    try:
-        writer(tmp)
-        _umask_mode(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def to_jsonable(value: Any) -> Any:

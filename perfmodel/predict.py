@@ -33,8 +33,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,6 +40,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from .atomicio import atomic_write_text
 from .hardware import Cluster
 from .memory import memory_per_rank
 from .training import check_nodes, efficiency, iteration_times, layout
@@ -139,25 +138,11 @@ class Prediction:
         writer = csv.DictWriter(buf, fieldnames=ROW_KEYS, lineterminator="\n")
         writer.writeheader()
         writer.writerows(self.to_rows())
-        _atomic_write(path, buf.getvalue())
+        atomic_write_text(path, buf.getvalue())
 
     def to_json(self, path: str | Path) -> None:
         """Write ``{"meta": ..., "rows": [...]}`` as JSON, atomically."""
-        _atomic_write(path, json.dumps({"meta": self.meta(), "rows": self.to_rows()}, indent=1))
-
-
-def _atomic_write(path: str | Path, text: str) -> None:
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=target.parent or Path("."), prefix=f".{target.name}.",
-                               suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, target)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+        atomic_write_text(path, json.dumps({"meta": self.meta(), "rows": self.to_rows()}, indent=1))
 
 
 def predict(cluster: Cluster, workload: Workload, nodes: ArrayLike) -> Prediction:

@@ -19,31 +19,18 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 
 import numpy as np
 
+from ..perfmodel.atomicio import atomic_write_text
 from .linktable import LinkTable
 
 __all__ = ["Tracer", "write_json_atomic"]
 
 
 def write_json_atomic(obj: object, path: str | os.PathLike) -> None:
-    """Write ``obj`` as JSON to ``path`` through a temporary file and ``os.replace``."""
-    path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=folder)
-    umask = os.umask(0)
-    os.umask(umask)
-    try:
-        os.chmod(tmp, 0o666 & ~umask)
-        with os.fdopen(fd, "w") as f:
-            json.dump(obj, f)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    """Write ``obj`` as JSON to ``path`` through a temporary file and a rename."""
+    atomic_write_text(os.fspath(path), json.dumps(obj))
 
 
 class Tracer:

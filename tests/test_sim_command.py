@@ -51,8 +51,8 @@ def test_graphml_topology(tmp_path, capsys):
 
 
 def test_user_errors():
-    with pytest.raises(ConfigError, match="training workloads are not simulated yet"):
-        args = parse(["summit", "resnet50"])
+    with pytest.raises(ConfigError, match="workload: unknown name 'resnet5'"):
+        args = parse(["summit", "resnet5"])
         args.run(args)
     with pytest.raises(ConfigError, match="nodes"):
         args = parse(["stampede2-knl", "--nodes", "0"])

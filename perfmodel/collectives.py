@@ -35,7 +35,7 @@ easy to check by hand):
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -44,11 +44,15 @@ from .errors import ConfigError, unknown_name
 
 __all__ = [
     "ALLREDUCE",
+    "AUTO_CANDIDATES",
     "allgather_s",
     "allreduce_s",
+    "auto_allreduce_s",
+    "best_allreduce",
     "binomial_tree_allreduce_s",
     "broadcast_s",
     "double_binary_tree_allreduce_s",
+    "fastest",
     "gather_s",
     "hierarchical_allreduce_s",
     "parameter_server_s",
@@ -262,6 +266,8 @@ def allreduce_s(name: str, n_bytes: ArrayLike, p: ArrayLike, alpha_s: Param,
                 beta_s_per_B: Param, gamma_s_per_B: Param = 0.0) -> Seconds:
     """Dispatch to the flat allreduce algorithm ``name`` (a key of :data:`ALLREDUCE`).
 
+    ``"auto"``: the fastest flat algorithm (:func:`auto_allreduce_s`).
+
     Examples
     --------
     >>> allreduce_s("ring", 1e6, 2, 0.0, 1e-9)
@@ -269,13 +275,98 @@ def allreduce_s(name: str, n_bytes: ArrayLike, p: ArrayLike, alpha_s: Param,
     >>> allreduce_s("rign", 1e6, 2, 0.0, 1e-9)
     Traceback (most recent call last):
     ...
-    dlscale.perfmodel.errors.ConfigError: allreduce algorithm: unknown name 'rign'; valid: binomial-tree, double-binary-tree, rabenseifner, recursive-doubling, ring (did you mean 'ring'?)
+    dlscale.perfmodel.errors.ConfigError: allreduce algorithm: unknown name 'rign'; valid: auto, binomial-tree, double-binary-tree, rabenseifner, recursive-doubling, ring (did you mean 'ring'?)
     """
+    if name == "auto":
+        return auto_allreduce_s(n_bytes, p, alpha_s, beta_s_per_B, gamma_s_per_B)
     try:
         f = ALLREDUCE[name]
     except KeyError:
-        raise unknown_name("allreduce algorithm", name, ALLREDUCE) from None
+        raise unknown_name("allreduce algorithm", name, (*ALLREDUCE, "auto")) from None
     return f(n_bytes, p, alpha_s, beta_s_per_B, gamma_s_per_B)
+
+
+#: Candidates of ``"auto"`` in tie-break order (the first of equal times wins).
+AUTO_CANDIDATES = (*ALLREDUCE, "hierarchical")
+
+
+def fastest(times: Mapping[str, ArrayLike]) -> tuple[Seconds, str | np.ndarray]:
+    """Element-wise least time of named candidates and the name that achieves it.
+
+    ``times`` maps a name to seconds (arrays broadcast together). Returns the minimum
+    (``np.minimum`` over the candidates) and the chosen names (``np.argmin``; a
+    ``str`` for scalar input, an array of ``str`` otherwise); ties go to the first.
+
+    Examples
+    --------
+    >>> fastest({"a": [1.0, 5.0], "b": [2.0, 3.0]})
+    (array([1., 3.]), array(['a', 'b'], dtype='<U1'))
+    """
+    if not times:
+        raise ConfigError("times: need at least one candidate")
+    names = np.asarray(list(times))
+    stack = np.stack(np.broadcast_arrays(*(np.asarray(t, dtype=float) for t in times.values())))
+    best = np.minimum.reduce(stack, axis=0)
+    chosen = names[np.argmin(stack, axis=0)]
+    return _out(best), (str(chosen) if chosen.ndim == 0 else chosen)
+
+
+def best_allreduce(n_bytes: ArrayLike, p: ArrayLike, alpha_s: Param,
+                   beta_s_per_B: Param | Mapping[str, Param], gamma_s_per_B: Param = 0.0, *,
+                   ranks_per_node: ArrayLike | None = None,
+                   intra: tuple[Param, Param] | None = None,
+                   inter: tuple[Param, Param] | None = None,
+                   inter_algorithm: str = "ring") -> tuple[Seconds, str | np.ndarray]:
+    """What a library's tuner does: the allreduce with the least predicted time.
+
+    For each ``(n_bytes, p)`` (vectorized) the time and name of the fastest of the
+    flat algorithms of :data:`ALLREDUCE` over ``p`` ranks, plus ``hierarchical``
+    (:func:`hierarchical_allreduce_s` over ``ceil(p / ranks_per_node)`` nodes) when
+    ``ranks_per_node``, ``intra`` and ``inter`` (each ``(alpha_s, beta_s_per_B)``)
+    are given. ``beta_s_per_B`` is one inverse bandwidth or a mapping from a flat
+    candidate's name to its own (e.g. each with its topology contention factor).
+
+    MPI and NCCL libraries pick the allreduce algorithm per message size and rank
+    count from cost models or tuned thresholds: MPICH (Thakur, Rabenseifner, Gropp,
+    "Optimization of collective communication operations in MPICH", IJHPCA 2005:
+    recursive doubling for short messages, Rabenseifner's algorithm for long ones)
+    and Intel MPI do so by message and communicator size; NCCL >= 2.4 chooses between
+    ring and double binary tree with its own latency/bandwidth model per size and
+    rank count (NVIDIA developer blog "Massively Scale Your Deep Learning Training
+    with NCCL 2.4", Feb 2019; NCCL's src/graph/tuning.cc). Here the tuner's cost
+    model is the closed forms themselves.
+
+    Examples
+    --------
+    Tiny messages on many ranks favour a log-latency algorithm; large ones a
+    bandwidth-optimal one (1 us latency, 10 GB/s):
+
+    >>> t, names = best_allreduce([8.0, 1e9], 1024, 1e-6, 1e-10)
+    >>> names.tolist()
+    ['recursive-doubling', 'rabenseifner']
+    """
+    betas = (beta_s_per_B if isinstance(beta_s_per_B, Mapping)
+             else dict.fromkeys(ALLREDUCE, beta_s_per_B))
+    times: dict[str, ArrayLike] = {
+        name: f(n_bytes, p, alpha_s, betas[name], gamma_s_per_B) for name, f in ALLREDUCE.items()}
+    if ranks_per_node is not None and intra is not None and inter is not None:
+        r = np.asarray(ranks_per_node, dtype=float)
+        nodes = np.ceil(np.asarray(p, dtype=float) / r)
+        times["hierarchical"] = hierarchical_allreduce_s(n_bytes, nodes, r, intra, inter,
+                                                         gamma_s_per_B, inter_algorithm)
+    return fastest(times)
+
+
+def auto_allreduce_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: Param, beta_s_per_B: Param,
+                     gamma_s_per_B: Param = 0.0) -> Seconds:
+    """Time of the fastest flat allreduce (:func:`best_allreduce` without hierarchical).
+
+    Examples
+    --------
+    >>> auto_allreduce_s(1e6, 4, 1e-6, 1e-9) == rabenseifner_allreduce_s(1e6, 4, 1e-6, 1e-9)
+    True
+    """
+    return best_allreduce(n_bytes, p, alpha_s, beta_s_per_B, gamma_s_per_B)[0]
 
 
 def hierarchical_allreduce_s(n_bytes: ArrayLike, nodes: ArrayLike, ranks_per_node: ArrayLike,

@@ -39,7 +39,7 @@ __all__ = ["COLLECTIVE_ALGORITHMS", "AnalyticalNetwork", "NetworkModel"]
 #: Collective -> algorithms both implementations understand (first is the default).
 COLLECTIVE_ALGORITHMS: dict[str, tuple[str, ...]] = {
     "allreduce": ("ring", "recursive-doubling", "rabenseifner", "binomial-tree",
-                  "double-binary-tree", "hierarchical"),
+                  "double-binary-tree", "hierarchical", "auto"),
     "reduce-scatter": ("ring",),
     "allgather": ("ring",),
     "broadcast": ("binomial",),
@@ -151,6 +151,8 @@ class AnalyticalNetwork:
         a, b, nodes = self._params(ids)
         g = self.gamma_s_per_B
         if collective == "allreduce":
+            if algorithm == "auto":
+                return float(self._best(n_bytes, ids)[0])
             if algorithm == "hierarchical":
                 intra = self.cluster.node.intra_link
                 nic = self.cluster.node.nic
@@ -174,9 +176,40 @@ class AnalyticalNetwork:
             return 2 * a + 2 * w * n_bytes * b + w * n_bytes * g
         return float(cf.parameter_server_s(n_bytes, p - 1, a, b, g))
 
+    def _best(self, n_bytes: float, ids: list[int]) -> tuple[float, str]:
+        a, b, nodes = self._params(ids)
+        intra = self.cluster.node.intra_link
+        nic = self.cluster.node.nic
+        per_node = -(-len(ids) // nodes)
+        t, name = cf.best_allreduce(
+            n_bytes, len(ids), a, b, self.gamma_s_per_B, ranks_per_node=per_node,
+            intra=(intra.latency_s, 1 / intra.bandwidth_Bps),
+            inter=(self._inter_alpha_s(), 1 / nic.bandwidth_Bps),
+            inter_algorithm=self.inter_algorithm)
+        return float(t), str(name)
+
+    def resolve_allreduce(self, n_bytes: float, ranks: int | Sequence[int]) -> str:
+        """The algorithm ``"auto"`` runs: the least closed-form time (no contention).
+
+        Examples
+        --------
+        >>> from dlscale.perfmodel.hardware import (Cluster, Crossbar, Device, Link,
+        ...     NetworkSpec, NodeSpec)
+        >>> dev = Device("c", "cpu", 24, 2e9, 1e12, 2e12, 2e12, 96e9, 100e9, 0.5)
+        >>> node = NodeSpec("n", dev, 1, Link("shm", 20e9, 0.5e-6), Link("ib", 1e9, 1e-6))
+        >>> c = Cluster("t", node, NetworkSpec("net", Crossbar(64), Link("l", 1e9, 1e-6)))
+        >>> net = AnalyticalNetwork(c)
+        >>> net.resolve_allreduce(8, 64), net.resolve_allreduce(1e9, 64)
+        ('recursive-doubling', 'rabenseifner')
+        """
+        if n_bytes < 0:
+            raise ConfigError(f"n_bytes: must be >= 0, got {n_bytes!r}")
+        return self._best(n_bytes, self._ids(ranks))[1]
+
     def allreduce_s(self, n_bytes: float, ranks: int | Sequence[int],
                     algorithm: str = "ring") -> float:
-        """Closed-form allreduce time."""
+        """Closed-form allreduce time (``"auto"``: the fastest algorithm, see
+        :meth:`resolve_allreduce`)."""
         return self.collective_s("allreduce", n_bytes, ranks, algorithm)
 
     def transfer_s(self, src_rank: int, dst_rank: int, n_bytes: float) -> float:

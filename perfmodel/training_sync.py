@@ -57,7 +57,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .collectives import ALLREDUCE, allgather_s, hierarchical_allreduce_s
+from .collectives import ALLREDUCE, allgather_s, best_allreduce, hierarchical_allreduce_s
 from .collectives import recursive_doubling_allreduce_s as _rd
 from .compute import layer_times, update_s
 from .contention import effective_beta_s_per_B, hockney_params
@@ -69,7 +69,7 @@ from .workload import Workload
 if TYPE_CHECKING:
     from .netapi import NetworkModel
 
-__all__ = ["HOROVOD_CYCLE_S", "Buckets", "buckets", "sync_sgd_times"]
+__all__ = ["HOROVOD_CYCLE_S", "Buckets", "auto_choice", "buckets", "sync_sgd_times"]
 
 #: Horovod background-loop cycle: HOROVOD_CYCLE_TIME default 5 ms in Horovod up to
 #: 0.20 (docs/tensor-fusion; the 0.21.0 release notes, PR #2468, lowered it to 1 ms).
@@ -122,8 +122,30 @@ def buckets(workload: Workload) -> Buckets:
     return Buckets(np.array(sizes), np.array(firsts, dtype=np.int64), tensors)
 
 
+def _best_fn(cluster: Cluster, workload: Workload, lay: Layout):
+    """``f(n_bytes) -> (seconds, names)`` of ``"auto"`` over the node counts.
+
+    Every candidate of :func:`.collectives.best_allreduce` is costed as when it is
+    the workload's collective: each flat one with its own effective inverse
+    bandwidth (topology contention factor of its step pattern), hierarchical with
+    the ring's among node leaders.
+    """
+    par = hockney_params(cluster)
+    gamma = par["gamma_s_per_B"] / lay.share
+    n, r = lay.nodes, lay.ranks_per_node
+    intra = (par["intra_alpha_s"], par["intra_beta_s_per_B"])
+    inter = (par["inter_alpha_s"], effective_beta_s_per_B(cluster, "ring", n, 1))
+    alpha = np.where(n > 1, par["inter_alpha_s"], par["intra_alpha_s"])
+    betas = {name: effective_beta_s_per_B(cluster, name, n, r) for name in ALLREDUCE}
+    return lambda nb: best_allreduce(nb, lay.ranks, alpha, betas, gamma, ranks_per_node=r,
+                                     intra=intra, inter=inter, inter_algorithm="ring")
+
+
 def _allreduce_fn(cluster: Cluster, workload: Workload, lay: Layout):
     """``f(n_bytes) -> seconds over the node counts`` for the workload's collective."""
+    if workload.collective == "auto":
+        best = _best_fn(cluster, workload, lay)
+        return lambda nb: best(nb)[0]
     par = hockney_params(cluster)
     gamma = par["gamma_s_per_B"] / lay.share
     n, r = lay.nodes, lay.ranks_per_node
@@ -136,6 +158,23 @@ def _allreduce_fn(cluster: Cluster, workload: Workload, lay: Layout):
     alpha = np.where(n > 1, par["inter_alpha_s"], par["intra_alpha_s"])
     beta = effective_beta_s_per_B(cluster, workload.collective, n, r)
     return lambda nb: f(nb, lay.ranks, alpha, beta, gamma)
+
+
+def auto_choice(cluster: Cluster, workload: Workload, lay: Layout) -> list[np.ndarray]:
+    """Algorithm ``"auto"`` picks for each gradient bucket (rows) at each node count.
+
+    Examples
+    --------
+    >>> from dlscale.perfmodel.catalog import get_cluster, get_workload
+    >>> from dlscale.perfmodel.training import layout
+    >>> w = get_workload("resnet50")
+    >>> c = get_cluster("summit")
+    >>> auto_choice(c, w, layout(c, w, [1, 4096]))[0].tolist()
+    ['ring', 'double-binary-tree']
+    """
+    bk = buckets(workload)
+    names = _best_fn(cluster, workload, lay)(bk.bytes[:, None])[1]
+    return [np.atleast_1d(row) for row in np.atleast_2d(names)]
 
 
 def _network_costs(network: NetworkModel, workload: Workload, bk: Buckets,

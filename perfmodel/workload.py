@@ -35,7 +35,9 @@ ALGORITHMS = (
     "hogwild-sgd",
 )
 
-#: Allreduce algorithms, by their shared short names.
+#: Allreduce algorithms, by their shared short names. ``"auto"``: per message size and
+#: rank count the one of the others with the least predicted time, as the tuners of
+#: MPI and NCCL libraries choose (see :func:`dlscale.perfmodel.collectives.best_allreduce`).
 COLLECTIVES = (
     "ring",
     "recursive-doubling",
@@ -43,6 +45,7 @@ COLLECTIVES = (
     "binomial-tree",
     "double-binary-tree",
     "hierarchical",
+    "auto",
 )
 
 #: How gradient tensors are batched into messages: Horovod tensor fusion with rank-0

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 import networkx as nx
 import numpy as np
 
+from dlscale.perfmodel.collectives import best_allreduce
 from dlscale.perfmodel.errors import ConfigError, unknown_name
 from dlscale.perfmodel.hardware import Cluster
 
@@ -136,10 +137,59 @@ class SimulatedNetwork:
         k = math.sqrt(max(depth - 1, 0) * n_bytes * beta / alpha)
         return int(min(self.max_segments, max(1, round(k))))
 
+    def _hockney(self, a: int, b: int) -> tuple[float, float]:
+        """``(alpha_s, beta_s_per_B)`` of an uncontended message between endpoints."""
+        lat = self.transfer_s(a, b, 0.0)
+        return lat, (self.transfer_s(a, b, 1e9) - lat) / 1e9
+
+    def resolve_allreduce(self, n_bytes: float, ranks: int | Sequence[int] | None = None) -> str:
+        """The algorithm ``"auto"`` runs for these ranks and this size.
+
+        A library's tuner does not know the contention of the run: it picks with the
+        closed forms (:func:`dlscale.perfmodel.collectives.best_allreduce`) on the
+        network's uncontended point-to-point parameters, measured here on the
+        routed graph: latency and inverse bandwidth from the first rank to a rank of
+        another node (or, all on one node, to the next rank); ``hierarchical`` is a
+        candidate with the intra-node pair's parameters when a node holds several of
+        the ranks.
+
+        Examples
+        --------
+        >>> from dlscale.simulator.topology_fattree import fat_tree_graph
+        >>> net = SimulatedNetwork(fat_tree_graph(4, host_bandwidth_Bps=1e9,
+        ...                        link_bandwidth_Bps=1e9, host_latency_s=1e-6,
+        ...                        hop_latency_s=0.0))
+        >>> net.resolve_allreduce(8, 16), net.resolve_allreduce(1e9, 16)
+        ('recursive-doubling', 'rabenseifner')
+        """
+        if not n_bytes >= 0:
+            raise ConfigError(f"n_bytes: must be >= 0, got {n_bytes!r}")
+        sel = self._select(ranks)
+        p = len(sel)
+        if p < 2:
+            return "ring"
+        hosts = self.rank_host[sel]
+        _, counts = np.unique(hosts, return_counts=True)
+        first = int(sel[0])
+        other = sel[hosts != hosts[0]]
+        same = sel[1:][hosts[1:] == hosts[0]]
+        inter = self._hockney(first, int(other[0])) if len(other) else None
+        intra = self._hockney(first, int(same[0])) if len(same) else None
+        a, b = inter if inter is not None else intra  # type: ignore[misc]
+        hier = {}
+        if inter is not None and intra is not None:
+            hier = {"ranks_per_node": int(counts.max()), "intra": intra, "inter": inter,
+                    "inter_algorithm": self.inter_algorithm}
+        _, name = best_allreduce(float(n_bytes), p, a, b, self.gamma_s_per_B, **hier)
+        return str(name)
+
     def simulate(self, collective: str, n_bytes: float, ranks: int | Sequence[int] | None = None,
                  algorithm: str | None = None, *, mode: str | None = None,
                  trace: bool = False) -> CollectiveResult:
         """Simulate one collective; ``ranks`` is a count (the first ranks) or rank ids.
+
+        ``algorithm="auto"`` (allreduce) runs the algorithm of
+        :meth:`resolve_allreduce`; the result's ``algorithm`` names it.
 
         With ``trace=True`` the result carries ``result.trace``, a Chrome trace dict.
         """
@@ -149,6 +199,12 @@ class SimulatedNetwork:
         if collective not in ALGORITHMS:
             raise unknown_name("collective", collective, ALGORITHMS)
         algorithm = DEFAULT_ALGORITHM[collective] if algorithm is None else algorithm
+        if collective == "allreduce" and algorithm == "auto":
+            algorithm = self.resolve_allreduce(n_bytes, ranks)
+        elif algorithm not in ALGORITHMS[collective]:
+            valid = (*ALGORITHMS[collective], "auto") if collective == "allreduce" \
+                else ALGORITHMS[collective]
+            raise unknown_name(f"{collective} algorithm", algorithm, valid)
         sel = self._select(ranks)
         nodes = self.rank_nodes[sel]
         groups = None

@@ -169,3 +169,11 @@ def test_catalog_rows_unknown_kind():
     with pytest.raises(ConfigError, match=r"^catalog kind: unknown name 'device'; valid: .*"
                                           r"\(did you mean 'devices'\?\)"):
         catalog_rows("device")
+
+
+def test_algorithms_list_auto_with_a_description():
+    from dlscale.perfmodel.catalog.rows import catalog_rows
+
+    rows = {r["name"]: r for r in catalog_rows("algorithms")}
+    assert rows["auto"]["type"] == "collective"
+    assert "fastest" in rows["auto"]["description"]

@@ -115,7 +115,7 @@ def test_errors_name_the_value():
         c.ring_allreduce_s(1e6, 2, A, -1.0)
     with pytest.raises(ConfigError, match=r"ranks_per_node: must be integers >= 1, got 0"):
         c.hierarchical_allreduce_s(1e6, 2, 0, (A, B), (A, B))
-    with pytest.raises(ConfigError, match=r"unknown name 'tree'; valid: binomial-tree"):
+    with pytest.raises(ConfigError, match=r"unknown name 'tree'; valid: auto, binomial-tree"):
         c.allreduce_s("tree", 1e6, 2, A, B)
     with pytest.raises(ConfigError, match=r"broadcast algorithm: unknown name 'pipe'"):
         c.broadcast_s(1e6, 2, A, B, "pipe")
@@ -135,3 +135,61 @@ def test_parameters_may_be_arrays_over_rank_counts(name):
     t = c.allreduce_s(name, 1e6, p, alpha, beta, G)
     one_by_one = [c.allreduce_s(name, 1e6, int(pi), float(a), float(b), G) for pi, a, b in zip(p, alpha, beta, strict=True)]
     assert t == pytest.approx(one_by_one)
+
+
+# -- "auto": what an MPI / NCCL tuner does ------------------------------------------------
+SIZES = np.geomspace(8, 1e9, 25)
+RANKS = np.unique(np.geomspace(2, 27_648, 30).astype(int))
+
+
+def test_auto_is_the_minimum_of_the_candidates_vectorized():
+    n, p = SIZES[:, None], RANKS[None, :]
+    best, names = c.best_allreduce(n, p, A, B, G)
+    cand = np.stack([c.allreduce_s(k, n, p, A, B, G) for k in c.ALLREDUCE])
+    assert best.shape == names.shape == (len(SIZES), len(RANKS))
+    np.testing.assert_array_equal(best, cand.min(axis=0))
+    np.testing.assert_array_equal(names, np.asarray(list(c.ALLREDUCE))[cand.argmin(axis=0)])
+    np.testing.assert_array_equal(c.auto_allreduce_s(n, p, A, B, G), best)
+    np.testing.assert_array_equal(c.allreduce_s("auto", n, p, A, B, G), best)
+    # every chosen name's own time is the minimum
+    for k in set(names.ravel().tolist()):
+        m = names == k
+        np.testing.assert_array_equal(np.broadcast_to(c.allreduce_s(k, n, p, A, B, G), m.shape)[m],
+                                      best[m])
+
+
+def test_auto_with_hierarchical_and_per_candidate_beta():
+    betas = {k: B * (1 + i) for i, k in enumerate(c.ALLREDUCE)}
+    intra, inter = (1e-6, 2e-11), (A, B)
+    n, p = SIZES[:, None], (RANKS[None, :] // 6 + 1) * 6
+    best, names = c.best_allreduce(n, p, A, betas, G, ranks_per_node=6, intra=intra, inter=inter)
+    cand = {k: np.broadcast_to(c.allreduce_s(k, n, p, A, betas[k], G), best.shape)
+            for k in c.ALLREDUCE}
+    cand["hierarchical"] = np.broadcast_to(
+        c.hierarchical_allreduce_s(n, p // 6, 6, intra, inter, G), best.shape)
+    stack = np.stack(list(cand.values()))
+    np.testing.assert_array_equal(best, stack.min(axis=0))
+    assert "hierarchical" in set(names.ravel().tolist())   # NVLink-like intra link pays off
+    assert tuple(cand) == c.AUTO_CANDIDATES
+
+
+def test_auto_picks_log_latency_for_tiny_and_bandwidth_optimal_for_large():
+    # 8 B on 27,648 ranks: recursive doubling 14 + 2 (MPICH fold) = 16 latencies,
+    # Rabenseifner 2 x 14 + 2 = 30, binomial tree 2 x 15 = 30, ring 2 x 27,647
+    t, name = c.best_allreduce(8.0, 27_648, A, B, G)
+    assert name == "recursive-doubling"
+    assert t == pytest.approx(16 * A, rel=1e-3)
+    # 1 GB on 64 ranks (a power of two): Rabenseifner moves what ring moves, 2 (p-1)/p n
+    # beta, with 2 log2 64 = 12 latencies instead of 126
+    assert c.best_allreduce(1e9, 64, A, B, G)[1] == "rabenseifner"
+    # 1 GB on 48 ranks: Rabenseifner's MPICH fold adds 2 n beta; the ring does not
+    assert c.best_allreduce(1e9, 48, A, B, G)[1] == "ring"
+    # one rank: everything costs 0, the first candidate is named
+    assert c.best_allreduce(1e6, 1, A, B, G) == (0.0, "ring")
+
+
+def test_auto_unknown_names_list_auto():
+    with pytest.raises(ConfigError, match=r"valid: auto, binomial-tree, .*ring"):
+        c.allreduce_s("atuo", 1e6, 4, A, B)
+    with pytest.raises(ConfigError, match="times: need at least one candidate"):
+        c.fastest({})

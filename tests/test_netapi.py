@@ -59,3 +59,16 @@ def test_errors():
         net.collective_s("alltoall", 1e6, 4)
     with pytest.raises(ConfigError, match="gamma_s_per_B"):
         AnalyticalNetwork(cluster(), gamma_s_per_B=-1)
+
+
+def test_auto_is_the_fastest_and_names_it():
+    net = AnalyticalNetwork(cluster(4), gamma_s_per_B=1e-11)
+    for n in (8.0, 1e4, 1e6, 1e9):
+        for p in (2, 4, 8, 12, 64):
+            t = {k: net.allreduce_s(n, p, k) for k in COLLECTIVE_ALGORITHMS["allreduce"]
+                 if k != "auto"}
+            name = net.resolve_allreduce(n, p)
+            assert net.allreduce_s(n, p, "auto") == pytest.approx(min(t.values()), rel=1e-12)
+            assert t[name] == min(t.values())
+    with pytest.raises(ConfigError, match=r"valid: .*auto"):
+        net.allreduce_s(1e6, 4, "atuo")

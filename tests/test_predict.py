@@ -134,3 +134,24 @@ def test_bottleneck_names_the_limit():
               sparse_rows_per_sample=100)
     oom = predict(c, _workload(model=m, batch_per_device=50, sparse_as_dense=False), [512])
     assert oom.bottleneck.tolist() == ["memory"]
+
+
+def test_cli_collective_auto(capsys):
+    from dlscale.cli import main
+
+    assert main(["predict", "summit", "resnet50", "--nodes", "1,64", "--collective", "auto",
+                 "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["meta"]["collective"] == "auto"
+    ring = predict(_catalog_cluster(), _catalog_workload(), [1, 64])
+    assert out["rows"][1]["iteration_s"] <= ring.iteration_s[1] * (1 + 1e-9)
+
+
+def _catalog_cluster():
+    from dlscale.perfmodel.catalog import get_cluster
+    return get_cluster("summit")
+
+
+def _catalog_workload():
+    from dlscale.perfmodel.catalog import get_workload
+    return get_workload("resnet50")

@@ -164,3 +164,33 @@ def test_bad_input_messages():
         SimulatedNetwork(fat_tree_graph(4), mode="slow")
     with pytest.raises(ConfigError, match=r"placement: unknown name 'lineer'.*did you mean 'linear'"):
         SimulatedNetwork(fat_tree_graph(4), placement="lineer")
+
+
+@pytest.mark.parametrize("devices", [1, 4])
+def test_auto_resolves_with_the_closed_form_and_runs_that_algorithm(devices):
+    c = crossbar_cluster(devices, nodes=64 // devices)
+    net = SimulatedNetwork.from_cluster(c, 64 // devices, gamma_s_per_B=1e-11)
+    ana = AnalyticalNetwork(c, gamma_s_per_B=1e-11)
+    seen = set()
+    for n in (8.0, 1e9):
+        for p in (8, 48, 64):
+            res = net.simulate("allreduce", n, p, "auto")
+            name = net.resolve_allreduce(n, p)
+            assert res.algorithm == name == ana.resolve_allreduce(n, p)
+            assert res.time_s == net.simulate("allreduce", n, p, name).time_s
+            seen.add(name)
+    assert len(seen) >= 2   # tiny and large messages resolve differently
+    assert net.allreduce_s(1e9, 64, "auto") == net.allreduce_s(1e9, 64, net.resolve_allreduce(1e9, 64))
+
+
+def test_auto_uses_the_graphs_point_to_point_parameters():
+    net = SimulatedNetwork(fat_tree_graph(4, host_bandwidth_Bps=1e9, link_bandwidth_Bps=1e9,
+                                          host_latency_s=1e-6, hop_latency_s=1e-7))
+    a = net.transfer_s(0, 15, 0.0)
+    b = (net.transfer_s(0, 15, 1e9) - a) / 1e9
+    for n in np.geomspace(8, 1e9, 9):
+        assert net.resolve_allreduce(float(n), 16) == cf.best_allreduce(float(n), 16, a, b)[1]
+    with pytest.raises(ConfigError, match=r"allreduce algorithm: unknown name 'atuo'; valid: auto"):
+        net.simulate("allreduce", 1e6, 4, "atuo")
+    with pytest.raises(ConfigError, match="n_bytes"):
+        net.resolve_allreduce(-1.0, 4)

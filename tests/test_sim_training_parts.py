@@ -106,3 +106,18 @@ def test_one_rank_per_two_socket_node_uses_one_endpoint_per_node():
     net = make_training_network(c, w, 8, "fast")
     assert net.ranks == 8 and net.sel == list(range(0, 16, 2))
     assert net.allreduce_s(50e6) > 0
+
+
+def test_training_network_passes_auto_through():
+    import dataclasses
+
+    from dlscale.perfmodel.training_sync import _allreduce_fn
+
+    c = get_cluster("summit")
+    w = dataclasses.replace(get_workload("resnet50"), collective="auto")
+    fast = make_training_network(c, w, 4, "fast")
+    for n in (64.0, 100e6):
+        name = fast.sim.resolve_allreduce(n, fast.sel)
+        assert fast.allreduce_s(n) == fast.sim.allreduce_s(n, fast.sel, name)
+    ana = make_training_network(c, w, 4, "analytical")
+    assert ana.allreduce_s(100e6) == float(np.asarray(_allreduce_fn(c, w, ana.lay)(100e6))[0])

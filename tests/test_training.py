@@ -279,3 +279,25 @@ def test_network_only_for_sync_sgd():
     with pytest.raises(ConfigError, match=r"network: only sync-sgd takes a network model, got "
                                           r"algorithm 'easgd'"):
         iteration_times(cluster(), workload(algorithm="easgd"), 1, network=_FixedNetwork(0.0))
+
+
+def test_auto_collective_is_the_least_of_every_collective_with_its_contention():
+    from dlscale.perfmodel.catalog import get_cluster, get_workload
+    from dlscale.perfmodel.training_sync import _allreduce_fn, auto_choice
+    from dlscale.perfmodel.workload import COLLECTIVES
+
+    c, w = get_cluster("summit"), get_workload("resnet50")
+    lay = layout(c, w, [1, 2, 16, 256, 4096])
+    nb = np.geomspace(8, 1e9, 12)[:, None]
+    fixed = {k: np.asarray(_allreduce_fn(c, dataclasses.replace(w, collective=k), lay)(nb))
+             for k in COLLECTIVES if k != "auto"}
+    auto = np.asarray(_allreduce_fn(c, dataclasses.replace(w, collective="auto"), lay)(nb))
+    stack = np.stack([np.broadcast_to(v, auto.shape) for v in fixed.values()])
+    np.testing.assert_allclose(auto, stack.min(axis=0), rtol=1e-12)
+    names = auto_choice(c, w, lay)
+    assert len(names) == len(buckets(w).bytes) and names[0].shape == (5,)
+    # the sync-SGD iteration with auto is no slower than with any fixed collective
+    t_auto = iteration_times(c, dataclasses.replace(w, collective="auto"), [1, 64, 4096])
+    for k in fixed:
+        t = iteration_times(c, dataclasses.replace(w, collective=k), [1, 64, 4096])
+        assert np.all(t_auto.iteration_s <= t.iteration_s * (1 + 1e-12))

@@ -48,6 +48,7 @@ DESCRIPTIONS: dict[str, str] = {
     "binomial-tree": "binomial-tree reduce followed by broadcast",
     "double-binary-tree": "two complementary pipelined binary trees (Sanders et al. 2009; NCCL)",
     "hierarchical": "intra-node reduce, inter-node allreduce, intra-node broadcast",
+    "auto": "per size and rank count the fastest of the above, as MPI/NCCL tuners pick",
     "fusion": "Horovod tensor fusion with rank-0 negotiation",
     "graph-aware": "graph-aware gradient groups with decentralized orchestration (Laanait et al. 2019)",
 }

@@ -45,6 +45,12 @@ U6. Orderings: "in all comparisons" is checked on both platforms of this case
     (the 8-GPU K80 box, 8 workers; Cori KNL flat at the 63 nodes of U5) and at every
     communication period tau the EASGD paper tried, {1, 4, 16, 64}. The model ranks
     by throughput (time per sample), i.e. equal samples to accuracy, as in U4.
+U7. Allreduce rule (``collective="auto"``, the library's tuner, which every
+    synchronous-SGD case applies; validation/README.md): not applicable here. No
+    quantity of this case runs synchronous SGD: Sync EASGD uses the paper's own
+    binomial-tree reduce and broadcast, the original EASGD its round-robin master,
+    and the asynchronous variants a parameter server, none of which the workload's
+    ``collective`` selects. The case's numbers are unchanged by the rule.
 """
 
 from __future__ import annotations

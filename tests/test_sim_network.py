@@ -194,3 +194,14 @@ def test_auto_uses_the_graphs_point_to_point_parameters():
         net.simulate("allreduce", 1e6, 4, "atuo")
     with pytest.raises(ConfigError, match="n_bytes"):
         net.resolve_allreduce(-1.0, 4)
+
+
+def test_cli_simulate_collective_auto_records_the_algorithm_run(capsys):
+    from dlscale.cli import main
+    from dlscale.perfmodel.catalog import get_cluster
+
+    assert main(["simulate", "summit", "--nodes", "2", "--collective", "auto",
+                 "--size-bytes", "8", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    net = SimulatedNetwork.from_cluster(get_cluster("summit"), 2)
+    assert doc["algorithm"] == net.resolve_allreduce(8.0, 12) != "auto"

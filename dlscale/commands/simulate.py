@@ -49,7 +49,7 @@ def add_parser(sub: Any) -> None:
                    help="collective operation (default: allreduce)")
     p.add_argument("--collective", default=None, metavar="ALGORITHM",
                    help="algorithm of the operation, e.g. ring, recursive-doubling, "
-                        "rabenseifner, binomial-tree, double-binary-tree, hierarchical "
+                        "rabenseifner, binomial-tree, double-binary-tree, hierarchical, auto "
                         "(default: the operation's first)")
     p.add_argument("--size-bytes", type=float, default=100e6, help="bytes per rank (default 100e6)")
     p.add_argument("--mode", choices=MODES, default="fast", help="fast (default) or flow")

@@ -110,6 +110,8 @@ def run_training(args: argparse.Namespace) -> int:
     workload = load_workload(args.workload)
     if getattr(args, "tau", None) is not None:
         workload = dataclasses.replace(workload, tau=int(args.tau))
+    if getattr(args, "collective", None) is not None:  # the allreduce of the gradients
+        workload = dataclasses.replace(workload, collective=args.collective)
     network = args.network or (getattr(args, "mode", None) if getattr(args, "mode", None)
                                in NETWORKS else None) or "fast"
     nodes = _nodes(args.nodes)

@@ -109,3 +109,13 @@ def test_simulate_async_on_one_device_node_uses_no_network_graph(capsys):
 def test_simulate_collective_takes_one_node_count(capsys):
     code, _, err = _run(capsys, "simulate", "summit", "--nodes", "1,2")
     assert code == 2 and "a collective is simulated on one node count" in err
+
+
+def test_simulate_training_takes_the_collective(capsys):
+    rows = {}
+    for collective in ("ring", "binomial-tree"):
+        code, out, err = _run(capsys, "simulate", "summit", "resnet50", "--nodes", "64",
+                              "--iterations", "2", "--collective", collective, "--format", "json")
+        assert code == 0, err
+        rows[collective] = json.loads(out)["runs"][0]["comm_s"]
+    assert rows["ring"] != rows["binomial-tree"]

@@ -130,6 +130,9 @@ def test_allreduce_fit_separates_oversubscribed_rank_counts():
     assert set(fit["regimes"]) == {"dedicated", "oversubscribed"} and fit["cores"] == 2
     assert predict_allreduce(fit, 4096, 2) == pytest.approx(ring_allreduce_s(4096, 2, 1e-6, 1e-10))
     assert predict_allreduce(fit, 4096, 4) == pytest.approx(ring_allreduce_s(4096, 4, 1e-3, 1e-10))
+    # 3 ranks on 2 cores: half-way (one excess rank of two) between the regimes
+    half = 0.5 * (ring_allreduce_s(4096, 3, 1e-6, 1e-10) + ring_allreduce_s(4096, 3, 1e-3, 1e-10))
+    assert predict_allreduce(fit, 4096, 3) == pytest.approx(half)
     both = predict_allreduce(fit, [4096, 4096], [2, 4])
     np.testing.assert_allclose(both, [predict_allreduce(fit, 4096, 2), predict_allreduce(fit, 4096, 4)])
     assert "regimes" not in fit_allreduce(fast + slow, intra, cores=8)

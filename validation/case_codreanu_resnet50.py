@@ -21,8 +21,11 @@ R2. The 104K-core run: 104,000 cores do not fit in Stampede2's 1,736 SKX nodes (
     nodes = 104,000 / 68 rounded to the nearest whole node = 1,529; one worker per
     KNL node (the catalog's device is the chip); 16 images per worker, the per-worker
     batch of the largest stated run; 90 epochs (the lower end of "90-120 epochs").
-R3. "Above 90% efficiency" is compared as 90% (the bound), against one node, the
-    model's definition of weak-scaling efficiency.
+R3. "Above 90% efficiency" is a lower bound, compared as one: met by a prediction of
+    at least 90% less the 5 pp tolerance, against one node (the model's definition of
+    weak-scaling efficiency). (Revised after the first runs, which compared the bound
+    as if it were the value 90%, so that a prediction of 95.5% counted as a miss of a
+    claim it satisfies.)
 R5. Simulated fidelity (until the simulator's training layer exists): the gradient
     allreduces run on the routed Stampede2 fat tree (28:20 tapered leaves), the
     compute and overlap chain are the analytical model's
@@ -74,7 +77,7 @@ QUANTITIES = (
              _SRC + " [D] from 90 epochs in ~60 min"),
     Quantity("skx_448_nodes_90_epochs_time", "time", 60.0, "min", _SRC + " (authors' run notes)"),
     Quantity("knl_104k_cores_90_epochs_time", "time", 28.0, "min", _SRC + " (abstract)"),
-    Quantity("knl_104k_cores_efficiency", "efficiency", 0.90, "", _SRC + " (abstract: above 90%)"),
+    Quantity("knl_104k_cores_efficiency", "efficiency-at-least", 0.90, "", _SRC + " (abstract: above 90%)"),
     Quantity("skx_448_nodes_efficiency", "efficiency", None, "", "prediction"),
     Quantity("skx_448_nodes_images_per_s_ring", "throughput", None, "img/s",
              "diagnostic prediction (R6): collective='ring' (the first run's rule)"),
@@ -111,13 +114,6 @@ MISSES: dict[str, str] = {
         "sustained fraction as on SKX (see skx_448_nodes_images_per_s), and R2's 90 "
         "epochs and batch 16 are assumptions (the published run may have trained longer "
         "or used a larger per-node batch at a lower rate)"),
-    "knl_104k_cores_efficiency": (
-        "with the tuner's double binary tree (R6) the two buckets (66 and 36 MB) take "
-        "22 ms of allreduce over 1,529 KNL nodes (the ring 26 ms), 11 ms of it exposed "
-        "after a 228 ms step: 95.5% (the ring's 94.5% was within); the model charges no "
-        "stragglers, OS noise or MLSL progress-thread cost, and R3 compares the "
-        "published lower bound 'above 90%' as 90%, so a prediction above 95% misses "
-        "it though it does not contradict the claim as stated"),
 }
 
 

@@ -163,7 +163,7 @@ def _calibrate(comm: Any, sizes: list[int], budget_s: float, collectives: tuple[
         figs = kernel_figures(budget_s=0.2 * budget_s if p > 1 else budget_s)
         everyone = comm.gather(figs, root=0)
         if rank == 0:
-            kern = _merge_kernels(everyone, groups)
+            kern = _merge_kernels(everyone, groups, prov.get("cores"))
     if p == 1:
         notes.append("one rank: kernel figures only, no MPI measurements; "
                      "run under `mpiexec -n 2` or more for network figures")
@@ -226,9 +226,11 @@ def _algorithm_label(prov: dict[str, Any]) -> str:
         "OMPI_MCA_coll_tuned_allreduce_algorithm") or "library-default"
 
 
-def _merge_kernels(everyone: list[dict[str, Any]], groups: dict[str, list[int]]) -> dict[str, Any]:
+def _merge_kernels(everyone: list[dict[str, Any]], groups: dict[str, list[int]],
+                   cores: int | None = None) -> dict[str, Any]:
     """Per-rank figures: median over ranks; host figures: sum over a host's ranks
-    (they ran at once), median over hosts."""
+    (they ran at once), times ``cores / ranks`` where the ranks outnumber the cores
+    (a median single call does not show the sharing), median over hosts."""
     first = everyone[0]
     out: dict[str, Any] = {"noise": {}, "samples": {}, "model": first["model"]}
     for key in first["noise"]:
@@ -237,6 +239,7 @@ def _merge_kernels(everyone: list[dict[str, Any]], groups: dict[str, list[int]])
         out["samples"][key] = int(sum(r["samples"][key] for r in everyone))
     for key, host_key in (("stream_triad_Bps", "stream_triad_host_Bps"),
                           ("gemm_flops", "gemm_host_flops")):
-        out[host_key] = float(np.median([sum(everyone[r][key] for r in ranks)
-                                         for ranks in groups.values()]))
+        out[host_key] = float(np.median([
+            sum(everyone[r][key] for r in ranks) * min(1.0, (cores or len(ranks)) / len(ranks))
+            for ranks in groups.values()]))
     return out

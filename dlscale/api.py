@@ -49,11 +49,7 @@ def load_cluster(spec: str | Path | Cluster, overrides: Mapping[str, Any] | None
     cluster = _config.load_cluster(spec)
     if overrides:
         cluster = _config.apply_overrides(cluster, overrides, "cluster")
-    if profile is not None:
-        from dlscale.perfmodel.profile import apply_profile, load_profile
-
-        cluster = apply_profile(cluster, load_profile(profile))
-    return cluster
+    return _config.load_cluster(cluster, profile)
 
 
 def load_workload(spec: str | Path | Workload,

@@ -22,6 +22,8 @@ COMMANDS: dict[str, str] = {
     "simulate": "simulate",
     "sweep": "sweep",
     "plan": "plan",
+    "calibrate": "calibrate",
+    "validate": "validate",
 }
 
 

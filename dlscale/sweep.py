@@ -365,7 +365,8 @@ def _phases(study: Study) -> list[str]:
 def run_sweep(study: Study, out_dir: str | Path | None = None, *, executor: str = "process",
               jobs: int | None = None, resume: bool = False, quiet: bool = False,
               evaluators: Mapping[str, Evaluator | str] | None = None,
-              chunk_groups: int | None = None, plots: bool = True) -> SweepResult:
+              chunk_groups: int | None = None, plots: bool = True,
+              profile: str | Path | None = None) -> SweepResult:
     """Run every point of ``study``; return the sorted rows.
 
     Parameters
@@ -390,6 +391,9 @@ def run_sweep(study: Study, out_dir: str | Path | None = None, *, executor: str 
         about 8 tasks per worker.
     plots : bool
         Draw the plots the study asks for (or that suit its axes).
+    profile : path, optional
+        A machine profile from ``dlscale calibrate``; its network and kernel figures
+        replace the base cluster's (a varied ``cluster`` is not changed).
     """
     from tqdm import tqdm
 
@@ -401,12 +405,16 @@ def run_sweep(study: Study, out_dir: str | Path | None = None, *, executor: str 
     for name in evals.values():
         resolve_evaluator(name)
     cluster, workload = check_study(study)
+    if profile is not None:
+        cluster = load_cluster(cluster, profile)
     out = Path(out_dir) if out_dir is not None else study.path.with_name(study.path.name + ".out")
     out.mkdir(parents=True, exist_ok=True)
     log_path, csv_path = out / "results.jsonl", out / "results.csv"
     shorts = short_names(study.param_names)
     header = ["point", "key", "fidelity", "status", *shorts.values(), *COLUMNS]
     base = {"@cluster": study.cluster, "@workload": study.workload}
+    if profile is not None:  # another profile is another machine: resume keys differ
+        base["@profile"] = str(Path(profile).resolve())
     done: dict[str, Record] = {}
     if resume:
         done = _read_log(log_path, header)

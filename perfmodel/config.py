@@ -97,8 +97,12 @@ def _load(tp: type, kind: str, spec: str | Path | Any) -> Any:
     return build(tp, table, where, base=base, lookup=_preset)
 
 
-def load_cluster(spec: str | Path | Cluster) -> Cluster:
+def load_cluster(spec: str | Path | Cluster, profile: str | Path | None = None) -> Cluster:
     """A cluster from a preset name, a TOML path, or a Cluster (returned as is).
+
+    With ``profile`` (a machine profile from ``dlscale calibrate``), the profile's
+    measured network and kernel figures replace the description's
+    (:func:`dlscale.perfmodel.profile.apply_profile`).
 
     Examples
     --------
@@ -107,7 +111,12 @@ def load_cluster(spec: str | Path | Cluster) -> Cluster:
     ...
     dlscale.perfmodel.errors.ConfigError: cluster: unknown name 'sumit'; valid: ... (did you mean 'summit'?)
     """
-    return _load(Cluster, "cluster", spec)
+    cluster: Cluster = _load(Cluster, "cluster", spec)
+    if profile is not None:
+        from .profile import apply_profile, load_profile
+
+        cluster = apply_profile(cluster, load_profile(profile))
+    return cluster
 
 
 def load_workload(spec: str | Path | Workload) -> Workload:

@@ -106,7 +106,7 @@ def run_training(args: argparse.Namespace) -> int:
 
     if not getattr(args, "workload", None):
         raise ConfigError("workload: simulated training needs a WORKLOAD (preset or TOML)")
-    cluster = load_cluster(args.cluster)
+    cluster = load_cluster(args.cluster, getattr(args, "profile", None))
     workload = load_workload(args.workload)
     if getattr(args, "tau", None) is not None:
         workload = dataclasses.replace(workload, tau=int(args.tau))

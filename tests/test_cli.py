@@ -4,6 +4,7 @@ import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -119,3 +120,32 @@ def test_simulate_training_takes_the_collective(capsys):
         assert code == 0, err
         rows[collective] = json.loads(out)["runs"][0]["comm_s"]
     assert rows["ring"] != rows["binomial-tree"]
+
+
+PROFILE = str(Path(__file__).resolve().parents[1] / "examples" / "profiles" / "this-host.json")
+
+
+@pytest.mark.parametrize("argv", [
+    ["predict", "stampede2-skx", "resnet50", "--nodes", "2", "--format", "json"],
+    ["simulate", "stampede2-skx", "resnet50", "--nodes", "2", "--iterations", "2", "--format", "json"],
+    ["simulate", "stampede2-skx", "--nodes", "2", "--format", "json"],
+])
+def test_profile_replaces_the_catalog_figures(capsys, argv):
+    code, plain, err = _run(capsys, *argv)
+    assert code == 0, err
+    code, profiled, err = _run(capsys, *argv, "--profile", PROFILE)
+    assert code == 0, err
+    assert json.loads(plain) != json.loads(profiled)
+
+
+def test_sweep_takes_a_profile(tmp_path, capsys):
+    study = tmp_path / "s.toml"
+    study.write_text('cluster = "stampede2-skx"\nworkload = "resnet50"\nnodes = [2]\n'
+                     '[vary]\ncollective = ["ring"]\n')
+    out = {}
+    for name, extra in (("plain", []), ("profiled", ["--profile", PROFILE])):
+        code, _, err = _run(capsys, "sweep", str(study), "-o", str(tmp_path / name), "--quiet",
+                            "--no-plots", "--executor", "serial", "--format", "none", *extra)
+        assert code == 0, err
+        out[name] = json.loads((tmp_path / name / "results.json").read_text())["rows"][0]
+    assert out["profiled"]["iteration_s"] > out["plain"]["iteration_s"]

@@ -47,11 +47,7 @@ def workload_overrides(args: argparse.Namespace) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> int:
     from dlscale.perfmodel.predict import predict
 
-    cluster = load_cluster(args.cluster)
-    if args.profile:
-        from dlscale.perfmodel.profile import apply_profile, load_profile
-
-        cluster = apply_profile(cluster, load_profile(args.profile))
+    cluster = load_cluster(args.cluster, args.profile)
     workload = load_workload(args.workload)
     overrides = workload_overrides(args)
     if overrides:

@@ -67,6 +67,9 @@ def add_parser(sub: Any) -> None:
                    help="what to print (default: table)")
     p.add_argument("-o", "--output", metavar="FILE", help="write the JSON result to FILE")
     p.add_argument("--trace", metavar="FILE.json", help="write a Chrome trace (open in Perfetto)")
+    p.add_argument("--profile", metavar="FILE",
+                   help="machine profile from `dlscale calibrate`: its network and kernel "
+                        "figures replace the cluster's")
     from dlscale.simulator.training_cli import add_training_args
 
     add_training_args(p)  # training options; the ones above are shared
@@ -101,11 +104,9 @@ def _network(args: argparse.Namespace):
         from dlscale.simulator.topology_graphml import read_graphml_topology
 
         return SimulatedNetwork(read_graphml_topology(args.cluster), **opts), args.cluster
-    try:
-        from dlscale.perfmodel.config import load_cluster
-    except ImportError:  # pragma: no cover - config arrives with the lead's work
-        from dlscale.perfmodel.catalog import get_cluster as load_cluster
-    cluster = load_cluster(args.cluster)
+    from dlscale.perfmodel.config import load_cluster
+
+    cluster = load_cluster(args.cluster, args.profile)
     nodes = 2 if args.nodes is None else _one_node_count(args.nodes)
     cluster.check_nodes(nodes)
     graph = _node_graph(args.intranode, cluster)

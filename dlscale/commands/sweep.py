@@ -44,6 +44,8 @@ def add_parser(sub: Any) -> None:
                    help="replace the analytical model with FUNC(cluster, workload, nodes, seeds)")
     p.add_argument("--format", choices=("table", "csv", "none"), default="table",
                    help="what to print on stdout at the end (default: a summary table)")
+    p.add_argument("--profile", metavar="FILE",
+                   help="machine profile from `dlscale calibrate` applied to the base cluster")
     p.set_defaults(run=run)
 
 
@@ -55,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     evaluators = {"analytical": args.evaluator} if args.evaluator else None
     result = run_sweep(study, args.output, executor=args.executor, jobs=args.jobs,
                        resume=args.resume, quiet=args.quiet, evaluators=evaluators,
-                       plots=not args.no_plots)
+                       plots=not args.no_plots, profile=args.profile)
     rows = result.rows
     params = result.meta["parameters"]
     if args.format == "csv":

@@ -6,6 +6,8 @@ Sub-commands (``dlscale validate SUBCOMMAND``), a registry that later issues ext
   measurements and predict the held-out part (allreduce sizes and rank counts not
   fitted, real distributed training runs); see
   :mod:`dlscale.validation.validate_local`.
+- ``published`` -- reproduce the seed papers' published results, point by point, with
+  the errors shown; see :mod:`dlscale.validation.published`.
 """
 
 from __future__ import annotations
@@ -49,8 +51,15 @@ def _add_local(sub: Any) -> None:
     p.set_defaults(run=run_local)
 
 
+def _add_published(sub: Any) -> None:
+    from dlscale.validation.published import add_published_parser
+
+    add_published_parser(sub)
+
+
 #: Sub-command name -> function adding its parser to the ``validate`` sub-parsers.
-SUBCOMMANDS: dict[str, Callable[[Any], None]] = {"local": _add_local}
+SUBCOMMANDS: dict[str, Callable[[Any], None]] = {"local": _add_local,
+                                                 "published": _add_published}
 
 
 def add_parser(sub: Any) -> None:

@@ -1,12 +1,13 @@
 """Run dlscale's benchmarks: ``python benchmarks/run.py [NAME ...] [--quick]``.
 
 Each ``benchmarks/bench_NAME.py`` has a ``main(argv)`` that prints a table with the
-measured figures next to the target. With no NAME, every benchmark runs in turn.
+measured figures next to the target. With no NAME, every benchmark runs in turn, each
+in a process of its own, so one benchmark's memory peak is not charged to the next.
 """
 
 from __future__ import annotations
 
-import importlib.util
+import subprocess
 import sys
 from pathlib import Path
 
@@ -29,12 +30,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     status = 0
     for name in names or list(benches):
-        spec = importlib.util.spec_from_file_location(f"bench_{name}", benches[name])
-        assert spec and spec.loader
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
         print(f"\n=== {name} ===", flush=True)
-        status |= int(module.main(flags) or 0)
+        status |= subprocess.call([sys.executable, str(benches[name]), *flags])
     return status
 
 

@@ -16,7 +16,7 @@ the default), ``mpi`` (``mpi4py.futures.MPIPoolExecutor``; start it as
 ``mpiexec -n N python -m mpi4py.futures -m dlscale sweep STUDY.toml --executor mpi``,
 which gives N-1 workers), and ``serial`` (in this process, for debugging).
 
-Evaluators (:data:`EVALUATORS`) are functions ``f(cluster, workload, nodes, seeds) ->
+Evaluators (:data:`EVALUATORS`, in :mod:`dlscale.sweep_points`) are functions ``f(cluster, workload, nodes, seeds) ->
 list of row dicts``, one row per node count, with at least ``samples_per_s`` (``seeds``:
 one per node count, derived from the study seed and the point; zeros for the
 analytical fidelity); a
@@ -28,8 +28,6 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import csv
-import functools
-import importlib
 import io
 import json
 import math
@@ -41,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from dlscale.output import atomic_write_text, to_jsonable
-from dlscale.perfmodel.config import apply_overrides, load_cluster, load_workload
+from dlscale.perfmodel.config import load_cluster, load_workload
 from dlscale.perfmodel.errors import ConfigError, DlscaleError, unknown_name
 from dlscale.perfmodel.hardware import Cluster
 from dlscale.perfmodel.workload import Workload
@@ -53,159 +51,21 @@ from dlscale.study import (
     label,
     point_key,
     short_names,
-    split_params,
+)
+from dlscale.sweep_points import (
+    COLUMNS,
+    EVALUATORS,
+    EXECUTORS,
+    Evaluator,
+    add_training_metrics,
+    analytical,
+    materialize,
+    resolve_evaluator,
+    simulated,
 )
 
 __all__ = ["COLUMNS", "EVALUATORS", "EXECUTORS", "SweepResult", "add_training_metrics",
            "analytical", "check_study", "resolve_evaluator", "run_sweep", "simulated"]
-
-Evaluator = Callable[[Cluster, Workload, list[int], list[int]], list[dict[str, Any]]]
-
-#: Result columns after the parameters, in table order (evaluators may add more; those
-#: go to the JSON files only).
-COLUMNS = ("nodes", "devices", "iteration_s", "compute_s", "comm_s", "exposed_comm_s",
-           "samples_per_s", "efficiency", "memory_per_device_bytes", "fits", "bottleneck",
-           "time_to_train_s", "node_hours", "cost", "error")
-
-
-def analytical(cluster: Cluster, workload: Workload, nodes: list[int],
-               seeds: list[int]) -> list[dict[str, Any]]:
-    """The closed-form model, one vectorized call over the node counts."""
-    from dlscale.perfmodel.predict import predict
-
-    return predict(cluster, workload, nodes).to_rows()
-
-
-def simulated(cluster: Cluster, workload: Workload, nodes: list[int],
-              seeds: list[int]) -> list[dict[str, Any]]:
-    """The discrete-event simulator, one run per node count with its own seed."""
-    try:
-        sim = importlib.import_module("dlscale.simulator")
-        simulate = sim.simulate
-    except (ImportError, AttributeError):
-        raise DlscaleError("fidelity 'simulated' needs dlscale.simulator.simulate, "
-                           "which this installation does not have") from None
-    rows = []
-    for n, seed in zip(nodes, seeds, strict=True):
-        result = simulate(cluster, workload, n, seed=seed)
-        got = result.to_rows() if hasattr(result, "to_rows") else [dict(result)]
-        rows.append(got[-1])
-    return rows
-
-
-#: Evaluator name -> function.
-EVALUATORS: dict[str, Evaluator] = {"analytical": analytical, "simulated": simulated}
-
-
-def resolve_evaluator(spec: str | Evaluator) -> Evaluator:
-    """An evaluator from a name in :data:`EVALUATORS`, ``"module:function"`` or a callable.
-
-    Examples
-    --------
-    >>> resolve_evaluator("analytical") is analytical
-    True
-    >>> resolve_evaluator("analytic")
-    Traceback (most recent call last):
-    ...
-    dlscale.perfmodel.errors.ConfigError: evaluator: unknown name 'analytic'; valid: analytical, module:function, simulated (did you mean 'analytical'?)
-    """
-    if callable(spec):
-        return spec
-    if spec in EVALUATORS:
-        return EVALUATORS[spec]
-    if ":" in spec:
-        mod, _, fn = spec.partition(":")
-        try:
-            return getattr(importlib.import_module(mod), fn)
-        except (ImportError, AttributeError) as exc:
-            raise ConfigError(f"evaluator: cannot import {spec!r}: {exc}") from None
-    raise unknown_name("evaluator", spec, [*EVALUATORS, "module:function"])
-
-
-def _make_executor(name: str, jobs: int | None) -> cf.Executor:
-    if name == "process":
-        return cf.ProcessPoolExecutor(max_workers=jobs)
-    if name == "mpi":
-        try:
-            from mpi4py.futures import MPIPoolExecutor
-        except ImportError:
-            raise ConfigError("--executor mpi: mpi4py is not installed "
-                              "(pip install 'dlscale[mpi]')") from None
-        return MPIPoolExecutor(max_workers=jobs)
-    return _SerialExecutor()
-
-
-class _SerialExecutor(cf.Executor):
-    """Runs each task at submit time, in this process."""
-
-    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> cf.Future[Any]:
-        fut: cf.Future[Any] = cf.Future()
-        try:
-            fut.set_result(fn(*args, **kwargs))
-        except BaseException as exc:
-            fut.set_exception(exc)
-        return fut
-
-
-#: Executor name -> factory ``f(jobs) -> concurrent.futures.Executor``.
-EXECUTORS: dict[str, Callable[[int | None], cf.Executor]] = {
-    name: functools.partial(_make_executor, name) for name in ("process", "mpi", "serial")
-}
-
-
-@functools.lru_cache(maxsize=32)
-def _cluster(spec: str) -> Cluster:
-    return load_cluster(spec)
-
-
-@functools.lru_cache(maxsize=32)
-def _workload(spec: str) -> Workload:
-    return load_workload(spec)
-
-
-def _overridden(obj: Any, overrides: Mapping[str, Any], where: str,
-                cache: dict[tuple[int, str], Any] | None) -> Any:
-    if not overrides:
-        return obj
-    if cache is None:
-        return apply_overrides(obj, overrides, where)
-    try:
-        ckey = (id(obj), json.dumps(overrides, sort_keys=True))
-    except TypeError:  # values JSON cannot encode: no caching
-        return apply_overrides(obj, overrides, where)
-    if ckey not in cache:
-        cache[ckey] = apply_overrides(obj, overrides, where)
-    return cache[ckey]
-
-
-def materialize(base_cluster: Cluster | str, base_workload: Workload | str,
-                params: Mapping[str, Any],
-                cache: dict[tuple[int, str], Any] | None = None) -> tuple[Cluster, Workload]:
-    """The cluster and workload of one parameter combination.
-
-    ``cache`` (a dict the caller keeps while the base objects live) memoizes the
-    overridden objects: grid neighbours share most of their values.
-    """
-    c_spec, w_spec, c_over, w_over = split_params(params)
-    cluster = _cluster(c_spec) if c_spec is not None else base_cluster
-    workload = _workload(w_spec) if w_spec is not None else base_workload
-    if isinstance(cluster, str):
-        cluster = _cluster(cluster)
-    if isinstance(workload, str):
-        workload = _workload(workload)
-    return (_overridden(cluster, c_over, "cluster", cache),
-            _overridden(workload, w_over, "workload", cache))
-
-
-def add_training_metrics(row: dict[str, Any], cluster: Cluster, workload: Workload) -> None:
-    """Add ``time_to_train_s`` (``epochs`` over the model's data set), ``node_hours``
-    and ``cost`` (node-hours times the cluster's price per node-hour) to a row."""
-    rate = float(row.get("samples_per_s") or 0.0)
-    samples = workload.epochs * workload.model.samples_per_epoch
-    t = samples / rate if rate > 0 else math.inf
-    row["time_to_train_s"] = t
-    row["node_hours"] = row["nodes"] * t / 3600.0
-    row["cost"] = row["node_hours"] * cluster.price_per_node_hour
 
 
 def _seed(study_seed: int, key: str) -> int:

@@ -124,7 +124,7 @@ def check_nodes(cluster: Cluster, nodes: ArrayLike) -> np.ndarray:
     >>> check_nodes(c, [1, 65])
     Traceback (most recent call last):
     ...
-    dlscale.perfmodel.errors.ConfigError: nodes: 65 is more than cluster 'toy' holds (max_nodes 64)
+    dlscale.perfmodel.errors.ConfigError: nodes: 65 is more than cluster 'toy' holds (crossbar of 64 nodes)
     """
     arr = np.atleast_1d(np.asarray(nodes))
     if arr.ndim != 1 or arr.size == 0:
@@ -140,10 +140,7 @@ def check_nodes(cluster: Cluster, nodes: ArrayLike) -> np.ndarray:
         )
     over = arr > cluster.max_nodes
     if np.any(over):
-        raise ConfigError(
-            f"nodes: {int(arr[over][0])} is more than cluster {cluster.name!r} holds "
-            f"(max_nodes {cluster.max_nodes})"
-        )
+        cluster.check_nodes(int(arr[over][0]))  # raises, with the cluster's message
     return arr.astype(np.int64)
 
 

@@ -53,8 +53,6 @@ def run(args: argparse.Namespace) -> int:
     if overrides:
         workload = apply_overrides(workload, overrides, "command line")
     nodes = parse_nodes(args.nodes or f"1-{cluster.max_nodes}")
-    for n in nodes:
-        cluster.check_nodes(n)
     result = predict(cluster, workload, nodes)
     rows = result.to_rows()
     meta = {"cluster": cluster.name, "workload": workload.name, "model": workload.model.name,

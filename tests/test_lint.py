@@ -1,0 +1,18 @@
+"""The tree stays ruff-clean (ruff is in the [test] extra)."""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_ruff_clean():
+    pytest.importorskip("ruff", reason="ruff is not installed (pip install -e '.[test]')")
+    exe = shutil.which("ruff") or str(Path(sys.executable).parent / "ruff")
+    proc = subprocess.run([exe, "check", "--quiet", str(ROOT)], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -151,11 +151,14 @@ def _proportional(u: np.ndarray, v: np.ndarray) -> bool:
     return bool(nu > 0 and nv > 0 and np.allclose(u / nu, v / nv, rtol=1e-6, atol=1e-9))
 
 
-def _nnls_terms(terms: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, float]:
+def _nnls_terms(terms: np.ndarray, t: np.ndarray,
+                offset: np.ndarray | None = None) -> tuple[np.ndarray, float]:
     """Non-negative factors of the three terms on relative error; -> (factors, SSE).
 
     Where the bandwidth and reduction columns are proportional they share a factor.
+    ``offset`` (seconds per point, known, not fitted) is added to the model.
     """
+    off = np.zeros_like(t) if offset is None else offset
     scaled = terms / t[:, None]
     collinear = _proportional(scaled[:, 1], scaled[:, 2])
     if collinear:
@@ -163,11 +166,11 @@ def _nnls_terms(terms: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, float]:
     coef = np.zeros(3)
     used = np.any(scaled > 0, axis=0)
     if np.any(used):
-        sol, _ = nnls(scaled[:, used], np.ones_like(t))
+        sol, _ = nnls(scaled[:, used], 1.0 - off / t)
         coef[: used.size][used] = sol
     if collinear:
         coef[2] = coef[1]
-    rel = terms @ coef / t - 1.0
+    rel = (terms @ coef + off) / t - 1.0
     return coef, float(np.sum(rel * rel))
 
 
@@ -216,17 +219,31 @@ class PiecewiseCollectiveFit:
     predicted_s: tuple[float, ...]
     rel_error: tuple[float, ...]
 
-    def predict_s(self, n_bytes: Any, p: Any, form: CollectiveForm) -> np.ndarray:
-        """Predicted time of the collective at sizes ``n_bytes`` on ``p`` ranks."""
+    def predict_s(self, n_bytes: Any, p: Any, form: CollectiveForm,
+                  segment_index: Any = None, offset_s: Any = 0.0) -> np.ndarray:
+        """Predicted time of the collective at sizes ``n_bytes`` on ``p`` ranks.
+
+        Each size takes the factors of the last segment starting at or below it,
+        unless ``segment_index`` (one index into :attr:`segments` per point) says
+        which segment's factors to use. ``offset_s`` (a known, unfitted time per
+        point, as passed to :func:`fit_collective_piecewise`) is added.
+        """
         n, pp = np.broadcast_arrays(np.asarray(n_bytes, dtype=np.float64),
                                     np.asarray(p, dtype=np.float64))
         n, pp = n.ravel(), pp.ravel()
         terms = _collective_terms(form, n, pp, self.alpha_s, self.beta_s_per_B, self.gamma_s_per_B)
-        starts = np.array([s.min_bytes for s in self.segments[1:]], dtype=np.float64)
-        idx = np.searchsorted(starts, n, side="right")
+        if segment_index is None:
+            idx = self.segment_of(n)
+        else:
+            idx = np.broadcast_to(np.asarray(segment_index, dtype=np.intp), n.shape)
         f = np.array([[s.latency_factor, s.bandwidth_factor, s.reduction_factor]
                       for s in self.segments])[idx]
-        return np.sum(terms * f, axis=1)
+        return np.sum(terms * f, axis=1) + np.asarray(offset_s, dtype=np.float64).ravel()
+
+    def segment_of(self, n_bytes: Any) -> np.ndarray:
+        """Index of the last segment starting at or below each size."""
+        starts = np.array([s.min_bytes for s in self.segments[1:]], dtype=np.float64)
+        return np.searchsorted(starts, np.asarray(n_bytes, dtype=np.float64).ravel(), side="right")
 
 
 def fit_collective_piecewise(
@@ -241,12 +258,17 @@ def fit_collective_piecewise(
     max_segments: int = 4,
     min_sizes: int = 3,
     min_gain: float = 0.4,
+    offset_s: Any = None,
 ) -> PiecewiseCollectiveFit:
     """Efficiency factors of ``form`` per size segment, breaks found from the data.
 
     Measurements of one size (on any rank count) always share a segment; each
     segment needs ``min_sizes`` distinct sizes. Segment count and breaks are
     chosen as in :func:`fit_piecewise_hockney` (four parameters per segment).
+    ``offset_s`` (seconds, one per measurement, or ``None``) is a known part of
+    each time that the factors do not scale (a measured cost outside the closed
+    form, such as page faults on a freshly mapped buffer); it is in the
+    prediction.
 
     Examples
     --------
@@ -262,6 +284,8 @@ def fit_collective_piecewise(
     n, p, t = _collective_data(sizes_bytes, ranks, times_s)
     order = np.lexsort((p, n))
     n, p, t = n[order], p[order], t[order]
+    off = np.zeros_like(t) if offset_s is None else \
+        np.broadcast_to(np.asarray(offset_s, dtype=np.float64).ravel(), t.shape)[order]
     terms = _collective_terms(form, n, p, alpha_s, beta_s_per_B, gamma_s_per_B)
     uniq, first = np.unique(n, return_index=True)
     edges = [*first.tolist(), n.size]
@@ -270,7 +294,7 @@ def fit_collective_piecewise(
     def seg(i: int, j: int) -> tuple[np.ndarray, float]:
         if (i, j) not in cache:
             lo, hi = edges[i], edges[j]
-            cache[(i, j)] = _nnls_terms(terms[lo:hi], t[lo:hi])
+            cache[(i, j)] = _nnls_terms(terms[lo:hi], t[lo:hi], off[lo:hi])
         return cache[(i, j)]
 
     bounds, _ = _segmentation(uniq.size, n.size, lambda i, j: seg(i, j)[1], max_segments,
@@ -281,7 +305,7 @@ def fit_collective_piecewise(
         c = seg(i, j)[0]
         coef[edges[i]:edges[j]] = c
         segments.append(CollectiveSegment(float(uniq[i]), float(uniq[j - 1]), *map(float, c)))
-    pred = np.sum(terms * coef, axis=1)
+    pred = np.sum(terms * coef, axis=1) + off
     rel = pred / t - 1.0
     return PiecewiseCollectiveFit(
         algorithm, float(alpha_s), float(beta_s_per_B), float(gamma_s_per_B), tuple(segments),

@@ -137,3 +137,16 @@ def test_collective_piecewise_one_segment_on_noise():
     t = _tree(n, p, 1e-6, 1e-10) * noise
     fit = fit_collective_piecewise("tree", _tree, n, p, t, 1e-6, 1e-10)
     assert len(fit.segments) == 1
+
+
+def test_collective_piecewise_offset_is_a_known_unfitted_part():
+    n = np.tile(2.0 ** np.arange(10, 20), 2)
+    p = np.repeat([2, 4], 10)
+    off = np.where(n >= 2 ** 18, 1e-4, 0.0)  # e.g. page faults of a fresh buffer
+    t = _ring(n, p, 2e-6, 2e-10) + off
+    fit = fit_collective_piecewise("ring", _ring, n, p, t, 1e-6, 1e-10, offset_s=off)
+    assert [s.bandwidth_factor for s in fit.segments] == pytest.approx([2.0] * len(fit.segments))
+    assert max(abs(e) for e in fit.rel_error) < 1e-9
+    np.testing.assert_allclose(fit.predict_s(n, p, _ring, offset_s=off), t, rtol=1e-9)
+    without = fit_collective_piecewise("ring", _ring, n, p, t, 1e-6, 1e-10)
+    assert without.rms_rel_error > 1e-3  # the offset is not a ring: factors cannot absorb it

@@ -22,7 +22,10 @@ order, with shares of the time budget:
    :data:`dlscale.perfmodel.collectives.ALLREDUCE` with efficiency factors per
    size segment (:mod:`dlscale.validation.collective_fit`), the best one named;
    where the launch chose the algorithm (``--allreduce-algorithm``), against that
-   algorithm's form only.
+   algorithm's form only, and where the library is MPICH against the forms of
+   the algorithms its default selection runs at the measured sizes and rank
+   counts (:func:`~dlscale.validation.collective_fit.library_allreduce_algorithms`),
+   with the page faults of its temporary buffer as a measured, unfitted term.
 
 With one rank only the kernel part runs, with a warning in the profile's notes.
 """
@@ -41,7 +44,7 @@ from dlscale.perfmodel.fitting import fit_loggp, fit_piecewise_hockney
 from dlscale.perfmodel.profile import MachineProfile
 
 from . import microbench as mb
-from .collective_fit import fit_allreduce
+from .collective_fit import fit_allreduce, library_allreduce_algorithms
 from .kernelbench import kernel_figures
 from .mpi_env import MPICH_ALLREDUCE, get_mpi, host_groups, one_blas_thread, provenance
 
@@ -211,10 +214,12 @@ def _calibrate(comm: Any, sizes: list[int], budget_s: float, collectives: tuple[
         return None
     if "allreduce" in coll and "intra-node" in p2p and len(groups) == 1:
         known = {v: k for k, v in MPICH_ALLREDUCE.items()}.get(coll["allreduce"]["algorithm"])
-        coll["allreduce"]["fit"] = fit_allreduce(coll["allreduce"]["measurements"], p2p["intra-node"],
-                                                 kern.get("reduce_Bps"),
-                                                 algorithms=[known] if known else None,
-                                                 cores=prov["cores"])
+        runs = coll["allreduce"]["measurements"]
+        algos = [known] if known else library_allreduce_algorithms(
+            prov["mpi_library"], sizes, sorted({int(r["ranks"]) for r in runs}))
+        coll["allreduce"]["fit"] = fit_allreduce(runs, p2p["intra-node"], kern.get("reduce_Bps"),
+                                                 algorithms=algos, cores=prov["cores"],
+                                                 page_fault_s_per_B=kern.get("x_page_fault_s_per_B"))
     prov["elapsed_s"] = round(time.perf_counter() - start, 3)
     prov["budget_s"] = budget_s
     return MachineProfile(p2p=p2p, collectives=coll, kernels=kern, provenance=prov, notes=notes)
@@ -237,6 +242,9 @@ def _merge_kernels(everyone: list[dict[str, Any]], groups: dict[str, list[int]],
         out[key] = float(np.median([r[key] for r in everyone]))
         out["noise"][key] = float(max(r["noise"][key] for r in everyone))
         out["samples"][key] = int(sum(r["samples"][key] for r in everyone))
+    for key in ("x_page_fault_s_per_B",):
+        if key in first:
+            out[key] = float(np.median([r[key] for r in everyone]))
     for key, host_key in (("stream_triad_Bps", "stream_triad_host_Bps"),
                           ("gemm_flops", "gemm_host_flops")):
         out[host_key] = float(np.median([

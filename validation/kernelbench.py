@@ -16,6 +16,12 @@ Figures (the keys of :data:`dlscale.perfmodel.profile.KERNEL_FIGURES`):
   training runs do it: draw a mini-batch (:func:`draw_batch`) and
   :func:`dlscale.kernels.model.loss_and_grad` of the small model on it.
 
+- ``x_page_fault_s_per_B`` -- first touch of freshly mapped memory (an anonymous
+  ``mmap``, one byte written per page): the page fault and the kernel's zeroing,
+  per byte, in process CPU time (user + system, so other processes sharing the
+  core do not count); what MPICH's per-call temporary buffer costs where glibc
+  maps it afresh on every call (:func:`dlscale.validation.collective_fit.temp_fault_bytes`).
+
 ``noise`` holds, per figure, the robust coefficient of variation of the
 single-call times, ``IQR / 1.349 / median`` (the interquartile range of a normal
 distribution is 1.349 standard deviations; unlike ``std / mean`` it is not swamped
@@ -40,8 +46,8 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-__all__ = ["TRAINING_MODEL", "draw_batch", "kernel_figures", "robust_cv", "stream_triad",
-           "time_calls"]
+__all__ = ["TRAINING_MODEL", "draw_batch", "kernel_figures", "page_fault_s_per_B", "robust_cv",
+           "stream_triad", "time_calls"]
 
 #: The small real model the training runs and the benchmark use: an MLP on the
 #: 8x8 digits (64 inputs, 10 classes), float32, mini-batch of 32 per rank.
@@ -90,6 +96,27 @@ def time_calls(fn: Callable[[], Any], budget_s: float, min_reps: int = 5,
         fn()
         times.append(time.perf_counter() - t0)
     return np.asarray(times)
+
+
+def page_fault_s_per_B(n_bytes: int = 8 << 20, reps: int = 5) -> float:
+    """Process CPU seconds per byte to first-touch a fresh anonymous mapping (median).
+
+    >>> 0.0 < page_fault_s_per_B(1 << 20, reps=1) < 1e-6
+    True
+    """
+    import mmap
+
+    page = mmap.PAGESIZE
+    times = []
+    for _ in range(reps):
+        t0 = time.process_time()
+        m = mmap.mmap(-1, n_bytes)
+        view = np.frombuffer(m, dtype=np.uint8)
+        view[::page] = 1
+        del view
+        m.close()
+        times.append(time.process_time() - t0)
+    return float(np.median(times)) / n_bytes
 
 
 def robust_cv(times: np.ndarray) -> float:
@@ -161,4 +188,5 @@ def kernel_figures(budget_s: float = 2.0, triad_elems: int = 1 << 22,
     out["noise"]["model_fwd_bwd_s"] = robust_cv(times)
     out["samples"]["model_fwd_bwd_s"] = int(times.size)
     out["model"] = {**m, "n_params": shape.n_params}
+    out["x_page_fault_s_per_B"] = page_fault_s_per_B()
     return out

@@ -40,7 +40,7 @@ from dlscale.perfmodel.errors import ConfigError
 
 from . import microbench as mb
 from .calibrate_run import _on_first, _say, calibrate
-from .collective_fit import fit_allreduce, predict_allreduce
+from .collective_fit import fit_allreduce, library_allreduce_algorithms, predict_allreduce
 from .local_model import predict_training
 from .mpi_env import one_blas_thread
 from .mpi_training import TRAINING_ALGORITHMS, train
@@ -155,8 +155,11 @@ def validate_local(comm: Any, min_bytes: int = 1024, max_bytes: int = 64 << 20,
         return None
     assert profile is not None
     fit_runs, held = split_runs(measured, fit_sizes, fit_counts)
+    algos = library_allreduce_algorithms(profile.provenance.get("mpi_library", ""),
+                                         fit_sizes, fit_counts)
     fit = fit_allreduce(fit_runs, profile.p2p["intra-node"], profile.kernels.get("reduce_Bps"),
-                        cores=profile.provenance.get("cores"))
+                        algorithms=algos, cores=profile.provenance.get("cores"),
+                        page_fault_s_per_B=profile.kernels.get("x_page_fault_s_per_B"))
     profile = replace(profile, collectives={"allreduce": {
         "algorithm": "library-default", "measurements": fit_runs, "fit": fit}})
     rows: list[dict[str, Any]] = []

@@ -70,6 +70,18 @@ def test_training_predictions_follow_the_documented_forms():
     assert predict_training(prof, "async-easgd", 8, N_BYTES)["iteration_s"] > got["iteration_s"]
 
 
+def test_sgd_ring_uses_the_measured_ring_allreduce_fit_where_the_profile_has_it():
+    prof = _profile()
+    ring_fit = {**prof.collectives["allreduce"]["fit"], "alpha_s": 1e-5}
+    with_ring = MachineProfile(p2p=prof.p2p, kernels=prof.kernels, collectives={
+        **prof.collectives, "ring_allreduce": {"algorithm": "ring", "fit": ring_fit}})
+    straggle = 1e-4 * (1 + 0.1 / math.sqrt(math.pi))
+    ring = 2 * (2 * 1e-5) + 2 * 0.5 * N_BYTES * 1e-10  # 2 steps at 2x the fit's alpha, + beta
+    got = predict_training(with_ring, "sgd-ring", 2, N_BYTES)
+    assert got["comm_s"] == pytest.approx(ring)
+    assert got["iteration_s"] == pytest.approx(straggle + ring + N_BYTES / 1e10)
+
+
 def test_training_prediction_errors():
     prof = _profile()
     with pytest.raises(ConfigError, match="no prediction for 'hogwild'"):

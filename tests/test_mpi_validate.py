@@ -73,6 +73,9 @@ def test_validate_local_quick_on_two_ranks(tmp_path):
     assert sorted(r["size_bytes"] for r in held) == [2048, 8192]  # exactly the held-out sizes
     fitted = report["profile"]["collectives"]["allreduce"]["measurements"]
     assert sorted(fitted[0]["sizes_bytes"]) == [1024, 4096, 16384]
+    ring = report["profile"]["collectives"]["ring_allreduce"]  # the project's ring, fitted
+    assert ring["fit"]["algorithm"] == "ring"
+    assert sorted(ring["measurements"][0]["sizes_bytes"]) == [1024, 4096, 16384]
     assert len([r for r in report["rows"] if r["kind"] == "training"]) == 4
     assert set(report["summary"]) == {"allreduce", "training"}
     assert png.stat().st_size > 1000

@@ -220,6 +220,11 @@ def _calibrate(comm: Any, sizes: list[int], budget_s: float, collectives: tuple[
         coll["allreduce"]["fit"] = fit_allreduce(runs, p2p["intra-node"], kern.get("reduce_Bps"),
                                                  algorithms=algos, cores=prov["cores"],
                                                  page_fault_s_per_B=kern.get("x_page_fault_s_per_B"))
+    if "ring_allreduce" in coll and "intra-node" in p2p and len(groups) == 1:
+        coll["ring_allreduce"]["algorithm"] = "ring"
+        coll["ring_allreduce"]["fit"] = fit_allreduce(
+            coll["ring_allreduce"]["measurements"], p2p["intra-node"], kern.get("reduce_Bps"),
+            algorithms=["ring"], cores=prov["cores"])
     prov["elapsed_s"] = round(time.perf_counter() - start, 3)
     prov["budget_s"] = budget_s
     return MachineProfile(p2p=p2p, collectives=coll, kernels=kern, provenance=prov, notes=notes)

@@ -10,7 +10,10 @@ the profile only (nothing measured in the training runs is used):
   are shorter than a scheduler time slice); a synchronous step waits for the
   slowest of ``p`` ranks, so it costs ``C (1 + cv E[max of p standard normals])``
   (the straggler term, ``cv`` the measured per-call coefficient of variation);
-- ``sgd-ring``: ``+ ring_allreduce_s(n, p, alpha, beta, gamma)`` with the
+- ``sgd-ring``: ``+`` the fitted time of the project's ring allreduce where the
+  profile measured it (``collectives.ring_allreduce``, fitted like MPI's
+  allreduce against the ring form: the Python and ``mpi4py`` cost of each step
+  is in the measurement), else ``+ ring_allreduce_s(n, p, alpha, beta, gamma)`` with the
   piecewise-Hockney ``alpha, beta`` of the ``n/p``-byte exchange (``Sendrecv``
   both ways, what each ring step does: the ring step of all ``p`` ranks at once
   where the profile measured it on ``p`` ranks, else the two-rank exchange, else
@@ -115,7 +118,11 @@ def predict_training(profile: MachineProfile, algorithm: str, p: int,
         cycle = mva_cycle_s(max(p - 1, 1), think, service)
         return {"iteration_s": cycle, "compute_s": C, "comm_s": cycle - C - upd}
     compute = C * (1.0 + cv * expected_max_normal(p))
-    if algorithm == "sgd-ring":
+    ring_fit = profile.collectives.get("ring_allreduce", {}).get("fit")
+    if algorithm == "sgd-ring" and ring_fit:
+        comm = float(np.asarray(predict_allreduce(ring_fit, n, p)))
+        upd = n / _kernel(profile, "sgd_Bps")
+    elif algorithm == "sgd-ring":
         intra = profile.p2p["intra-node"]
         step = intra.get("exchange", intra)
         if intra.get("ring_exchange", {}).get("ranks") == p:

@@ -138,7 +138,8 @@ def validate_local(comm: Any, min_bytes: int = 1024, max_bytes: int = 64 << 20,
     counts = list(range(2, p + 1))
     all_sizes = sorted(fit_sizes + held_sizes)
     start = time.perf_counter()
-    profile = calibrate(comm, fit_sizes, 0.4 * budget_s, (), fit_counts, argv=argv,
+    ring = ("ring_allreduce",) if "sgd-ring" in algorithms else ()
+    profile = calibrate(comm, fit_sizes, 0.4 * budget_s, ring, fit_counts, argv=argv,
                         progress=progress, p2p_sizes=mb.message_sizes(1, max_bytes))
     share = 0.6 * budget_s / len(counts)
     measured: list[dict[str, Any]] = []
@@ -160,7 +161,7 @@ def validate_local(comm: Any, min_bytes: int = 1024, max_bytes: int = 64 << 20,
     fit = fit_allreduce(fit_runs, profile.p2p["intra-node"], profile.kernels.get("reduce_Bps"),
                         algorithms=algos, cores=profile.provenance.get("cores"),
                         page_fault_s_per_B=profile.kernels.get("x_page_fault_s_per_B"))
-    profile = replace(profile, collectives={"allreduce": {
+    profile = replace(profile, collectives={**profile.collectives, "allreduce": {
         "algorithm": "library-default", "measurements": fit_runs, "fit": fit}})
     rows: list[dict[str, Any]] = []
     for res in held:

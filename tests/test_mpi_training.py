@@ -157,3 +157,24 @@ def test_oversubscribed_ranks_share_the_cores():
     assert got["compute_s"] == pytest.approx(2 * alone["compute_s"])  # 4 ranks on 2 cores
     assert predict_training(shared, "sgd-allreduce", 2, N_BYTES) == predict_training(
         prof, "sgd-allreduce", 2, N_BYTES)
+
+
+def test_measured_synchronous_step_replaces_processor_sharing_where_oversubscribed():
+    prof = _profile()
+    sync = {"ranks": 4, "step_s": 3e-4, "barrier_s": 2e-5, "compute_s": 2.8e-4, "sleep_s": 7e-5}
+    intra = {**prof.p2p["intra-node"], "sync_step": sync}
+    shared = MachineProfile(p2p={"intra-node": intra}, kernels=prof.kernels,
+                            collectives=prof.collectives, provenance={"hosts": ["vm"], "cores": 2})
+    plain = MachineProfile(p2p=prof.p2p, kernels=prof.kernels, collectives=prof.collectives,
+                           provenance={"hosts": ["vm"], "cores": 2})
+    got = predict_training(shared, "sgd-allreduce", 4, N_BYTES)
+    ref = predict_training(plain, "sgd-allreduce", 4, N_BYTES)
+    assert got["compute_s"] == pytest.approx(2.8e-4)
+    assert got["comm_s"] == pytest.approx(ref["comm_s"] + 7e-5)  # one wake-up per step
+    # measured on 4 ranks: not used for 3, nor where the ranks have a core each
+    assert predict_training(shared, "sgd-allreduce", 3, N_BYTES) == predict_training(
+        plain, "sgd-allreduce", 3, N_BYTES)
+    assert predict_training(shared, "sgd-allreduce", 2, N_BYTES) == predict_training(
+        plain, "sgd-allreduce", 2, N_BYTES)
+    a_got = predict_training(shared, "async-easgd", 4, N_BYTES)
+    assert a_got["compute_s"] == pytest.approx(2.8e-4)

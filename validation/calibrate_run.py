@@ -45,8 +45,9 @@ from dlscale.perfmodel.profile import MachineProfile
 
 from . import microbench as mb
 from .collective_fit import fit_allreduce, library_allreduce_algorithms
-from .kernelbench import kernel_figures
+from .kernelbench import kernel_figures, model_step
 from .mpi_env import MPICH_ALLREDUCE, get_mpi, host_groups, one_blas_thread, provenance
+from .sync_step import sync_step
 
 __all__ = ["calibrate", "p2p_pairs"]
 
@@ -196,6 +197,12 @@ def _calibrate(comm: Any, sizes: list[int], budget_s: float, collectives: tuple[
             p2p["intra-node"]["ring_exchange"] = {
                 **ring, "segments": [vars(s) for s in fit.segments],
                 "rel_error": list(fit.rel_error)}
+    if "intra-node" in p2p and len(groups) == 1 and prov.get("cores") and p > prov["cores"]:
+        _say(comm, progress, f"synchronous steps: model fwd+bwd then a barrier on {p} ranks "
+                             f"sharing {prov['cores']} cores")
+        sync = sync_step(comm, model_step(), 0.05 * budget_s)
+        if rank == 0:
+            p2p["intra-node"]["sync_step"] = sync
     if not pairs:
         notes.append("no two ranks share a host: no intra-node figures")
     coll: dict[str, Any] = {}

@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-__all__ = ["TRAINING_MODEL", "draw_batch", "kernel_figures", "page_fault_s_per_B", "robust_cv",
+__all__ = ["TRAINING_MODEL", "draw_batch", "kernel_figures", "model_step", "page_fault_s_per_B", "robust_cv",
            "stream_triad", "time_calls"]
 
 #: The small real model the training runs and the benchmark use: an MLP on the
@@ -83,6 +83,33 @@ def draw_batch(rng: np.random.Generator, X: np.ndarray, y: np.ndarray,
     """
     idx = rng.integers(0, y.size, batch)
     return X[idx], y[idx]
+
+
+def model_step(seed: int = 0) -> Callable[[], float]:
+    """One training step's computation as the MPI training runs do it: draw a
+    mini-batch of :data:`TRAINING_MODEL`'s data and take the loss and gradient.
+
+    Examples
+    --------
+    >>> step = model_step(0)
+    >>> step() > 0
+    True
+    """
+    from dlscale.kernels.data import load_digits_split
+    from dlscale.kernels.model import ModelShape, init_params, loss_and_grad
+
+    m = TRAINING_MODEL
+    shape = ModelShape(m["n_in"], m["n_hidden"], m["n_out"])
+    data = load_digits_split(seed=seed, dtype=np.float32)
+    params = init_params(shape, seed=seed, dtype=np.float32)
+    grad = np.empty_like(params)
+    drng = np.random.default_rng(seed)
+
+    def step() -> float:
+        xb, yb = draw_batch(drng, data.X_train, data.y_train, m["batch"])
+        return float(loss_and_grad(params, grad, xb, yb, shape))
+
+    return step
 
 
 def time_calls(fn: Callable[[], Any], budget_s: float, min_reps: int = 5,
@@ -143,9 +170,8 @@ def kernel_figures(budget_s: float = 2.0, triad_elems: int = 1 << 22,
     Also returns ``model`` (the :data:`TRAINING_MODEL` measured) and ``samples``
     (calls timed per figure).
     """
-    from dlscale.kernels.data import load_digits_split
     from dlscale.kernels.easgd import easgd_worker_update
-    from dlscale.kernels.model import ModelShape, init_params, loss_and_grad
+    from dlscale.kernels.model import ModelShape
     from dlscale.kernels.sgd import sgd_update
 
     from .mpi_ring import sum_into
@@ -174,16 +200,7 @@ def kernel_figures(budget_s: float = 2.0, triad_elems: int = 1 << 22,
     record("reduce_Bps", time_calls(lambda: sum_into(x, g), share), nbytes)
     m = TRAINING_MODEL
     shape = ModelShape(m["n_in"], m["n_hidden"], m["n_out"])
-    data = load_digits_split(seed=seed, dtype=np.float32)
-    params = init_params(shape, seed=seed, dtype=np.float32)
-    grad = np.empty_like(params)
-    drng = np.random.default_rng(seed)
-
-    def step() -> float:
-        xb, yb = draw_batch(drng, data.X_train, data.y_train, m["batch"])
-        return loss_and_grad(params, grad, xb, yb, shape)
-
-    times = time_calls(step, share)
+    times = time_calls(model_step(seed), share)
     out["model_fwd_bwd_s"] = float(np.median(times))
     out["noise"]["model_fwd_bwd_s"] = robust_cv(times)
     out["samples"]["model_fwd_bwd_s"] = int(times.size)

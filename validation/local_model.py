@@ -10,6 +10,15 @@ the profile only (nothing measured in the training runs is used):
   are shorter than a scheduler time slice); a synchronous step waits for the
   slowest of ``p`` ranks, so it costs ``C (1 + cv E[max of p standard normals])``
   (the straggler term, ``cv`` the measured per-call coefficient of variation);
+  where the ranks outnumber the cores and the profile measured the synchronous
+  step on ``p`` ranks (:func:`~dlscale.validation.sync_step.sync_step`), ``C`` is
+  instead that step's compute phase (the model's fwd+bwd then a barrier, less the
+  barrier alone: processor sharing, straggler, the wake-up of the ranks asleep in
+  the barrier and cache refill, all measured), and the step's collective adds
+  one measured sleep granularity ``W`` (``p2p['intra-node']['sync_step']['sleep_s']``): throttled
+  MPICH ranks sleep while they wait, and the collective that follows the compute
+  (unlike the calibration's collectives, whose ranks enter together after a
+  barrier) waits for ranks that have fallen asleep in it;
 - ``sgd-ring``: ``+`` the fitted time of the project's ring allreduce where the
   profile measured it (``collectives.ring_allreduce``, fitted like MPI's
   allreduce against the ring form: the Python and ``mpi4py`` cost of each step
@@ -24,7 +33,8 @@ the profile only (nothing measured in the training runs is used):
   center updates);
 - ``async-easgd``: exact mean-value analysis (Reiser and Lavenberg 1980) of a
   closed network: ``p - 1`` workers with think time ``Z = C + n / easgd_Bps + 2
-  T(n)`` (compute, elastic step, the parameters' and the center's transfer) and
+  T(n)`` (compute, elastic step, the parameters' and the center's transfer;
+  ``+ W`` where the ranks outnumber the cores: the worker sleeps waiting for the center) and
   one first-come-first-served master with service time ``S = n / easgd_Bps + 2 o``
   (center update plus posting the send and completing the receive, LogGP ``o``
   per message of the messages it handles).
@@ -106,14 +116,18 @@ def predict_training(profile: MachineProfile, algorithm: str, p: int,
     """Predicted ``iteration_s`` (and its parts) of one training run of ``p`` ranks."""
     C = _kernel(profile, "model_fwd_bwd_s")
     cores = profile.provenance.get("cores")
+    cv = float(profile.kernels.get("noise", {}).get("model_fwd_bwd_s", 0.0))
+    wake = 0.0
+    sync = profile.p2p.get("intra-node", {}).get("sync_step") or {}
     if cores and len(profile.provenance.get("hosts", [])) <= 1 and p > cores:
         C *= p / cores
-    cv = float(profile.kernels.get("noise", {}).get("model_fwd_bwd_s", 0.0))
+        if sync.get("ranks") == p:  # measured: sharing, straggler, wake-ups, cache refill
+            C, cv, wake = float(sync["compute_s"]), 0.0, float(sync["sleep_s"])
     n = float(message_bytes)
     if algorithm == "async-easgd":
         upd = n / _kernel(profile, "easgd_Bps")
         o = float(profile.p2p["intra-node"].get("loggp", {}).get("o_s", 0.0))
-        think = C + upd + 2 * p2p_time_s(profile, n)
+        think = C + upd + 2 * p2p_time_s(profile, n) + wake
         service = upd + 2 * o
         cycle = mva_cycle_s(max(p - 1, 1), think, service)
         return {"iteration_s": cycle, "compute_s": C, "comm_s": cycle - C - upd}
@@ -139,4 +153,5 @@ def predict_training(profile: MachineProfile, algorithm: str, p: int,
             2 * n / _kernel(profile, "easgd_Bps")
     else:
         raise ConfigError(f"algorithm: no prediction for {algorithm!r}")
+    comm += wake
     return {"iteration_s": compute + comm + upd, "compute_s": compute, "comm_s": comm}

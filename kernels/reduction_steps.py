@@ -184,6 +184,13 @@ def _sent(sent: np.ndarray | None, p: int) -> np.ndarray:
     return sent
 
 
+def _step_args(bufs: np.ndarray, ranks: np.ndarray | None,
+               sent: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The checked buffers, rank map and byte counter every public step takes."""
+    b = _bufs(bufs)
+    return b, _ranks(ranks, b.shape[0]), _sent(sent, b.shape[0])
+
+
 def ring_reduce_scatter_step(bufs: np.ndarray, step: int, ranks: np.ndarray | None = None,
                              sent: np.ndarray | None = None) -> np.ndarray:
     """One ring reduce-scatter step: logical rank ``r`` adds its chunk ``(r - step) mod P`` into rank ``r+1``.
@@ -200,9 +207,7 @@ def ring_reduce_scatter_step(bufs: np.ndarray, step: int, ranks: np.ndarray | No
     >>> b.tolist()
     [[1.0, 1.0, 2.0, 2.0], [2.0, 2.0, 1.0, 1.0]]
     """
-    b = _bufs(bufs)
-    r = _ranks(ranks, b.shape[0])
-    s = _sent(sent, b.shape[0])
+    b, r, s = _step_args(bufs, ranks, sent)
     step = check_int("step", step, low=0)
     if step > r.size - 2 and r.size > 1:
         raise ValueError(f"step: must be in [0, {r.size - 2}] for {r.size} ranks, got {step}")
@@ -218,9 +223,7 @@ def ring_allgather_step(bufs: np.ndarray, step: int, ranks: np.ndarray | None = 
     Run after the ``P - 1`` reduce-scatter steps, when rank ``r`` owns the reduced
     chunk ``(r + 1) mod P``.
     """
-    b = _bufs(bufs)
-    r = _ranks(ranks, b.shape[0])
-    s = _sent(sent, b.shape[0])
+    b, r, s = _step_args(bufs, ranks, sent)
     step = check_int("step", step, low=0)
     if step > r.size - 2 and r.size > 1:
         raise ValueError(f"step: must be in [0, {r.size - 2}] for {r.size} ranks, got {step}")
@@ -235,9 +238,7 @@ def tree_reduce_step(bufs: np.ndarray, mask: int, ranks: np.ndarray | None = Non
 
     Run with ``mask = 1, 2, 4, ...`` while ``mask < P``; rank 0 then holds the sum.
     """
-    b = _bufs(bufs)
-    r = _ranks(ranks, b.shape[0])
-    s = _sent(sent, b.shape[0])
+    b, r, s = _step_args(bufs, ranks, sent)
     mask = check_int("mask", mask, low=1)
     _tree_reduce(b, r, mask, s)
     return s
@@ -249,9 +250,7 @@ def tree_broadcast_step(bufs: np.ndarray, mask: int, ranks: np.ndarray | None = 
 
     Run with ``mask`` from the highest power of two below ``P`` down to 1.
     """
-    b = _bufs(bufs)
-    r = _ranks(ranks, b.shape[0])
-    s = _sent(sent, b.shape[0])
+    b, r, s = _step_args(bufs, ranks, sent)
     mask = check_int("mask", mask, low=1)
     _tree_bcast(b, r, mask, s)
     return s
@@ -289,9 +288,7 @@ def halving_step(bufs: np.ndarray, mask: int, lo: np.ndarray, hi: np.ndarray,
     >>> halving_step(b, 1, lo, hi).tolist(), b.tolist(), lo.tolist(), hi.tolist()
     ([1, 1], [[4.0, 2.0], [3.0, 6.0]], [0, 1], [1, 2])
     """
-    b = _bufs(bufs)
-    r = _ranks(ranks, b.shape[0])
-    s = _sent(sent, b.shape[0])
+    b, r, s = _step_args(bufs, ranks, sent)
     mask = _power_of_two_mask(mask, r.size)
     _segments(lo, hi, r.size, b.shape[1])
     _halving(b, r, lo, hi, mask, s)
@@ -305,9 +302,7 @@ def doubling_step(bufs: np.ndarray, mask: int, lo: np.ndarray, hi: np.ndarray,
     Run with ``mask = 1, 2, ..., P/2`` after :func:`halving_step`; ``lo``/``hi`` grow
     to the union of the two segments.
     """
-    b = _bufs(bufs)
-    r = _ranks(ranks, b.shape[0])
-    s = _sent(sent, b.shape[0])
+    b, r, s = _step_args(bufs, ranks, sent)
     mask = _power_of_two_mask(mask, r.size)
     _segments(lo, hi, r.size, b.shape[1])
     _doubling(b, r, lo, hi, mask, s)

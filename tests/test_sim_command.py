@@ -1,4 +1,4 @@
-"""The ``dlscale simulate`` subcommand module (registered by the lead in cli.py)."""
+"""The ``dlscale simulate`` subcommand module."""
 
 from __future__ import annotations
 

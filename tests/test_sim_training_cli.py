@@ -10,7 +10,7 @@ from dlscale.simulator.training_cli import add_training_args, run_training
 
 
 def _simulate_parser():
-    """The simulate command's own parser, extended as the lead wires it."""
+    """The simulate command's own parser, with the training options."""
     from dlscale.commands import simulate
 
     top = argparse.ArgumentParser()

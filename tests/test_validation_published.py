@@ -125,40 +125,42 @@ def test_cli_rejects_unknown_case(capsys) -> None:
     assert "invalid choice: 'nope'" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize(("cluster", "workload", "nodes", "overrides"), [
-    ("summit", "fcn-summit", 64, {}),
-    ("summit", "fcn-summit", 64, {"grouping": "fusion"}),
-    ("stampede2-knl", "resnet50", 64, {"batch_per_device": 16}),
-    ("stampede2-knl", "resnet50", 1, {}),
-])
-def test_simulated_chain_with_closed_form_network_equals_predict(cluster, workload, nodes,
-                                                                 overrides) -> None:
-    # The chain used by the simulated fidelity, fed the closed-form network (with the
-    # model's reduction cost), must give the analytical model's iteration time where
-    # the two networks agree (NIC-bound rings: no intra-node bottleneck).
+def test_simulated_fidelity_is_the_training_simulation() -> None:
+    # The case's simulated row is simulate_training's result with the fidelity's
+    # settings: the same efficiency, and a time that differs from the analytical one
+    # (routed allreduces, not the closed forms).
     import dataclasses
 
     from dlscale.perfmodel.catalog import get_cluster, get_workload
-    from dlscale.perfmodel.contention import hockney_params
-    from dlscale.perfmodel.netapi import AnalyticalNetwork
-    from dlscale.perfmodel.predict import predict
-    from dlscale.perfmodel.training import layout
-    from dlscale.validation.fidelity import sync_sgd_iteration_s
+    from dlscale.simulator.training_run import simulate_training
+    from dlscale.validation.fidelity import SETTINGS, describe, simulate_case
 
-    c = get_cluster(cluster)
-    w = dataclasses.replace(get_workload(workload), **overrides)
-    gamma = hockney_params(c)["gamma_s_per_B"] / layout(c, w, nodes).share
-    got = sync_sgd_iteration_s(c, w, nodes, AnalyticalNetwork(c, gamma_s_per_B=gamma))
-    assert got == pytest.approx(float(predict(c, w, nodes).iteration_s[0]), rel=1e-6)
+    c = get_cluster("stampede2-skx")
+    w = dataclasses.replace(get_workload("resnet50"), ranks_per_node=2, collective="auto")
+    got = simulate_case(c, w, 8)
+    ref = simulate_training(c, w, 8, **SETTINGS)
+    assert got.network == "fast" and got.ranks == 16
+    assert got.efficiency == ref.efficiency and got.iteration_s == ref.iteration_s
+    assert got.iteration_s != pytest.approx(got.analytical_iteration_s, rel=1e-6)
+    assert describe(got).startswith("simulated iteration ")
 
 
-def test_simulated_chain_rejects_sparse_gather() -> None:
+def test_simulated_fidelity_rejects_what_it_cannot_run() -> None:
+    # Cavdar's weak runs (C7): 4 ranks per node on a node of 2 devices.
+    import dataclasses
+
     from dlscale.perfmodel.catalog import get_cluster, get_workload
-    from dlscale.validation.fidelity import sync_sgd_iteration_s
+    from dlscale.validation.fidelity import simulate_case
 
-    with pytest.raises(ConfigError, match=r"workload\.sparse_as_dense: the simulated chain"):
-        sync_sgd_iteration_s(get_cluster("stampede2-skx"), get_workload("transformer-base"),
-                             2, None)
+    c = get_cluster("stampede2-skx")
+    w = dataclasses.replace(get_workload("transformer-base"), ranks_per_node=4,
+                            sparse_as_dense=True)
+    with pytest.raises(ConfigError, match=r"network: 8 ranks \(4 per node\) but the simulated "
+                                          r"topology has 4 endpoints"):
+        simulate_case(c, w, 2)
+    big = dataclasses.replace(get_workload("resnet50"), batch_per_device=100_000)
+    with pytest.raises(ConfigError, match=r"workload: resnet50 on 2 nodes of summit does not fit"):
+        simulate_case(get_cluster("summit"), big, 2)
 
 
 def test_catalog_holds_what_the_issue_lists() -> None:

@@ -42,6 +42,12 @@ C6. Allreduce algorithm: ``collective="auto"``, the library's tuner. The paper n
     not a per-case choice; it was revised after a first run that used the preset's
     flat ring, whose results stay as diagnostic PREDICTIONS (``..._ring``). The
     sparse allgather is a ring allgather either way (Horovod's MPI_Allgatherv).
+C7. No simulated fidelity. The training simulation places one rank per simulated
+    endpoint, and a Stampede2 SKX node has two (its sockets, the catalog's
+    devices); the weak runs' 4 processes per node cannot be placed (the simulator
+    raises ConfigError, tests/test_validation_published.py holds it). The strong
+    runs (2 per node) could be, but the case keeps one fidelity for both
+    efficiencies rather than simulate one and not the other.
 """
 
 from __future__ import annotations

@@ -1,20 +1,24 @@
-"""The simulated fidelity of the published cases: the training model on a routed network.
+"""The simulated fidelity of the published cases: the discrete-event training simulation.
 
-Synchronous SGD at the simulated fidelity is the analytical training model
-(:func:`dlscale.perfmodel.training.iteration_times`: per-layer compute, fusion
-buckets, Horovod's cycle wait, the overlap chain) with its bucket allreduces and its
-graph-aware bit-vector negotiation answered by a
-:class:`~dlscale.simulator.network.SimulatedNetwork` of the cluster's topology
-(routed message schedules, link contention, fast mode) instead of the closed forms.
-Fed the closed-form network instead, it gives the analytical model's time.
+A case's simulated prediction is :func:`dlscale.simulator.training_run.simulate_training`
+on the case's cluster, workload and node count: every rank resolved, per-layer
+forward and backward times, Horovod's buckets, cycle wait and negotiation (rank-0 or
+graph-aware bit vector), one collective at a time overlapping the rest of the backward
+pass, with every allreduce simulated on the cluster's routed topology (fast mode:
+routed message phases with link contention). One setting for every case
+(:data:`SETTINGS`): no straggler noise (the published runs' noise is not known, and
+the analytical fidelity has none either), seed 0, and a few iterations (without
+noise every iteration takes the same time). The scaling efficiency is the
+simulation's own: throughput against ``nodes`` times that of a one-node simulation
+with the same settings.
 
 Examples
 --------
 >>> from dlscale.perfmodel.catalog import get_cluster, get_workload
->>> c, w = get_cluster("summit"), get_workload("resnet50")
->>> simulated_network(c, w, 1).max_ranks
-6
->>> round(sync_sgd_iteration_s(c, w, 1, simulated_network(c, w, 1)), 4) > 0
+>>> r = simulate_case(get_cluster("summit"), get_workload("resnet50"), 2)
+>>> r.ranks, r.network, 0.5 < r.efficiency <= 1.0
+(12, 'fast', True)
+>>> describe(r).startswith("simulated iteration ")
 True
 """
 
@@ -24,42 +28,36 @@ from typing import Any
 
 from dlscale.perfmodel.errors import ConfigError
 
-__all__ = ["simulated_network", "sync_sgd_iteration_s"]
+__all__ = ["SETTINGS", "describe", "simulate_case"]
+
+#: The simulation settings of every published case at the simulated fidelity.
+SETTINGS: dict[str, Any] = {"network": "fast", "noise": "none", "iterations": 3, "seed": 0}
 
 
-def sync_sgd_iteration_s(cluster: Any, workload: Any, nodes: int, network: Any) -> float:
-    """Synchronous-SGD iteration time with ``network`` answering the collectives.
+def simulate_case(cluster: Any, workload: Any, nodes: int) -> Any:
+    """Simulate ``workload`` on ``nodes`` nodes of ``cluster`` with :data:`SETTINGS`.
 
-    :func:`dlscale.perfmodel.training.iteration_times` with ``network=network``: each
-    bucket's allreduce (``workload.collective``) and, for graph-aware grouping, the
-    bit-vector negotiation (recursive doubling) are asked of ``network`` (a
-    :class:`~dlscale.perfmodel.netapi.NetworkModel`; unused, may be None, for one
-    rank); rank-0 negotiation (fusion) is the model's closed form
-    ``(P - 1 + ceil(log2 P)) alpha``. Sparse gradients must be densified (the sparse
-    allgather has no simulated counterpart here).
+    Returns the :class:`~dlscale.simulator.training_result.TrainingResult` (its
+    ``samples_per_s``, ``iteration_s``, ``efficiency`` and ``summary()``). Raises
+    :class:`~dlscale.perfmodel.errors.ConfigError` when the configuration does not fit
+    in memory (a published run did fit), and, from the simulator, when the ranks
+    outnumber the simulated topology's endpoints (the node's devices).
     """
-    from dlscale.perfmodel.training import iteration_times
+    from dlscale.simulator.training_run import simulate_training
 
-    if workload.algorithm != "sync-sgd":
-        raise ConfigError(f"workload.algorithm: the simulated chain is synchronous SGD, got "
-                          f"{workload.algorithm!r}")
-    if workload.model.sparse_params > 0 and not workload.sparse_as_dense:
-        raise ConfigError("workload.sparse_as_dense: the simulated chain needs densified "
-                          "gradients (no sparse allgather), got False")
-    return float(iteration_times(cluster, workload, nodes, network=network).iteration_s[0])
+    res = simulate_training(cluster, workload, int(nodes), **SETTINGS)
+    if not res.fits:
+        raise ConfigError(f"workload: {workload.name} on {nodes} nodes of {cluster.name} does "
+                          f"not fit in {res.memory['resource']} (short by "
+                          f"{res.memory['shortfall_bytes'] / 1e9:.2f} GB); nothing to simulate")
+    return res
 
 
-def simulated_network(cluster: Any, workload: Any, nodes: int) -> Any:
-    """The routed topology of ``nodes`` nodes, fast mode, the model's reduction cost.
-
-    ``None`` for a single rank (nothing to communicate).
-    """
-    from dlscale.perfmodel.contention import hockney_params
-    from dlscale.perfmodel.training import layout
-    from dlscale.simulator.network import SimulatedNetwork
-
-    lay = layout(cluster, workload, nodes)
-    if lay.ranks[0] == 1:
-        return None
-    gamma = hockney_params(cluster)["gamma_s_per_B"] / lay.share
-    return SimulatedNetwork.from_cluster(cluster, nodes, gamma_s_per_B=gamma)
+def describe(res: Any) -> str:
+    """One line for a case's note: iteration, its parts, efficiency, the analytical time."""
+    s = res.summary()
+    eff = "" if res.efficiency is None else f", efficiency {res.efficiency:.3f}"
+    return (f"simulated iteration {res.iteration_s * 1e3:.1f} ms (analytical "
+            f"{res.analytical_iteration_s * 1e3:.1f}): compute {s['compute_max_s'] * 1e3:.1f} ms, "
+            f"collectives {s['comm_s'] * 1e3:.1f} ms, exposed {s['exposed_comm_s'] * 1e3:.1f} ms"
+            f"{eff}")

@@ -254,7 +254,7 @@ def _merge_kernels(everyone: list[dict[str, Any]], groups: dict[str, list[int]],
         out[key] = float(np.median([r[key] for r in everyone]))
         out["noise"][key] = float(max(r["noise"][key] for r in everyone))
         out["samples"][key] = int(sum(r["samples"][key] for r in everyone))
-    for key in ("x_page_fault_s_per_B",):
+    for key in ("x_page_fault_s_per_B", "x_kernel_call_s"):
         if key in first:
             out[key] = float(np.median([r[key] for r in everyone]))
     for key, host_key in (("stream_triad_Bps", "stream_triad_host_Bps"),

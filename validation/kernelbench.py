@@ -16,6 +16,11 @@ Figures (the keys of :data:`dlscale.perfmodel.profile.KERNEL_FIGURES`):
   training runs do it: draw a mini-batch (:func:`draw_batch`) and
   :func:`dlscale.kernels.model.loss_and_grad` of the small model on it.
 
+- ``x_kernel_call_s`` -- the fixed cost of one call of an update kernel (the
+  public wrapper's argument checks and numba's dispatch): the median time of
+  :func:`dlscale.kernels.easgd.easgd_worker_update` on 16 elements, where the
+  bytes cost nothing. The update figures above are measured on 4 MiB arrays, where
+  this cost vanishes; at the small model's size it does not.
 - ``x_page_fault_s_per_B`` -- first touch of freshly mapped memory (an anonymous
   ``mmap``, one byte written per page): the page fault and the kernel's zeroing,
   per byte, in process CPU time (user + system, so other processes sharing the
@@ -198,6 +203,9 @@ def kernel_figures(budget_s: float = 2.0, triad_elems: int = 1 << 22,
            nbytes)
     record("sgd_Bps", time_calls(lambda: sgd_update(x, g, 1e-6), share), nbytes)
     record("reduce_Bps", time_calls(lambda: sum_into(x, g), share), nbytes)
+    xs, gs, cs = (rng.random(16, dtype=np.float32) for _ in range(3))
+    out["x_kernel_call_s"] = float(np.median(time_calls(
+        lambda: easgd_worker_update(xs, gs, cs, 1e-6, 1e-6), share / 4)))
     m = TRAINING_MODEL
     shape = ModelShape(m["n_in"], m["n_hidden"], m["n_out"])
     times = time_calls(model_step(seed), share)

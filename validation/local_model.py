@@ -31,6 +31,8 @@ the profile only (nothing measured in the training runs is used):
   ``+ n / sgd_Bps``;
 - ``sync-easgd``: ``+`` the fitted allreduce ``+ 2 n / easgd_Bps`` (worker and
   center updates);
+- every update-kernel call also costs the measured fixed ``x_kernel_call_s``
+  (argument checks and dispatch), which the 4 MiB rate figures leave out;
 - ``async-easgd``: exact mean-value analysis (Reiser and Lavenberg 1980) of a
   closed network: ``p - 1`` workers with think time ``Z = C + n / easgd_Bps + 2
   T(n)`` (compute, elastic step, the parameters' and the center's transfer;
@@ -124,8 +126,11 @@ def predict_training(profile: MachineProfile, algorithm: str, p: int,
         if sync.get("ranks") == p:  # measured: sharing, straggler, wake-ups, cache refill
             C, cv, wake = float(sync["compute_s"]), 0.0, float(sync["sleep_s"])
     n = float(message_bytes)
+    # each update-kernel call: a fixed cost measured in calibration (0 in profiles
+    # written before it was measured) plus its bytes at the measured rate
+    call = float(profile.kernels.get("x_kernel_call_s", 0.0))
     if algorithm == "async-easgd":
-        upd = n / _kernel(profile, "easgd_Bps")
+        upd = call + n / _kernel(profile, "easgd_Bps")
         o = float(profile.p2p["intra-node"].get("loggp", {}).get("o_s", 0.0))
         think = C + upd + 2 * p2p_time_s(profile, n) + wake
         service = upd + 2 * o
@@ -135,7 +140,7 @@ def predict_training(profile: MachineProfile, algorithm: str, p: int,
     ring_fit = profile.collectives.get("ring_allreduce", {}).get("fit")
     if algorithm == "sgd-ring" and ring_fit:
         comm = float(np.asarray(predict_allreduce(ring_fit, n, p)))
-        upd = n / _kernel(profile, "sgd_Bps")
+        upd = call + n / _kernel(profile, "sgd_Bps")
     elif algorithm == "sgd-ring":
         intra = profile.p2p["intra-node"]
         step = intra.get("exchange", intra)
@@ -143,14 +148,14 @@ def predict_training(profile: MachineProfile, algorithm: str, p: int,
             step = intra["ring_exchange"]
         a, b = _segment(step, math.ceil(n / p))
         comm = float(ring_allreduce_s(n, p, a, b, profile.gamma_s_per_B))
-        upd = n / _kernel(profile, "sgd_Bps")
+        upd = call + n / _kernel(profile, "sgd_Bps")
     elif algorithm in ("sgd-allreduce", "sync-easgd"):
         fit = profile.collectives.get("allreduce", {}).get("fit")
         if not fit:
             raise ConfigError("profile.collectives.allreduce.fit: missing; calibrate with allreduce")
         comm = float(np.asarray(predict_allreduce(fit, n, p)))
-        upd = n / _kernel(profile, "sgd_Bps") if algorithm == "sgd-allreduce" else \
-            2 * n / _kernel(profile, "easgd_Bps")
+        upd = call + n / _kernel(profile, "sgd_Bps") if algorithm == "sgd-allreduce" else \
+            2 * (call + n / _kernel(profile, "easgd_Bps"))
     else:
         raise ConfigError(f"algorithm: no prediction for {algorithm!r}")
     comm += wake

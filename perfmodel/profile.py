@@ -22,6 +22,7 @@ True
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
@@ -36,6 +37,7 @@ from .hardware import Cluster, Link
 __all__ = [
     "KERNEL_FIGURES",
     "KERNEL_TABLES",
+    "QUANTILE_POINTS",
     "REGIMES",
     "SCHEMA_VERSION",
     "MachineProfile",
@@ -65,8 +67,14 @@ KERNEL_FIGURES: dict[str, str] = {
 
 #: Tables a profile's ``kernels`` may carry besides the figures: ``noise`` (figure
 #: -> coefficient of variation of single calls), ``samples`` (figure -> calls timed),
-#: ``model`` (the small model measured: layer sizes, batch, parameters).
-KERNEL_TABLES = ("noise", "samples", "model")
+#: ``model`` (the small model measured: layer sizes, batch, parameters),
+#: ``quantiles`` (figure -> its single-call times' :data:`QUANTILE_POINTS`
+#: quantiles at probabilities 0, 0.001, ..., 1, seconds, non-decreasing).
+KERNEL_TABLES = ("noise", "samples", "model", "quantiles")
+
+#: Length of a ``quantiles`` table: probabilities 0 to 1 in steps of 0.001 (fine
+#: enough that a bimodal distribution's gap falls between two neighbouring points).
+QUANTILE_POINTS = 1001
 
 
 @dataclass(frozen=True)
@@ -169,6 +177,15 @@ def _positive(where: str, value: Any) -> None:
         raise ConfigError(f"{where}: must be a positive number, got {value!r}")
 
 
+def _check_quantiles(where: str, qs: Any) -> None:
+    ok = (isinstance(qs, list) and len(qs) == QUANTILE_POINTS
+          and all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                  and v >= 0 for v in qs))
+    if not ok or any(b < a for a, b in itertools.pairwise(qs)):
+        raise ConfigError(f"{where}: must be a list of {QUANTILE_POINTS} non-decreasing numbers "
+                          f">= 0 (quantiles at 0, 0.001, ..., 1), got {str(qs)[:80]}")
+
+
 def _check(prof: MachineProfile) -> None:
     if prof.schema_version != SCHEMA_VERSION:
         raise ConfigError(
@@ -195,6 +212,9 @@ def _check(prof: MachineProfile) -> None:
         if key in KERNEL_TABLES:
             if not isinstance(value, dict):
                 raise ConfigError(f"profile.kernels.{key}: must be an object, got {value!r}")
+            if key == "quantiles":
+                for name, qs in value.items():
+                    _check_quantiles(f"profile.kernels.quantiles.{name}", qs)
             continue
         if key not in KERNEL_FIGURES and not key.startswith("x_"):
             raise ConfigError(

@@ -7,6 +7,7 @@ from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.profile import MachineProfile
 from dlscale.validation.local_model import (
     expected_max_normal,
+    median_of_max_s,
     mva_cycle_s,
     p2p_time_s,
     predict_training,
@@ -42,6 +43,33 @@ def test_expected_max_and_mva_reference_values():
     # one client: no queueing; many clients: throughput bound by the server
     assert mva_cycle_s(1, 1.0, 0.25) == pytest.approx(1.25)
     assert mva_cycle_s(100, 1.0, 0.25) == pytest.approx(25.0, rel=1e-3)
+
+
+def test_median_of_max_against_sampling():
+    # bimodal single-call times, as on a shared host: 80 us, 30 % of calls at 120 us
+    rng = __import__("numpy").random.default_rng(0)
+    np = __import__("numpy")
+    calls = np.where(rng.random(200_000) < 0.3, 120e-6, 80e-6) + rng.normal(0, 1e-6, 200_000)
+    pct = [float(v) for v in np.quantile(calls, np.linspace(0, 1, 1001))]
+    for p in (1, 2, 4):
+        sampled = np.median(calls[: 50_000 * p].reshape(p, -1).max(axis=0))
+        assert median_of_max_s(pct, p) == pytest.approx(sampled, rel=0.02)
+    # 2 ranks: P(both fast) = 0.49 < 0.5, so the median slowest call is a slow one
+    assert median_of_max_s(pct, 2) > 115e-6 > median_of_max_s(pct, 1)
+
+
+def test_quantiles_replace_the_normal_straggler_term():
+    pct = [1e-4 + 2e-8 * i for i in range(1001)]  # uniform on 100..120 us
+    prof = _profile(quantiles={"model_fwd_bwd_s": pct})
+    plain = _profile()
+    for p in (2, 4):
+        got = predict_training(prof, "sgd-allreduce", p, N_BYTES)
+        ref = predict_training(plain, "sgd-allreduce", p, N_BYTES)
+        assert got["compute_s"] == pytest.approx(1e-4 + 2e-5 * 0.5 ** (1 / p))
+        assert got["iteration_s"] - got["compute_s"] == pytest.approx(
+            ref["iteration_s"] - ref["compute_s"])
+    # the asynchronous workers do not wait for each other: the median call
+    assert predict_training(prof, "async-easgd", 2, N_BYTES)["compute_s"] == 1e-4
 
 
 def test_piecewise_p2p_time_picks_segment():

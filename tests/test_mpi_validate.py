@@ -1,10 +1,15 @@
 import argparse
 import json
 
+import numpy as np
 import pytest
 
 from dlscale.commands import validate as validate_cmd
-from dlscale.validation.validate_local import split_runs, split_sizes, summarize
+from dlscale.perfmodel.profile import MachineProfile
+from dlscale.validation.compute_snapshot import compute_drift, refreshed_profile
+from dlscale.validation.local_model import predict_training
+from dlscale.validation.mpi_training import TrainingResult
+from dlscale.validation.validate_local import split_runs, split_sizes, summarize, training_rows
 from tests.mpi_helpers import mpi_or_skip, run_command
 
 
@@ -57,6 +62,67 @@ def test_summary_and_report_lines():
     assert lines[-1] == "note: one host"
 
 
+def _bare_profile(compute_s=1e-4):
+    fit = {"algorithm": "ring", "alpha_s": 1e-6, "beta_s_per_B": 1e-10, "gamma_s_per_B": 0.0,
+           "segments": [{"min_bytes": 4.0, "max_bytes": 1e8, "latency_factor": 2.0,
+                         "bandwidth_factor": 1.0, "reduction_factor": 1.0}]}
+    return MachineProfile(
+        p2p={"intra-node": {"latency_s": 1e-6, "bandwidth_Bps": 1e10}},
+        kernels={"model_fwd_bwd_s": compute_s, "sgd_Bps": 1e10, "easgd_Bps": 5e9,
+                 "noise": {"model_fwd_bwd_s": 0.0}},
+        collectives={"allreduce": {"fit": fit}})
+
+
+def _run(median_s):
+    return TrainingResult(algorithm="sgd-allreduce", ranks=2, iterations=10,
+                          iteration_s=median_s, iteration_median_s=median_s, iteration_cv=0.0,
+                          compute_s=0.0, comm_s=0.0, n_params=10, message_bytes=40,
+                          accuracy=0.5, loss=1.0)
+
+
+def test_snapshots_refresh_only_the_compute_figures():
+    prof = _bare_profile()
+    slow = {"times": [np.full(50, 1.5e-4), np.full(50, 1.5e-4)], "sync": None}
+    new = refreshed_profile(prof, [slow])
+    assert new.kernels["model_fwd_bwd_s"] == pytest.approx(1.5e-4)
+    assert compute_drift(prof, new) == pytest.approx(0.5)
+    assert len(new.kernels["quantiles"]["model_fwd_bwd_s"]) == 1001
+    assert new.kernels["sgd_Bps"] == prof.kernels["sgd_Bps"] and new.collectives == prof.collectives
+    # a measured synchronous step is averaged over the snapshots
+    sync = {"ranks": 4, "step_s": 3e-4, "barrier_s": 1e-5, "compute_s": 2.9e-4, "sleep_s": 6e-5,
+            "reps": 10}
+    two = refreshed_profile(prof, [{**slow, "sync": sync},
+                                   {**slow, "sync": {**sync, "compute_s": 3.1e-4}}])
+    assert two.p2p["intra-node"]["sync_step"]["compute_s"] == pytest.approx(3.0e-4)
+    assert two.p2p["intra-node"]["sync_step"]["reps"] == 20
+
+
+def test_training_rows_take_the_median_over_rounds_and_keep_the_profile_only_prediction():
+    prof = _bare_profile()
+    snap = {"times": [np.full(50, 1e-4), np.full(50, 1e-4)], "sync": None}
+    slow = {"times": [np.full(50, 2e-4), np.full(50, 2e-4)], "sync": None}
+    # three rounds; the second run sat between two slow snapshots
+    runs, snaps = [_run(1.2e-4), _run(2.5e-4), _run(1.3e-4)], [snap, slow, slow, snap]
+    (row,) = training_rows(prof, runs, snaps)
+    preds = [predict_training(refreshed_profile(prof, snaps[i:i + 2]), "sgd-allreduce", 2,
+                              40)["iteration_s"] for i in range(3)]
+    assert row["runs_s"] == [[r.iteration_median_s, q] for r, q in zip(runs, preds, strict=True)]
+    assert row["measured_s"] == pytest.approx(1.3e-4)
+    assert row["predicted_s"] == pytest.approx(sorted(preds)[1])
+    assert row["error"] == pytest.approx(row["predicted_s"] / 1.3e-4 - 1)
+    alone = predict_training(prof, "sgd-allreduce", 2, 40)["iteration_s"]
+    assert row["predicted_profile_s"] == alone
+    assert row["error_profile"] == pytest.approx(alone / 1.3e-4 - 1)
+    assert row["compute_drift"] == pytest.approx(0.5)  # median of 0.5, 1.0, 0.5
+    summary = summarize([row], "error_profile")["training"]
+    assert summary["median_abs_error"] == pytest.approx(abs(row["error_profile"]), abs=1e-6)
+    lines = validate_cmd.report_lines({"rows": [row], "summary": summarize([row]),
+                                       "summary_profile_only": {"training": summary}})
+    assert "profile_only_%" in lines[0] and "drift_%" in lines[0]
+    assert lines[2].startswith("training from the calibration-time profile alone "
+                               "(compute figure drifted +50.0% .. +50.0% since)")
+
+
 @pytest.mark.mpi
 @pytest.mark.slow
 def test_validate_local_quick_on_two_ranks(tmp_path):
@@ -76,7 +142,12 @@ def test_validate_local_quick_on_two_ranks(tmp_path):
     ring = report["profile"]["collectives"]["ring_allreduce"]  # the project's ring, fitted
     assert ring["fit"]["algorithm"] == "ring"
     assert sorted(ring["measurements"][0]["sizes_bytes"]) == [1024, 4096, 16384]
-    assert len([r for r in report["rows"] if r["kind"] == "training"]) == 4
+    training = [r for r in report["rows"] if r["kind"] == "training"]
+    assert len(training) == 4 and report["rounds"] == 2
+    assert all(len(r["runs_s"]) == 2 and "error_profile" in r and "compute_drift" in r
+               for r in training)
+    assert len(report["training"]) == 8
+    assert set(report["summary_profile_only"]) == {"training"}
     assert set(report["summary"]) == {"allreduce", "training"}
     assert png.stat().st_size > 1000
     assert "median |error|" in proc.stdout and "inter-node does not exist" in proc.stdout

@@ -102,6 +102,16 @@ def test_rejects_unknown_regime_and_kernel():
         MachineProfile()
 
 
+def test_quantile_tables_are_checked():
+    ok = [1e-4 + 1e-8 * i for i in range(1001)]
+    prof = _profile(kernels={"model_fwd_bwd_s": 1e-4, "quantiles": {"model_fwd_bwd_s": ok}})
+    assert prof.kernels["quantiles"]["model_fwd_bwd_s"][1000] == pytest.approx(1.1e-4)
+    for bad in (ok[:1000], ok[::-1], [*ok[:1000], float("nan")], [-1.0] * 1001, "fast"):
+        with pytest.raises(ConfigError, match=r"profile.kernels.quantiles.model_fwd_bwd_s: "
+                                              r"must be a list of 1001 non-decreasing numbers"):
+            _profile(kernels={"model_fwd_bwd_s": 1e-4, "quantiles": {"model_fwd_bwd_s": bad}})
+
+
 def test_link_params_no_silent_fallback():
     prof = _profile()
     assert prof.link_params("intra-node") == (4e-7, 1 / 6e9)

@@ -49,7 +49,7 @@ from .kernelbench import kernel_figures, model_step
 from .mpi_env import MPICH_ALLREDUCE, get_mpi, host_groups, one_blas_thread, provenance
 from .sync_step import sync_step
 
-__all__ = ["calibrate", "p2p_pairs"]
+__all__ = ["calibrate", "merge_quantiles", "p2p_pairs"]
 
 
 def p2p_pairs(groups: dict[str, list[int]]) -> dict[str, tuple[int, int]]:
@@ -243,17 +243,33 @@ def _algorithm_label(prov: dict[str, Any]) -> str:
         "OMPI_MCA_coll_tuned_allreduce_algorithm") or "library-default"
 
 
+def merge_quantiles(tables: list[list[float]]) -> list[float]:
+    """Point by point, the median over ranks' quantile tables (still non-decreasing).
+
+    Examples
+    --------
+    >>> merge_quantiles([[1.0] * 1001, [3.0] * 1001])[:2]
+    [2.0, 2.0]
+    """
+    return [float(v) for v in np.median(np.asarray(tables, dtype=np.float64), axis=0)]
+
+
 def _merge_kernels(everyone: list[dict[str, Any]], groups: dict[str, list[int]],
                    cores: int | None = None) -> dict[str, Any]:
     """Per-rank figures: median over ranks; host figures: sum over a host's ranks
     (they ran at once), times ``cores / ranks`` where the ranks outnumber the cores
-    (a median single call does not show the sharing), median over hosts."""
+    (a median single call does not show the sharing), median over hosts; the
+    quantile tables: :func:`merge_quantiles`."""
     first = everyone[0]
     out: dict[str, Any] = {"noise": {}, "samples": {}, "model": first["model"]}
     for key in first["noise"]:
         out[key] = float(np.median([r[key] for r in everyone]))
         out["noise"][key] = float(max(r["noise"][key] for r in everyone))
         out["samples"][key] = int(sum(r["samples"][key] for r in everyone))
+    qtab = first.get("quantiles", {})
+    if qtab:  # point by point, the median over ranks
+        out["quantiles"] = {key: merge_quantiles([r["quantiles"][key] for r in everyone])
+                            for key in qtab}
     for key in ("x_page_fault_s_per_B", "x_kernel_call_s"):
         if key in first:
             out[key] = float(np.median([r[key] for r in everyone]))

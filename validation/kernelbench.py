@@ -31,7 +31,9 @@ Figures (the keys of :data:`dlscale.perfmodel.profile.KERNEL_FIGURES`):
 single-call times, ``IQR / 1.349 / median`` (the interquartile range of a normal
 distribution is 1.349 standard deviations; unlike ``std / mean`` it is not swamped
 by the rare calls the operating system interrupts): the per-iteration spread the
-straggler model draws from. Each kernel gets an equal share of ``budget_s`` (at least ``min_reps``
+straggler model draws from. ``quantiles`` holds, for ``model_fwd_bwd_s``, its
+single-call times' quantiles at probabilities 0, 0.001, ..., 1 (:func:`quantiles`):
+the whole distribution, for a straggler model that does not assume it is normal. Each kernel gets an equal share of ``budget_s`` (at least ``min_reps``
 calls). Run on every rank at once, the figures include the sharing of cores and
 memory bandwidth that a training run on the same ranks sees.
 
@@ -51,8 +53,8 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-__all__ = ["TRAINING_MODEL", "draw_batch", "kernel_figures", "model_step", "page_fault_s_per_B", "robust_cv",
-           "stream_triad", "time_calls"]
+__all__ = ["TRAINING_MODEL", "draw_batch", "kernel_figures", "model_step", "page_fault_s_per_B",
+           "quantiles", "robust_cv", "stream_triad", "time_calls"]
 
 #: The small real model the training runs and the benchmark use: an MLP on the
 #: 8x8 digits (64 inputs, 10 classes), float32, mini-batch of 32 per rank.
@@ -163,6 +165,21 @@ def robust_cv(times: np.ndarray) -> float:
     return float((q75 - q25) / 1.349 / q50) if q50 > 0 else 0.0
 
 
+def quantiles(times: np.ndarray) -> list[float]:
+    """Quantiles of ``times`` at probabilities 0, 0.001, ..., 1 (linear interpolation;
+    :data:`~dlscale.perfmodel.profile.QUANTILE_POINTS` of them).
+
+    >>> q = quantiles(np.array([1.0, 2.0, 3.0]))
+    >>> len(q), q[0], q[500], q[1000]
+    (1001, 1.0, 2.0, 3.0)
+    """
+    from dlscale.perfmodel.profile import QUANTILE_POINTS
+
+    if times.size == 0:
+        raise ValueError("quantiles: no times")
+    return [float(v) for v in np.quantile(times, np.linspace(0.0, 1.0, QUANTILE_POINTS))]
+
+
 def _figure(times: np.ndarray, work: float) -> tuple[float, float]:
     return work / float(np.median(times)), robust_cv(times)
 
@@ -183,7 +200,7 @@ def kernel_figures(budget_s: float = 2.0, triad_elems: int = 1 << 22,
 
     rng = np.random.default_rng(seed)
     share = budget_s / 6
-    out: dict[str, Any] = {"noise": {}, "samples": {}}
+    out: dict[str, Any] = {"noise": {}, "samples": {}, "quantiles": {}}
 
     def record(name: str, times: np.ndarray, work: float) -> None:
         value, cv = _figure(times, work)
@@ -212,6 +229,7 @@ def kernel_figures(budget_s: float = 2.0, triad_elems: int = 1 << 22,
     out["model_fwd_bwd_s"] = float(np.median(times))
     out["noise"]["model_fwd_bwd_s"] = robust_cv(times)
     out["samples"]["model_fwd_bwd_s"] = int(times.size)
+    out["quantiles"]["model_fwd_bwd_s"] = quantiles(times)
     out["model"] = {**m, "n_params": shape.n_params}
     out["x_page_fault_s_per_B"] = page_fault_s_per_B()
     return out

@@ -8,8 +8,14 @@ the profile only (nothing measured in the training runs is used):
   host outnumber its cores (they share the cores: each rank computes for
   ``cores / p`` of the time; a median single call does not show this, the calls
   are shorter than a scheduler time slice); a synchronous step waits for the
-  slowest of ``p`` ranks, so it costs ``C (1 + cv E[max of p standard normals])``
-  (the straggler term, ``cv`` the measured per-call coefficient of variation);
+  slowest of ``p`` ranks: its median is the ``0.5^(1/p)`` quantile of the
+  per-call times (the median of the largest of ``p`` independent draws,
+  :func:`median_of_max_s`), read off the measured quantiles
+  (``kernels['quantiles']['model_fwd_bwd_s']``) with no assumption about their
+  shape (on a shared host the calls are bimodal: periods when another tenant
+  shares the core make them about 1.5 times slower); a profile without
+  quantiles falls back to ``C (1 + cv E[max of p standard normals])`` (``cv``
+  the measured per-call robust coefficient of variation);
   where the ranks outnumber the cores and the profile measured the synchronous
   step on ``p`` ranks (:func:`~dlscale.validation.sync_step.sync_step`), ``C`` is
   instead that step's compute phase (the model's fwd+bwd then a barrier, less the
@@ -47,6 +53,9 @@ Examples
 (0.5642, 0.0)
 >>> round(mva_cycle_s(workers=3, think_s=1.0, service_s=0.5), 4)
 1.9
+>>> q = [i / 1000 for i in range(1001)]  # times 0..1 s, evenly spread
+>>> median_of_max_s(q, 1), round(median_of_max_s(q, 2), 4)
+(0.5, 0.7071)
 """
 
 from __future__ import annotations
@@ -63,7 +72,8 @@ from dlscale.perfmodel.profile import MachineProfile
 
 from .collective_fit import predict_allreduce
 
-__all__ = ["expected_max_normal", "mva_cycle_s", "p2p_time_s", "predict_training"]
+__all__ = ["expected_max_normal", "median_of_max_s", "mva_cycle_s", "p2p_time_s",
+           "predict_training"]
 
 
 def expected_max_normal(p: int) -> float:
@@ -75,6 +85,14 @@ def expected_max_normal(p: int) -> float:
         return x * p * stats.norm.cdf(x) ** (p - 1) * stats.norm.pdf(x)
 
     return float(integrate.quad(f, -12, 12)[0])
+
+
+def median_of_max_s(quantiles: list[float], p: int) -> float:
+    """Median of the largest of ``p`` independent draws from a distribution given
+    by its quantiles at evenly spaced probabilities 0..1: the ``0.5^(1/p)``
+    quantile, interpolated."""
+    probs = np.linspace(0.0, 1.0, len(quantiles))
+    return float(np.interp(0.5 ** (1.0 / max(p, 1)), probs, quantiles))
 
 
 def mva_cycle_s(workers: int, think_s: float, service_s: float) -> float:
@@ -119,12 +137,19 @@ def predict_training(profile: MachineProfile, algorithm: str, p: int,
     C = _kernel(profile, "model_fwd_bwd_s")
     cores = profile.provenance.get("cores")
     cv = float(profile.kernels.get("noise", {}).get("model_fwd_bwd_s", 0.0))
+    pct = profile.kernels.get("quantiles", {}).get("model_fwd_bwd_s")
+    share = 1.0
     wake = 0.0
+    slowest = None
     sync = profile.p2p.get("intra-node", {}).get("sync_step") or {}
     if cores and len(profile.provenance.get("hosts", [])) <= 1 and p > cores:
-        C *= p / cores
+        share = p / cores
         if sync.get("ranks") == p:  # measured: sharing, straggler, wake-ups, cache refill
-            C, cv, wake = float(sync["compute_s"]), 0.0, float(sync["sleep_s"])
+            slowest, wake = float(sync["compute_s"]), float(sync["sleep_s"])
+    C = slowest if slowest is not None else C * share
+    if slowest is None:
+        slowest = (share * median_of_max_s(pct, p) if pct
+                   else C * (1.0 + cv * expected_max_normal(p)))
     n = float(message_bytes)
     # each update-kernel call: a fixed cost measured in calibration (0 in profiles
     # written before it was measured) plus its bytes at the measured rate
@@ -136,7 +161,7 @@ def predict_training(profile: MachineProfile, algorithm: str, p: int,
         service = upd + 2 * o
         cycle = mva_cycle_s(max(p - 1, 1), think, service)
         return {"iteration_s": cycle, "compute_s": C, "comm_s": cycle - C - upd}
-    compute = C * (1.0 + cv * expected_max_normal(p))
+    compute = slowest
     ring_fit = profile.collectives.get("ring_allreduce", {}).get("fit")
     if algorithm == "sgd-ring" and ring_fit:
         comm = float(np.asarray(predict_allreduce(ring_fit, n, p)))

@@ -34,11 +34,15 @@ def _add_local(sub: Any) -> None:
     p.add_argument("--budget-s", type=float, default=60.0, metavar="S",
                    help="time budget of the measurements (default: 60)")
     p.add_argument("--quick", action="store_true",
-                   help="small run: 1 KiB .. 64 KiB, 100 iterations, 8 s budget unless given")
+                   help="small run: 1 KiB .. 64 KiB, 100 iterations, 2 rounds, 8 s budget unless given")
     p.add_argument("--min-size", type=int, default=1024, metavar="BYTES", help="default: 1024")
     p.add_argument("--max-size", type=int, default=64 << 20, metavar="BYTES",
                    help="default: 67108864 (64 MiB)")
-    p.add_argument("--iterations", type=int, default=300, help="training iterations (default: 300)")
+    p.add_argument("--iterations", type=int, default=1000,
+                   help="training iterations per run (default: 1000)")
+    p.add_argument("--rounds", type=int, default=4,
+                   help="runs of each training algorithm, the algorithms taking turns "
+                        "(default: 4; the report takes the median)")
     p.add_argument("--algorithms", default=",".join(TRAINING_ALGORITHMS),
                    help=f"training runs, comma list of {', '.join(TRAINING_ALGORITHMS)}")
     p.add_argument("-o", "--output", default="validate-local.json", metavar="FILE",
@@ -83,13 +87,22 @@ def report_lines(report: dict[str, Any]) -> list[str]:
 
     table = [{"case": r["case"], "measured_us": r["measured_s"] * 1e6,
               "predicted_us": r["predicted_s"] * 1e6, "error_%": 100 * r["error"],
+              **({"profile_only_%": 100 * r["error_profile"]} if "error_profile" in r else {}),
+              **({"drift_%": 100 * r["compute_drift"]} if "compute_drift" in r else {}),
               **({"accuracy": r["accuracy"]} if "accuracy" in r else {})} for r in report["rows"]]
-    lines = [format_table(table, ["case", "measured_us", "predicted_us", "error_%", "accuracy"])]
+    lines = [format_table(table, ["case", "measured_us", "predicted_us", "error_%",
+                                  "profile_only_%", "drift_%", "accuracy"])]
     for kind, s in report["summary"].items():
         verdict = "meets" if s["meets_target"] else "MISSES"
         lines.append(f"{kind}: {s['cases']} cases, median |error| {s['median_abs_error']:.1%}, "
                      f"worst {s['worst_abs_error']:.1%} ({s['worst_case']}); "
                      f"{verdict} the {s['target']:.0%} target")
+    for kind, s in report.get("summary_profile_only", {}).items():
+        drifts = [r["compute_drift"] for r in report["rows"] if "compute_drift" in r]
+        lines.append(f"{kind} from the calibration-time profile alone (compute figure drifted "
+                     f"{min(drifts):+.1%} .. {max(drifts):+.1%} since): median |error| "
+                     f"{s['median_abs_error']:.1%}, worst {s['worst_abs_error']:.1%} "
+                     f"({s['worst_case']})")
     lines += [f"note: {n}" for n in report.get("notes", [])]
     return lines
 
@@ -105,9 +118,11 @@ def run_local(args: argparse.Namespace) -> int:
     if bad:
         raise ConfigError(f"--algorithms: unknown {bad}; valid: {', '.join(TRAINING_ALGORITHMS)}")
     budget, lo, hi, iters = args.budget_s, args.min_size, args.max_size, args.iterations
+    rounds = args.rounds
     if args.quick:
         hi = min(hi, 64 << 10)
         iters = min(iters, 100)
+        rounds = min(rounds, 2)
         if "--budget-s" not in " ".join(sys.argv):
             budget = 8.0
     if not budget > 0:
@@ -116,7 +131,7 @@ def run_local(args: argparse.Namespace) -> int:
     MPI = get_mpi()
     comm = MPI.COMM_WORLD
     report = validate_local(comm, lo, hi, budget, iters, algos, progress=not args.quiet,
-                            argv=sys.argv)
+                            argv=sys.argv, rounds=rounds)
     if report is None:
         return 0
     for line in report_lines(report):

@@ -43,6 +43,28 @@ def test_loss_and_grad_match_numpy(dtype, hidden):
     assert forward(p, X, shape).shape == (9, 3)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_confident_predictions_leave_no_subnormal_in_the_gradient(dtype):
+    # logits 95 apart: the wrong classes' softmax probabilities (e^-95 ~ 5e-42)
+    # are below float32's smallest normal and, for float64, still normal
+    shape = ModelShape(n_in=1, n_hidden=0, n_out=3)
+    params = np.array([0.0, 0.0, 0.0, 95.0, 0.0, 30.0], dtype=dtype)  # W (1x3), b
+    X, y = np.zeros((2, 1), dtype=dtype), np.array([0, 0])
+    grad = np.empty_like(params)
+    loss_and_grad(params, grad, X, y, shape)
+    tiny = np.finfo(dtype).tiny
+    assert not np.any((grad != 0) & (np.abs(grad) < tiny))
+    # the flushed gradient differs from the exact one by less than the smallest normal
+    b = params[3:].astype(np.float64)
+    exact = np.exp(b - b.max()) / np.exp(b - b.max()).sum()
+    exact[0] -= 1.0
+    np.testing.assert_allclose(grad[3:], exact, rtol=1e-6, atol=tiny)
+    if dtype == np.float32:
+        assert grad[4] == 0.0  # e^-95 flushed
+    else:
+        assert 0.0 < grad[4] < 1e-40  # e^-95 is normal in float64: kept
+
+
 def test_gradient_matches_finite_differences():
     shape = ModelShape(4, 3, 3)
     rng = np.random.default_rng(7)

@@ -137,9 +137,9 @@ def _fmt_size(n: int) -> str:
 
 
 def validate_local(comm: Any, min_bytes: int = 1024, max_bytes: int = 64 << 20,
-                   budget_s: float = 60.0, iterations: int = 1000,
+                   budget_s: float = 60.0, iterations: int = 500,
                    algorithms: tuple[str, ...] = TRAINING_ALGORITHMS, progress: bool = True,
-                   argv: list[str] | None = None, rounds: int = 4) -> dict[str, Any] | None:
+                   argv: list[str] | None = None, rounds: int = 8) -> dict[str, Any] | None:
     """Run the whole validation; the report on rank 0, ``None`` on the other ranks.
 
     Every training algorithm runs ``rounds`` times (``iterations`` each), the
@@ -171,7 +171,7 @@ def validate_local(comm: Any, min_bytes: int = 1024, max_bytes: int = 64 << 20,
     # rounds of every algorithm in turn, each run between two snapshots of the
     # compute figures (see .compute_snapshot)
     cores = comm.bcast(profile.provenance.get("cores") if profile is not None else None, root=0)
-    snap_s = min(0.5, max(0.1, 0.005 * budget_s))
+    snap_s = min(0.25, max(0.05, 0.002 * budget_s))  # about as long as one run
     with one_blas_thread():
         step = model_step()
         snaps = [compute_snapshot(comm, step, snap_s, cores)]

@@ -38,11 +38,11 @@ def _add_local(sub: Any) -> None:
     p.add_argument("--min-size", type=int, default=1024, metavar="BYTES", help="default: 1024")
     p.add_argument("--max-size", type=int, default=64 << 20, metavar="BYTES",
                    help="default: 67108864 (64 MiB)")
-    p.add_argument("--iterations", type=int, default=1000,
-                   help="training iterations per run (default: 1000)")
-    p.add_argument("--rounds", type=int, default=4,
+    p.add_argument("--iterations", type=int, default=500,
+                   help="training iterations per run (default: 500)")
+    p.add_argument("--rounds", type=int, default=8,
                    help="runs of each training algorithm, the algorithms taking turns "
-                        "(default: 4; the report takes the median)")
+                        "(default: 8; the report takes the median)")
     p.add_argument("--algorithms", default=",".join(TRAINING_ALGORITHMS),
                    help=f"training runs, comma list of {', '.join(TRAINING_ALGORITHMS)}")
     p.add_argument("-o", "--output", default="validate-local.json", metavar="FILE",

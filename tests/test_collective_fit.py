@@ -68,3 +68,28 @@ def test_sizes_between_two_segments_are_interpolated_log_log():
         assert predict_allreduce(fit, 1 << 19, p) == pytest.approx(truth(1 << 19, p), rel=1e-9)
     both = predict_allreduce(fit, np.array([16384.0, 65536.0]), np.array([2, 2]))
     assert both.shape == (2,) and both[1] > both[0]
+
+
+def test_a_point_to_point_break_in_the_gap_says_which_segment_holds():
+    sizes = [float(1 << k) for k in (10, 12, 14, 18, 20, 22)]
+
+    def truth(n, p):  # Rabenseifner's messages are n/p: the protocol changes at 32 KiB of them
+        slow = 1.0 if n / p < 32768 else 3.0
+        return slow * rabenseifner_allreduce_s(n, p, INTRA["latency_s"], 1 / INTRA["bandwidth_Bps"])
+
+    segs = [{"min_bytes": 1, "alpha_s": 2e-6, "beta_s_per_B": 2e-10},
+            {"min_bytes": 32768, "alpha_s": 6e-6, "beta_s_per_B": 6e-10}]
+    intra = {**INTRA, "segments": segs}
+    fit = fit_allreduce(_runs(truth, sizes, [2]), intra, algorithms=["rabenseifner"])
+    assert fit["p2p_breaks_bytes"] == [32768.0]
+    assert [s["min_bytes"] for s in fit["segments"]] == [1024.0, 262144.0]
+    # in the gap 16 KiB .. 256 KiB at p = 2 the messages are 8 .. 128 KiB: one break
+    for n in (32768.0, 65536.0, 131072.0):
+        assert predict_allreduce(fit, n, 2) == pytest.approx(truth(n, 2), rel=1e-9)
+    # at p = 16 the messages (1 .. 16 KiB) do not reach the break: log-log as before
+    lo, hi = predict_allreduce(fit, 16384.0, 16), predict_allreduce(fit, 262144.0, 16)
+    assert predict_allreduce(fit, 65536.0, 16) == pytest.approx(np.sqrt(lo * hi), rel=1e-9)
+    # without the break (a profile without p2p segments) the gap is interpolated
+    plain = fit_allreduce(_runs(truth, sizes, [2]), INTRA, algorithms=["rabenseifner"])
+    assert "p2p_breaks_bytes" not in plain
+    assert predict_allreduce(plain, 65536.0, 2) != pytest.approx(truth(65536.0, 2), rel=1e-3)

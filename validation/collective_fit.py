@@ -172,7 +172,8 @@ def _fault_s(fit: dict[str, Any], algorithm: str, n: Any, p: Any) -> Any:
 
 def _fit_forms(runs: list[dict[str, Any]], alpha: float, beta: float, gamma: float,
                algorithms: list[str], segments: list[dict[str, Any]] | None = None,
-               page_fault: dict[str, float] | None = None) -> dict[str, Any]:
+               page_fault: dict[str, float] | None = None,
+               breaks: list[float] | None = None) -> dict[str, Any]:
     n, p, t = _flatten(runs)
     fits: dict[str, PiecewiseCollectiveFit] = {}
     pf = {"page_fault": page_fault} if page_fault else {}
@@ -193,6 +194,7 @@ def _fit_forms(runs: list[dict[str, Any]], alpha: float, beta: float, gamma: flo
         "beta_s_per_B": best.beta_s_per_B,
         "gamma_s_per_B": gamma,
         **({"p2p_segments": segments} if segments else {}),
+        **({"p2p_breaks_bytes": list(breaks)} if breaks else {}),
         **pf,
         "segments": [asdict(s) for s in best.segments],
         "rms_rel_error": best.rms_rel_error,
@@ -241,17 +243,19 @@ def fit_allreduce(runs: list[dict[str, Any]], intra: dict[str, Any],
     gamma = 1.0 / float(reduce_Bps) if reduce_Bps else 0.0
     names = algorithms or list(ALLREDUCE)
     segs = (intra.get("segments") or None) if p2p_segments else None
+    breaks = [float(s["min_bytes"]) for s in (intra.get("segments") or [])[1:]]
     pf = ({"s_per_B": float(page_fault_s_per_B), "threshold_bytes": MMAP_THRESHOLD_MAX_BYTES}
           if page_fault_s_per_B else None)
     if cores:
         over = [r for r in runs if int(r["ranks"]) > cores]
         ded = [r for r in runs if int(r["ranks"]) <= cores]
         if over and ded:
-            regimes = {"dedicated": _fit_forms(ded, alpha, beta, gamma, names, segs, pf),
-                       "oversubscribed": _fit_forms(over, alpha, beta, gamma, names, segs, pf)}
+            regimes = {"dedicated": _fit_forms(ded, alpha, beta, gamma, names, segs, pf, breaks),
+                       "oversubscribed": _fit_forms(over, alpha, beta, gamma, names, segs, pf,
+                                                    breaks)}
             return {**regimes["dedicated"], "cores": int(cores), "regimes": regimes,
                     "oversubscribed_ranks": max(int(r["ranks"]) for r in over)}
-    return _fit_forms(runs, alpha, beta, gamma, names, segs, pf)
+    return _fit_forms(runs, alpha, beta, gamma, names, segs, pf, breaks)
 
 
 def predict_allreduce(fit: dict[str, Any], n_bytes: Any, p: Any) -> np.ndarray | float:
@@ -280,19 +284,27 @@ def predict_allreduce(fit: dict[str, Any], n_bytes: Any, p: Any) -> np.ndarray |
             tuple(CollectiveSegment(**s) for s in fit["segments"]), 0.0, (), (), (), (), ())
     except (KeyError, TypeError) as exc:
         raise ConfigError(f"profile.collectives.allreduce.fit: malformed ({exc})") from None
-    out = _across_gaps(pf, form, n_bytes, p) + _fault_s(fit, fit["algorithm"], n_bytes, p)
+    out = (_across_gaps(pf, form, n_bytes, p, fit.get("p2p_breaks_bytes"))
+           + _fault_s(fit, fit["algorithm"], n_bytes, p))
     return float(out[0]) if np.ndim(n_bytes) == 0 and np.ndim(p) == 0 else out
 
 
-def _across_gaps(pf: PiecewiseCollectiveFit, form: Any, n_bytes: Any, p: Any) -> np.ndarray:
+def _across_gaps(pf: PiecewiseCollectiveFit, form: Any, n_bytes: Any, p: Any,
+                 breaks: list[float] | None = None) -> np.ndarray:
     """The fitted closed form, interpolated log-log between two size segments.
 
     A size beyond the last fitted size of segment ``k`` and below the first of
     segment ``k + 1`` lies where the fit found a break but the data do not say
     where: neither segment's factors are known to hold there (extending one
     across a point-to-point protocol break pairs its factors with the other
-    protocol's ``alpha, beta``). It gets the time interpolated in ``log n``
-    between the two segments' predictions at their fitted ends, at its own ``p``.
+    protocol's ``alpha, beta``). Where exactly one point-to-point protocol break
+    (``breaks``, the starts of the ping-pong fit's segments, measured at every
+    size) falls between the sizes of the messages the algorithm sends at the two
+    fitted ends (``n/p`` for ring and Rabenseifner, ``n`` otherwise), the break
+    says where: a size whose messages are below it takes the lower segment's
+    form, one whose messages reach it the upper's. Otherwise the time is
+    interpolated in ``log n`` between the two segments' predictions at their
+    fitted ends, at its own ``p``.
     """
     n, pp = np.broadcast_arrays(np.asarray(n_bytes, float), np.asarray(p, float))
     n, pp = n.ravel(), pp.ravel()
@@ -303,6 +315,17 @@ def _across_gaps(pf: PiecewiseCollectiveFit, form: Any, n_bytes: Any, p: Any) ->
     lo_n = np.array([segs[i].max_bytes for i in idx])
     hi_n = np.array([segs[i].min_bytes for i in upper])
     gap = (upper > idx) & (n > lo_n) & (n < hi_n)
+    if breaks and np.any(gap):
+        chunked = pf.algorithm in _CHUNKED
+        msg = (lambda x: x / pp) if chunked else (lambda x: x)
+        b = np.asarray(breaks, dtype=np.float64)
+        inside = (msg(lo_n)[:, None] < b[None, :]) & (b[None, :] <= msg(hi_n)[:, None])
+        one = gap & (inside.sum(axis=1) == 1)
+        if np.any(one):
+            brk = b[np.argmax(inside[one], axis=1)]
+            seg = np.where(msg(n)[one] < brk, idx[one], upper[one])
+            out[one] = pf.predict_s(n[one], pp[one], form, seg)
+            gap &= ~one
     if np.any(gap):
         lo = pf.predict_s(lo_n[gap], pp[gap], form, idx[gap])
         hi = pf.predict_s(hi_n[gap], pp[gap], form, upper[gap])

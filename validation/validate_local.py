@@ -7,7 +7,9 @@ Run under ``mpiexec -n N`` (``N >= 2``). Message sizes are the powers of two fro
    over 1 B .. ``max_bytes`` and the kernels.
 2. Measure ``MPI_Allreduce`` at every size on every rank count ``2..N``, fit and
    held-out sizes in one sweep (so that a change of load on a shared host between
-   phases does not show up as model error). Fit
+   phases does not show up as model error), the rank counts taking turns over
+   :data:`ALLREDUCE_ROUNDS` rounds (median per case; on the development VM the
+   same 1 MiB allreduce takes 170 us in some minutes and 650 us in others). Fit
    (:func:`~dlscale.validation.collective_fit.fit_allreduce`) on every *other*
    size (1 KiB, 4 KiB, ...) on the rank counts ``{2, N}`` only; hold out the other
    sizes (2 KiB, 8 KiB, ...) and every size on the rank counts strictly between.
@@ -56,8 +58,11 @@ from .local_model import predict_training
 from .mpi_env import one_blas_thread
 from .mpi_training import TRAINING_ALGORITHMS, train
 
-__all__ = ["TARGETS", "plot_validation", "split_runs", "split_sizes", "summarize",
-           "training_rows", "validate_local"]
+__all__ = ["ALLREDUCE_ROUNDS", "TARGETS", "merge_rounds", "plot_validation", "split_runs",
+           "split_sizes", "summarize", "training_rows", "validate_local"]
+
+#: Rounds of the allreduce sweep when more than one rank count is measured.
+ALLREDUCE_ROUNDS = 3
 
 #: Median absolute relative error allowed per kind of case.
 TARGETS = {"allreduce": 0.10, "training": 0.15}
@@ -101,6 +106,29 @@ def split_runs(runs: list[dict[str, Any]], fit_sizes: list[int],
                                **{k: [run[k][i] for i in idx]
                                   for k in ("sizes_bytes", "times_s", "spread", "reps") if k in run}})
     return fit, held
+
+
+def merge_rounds(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """One collective measurement from several rounds of the same sizes and ranks:
+    per size the median of the rounds' times, the largest spread, the sum of reps.
+
+    Examples
+    --------
+    >>> a = {"ranks": 2, "sizes_bytes": [8], "times_s": [1.0], "spread": [0.1], "reps": [5]}
+    >>> b = {**a, "times_s": [3.0], "spread": [0.2]}
+    >>> c = {**a, "times_s": [2.5]}
+    >>> m = merge_rounds([a, b, c])
+    >>> m["times_s"], m["spread"], m["reps"]
+    ([2.5], [0.2], [15])
+    """
+    first = rounds[0]
+    out = {"ranks": first["ranks"], "sizes_bytes": list(first["sizes_bytes"]),
+           "times_s": [float(v) for v in np.median([r["times_s"] for r in rounds], axis=0)]}
+    if all("spread" in r for r in rounds):
+        out["spread"] = [float(v) for v in np.max([r["spread"] for r in rounds], axis=0)]
+    if all("reps" in r for r in rounds):
+        out["reps"] = [int(v) for v in np.sum([r["reps"] for r in rounds], axis=0)]
+    return out
 
 
 def summarize(rows: list[dict[str, Any]], key: str = "error") -> dict[str, Any]:
@@ -161,13 +189,21 @@ def validate_local(comm: Any, min_bytes: int = 1024, max_bytes: int = 64 << 20,
     ring = ("ring_allreduce",) if "sgd-ring" in algorithms else ()
     profile = calibrate(comm, fit_sizes, 0.4 * budget_s, ring, fit_counts, argv=argv,
                         progress=progress, p2p_sizes=mb.message_sizes(1, max_bytes))
-    share = 0.6 * budget_s / len(counts)
-    measured: list[dict[str, Any]] = []
+    # fit and held-out sizes in one sweep, the rank counts taking turns over
+    # ALLREDUCE_ROUNDS rounds: a change of the host's state between phases spoils
+    # one round of every rank count, not every round of one
+    sweeps = ALLREDUCE_ROUNDS if len(counts) > 1 else 1
+    share = 0.6 * budget_s / len(counts) / sweeps
+    by_count: dict[int, list[dict[str, Any]]] = {k: [] for k in counts}
     with one_blas_thread():
-        for k in counts:  # fit and held-out sizes in one sweep: no drift between them
-            _say(comm, progress, f"allreduce on {k} ranks, {len(all_sizes)} sizes")
-            res = _on_first(comm, k, lambda sub: mb.collective(sub, "allreduce", all_sizes, share))
-            measured.append(comm.bcast(res, root=0))
+        for r in range(sweeps):
+            for k in counts:
+                _say(comm, progress, f"allreduce on {k} ranks, {len(all_sizes)} sizes "
+                                     f"(round {r + 1} of {sweeps})")
+                res = _on_first(comm, k,
+                                lambda sub: mb.collective(sub, "allreduce", all_sizes, share))
+                by_count[k].append(comm.bcast(res, root=0))
+    measured = [merge_rounds(by_count[k]) for k in counts]
     # rounds of every algorithm in turn, each run between two snapshots of the
     # compute figures (see .compute_snapshot)
     cores = comm.bcast(profile.provenance.get("cores") if profile is not None else None, root=0)

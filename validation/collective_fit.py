@@ -316,14 +316,13 @@ def _across_gaps(pf: PiecewiseCollectiveFit, form: Any, n_bytes: Any, p: Any,
     hi_n = np.array([segs[i].min_bytes for i in upper])
     gap = (upper > idx) & (n > lo_n) & (n < hi_n)
     if breaks and np.any(gap):
-        chunked = pf.algorithm in _CHUNKED
-        msg = (lambda x: x / pp) if chunked else (lambda x: x)
+        per_msg = pp if pf.algorithm in _CHUNKED else 1.0  # bytes of a message: n / per_msg
         b = np.asarray(breaks, dtype=np.float64)
-        inside = (msg(lo_n)[:, None] < b[None, :]) & (b[None, :] <= msg(hi_n)[:, None])
+        inside = ((lo_n / per_msg)[:, None] < b[None, :]) & (b[None, :] <= (hi_n / per_msg)[:, None])
         one = gap & (inside.sum(axis=1) == 1)
         if np.any(one):
             brk = b[np.argmax(inside[one], axis=1)]
-            seg = np.where(msg(n)[one] < brk, idx[one], upper[one])
+            seg = np.where((n / per_msg)[one] < brk, idx[one], upper[one])
             out[one] = pf.predict_s(n[one], pp[one], form, seg)
             gap &= ~one
     if np.any(gap):

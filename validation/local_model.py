@@ -138,16 +138,15 @@ def predict_training(profile: MachineProfile, algorithm: str, p: int,
     cores = profile.provenance.get("cores")
     cv = float(profile.kernels.get("noise", {}).get("model_fwd_bwd_s", 0.0))
     pct = profile.kernels.get("quantiles", {}).get("model_fwd_bwd_s")
-    share = 1.0
     wake = 0.0
-    slowest = None
     sync = profile.p2p.get("intra-node", {}).get("sync_step") or {}
-    if cores and len(profile.provenance.get("hosts", [])) <= 1 and p > cores:
-        share = p / cores
-        if sync.get("ranks") == p:  # measured: sharing, straggler, wake-ups, cache refill
-            slowest, wake = float(sync["compute_s"]), float(sync["sleep_s"])
-    C = slowest if slowest is not None else C * share
-    if slowest is None:
+    shared = bool(cores) and len(profile.provenance.get("hosts", [])) <= 1 and p > cores
+    share = p / cores if shared else 1.0
+    if shared and sync.get("ranks") == p:  # measured: sharing, straggler, wake-ups, cache refill
+        C = slowest = float(sync["compute_s"])
+        wake = float(sync["sleep_s"])
+    else:
+        C *= share
         slowest = (share * median_of_max_s(pct, p) if pct
                    else C * (1.0 + cv * expected_max_normal(p)))
     n = float(message_bytes)

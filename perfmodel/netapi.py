@@ -33,6 +33,7 @@ from typing import Protocol, runtime_checkable
 from . import collectives as cf
 from .errors import ConfigError, unknown_name
 from .hardware import Cluster
+from .netmodel import collective_time_s, path_hockney
 
 __all__ = ["COLLECTIVE_ALGORITHMS", "AnalyticalNetwork", "NetworkModel"]
 
@@ -71,15 +72,12 @@ class NetworkModel(Protocol):
 
 
 class AnalyticalNetwork:
-    """Closed-form collective times on a cluster (Hockney parameters from its links).
+    """Collective times of the analytical network model (:mod:`.netmodel`) on a cluster.
 
-    Inside one node: ``alpha = intra_link.latency_s``, ``beta = 1/intra_link.bandwidth``;
-    across nodes: the NIC's injection bandwidth and the path latency of
-    :func:`dlscale.perfmodel.contention.hockney_params` (the NIC's latency, plus the
-    intra-node link's where a node has more than one device: the rank sits behind
-    it), which is the latency :func:`dlscale.simulator.topology_cluster.cluster_graph`
-    routes. Contention is not modelled (block placement, one flow per NIC
-    direction for ring algorithms).
+    Every collective is its algorithm's schedule of steps, each costed from the loads
+    its flows put on every level of the cluster's topology (ranks placed block-wise,
+    ``devices_per_node`` per node): the same model ``predict`` uses, and the one the
+    routed simulation (:class:`dlscale.simulator.network.SimulatedNetwork`) is held to.
 
     Parameters
     ----------
@@ -105,30 +103,27 @@ class AnalyticalNetwork:
         """Ranks the whole cluster holds."""
         return self.cluster.max_nodes * self.ranks_per_node
 
-    def _ids(self, ranks: int | Sequence[int]) -> list[int]:
+    def _count(self, ranks: int | Sequence[int]) -> int | tuple[int, ...]:
+        """A rank count, or the rank ids (checked) of ``ranks``."""
         if isinstance(ranks, int) and not isinstance(ranks, bool):
             if not 1 <= ranks <= self.max_ranks:
                 raise ConfigError(f"ranks: must be in 1..{self.max_ranks}, got {ranks}")
-            return list(range(ranks))
-        ids = [int(r) for r in ranks]  # type: ignore[union-attr]
+            return ranks
+        ids = tuple(int(r) for r in ranks)  # type: ignore[union-attr]
         if not ids or min(ids) < 0 or max(ids) >= self.max_ranks or len(set(ids)) != len(ids):
             raise ConfigError(f"ranks: need distinct rank ids in 0..{self.max_ranks - 1}")
         return ids
 
-    def _inter_alpha_s(self) -> float:
-        node = self.cluster.node
-        return node.nic.latency_s + (node.intra_link.latency_s if self.ranks_per_node > 1 else 0.0)
-
-    def _params(self, ids: list[int]) -> tuple[float, float, int]:
-        nodes = len({r // self.ranks_per_node for r in ids})
-        node = self.cluster.node
-        if nodes == 1:
-            return node.intra_link.latency_s, 1.0 / node.intra_link.bandwidth_Bps, 1
-        return self._inter_alpha_s(), 1.0 / node.nic.bandwidth_Bps, nodes
+    def _time(self, collective: str, algorithm: str, n_bytes: float,
+              p: int | tuple[int, ...], gamma: float) -> float:
+        r = self.ranks_per_node
+        last = p - 1 if isinstance(p, int) else max(p)
+        return float(collective_time_s(self.cluster, collective, algorithm, float(n_bytes),
+                                       last // r + 1, r, gamma, self.inter_algorithm, ranks=p))
 
     def collective_s(self, collective: str, n_bytes: float, ranks: int | Sequence[int],
                      algorithm: str | None = None) -> float:
-        """Closed-form time of a collective (see :data:`COLLECTIVE_ALGORITHMS`).
+        """Time of a collective (see :data:`COLLECTIVE_ALGORITHMS`).
 
         Examples
         --------
@@ -136,7 +131,8 @@ class AnalyticalNetwork:
         ...     NetworkSpec, NodeSpec)
         >>> dev = Device("c", "cpu", 24, 2e9, 1e12, 2e12, 2e12, 96e9, 100e9, 0.5)
         >>> node = NodeSpec("n", dev, 1, Link("shm", 20e9, 0.5e-6), Link("ib", 1e9, 0.0))
-        >>> c = Cluster("t", node, NetworkSpec("net", Crossbar(8), Link("l", 1e9, 0.0)))
+        >>> c = Cluster("t", node, NetworkSpec("net", Crossbar(8), Link("l", 1e9, 0.0),
+        ...                                    hop_latency_s=0.0))
         >>> AnalyticalNetwork(c).collective_s("allgather", 4e6, 4)
         0.003
         """
@@ -146,50 +142,24 @@ class AnalyticalNetwork:
         algorithm = algs[0] if algorithm is None else algorithm
         if algorithm not in algs:
             raise unknown_name(f"{collective} algorithm", algorithm, algs)
-        ids = self._ids(ranks)
-        p = len(ids)
-        a, b, nodes = self._params(ids)
-        g = self.gamma_s_per_B
-        if collective == "allreduce":
-            if algorithm == "auto":
-                return float(self._best(n_bytes, ids)[0])
-            if algorithm == "hierarchical":
-                intra = self.cluster.node.intra_link
-                nic = self.cluster.node.nic
-                per_node = -(-p // nodes)
-                return float(cf.hierarchical_allreduce_s(
-                    n_bytes, nodes, per_node, (intra.latency_s, 1 / intra.bandwidth_Bps),
-                    (self._inter_alpha_s(), 1 / nic.bandwidth_Bps), g, self.inter_algorithm))
-            return float(cf.allreduce_s(algorithm, n_bytes, p, a, b, g))
-        if collective == "reduce-scatter":
-            return float(cf.reduce_scatter_s(n_bytes, p, a, b, g))
-        if collective == "allgather":
-            return float(cf.allgather_s(n_bytes, p, a, b))
-        if collective == "broadcast":
-            return float(cf.broadcast_s(n_bytes, p, a, b))
-        if collective == "reduce":
-            return float(cf.reduce_s(n_bytes, p, a, b, g))
-        if p < 2:
-            return 0.0
-        if algorithm == "concurrent":  # all workers at once through the server's link
-            w = p - 1
-            return 2 * a + 2 * w * n_bytes * b + w * n_bytes * g
-        return float(cf.parameter_server_s(n_bytes, p - 1, a, b, g))
+        if not n_bytes >= 0:
+            raise ConfigError(f"n_bytes: must be >= 0, got {n_bytes!r}")
+        p = self._count(ranks)
+        if collective == "allreduce" and algorithm == "auto":
+            return self._best(n_bytes, p)[0]
+        return self._time(collective, algorithm, n_bytes, p, self.gamma_s_per_B)
 
-    def _best(self, n_bytes: float, ids: list[int]) -> tuple[float, str]:
-        a, b, nodes = self._params(ids)
-        intra = self.cluster.node.intra_link
-        nic = self.cluster.node.nic
-        per_node = -(-len(ids) // nodes)
-        t, name = cf.best_allreduce(
-            n_bytes, len(ids), a, b, self.gamma_s_per_B, ranks_per_node=per_node,
-            intra=(intra.latency_s, 1 / intra.bandwidth_Bps),
-            inter=(self._inter_alpha_s(), 1 / nic.bandwidth_Bps),
-            inter_algorithm=self.inter_algorithm)
+    def _best(self, n_bytes: float, p: int | tuple[int, ...]) -> tuple[float, str]:
+        times = {}
+        for name in cf.AUTO_CANDIDATES:
+            if name == "hierarchical" and (not isinstance(p, int) or p % self.ranks_per_node):
+                continue            # needs whole nodes, placed block-wise
+            times[name] = self._time("allreduce", name, n_bytes, p, self.gamma_s_per_B)
+        t, name = cf.fastest(times)
         return float(t), str(name)
 
     def resolve_allreduce(self, n_bytes: float, ranks: int | Sequence[int]) -> str:
-        """The algorithm ``"auto"`` runs: the least closed-form time (no contention).
+        """The algorithm ``"auto"`` runs: the least time by this model.
 
         Examples
         --------
@@ -204,16 +174,17 @@ class AnalyticalNetwork:
         """
         if n_bytes < 0:
             raise ConfigError(f"n_bytes: must be >= 0, got {n_bytes!r}")
-        return self._best(n_bytes, self._ids(ranks))[1]
+        return self._best(n_bytes, self._count(ranks))[1]
 
     def allreduce_s(self, n_bytes: float, ranks: int | Sequence[int],
                     algorithm: str = "ring") -> float:
-        """Closed-form allreduce time (``"auto"``: the fastest algorithm, see
+        """Allreduce time (``"auto"``: the fastest algorithm, see
         :meth:`resolve_allreduce`)."""
         return self.collective_s("allreduce", n_bytes, ranks, algorithm)
 
     def transfer_s(self, src_rank: int, dst_rank: int, n_bytes: float) -> float:
-        """Hockney time of one message (0 to oneself).
+        """Time of one message on an idle network (0 to oneself): the path's latency
+        plus the bytes over its slowest link (:func:`.netmodel.path_hockney`).
 
         Examples
         --------
@@ -225,10 +196,14 @@ class AnalyticalNetwork:
         >>> AnalyticalNetwork(c).transfer_s(0, 2, 1e9)  # NIC 1 us + shared memory 0.5 us
         1.0000015
         """
-        self._ids([src_rank, dst_rank] if src_rank != dst_rank else [src_rank])
         if n_bytes < 0:
             raise ConfigError(f"n_bytes: must be >= 0, got {n_bytes!r}")
+        for r in (src_rank, dst_rank):
+            if not 0 <= r < self.max_ranks:
+                raise ConfigError(f"rank: must be in 0..{self.max_ranks - 1}, got {r}")
         if src_rank == dst_rank:
             return 0.0
-        a, b, _ = self._params([src_rank, dst_rank])
+        r = self.ranks_per_node
+        nodes = max(src_rank, dst_rank) // r + 1
+        a, b = path_hockney(self.cluster, nodes, r, src_rank, dst_rank)
         return a + n_bytes * b

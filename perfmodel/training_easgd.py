@@ -51,10 +51,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .collectives import broadcast_s, parameter_server_s, reduce_s
+from .collectives import parameter_server_s
 from .compute import layer_times, update_s
-from .contention import effective_beta_s_per_B, hockney_params
+from .contention import hockney_params
 from .hardware import Cluster
+from .netmodel import time_per_node_count
 from .training import IterationTimes, Layout
 from .workload import Workload
 
@@ -88,11 +89,10 @@ def easgd_times(cluster: Cluster, workload: Workload, lay: Layout) -> IterationT
     tau = 1 if alg in _SGD_FAMILY else workload.tau
 
     if alg == "sync-easgd":
-        alpha = np.where(multi_node, par["inter_alpha_s"], par["intra_alpha_s"])
-        beta = effective_beta_s_per_B(cluster, "binomial-tree", lay.nodes, lay.ranks_per_node)
         gamma = par["gamma_s_per_B"] / lay.share
-        rnd = np.asarray(reduce_s(W, P, alpha, beta, gamma)) + np.asarray(
-            broadcast_s(W, P, alpha, beta))
+        r = lay.ranks_per_node
+        rnd = (time_per_node_count(cluster, "reduce", "binomial", W, lay.nodes, r, gamma)
+               + time_per_node_count(cluster, "broadcast", "binomial", W, lay.nodes, r))
         comm = rnd / tau
         iteration = np.maximum(t_step, comm) if workload.overlap else t_step + comm
         return IterationTimes(iteration, t_step + 0 * iteration, comm, iteration - t_step,

@@ -11,9 +11,9 @@ One iteration of one rank:
 3. a bucket's allreduce starts when it is ready, plus the wait for Horovod's
    background cycle (half of ``HOROVOD_CYCLE_S`` on average), and when the previous
    bucket's allreduce has finished; it costs its orchestration plus the allreduce
-   (``workload.collective`` over all ranks, alpha/beta/gamma from
-   :func:`.contention.hockney_params`, inverse bandwidth with the topology rule of
-   :func:`.contention.effective_beta_s_per_B`);
+   (``workload.collective`` over all ranks, :func:`workload_allreduce`: the steps of
+   the algorithm with their loads on every level of the topology,
+   :mod:`.netmodel`);
 4. sparse (IndexedSlices) gradients that are not densified are allgathered
    (values and int64 indices, ``P R (h e + 8)`` bytes in all, see :mod:`.memory`)
    after the dense buckets, and summed into the table (``gamma`` per byte);
@@ -33,9 +33,8 @@ Orchestration per bucket (Laanait et al. 2019 and the Horovod design):
 - ``grouping="fusion"``: stock Horovod negotiates through rank 0: a gather of the
   ready-tensor requests (MPICH's ``MPI_Gatherv`` is linear: the root takes ``P - 1``
   messages, ``(P - 1) alpha``) and a binomial broadcast of the response
-  (``ceil(log2 P) alpha``), with ``alpha`` the inter-node path latency of
-  :func:`.contention.hockney_params` (intra-node on
-  one node);
+  (``ceil(log2 P) alpha``), with ``alpha`` the latency of the path from the first
+  to the last rank (:func:`negotiation_s`);
 - ``grouping="graph-aware"``: decentralized: one recursive-doubling allreduce of a
   bit vector with one bit per gradient tensor of the model.
 
@@ -52,24 +51,26 @@ Examples
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .collectives import ALLREDUCE, allgather_s, best_allreduce, hierarchical_allreduce_s
-from .collectives import recursive_doubling_allreduce_s as _rd
+from .collectives import AUTO_CANDIDATES, fastest
 from .compute import layer_times, update_s
-from .contention import effective_beta_s_per_B, hockney_params
+from .contention import hockney_params
 from .hardware import Cluster
 from .memory import sparse_gather_bytes
+from .netmodel import path_hockney, time_per_node_count
 from .training import IterationTimes, Layout
 from .workload import Workload
 
 if TYPE_CHECKING:
     from .netapi import NetworkModel
 
-__all__ = ["HOROVOD_CYCLE_S", "Buckets", "auto_choice", "buckets", "sync_sgd_times"]
+__all__ = ["HOROVOD_CYCLE_S", "Buckets", "auto_choice", "buckets", "end_to_end_latency_s",
+           "negotiation_s", "sync_sgd_times", "workload_allreduce"]
 
 #: Horovod background-loop cycle: HOROVOD_CYCLE_TIME default 5 ms in Horovod up to
 #: 0.20 (docs/tensor-fusion; the 0.21.0 release notes, PR #2468, lowered it to 1 ms).
@@ -122,42 +123,34 @@ def buckets(workload: Workload) -> Buckets:
     return Buckets(np.array(sizes), np.array(firsts, dtype=np.int64), tensors)
 
 
-def _best_fn(cluster: Cluster, workload: Workload, lay: Layout):
-    """``f(n_bytes) -> (seconds, names)`` of ``"auto"`` over the node counts.
+def workload_allreduce(cluster: Cluster, workload: Workload, lay: Layout,
+                       n_bytes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Seconds and algorithm of the workload's gradient allreduce at each node count.
 
-    Every candidate of :func:`.collectives.best_allreduce` is costed as when it is
-    the workload's collective: each flat one with its own effective inverse
-    bandwidth (topology contention factor of its step pattern), hierarchical with
-    the ring's among node leaders.
+    ``n_bytes`` broadcasts against the node counts ``(N,)`` (e.g. a column ``(B, 1)``
+    of bucket sizes). The workload's ``collective`` is costed by
+    :func:`.netmodel.collective_time_s` (the per-level loads of its steps on the
+    cluster's topology); ``"auto"`` takes, per size and node count, the least time
+    of :data:`.collectives.AUTO_CANDIDATES` by the same model, and names it.
+
+    Examples
+    --------
+    >>> from dlscale.perfmodel.catalog import get_cluster, get_workload
+    >>> from dlscale.perfmodel.training import layout
+    >>> c, w = get_cluster("summit"), get_workload("resnet50")
+    >>> t, names = workload_allreduce(c, w, layout(c, w, [2, 64]), np.array([[1e8]]))
+    >>> names.tolist(), bool(t[0, 1] > t[0, 0])
+    ([['ring', 'ring']], True)
     """
-    par = hockney_params(cluster)
-    gamma = par["gamma_s_per_B"] / lay.share
-    n, r = lay.nodes, lay.ranks_per_node
-    intra = (par["intra_alpha_s"], par["intra_beta_s_per_B"])
-    inter = (par["inter_alpha_s"], effective_beta_s_per_B(cluster, "ring", n, 1))
-    alpha = np.where(n > 1, par["inter_alpha_s"], par["intra_alpha_s"])
-    betas = {name: effective_beta_s_per_B(cluster, name, n, r) for name in ALLREDUCE}
-    return lambda nb: best_allreduce(nb, lay.ranks, alpha, betas, gamma, ranks_per_node=r,
-                                     intra=intra, inter=inter, inter_algorithm="ring")
-
-
-def _allreduce_fn(cluster: Cluster, workload: Workload, lay: Layout):
-    """``f(n_bytes) -> seconds over the node counts`` for the workload's collective."""
-    if workload.collective == "auto":
-        best = _best_fn(cluster, workload, lay)
-        return lambda nb: best(nb)[0]
-    par = hockney_params(cluster)
-    gamma = par["gamma_s_per_B"] / lay.share
-    n, r = lay.nodes, lay.ranks_per_node
-    intra = (par["intra_alpha_s"], par["intra_beta_s_per_B"])
-    if workload.collective == "hierarchical":
-        beta_e = effective_beta_s_per_B(cluster, "ring", n, 1)
-        inter = (par["inter_alpha_s"], beta_e)
-        return lambda nb: hierarchical_allreduce_s(nb, n, r, intra, inter, gamma, "ring")
-    f = ALLREDUCE[workload.collective]
-    alpha = np.where(n > 1, par["inter_alpha_s"], par["intra_alpha_s"])
-    beta = effective_beta_s_per_B(cluster, workload.collective, n, r)
-    return lambda nb: f(nb, lay.ranks, alpha, beta, gamma)
+    gamma = hockney_params(cluster)["gamma_s_per_B"] / lay.share
+    r = lay.ranks_per_node
+    cands = AUTO_CANDIDATES if workload.collective == "auto" else (workload.collective,)
+    times = {a: time_per_node_count(cluster, "allreduce", a, n_bytes, lay.nodes, r, gamma)
+             for a in cands}
+    best, names = fastest(times)
+    shape = np.broadcast_shapes(np.shape(n_bytes), np.shape(lay.nodes))
+    return (np.broadcast_to(np.asarray(best, dtype=float), shape),
+            np.broadcast_to(np.asarray(names), shape))
 
 
 def auto_choice(cluster: Cluster, workload: Workload, lay: Layout) -> list[np.ndarray]:
@@ -169,12 +162,35 @@ def auto_choice(cluster: Cluster, workload: Workload, lay: Layout) -> list[np.nd
     >>> from dlscale.perfmodel.training import layout
     >>> w = get_workload("resnet50")
     >>> c = get_cluster("summit")
-    >>> auto_choice(c, w, layout(c, w, [1, 4096]))[0].tolist()
-    ['ring', 'double-binary-tree']
+    >>> auto_choice(c, w, layout(c, w, [1, 256]))[0].tolist()
+    ['ring', 'hierarchical']
     """
     bk = buckets(workload)
-    names = _best_fn(cluster, workload, lay)(bk.bytes[:, None])[1]
+    auto = dataclasses.replace(workload, collective="auto")
+    names = workload_allreduce(cluster, auto, lay, bk.bytes[:, None])[1]
     return [np.atleast_1d(row) for row in np.atleast_2d(names)]
+
+
+def negotiation_s(p: np.ndarray, alpha_s: np.ndarray) -> np.ndarray:
+    """Horovod's rank-0 negotiation of one bucket: ``((p - 1) + ceil(log2 p)) alpha``.
+
+    MPICH's ``MPI_Gatherv`` is linear (the root takes ``p - 1`` messages), the
+    response a binomial broadcast (``ceil(log2 p)`` latencies); ``alpha`` is the
+    zero-byte latency between the first and the last rank. 0 for one rank.
+
+    Examples
+    --------
+    >>> (negotiation_s(np.array([1, 8]), np.array([1e-6, 1e-6])) * 1e6).round(9).tolist()
+    [0.0, 10.0]
+    """
+    p = np.asarray(p, dtype=float)
+    return np.where(p > 1, ((p - 1) + np.ceil(np.log2(np.maximum(p, 1)))) * alpha_s, 0.0)
+
+
+def end_to_end_latency_s(cluster: Cluster, lay: Layout) -> np.ndarray:
+    """Zero-byte latency from the first to the last rank, at each node count."""
+    return np.array([path_hockney(cluster, int(n), lay.ranks_per_node, 0, int(p) - 1)[0]
+                     for n, p in zip(lay.nodes, lay.ranks, strict=True)])
 
 
 def _network_costs(network: NetworkModel, workload: Workload, bk: Buckets,
@@ -213,15 +229,15 @@ def sync_sgd_times(cluster: Cluster, workload: Workload, lay: Layout, *,
     par = hockney_params(cluster)
     p = lay.ranks
     multi = p > 1
-    alpha_c = np.where(lay.nodes > 1, par["inter_alpha_s"], par["intra_alpha_s"])
-    beta_c = np.where(lay.nodes > 1, par["inter_beta_s_per_B"], par["intra_beta_s_per_B"])
     bk = buckets(workload)
     if network is not None:
         net_ar, neg = _network_costs(network, workload, bk, np.atleast_1d(p))
     if workload.grouping == "fusion":
-        neg = ((p - 1) + np.ceil(np.log2(p))) * alpha_c
+        neg = negotiation_s(p, end_to_end_latency_s(cluster, lay))
     elif network is None:
-        neg = np.asarray(_rd(np.ceil(max(bk.tensors, 1) / 8), p, alpha_c, beta_c))
+        bits = np.ceil(max(bk.tensors, 1) / 8)
+        neg = time_per_node_count(cluster, "allreduce", "recursive-doubling", bits, lay.nodes,
+                                  lay.ranks_per_node)
     wait = np.where(multi, HOROVOD_CYCLE_S / 2, 0.0)
 
     end = np.zeros(lay.nodes.shape)
@@ -231,7 +247,7 @@ def sync_sgd_times(cluster: Cluster, workload: Workload, lay: Layout, *,
         # end_{b-1}) unrolls to end_b = S_b + max_{k<=b}(ready_k + wait - S_{k-1}) with
         # S the running sum of the durations.
         if network is None:
-            net_ar = np.asarray(_allreduce_fn(cluster, workload, lay)(bk.bytes[:, None]))
+            net_ar = workload_allreduce(cluster, workload, lay, bk.bytes[:, None])[0]
         dur = np.where(multi, neg + net_ar, 0.0)
         if workload.overlap:
             ready = np.moveaxis(np.atleast_2d(bwd_cum[..., bk.first_layer]), -1, 0)
@@ -242,8 +258,8 @@ def sync_sgd_times(cluster: Cluster, workload: Workload, lay: Layout, *,
         comm = run[-1]
     if workload.model.sparse_params > 0 and not workload.sparse_as_dense:
         total = np.asarray(sparse_gather_bytes(workload, p, lay.batch_per_rank), dtype=float)
-        beta_ring = effective_beta_s_per_B(cluster, "ring", lay.nodes, lay.ranks_per_node)
-        gather = allgather_s(total, p, alpha_c, beta_ring)
+        gather = time_per_node_count(cluster, "allgather", "ring", total, lay.nodes,
+                                     lay.ranks_per_node)
         dur = np.where(multi, neg + gather + total * par["gamma_s_per_B"] / lay.share, 0.0)
         end = np.maximum(bwd + wait, end) + dur
         comm += dur

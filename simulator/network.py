@@ -19,7 +19,6 @@ Examples
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import networkx as nx
@@ -28,6 +27,9 @@ import numpy as np
 from dlscale.perfmodel.collectives import best_allreduce
 from dlscale.perfmodel.errors import ConfigError, unknown_name
 from dlscale.perfmodel.hardware import Cluster
+from dlscale.perfmodel.netapi import AnalyticalNetwork
+from dlscale.perfmodel.netmodel import dbt_segments
+from dlscale.perfmodel.schedules import double_binary_tree_edges
 
 from .fastmode import RouteCache, run_fast
 from .flowmode import run_flow
@@ -92,12 +94,16 @@ class SimulatedNetwork:
         self.rank_host = node_of(topology, labels)
         self._cache = RouteCache()
         self.name = str(topology.graph.get("cluster", topology.graph.get("family", "graph")))
+        self.cluster: Cluster | None = None
 
     @classmethod
     def from_cluster(cls, cluster: Cluster, nodes: int, node_graph: nx.Graph | None = None,
                      **kwargs: object) -> SimulatedNetwork:
         """The network of the first ``nodes`` nodes of ``cluster`` (see :func:`cluster_graph`)."""
-        return cls(cluster_graph(cluster, nodes, node_graph), **kwargs)  # type: ignore[arg-type]
+        net = cls(cluster_graph(cluster, nodes, node_graph), **kwargs)  # type: ignore[arg-type]
+        if node_graph is None and net.placement == "linear":
+            net.cluster = cluster
+        return net
 
     @property
     def max_ranks(self) -> int:
@@ -124,18 +130,15 @@ class SimulatedNetwork:
         return sel
 
     def _segments(self, sel: np.ndarray, n_bytes: float) -> int:
+        """Pipeline segments of the double binary tree: the rule of
+        :func:`dlscale.perfmodel.netmodel.dbt_segments`, with the uncontended
+        latency and inverse bandwidth of the path from the first to the last rank."""
         p = len(sel)
         if p < 2:
             return 1
-        r = route(self.table, self.router, self.rank_nodes[sel[:1]], self.rank_nodes[sel[-1:]])
-        alpha = float(r.latency_s.max())
-        ok = r.links >= 0
-        beta = 1.0 / float(self.table.bandwidth_Bps[r.links[ok]].min() * len(r.pair)) if ok.any() else 0
-        depth = math.ceil(math.log2(p))
-        if alpha <= 0:
-            return self.max_segments
-        k = math.sqrt(max(depth - 1, 0) * n_bytes * beta / alpha)
-        return int(min(self.max_segments, max(1, round(k))))
+        alpha, beta = self._hockney(int(sel[0]), int(sel[-1]))
+        depth = double_binary_tree_edges(p)[2]
+        return dbt_segments(depth, n_bytes, alpha, beta, self.max_segments)
 
     def _hockney(self, a: int, b: int) -> tuple[float, float]:
         """``(alpha_s, beta_s_per_B)`` of an uncontended message between endpoints."""
@@ -145,7 +148,10 @@ class SimulatedNetwork:
     def resolve_allreduce(self, n_bytes: float, ranks: int | Sequence[int] | None = None) -> str:
         """The algorithm ``"auto"`` runs for these ranks and this size.
 
-        A library's tuner does not know the contention of the run: it picks with the
+        On a cluster's own network (:meth:`from_cluster`, block placement) this is the
+        choice of the analytical model
+        (:meth:`dlscale.perfmodel.netapi.AnalyticalNetwork.resolve_allreduce`), so that
+        both fidelities run the same algorithm. On any other graph it picks with the
         closed forms (:func:`dlscale.perfmodel.collectives.best_allreduce`) on the
         network's uncontended point-to-point parameters, measured here on the
         routed graph: latency and inverse bandwidth from the first rank to a rank of
@@ -168,6 +174,12 @@ class SimulatedNetwork:
         p = len(sel)
         if p < 2:
             return "ring"
+        if self.cluster is not None:
+            # a cluster's network, ranks placed block-wise: the analytical model's choice,
+            # so that both fidelities run the same algorithm
+            ana = AnalyticalNetwork(self.cluster, self.gamma_s_per_B, self.inter_algorithm)
+            ids = int(p) if np.array_equal(sel, np.arange(p)) else sel.tolist()
+            return ana.resolve_allreduce(float(n_bytes), ids)
         hosts = self.rank_host[sel]
         _, counts = np.unique(hosts, return_counts=True)
         first = int(sel[0])
@@ -249,7 +261,8 @@ class SimulatedNetwork:
         return self.collective_s("allreduce", n_bytes, ranks, algorithm)
 
     def transfer_s(self, src_rank: int, dst_rank: int, n_bytes: float) -> float:
-        """Seconds of one uncontended message: path latency + bytes / bottleneck per rail."""
+        """Seconds of one uncontended message: path latency + bytes over the most loaded
+        link of its path (its subflows, one per rail, share the links before the split)."""
         sel = self._select([src_rank, dst_rank]) if src_rank != dst_rank else None
         if sel is None or n_bytes < 0:
             if n_bytes < 0:
@@ -258,5 +271,8 @@ class SimulatedNetwork:
             return 0.0
         r = route(self.table, self.router, self.rank_nodes[sel[:1]], self.rank_nodes[sel[1:]])
         ok = r.links >= 0
-        cap = np.where(ok, self.table.bandwidth_Bps[np.where(ok, r.links, 0)], np.inf).min(axis=1)
-        return float(np.max(r.latency_s + n_bytes * r.fraction / cap))
+        # a link two subflows share (a device's link, before the rails split) carries both
+        share = np.broadcast_to(r.fraction[:, None], r.links.shape)[ok]
+        load = np.bincount(r.links[ok], weights=share, minlength=self.table.n_links)
+        busy = float((load / self.table.bandwidth_Bps).max(initial=0.0))
+        return float(r.latency_s.max() + n_bytes * busy)

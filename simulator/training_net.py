@@ -7,9 +7,9 @@ bit-vector allreduce), the allgather of sparse gradients, the binomial reduce an
 broadcast of Sync EASGD, and a worker's message to the master. Two backends:
 
 ``analytical``
-    The closed forms of :mod:`dlscale.perfmodel` (Hockney with the topology rule of
-    :mod:`~dlscale.perfmodel.contention`), exactly as the analytical training model
-    uses them, so that without noise the simulation must agree with it.
+    The analytical network model of :mod:`dlscale.perfmodel.netmodel` (each step's
+    loads on every level of the topology), exactly as the analytical training model
+    uses it, so that without noise the simulation must agree with it.
 ``fast`` / ``flow`` (or any object with ``allreduce_s(n_bytes, ranks, algorithm)`` and
 ``transfer_s(src, dst, n_bytes)``, the ``NetworkModel`` interface)
     A :class:`~dlscale.simulator.network.SimulatedNetwork` of the cluster's topology:
@@ -36,13 +36,16 @@ from functools import lru_cache
 
 import numpy as np
 
-from dlscale.perfmodel.collectives import allgather_s, broadcast_s, reduce_s
-from dlscale.perfmodel.collectives import recursive_doubling_allreduce_s as _rd
-from dlscale.perfmodel.contention import effective_beta_s_per_B, hockney_params
+from dlscale.perfmodel.contention import hockney_params
 from dlscale.perfmodel.errors import ConfigError, unknown_name
 from dlscale.perfmodel.hardware import Cluster
+from dlscale.perfmodel.netmodel import collective_time_s
 from dlscale.perfmodel.training import layout
-from dlscale.perfmodel.training_sync import _allreduce_fn
+from dlscale.perfmodel.training_sync import (
+    end_to_end_latency_s,
+    negotiation_s,
+    workload_allreduce,
+)
 from dlscale.perfmodel.workload import Workload
 
 __all__ = ["NETWORKS", "TrainingNetwork", "make_training_network"]
@@ -109,7 +112,6 @@ class TrainingNetwork:
             dpn, rpn = cluster.node.devices_per_node, self.lay.ranks_per_node
             if rpn < dpn and dpn % rpn == 0 and cap == self.nodes * dpn:
                 self.sel = list(range(0, cap, dpn // rpn))
-        self._ar = _allreduce_fn(cluster, workload, self.lay)
         self.allreduce_s = lru_cache(maxsize=None)(self._allreduce)
         self.allgather_s = lru_cache(maxsize=None)(self._allgather)
 
@@ -118,14 +120,28 @@ class TrainingNetwork:
         return rank if isinstance(self.sel, int) else self.sel[rank]
 
     # -- collectives of synchronous SGD -------------------------------------------------
+    def algorithm_for(self, n_bytes: float) -> str:
+        """The allreduce algorithm run for ``n_bytes``: the workload's, or the one
+        ``"auto"`` picks by the analytical model (the same choice as ``predict``)."""
+        _, names = workload_allreduce(self.cluster, self.workload, self.lay,
+                                      np.array([float(n_bytes)]))
+        return str(names[0])
+
     def _allreduce(self, n_bytes: float) -> float:
         """Seconds of the workload's allreduce of ``n_bytes`` over all ranks."""
         if self.ranks < 2:
             return 0.0
         if self.sim is None:
-            return float(np.asarray(self._ar(float(n_bytes)))[0])
+            t, _ = workload_allreduce(self.cluster, self.workload, self.lay,
+                                      np.array([float(n_bytes)]))
+            return float(t[0])
         return float(self.sim.allreduce_s(float(n_bytes), self.sel,  # type: ignore[attr-defined]
-                                          self.workload.collective))
+                                          self.algorithm_for(n_bytes)))
+
+    def _closed(self, collective: str, algorithm: str, n_bytes: float,
+                gamma_s_per_B: float = 0.0) -> float:
+        return float(collective_time_s(self.cluster, collective, algorithm, float(n_bytes),
+                                       self.nodes, self.lay.ranks_per_node, gamma_s_per_B))
 
     def negotiation_s(self, tensors: int) -> float:
         """Orchestration of one bucket: rank-0 gather + broadcast, or bit-vector allreduce."""
@@ -133,16 +149,18 @@ class TrainingNetwork:
         if p < 2:
             return 0.0
         if self.workload.grouping == "fusion":
-            return ((p - 1) + math.ceil(math.log2(p))) * self.latency_s()
+            return float(negotiation_s(np.array([p]), np.array([self.latency_s()]))[0])
         bits = math.ceil(max(tensors, 1) / 8)
         if self.sim is None:
-            return float(_rd(bits, p, self.alpha_s, self.beta_s_per_B))
+            return self._closed("allreduce", "recursive-doubling", bits)
         return float(self.sim.allreduce_s(bits, self.sel, "recursive-doubling"))  # type: ignore[attr-defined]
 
     def latency_s(self) -> float:
         """Zero-byte message latency between the first and the last rank."""
-        if self.sim is None or self.ranks < 2:
+        if self.ranks < 2:
             return self.alpha_s
+        if self.sim is None:
+            return float(end_to_end_latency_s(self.cluster, self.lay)[0])
         return float(self.sim.transfer_s(0, self._endpoint(self.ranks - 1), 0.0))  # type: ignore[attr-defined]
 
     def _allgather(self, total_bytes: float) -> float:
@@ -150,9 +168,7 @@ class TrainingNetwork:
         if self.ranks < 2:
             return 0.0
         if self.sim is None or not hasattr(self.sim, "collective_s"):
-            beta = effective_beta_s_per_B(self.cluster, "ring", self.lay.nodes,
-                                          self.lay.ranks_per_node)
-            return float(np.asarray(allgather_s(total_bytes, self.ranks, self.alpha_s, beta))[0])
+            return self._closed("allgather", "ring", total_bytes)
         return float(self.sim.collective_s("allgather", float(total_bytes),
                                            self.sel, "ring"))
 
@@ -162,11 +178,8 @@ class TrainingNetwork:
         if self.ranks < 2:
             return 0.0
         if self.sim is None or not hasattr(self.sim, "collective_s"):
-            beta = effective_beta_s_per_B(self.cluster, "binomial-tree", self.lay.nodes,
-                                          self.lay.ranks_per_node)
-            r = reduce_s(n_bytes, self.ranks, self.alpha_s, beta, self.gamma_s_per_B)
-            b = broadcast_s(n_bytes, self.ranks, self.alpha_s, beta)
-            return float(np.asarray(r)[0] + np.asarray(b)[0])
+            return (self._closed("reduce", "binomial", n_bytes, self.gamma_s_per_B)
+                    + self._closed("broadcast", "binomial", n_bytes))
         sim = self.sim
         return float(sim.collective_s("reduce", n_bytes, self.sel)
                      + sim.collective_s("broadcast", n_bytes, self.sel))

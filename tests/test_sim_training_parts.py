@@ -111,13 +111,15 @@ def test_one_rank_per_two_socket_node_uses_one_endpoint_per_node():
 def test_training_network_passes_auto_through():
     import dataclasses
 
-    from dlscale.perfmodel.training_sync import _allreduce_fn
+    from dlscale.perfmodel.training_sync import workload_allreduce
 
     c = get_cluster("summit")
     w = dataclasses.replace(get_workload("resnet50"), collective="auto")
     fast = make_training_network(c, w, 4, "fast")
-    for n in (64.0, 100e6):
-        name = fast.sim.resolve_allreduce(n, fast.sel)
-        assert fast.allreduce_s(n) == fast.sim.allreduce_s(n, fast.sel, name)
     ana = make_training_network(c, w, 4, "analytical")
-    assert ana.allreduce_s(100e6) == float(np.asarray(_allreduce_fn(c, w, ana.lay)(100e6))[0])
+    for n in (64.0, 100e6):
+        # both backends run the algorithm the analytical tuner picks (as predict does)
+        t, names = workload_allreduce(c, w, ana.lay, np.array([n]))
+        assert fast.algorithm_for(n) == ana.algorithm_for(n) == names[0]
+        assert fast.allreduce_s(n) == fast.sim.allreduce_s(n, fast.sel, str(names[0]))
+        assert ana.allreduce_s(n) == float(t[0])

@@ -63,12 +63,20 @@ def test_master_queue_shows_in_the_trace_of_an_async_run():
     assert max(e["args"]["master queue"] for e in counters) > 1
 
 
-def test_fast_network_resolves_contention_the_closed_form_does_not():
+def test_fast_network_and_the_closed_form_see_the_same_link_loads():
+    # the closed form counts each step's flows per level as the routed network loads
+    # them, so without noise a ring on Summit agrees; a 10x slower fabric moves both
     ana = simulate_training(SUMMIT, RESNET, 32, iterations=2, efficiency=False)
     fast = simulate_training(SUMMIT, RESNET, 32, iterations=2, efficiency=False,
                              network="fast")
     assert fast.network == "fast" and fast.iteration_s > 0
-    assert fast.summary()["comm_s"] != pytest.approx(ana.summary()["comm_s"], rel=1e-6)
+    assert fast.summary()["comm_s"] == pytest.approx(ana.summary()["comm_s"], rel=0.02)
+    slow_link = dataclasses.replace(SUMMIT.network.link, bandwidth_Bps=1.25e9)
+    slow = dataclasses.replace(SUMMIT, network=dataclasses.replace(SUMMIT.network,
+                                                                   link=slow_link))
+    for net in ("analytical", "fast"):
+        a = simulate_training(slow, RESNET, 32, iterations=2, efficiency=False, network=net)
+        assert a.summary()["comm_s"] > 1.5 * ana.summary()["comm_s"], net
 
 
 def test_configuration_that_does_not_fit_is_reported_not_simulated():

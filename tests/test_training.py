@@ -283,15 +283,15 @@ def test_network_only_for_sync_sgd():
 
 def test_auto_collective_is_the_least_of_every_collective_with_its_contention():
     from dlscale.perfmodel.catalog import get_cluster, get_workload
-    from dlscale.perfmodel.training_sync import _allreduce_fn, auto_choice
+    from dlscale.perfmodel.training_sync import auto_choice, workload_allreduce
     from dlscale.perfmodel.workload import COLLECTIVES
 
     c, w = get_cluster("summit"), get_workload("resnet50")
     lay = layout(c, w, [1, 2, 16, 256, 4096])
     nb = np.geomspace(8, 1e9, 12)[:, None]
-    fixed = {k: np.asarray(_allreduce_fn(c, dataclasses.replace(w, collective=k), lay)(nb))
+    fixed = {k: workload_allreduce(c, dataclasses.replace(w, collective=k), lay, nb)[0]
              for k in COLLECTIVES if k != "auto"}
-    auto = np.asarray(_allreduce_fn(c, dataclasses.replace(w, collective="auto"), lay)(nb))
+    auto = workload_allreduce(c, dataclasses.replace(w, collective="auto"), lay, nb)[0]
     stack = np.stack([np.broadcast_to(v, auto.shape) for v in fixed.values()])
     np.testing.assert_allclose(auto, stack.min(axis=0), rtol=1e-12)
     names = auto_choice(c, w, lay)

@@ -127,8 +127,8 @@ def test_cli_rejects_unknown_case(capsys) -> None:
 
 def test_simulated_fidelity_is_the_training_simulation() -> None:
     # The case's simulated row is simulate_training's result with the fidelity's
-    # settings: the same efficiency, and a time that differs from the analytical one
-    # (routed allreduces, not the closed forms).
+    # settings: the same efficiency, and a time that agrees with the analytical one
+    # (routed allreduces; the closed form counts the same link loads).
     import dataclasses
 
     from dlscale.perfmodel.catalog import get_cluster, get_workload
@@ -141,7 +141,7 @@ def test_simulated_fidelity_is_the_training_simulation() -> None:
     ref = simulate_training(c, w, 8, **SETTINGS)
     assert got.network == "fast" and got.ranks == 16
     assert got.efficiency == ref.efficiency and got.iteration_s == ref.iteration_s
-    assert got.iteration_s != pytest.approx(got.analytical_iteration_s, rel=1e-6)
+    assert got.iteration_s == pytest.approx(got.analytical_iteration_s, rel=0.02)
     assert describe(got).startswith("simulated iteration ")
 
 

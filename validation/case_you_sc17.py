@@ -141,12 +141,6 @@ MISSES: dict[str, str] = {
         "27.7 GB. The weights alone (16 x 0.75 GB = 12 GB) fit, as the paper says, so "
         "either its parts used smaller minibatches than U4 assumes or its framework "
         "kept fewer activations than the memory model counts"),
-    "knl_weak_efficiency_4253_cores": (
-        "with overlap the model hides the whole binomial reduce+broadcast (0.31 s of "
-        "249 MB over Aries) under the 0.46 s local step, so it predicts 100%; the "
-        "paper's overlap is partial (its own K80 figure keeps 14% communication after "
-        "overlap) and its runs see network noise and stragglers, which the "
-        "analytical model does not charge"),
     **{f"ordering_{e}_vs_{s}": (
         "at tau = 1 the EASGD variant sends as much as the SGD one and also runs the "
         "elastic update on the worker, so by throughput it ties or loses; the paper's "

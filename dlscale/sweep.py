@@ -73,6 +73,14 @@ def _seed(study_seed: int, key: str) -> int:
     return int(ss.generate_state(1, dtype=np.uint32)[0])
 
 
+def _network_of(fidelity: str) -> str:
+    """The network model a fidelity's rows come from (simulated: the API's default)."""
+    from dlscale.simulator.training_net import DEFAULT_NETWORK
+
+    return {"analytical": "analytical", "simulated": DEFAULT_NETWORK,
+            "hybrid": f"analytical + {DEFAULT_NETWORK}"}.get(fidelity, fidelity)
+
+
 def _key(base: Mapping[str, Any], params: Mapping[str, Any], nodes: int, fidelity: str) -> str:
     return point_key({**base, **params}, nodes, fidelity)
 
@@ -328,7 +336,8 @@ def run_sweep(study: Study, out_dir: str | Path | None = None, *, executor: str 
     recs = sorted(done.values(), key=lambda r: (r[0]["point"], order.get(r[0]["fidelity"], 2)))
     rows = [r[0] for r in recs]
     meta = {"study": study.name, "cluster": study.cluster, "workload": study.workload,
-            "fidelity": study.fidelity, "seed": study.seed, "points": len(study),
+            "fidelity": study.fidelity, "network": _network_of(study.fidelity),
+            "seed": study.seed, "points": len(study),
             "failures": sum(r["status"] != "ok" for r in rows), "out_dir": str(out),
             "parameters": list(shorts.values())}
     atomic_write_text(csv_path, ",".join(header) + "\n" + "".join(r[2] for r in recs))

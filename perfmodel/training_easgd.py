@@ -55,11 +55,11 @@ from .collectives import parameter_server_s
 from .compute import layer_times, update_s
 from .contention import hockney_params
 from .hardware import Cluster
-from .netmodel import time_per_node_count
+from .netmodel import path_hockney, time_per_node_count
 from .training import IterationTimes, Layout
 from .workload import Workload
 
-__all__ = ["MASTER_ARRAYS", "easgd_times"]
+__all__ = ["MASTER_ARRAYS", "easgd_times", "master_link"]
 
 #: Arrays of ``W`` bytes the master reads or writes to apply one exchange.
 MASTER_ARRAYS = {
@@ -68,6 +68,36 @@ MASTER_ARRAYS = {
 }
 
 _SGD_FAMILY = ("async-sgd", "async-msgd", "hogwild-sgd")
+
+
+def master_link(cluster: Cluster, algorithm: str, nodes: np.ndarray,
+                ranks_per_node: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(alpha_s, beta_s_per_B)`` of a worker's message to the master, per node count.
+
+    The master sits with rank 0. Across nodes: the path from the last worker to it
+    (:func:`.netmodel.path_hockney`: latencies along the path, its slowest link). On
+    one node: the node's host link for the original EASGD (the master is a CPU
+    process), else the intra-node link.
+
+    Examples
+    --------
+    >>> from dlscale.perfmodel.catalog import get_cluster
+    >>> a, b = master_link(get_cluster("cori-knl"), "async-easgd", np.array([1, 64]), 1)
+    >>> (1 / b / 1e9).round(2).tolist()       # KNL shared memory; then an Aries local link
+    [6.0, 5.25]
+    """
+    node = cluster.node
+    local = node.host_link if (algorithm == "easgd" and node.host_link is not None) \
+        else node.intra_link
+    alpha, beta = [], []
+    for n in np.atleast_1d(nodes).astype(int).tolist():
+        if n > 1:
+            a, b = path_hockney(cluster, n, ranks_per_node, n * ranks_per_node - 1, 0)
+        else:
+            a, b = local.latency_s, 1.0 / local.bandwidth_Bps
+        alpha.append(a)
+        beta.append(b)
+    return np.array(alpha), np.array(beta)
 
 
 def easgd_times(cluster: Cluster, workload: Workload, lay: Layout) -> IterationTimes:
@@ -84,7 +114,6 @@ def easgd_times(cluster: Cluster, workload: Workload, lay: Layout) -> IterationT
                                lay.share)
     W = float(workload.model.params * workload.bytes_per_element)
     P = lay.ranks
-    multi_node = lay.nodes > 1
     par = hockney_params(cluster)
     tau = 1 if alg in _SGD_FAMILY else workload.tau
 
@@ -98,9 +127,7 @@ def easgd_times(cluster: Cluster, workload: Workload, lay: Layout) -> IterationT
         return IterationTimes(iteration, t_step + 0 * iteration, comm, iteration - t_step,
                               lay.global_batch / iteration)
 
-    local = node.host_link if (alg == "easgd" and node.host_link is not None) else node.intra_link
-    alpha_m = np.where(multi_node, node.nic.latency_s, local.latency_s)
-    beta_m = np.where(multi_node, 1.0 / node.nic.bandwidth_Bps, 1.0 / local.bandwidth_Bps)
+    alpha_m, beta_m = master_link(cluster, alg, lay.nodes, lay.ranks_per_node)
     bw_master = dev.training_memory_bandwidth_Bps
     u = MASTER_ARRAYS[alg] / bw_master            # seconds per byte of W applied
 

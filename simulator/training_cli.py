@@ -32,7 +32,7 @@ from dlscale.output import format_table, to_jsonable, write_rows
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.workload import ALGORITHMS
 
-from .training_net import NETWORKS
+from .training_net import DEFAULT_NETWORK, NETWORKS
 from .training_result import TrainingResult
 
 __all__ = ["COLUMNS", "add_training_args", "run_training"]
@@ -113,7 +113,7 @@ def run_training(args: argparse.Namespace) -> int:
     if getattr(args, "collective", None) is not None:  # the allreduce of the gradients
         workload = dataclasses.replace(workload, collective=args.collective)
     network = args.network or (getattr(args, "mode", None) if getattr(args, "mode", None)
-                               in NETWORKS else None) or "fast"
+                               in NETWORKS else None) or DEFAULT_NETWORK
     nodes = _nodes(args.nodes)
     algs = [a.strip() for a in args.compare.split(",")] if args.compare else [args.algorithm]
     for a in algs:

@@ -41,6 +41,7 @@ from dlscale.perfmodel.errors import ConfigError, unknown_name
 from dlscale.perfmodel.hardware import Cluster
 from dlscale.perfmodel.netmodel import collective_time_s
 from dlscale.perfmodel.training import layout
+from dlscale.perfmodel.training_easgd import master_link
 from dlscale.perfmodel.training_sync import (
     end_to_end_latency_s,
     negotiation_s,
@@ -48,10 +49,13 @@ from dlscale.perfmodel.training_sync import (
 )
 from dlscale.perfmodel.workload import Workload
 
-__all__ = ["NETWORKS", "TrainingNetwork", "make_training_network"]
+__all__ = ["DEFAULT_NETWORK", "NETWORKS", "TrainingNetwork", "make_training_network"]
 
 #: Network backends by name.
 NETWORKS = ("analytical", "fast", "flow")
+#: The backend ``simulate`` uses unless told otherwise, in the Python API, the command
+#: line and sweeps alike: the routed fast mode (link contention on the topology).
+DEFAULT_NETWORK = "fast"
 
 
 class TrainingNetwork:
@@ -188,10 +192,9 @@ class TrainingNetwork:
     def master_link(self, algorithm: str) -> tuple[float, float]:
         """``(alpha_s, beta_s_per_B)`` of a worker's message to the master.
 
-        Across nodes the master's NIC; on one node the node's host link for the
-        original EASGD (the master is a CPU process), else the intra-node link.
+        The simulated network's view of the message from the last worker to rank 0,
+        or, analytically, :func:`dlscale.perfmodel.training_easgd.master_link`.
         """
-        node = self.cluster.node
         if self.sim is not None and self.ranks > 1 and not (algorithm == "easgd"
                                                               and self.nodes == 1):
             # the simulated network's view of a message from the last worker to the
@@ -200,11 +203,9 @@ class TrainingNetwork:
             lat = float(self.sim.transfer_s(w, 0, 0.0))  # type: ignore[attr-defined]
             one = float(self.sim.transfer_s(w, 0, 1e9)) - lat  # type: ignore[attr-defined]
             return lat, one / 1e9
-        if self.nodes > 1:
-            return node.nic.latency_s, 1.0 / node.nic.bandwidth_Bps
-        local = node.host_link if (algorithm == "easgd" and node.host_link is not None) \
-            else node.intra_link
-        return local.latency_s, 1.0 / local.bandwidth_Bps
+        a, b = master_link(self.cluster, algorithm, np.array([self.nodes]),
+                           self.lay.ranks_per_node)
+        return float(a[0]), float(b[0])
 
     def host_copy_s(self, n_bytes: float) -> float:
         """Device -> host -> device copy of ``n_bytes`` (GPU workers of the original EASGD)."""

@@ -33,7 +33,7 @@ from dlscale.perfmodel.workload import ALGORITHMS, Workload
 
 from .stragglers import Noise, make_noise
 from .training_common import RunContext
-from .training_net import NETWORKS, make_training_network
+from .training_net import DEFAULT_NETWORK, NETWORKS, make_training_network
 from .training_result import TrainingResult
 from .training_trace import TraceRecorder
 
@@ -93,7 +93,7 @@ def _run(ctx: RunContext):
 
 def simulate_training(cluster: Cluster, workload: Workload, nodes: int, *,
                       algorithm: str | None = None, iterations: int = 20, seed: int = 0,
-                      mode: str = "timing", network: str | object = "analytical",
+                      mode: str = "timing", network: str | object = DEFAULT_NETWORK,
                       noise: str | Noise | None = "none", trace: bool | str = False,
                       efficiency: bool = True, cosim_options: dict | None = None,
                       trace_ranks: int = 16, trace_iterations: int = 5) -> TrainingResult:

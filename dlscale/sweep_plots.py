@@ -78,7 +78,9 @@ def plot_scaling_groups(path: str | Path, rows: Sequence[Mapping[str, Any]],
     """Throughput and scaling efficiency against devices, one curve per value of ``group_by``.
 
     With more than :data:`MAX_CURVES` groups, curves are grouped by ``group_by[0]``
-    alone, each point the highest throughput over the other parameters.
+    alone, each point the highest throughput over the other parameters. Where the
+    rows say which topology level limits the allreduce (``network_limit``), the last
+    point of each efficiency curve is labelled with the algorithm and that level.
     """
     plt = _plt()
     keys = list(group_by)
@@ -97,6 +99,11 @@ def plot_scaling_groups(path: str | Path, rows: Sequence[Mapping[str, Any]],
         name = ", ".join(f"{k}={v}" for k, v in zip(keys, g, strict=True)) or "all"
         ax1.loglog(devs, [_num(pts[d]["samples_per_s"]) for d in devs], "o-", label=name)
         ax2.semilogx(devs, [_num(pts[d]["efficiency"]) for d in devs], "o-", label=name)
+        last = pts[devs[-1]]
+        if last.get("network_limit"):   # which level's links limit the allreduce there
+            ax2.annotate(f"{last.get('allreduce', '')}: {last['network_limit']}",
+                         (devs[-1], _num(last["efficiency"])), fontsize=6,
+                         textcoords="offset points", xytext=(-4, 3), ha="right")
     ax1.set_xlabel("devices")
     ax1.set_ylabel("samples / s")
     ax2.set_xlabel("devices")

@@ -33,6 +33,7 @@ Evaluator = Callable[[Cluster, Workload, list[int], list[int]], list[dict[str, A
 #: go to the JSON files only).
 COLUMNS = ("nodes", "network", "devices", "iteration_s", "compute_s", "comm_s", "exposed_comm_s",
            "samples_per_s", "efficiency", "memory_per_device_bytes", "fits", "bottleneck",
+           "allreduce", "network_limit",
            "time_to_train_s", "node_hours", "cost", "error")
 
 

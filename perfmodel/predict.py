@@ -33,7 +33,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,7 @@ from .atomicio import atomic_write_text
 from .hardware import Cluster
 from .memory import memory_per_rank
 from .training import check_nodes, efficiency, iteration_times, layout
+from .training_sync import collective_summary
 from .workload import Workload
 
 __all__ = ["ROW_KEYS", "Prediction", "predict"]
@@ -51,7 +52,7 @@ __all__ = ["ROW_KEYS", "Prediction", "predict"]
 #: Keys of :meth:`Prediction.to_rows`, in column order.
 ROW_KEYS = ("nodes", "devices", "ranks", "global_batch", "iteration_s", "compute_s", "comm_s",
             "exposed_comm_s", "samples_per_s", "efficiency", "memory_per_device_bytes", "fits",
-            "bottleneck")
+            "bottleneck", "allreduce", "network_limit")
 
 
 @dataclass(frozen=True)
@@ -96,6 +97,14 @@ class Prediction:
         ``"communication"`` otherwise.
     memory_resource : str
         Which memory ``fits`` was checked against.
+    allreduce : ndarray of str
+        Synchronous SGD: the algorithm the largest gradient bucket's allreduce runs at
+        that node count (what ``"auto"`` picked, or the chosen collective); ``""``
+        for one rank and for the other training algorithms.
+    network_limit : ndarray of str
+        The topology level whose links limit that allreduce's bandwidth time
+        (``intra``, ``host``, ``L1-L2``, ``local``, ``global``, ``torus``...; see
+        :mod:`.linkload`).
     """
 
     cluster: str
@@ -117,6 +126,8 @@ class Prediction:
     fits: np.ndarray
     bottleneck: np.ndarray
     memory_resource: str
+    allreduce: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=object))
+    network_limit: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=object))
 
     def __len__(self) -> int:
         return int(self.nodes.size)
@@ -164,6 +175,10 @@ def predict(cluster: Cluster, workload: Workload, nodes: ArrayLike) -> Predictio
     if times.limit is not None:
         basic = np.where(times.limit[1:] != "", times.limit[1:], basic)
     bottleneck = np.where(mem.fits, basic, "memory").astype(str)
+    if workload.algorithm == "sync-sgd":
+        used, limit = collective_summary(cluster, workload, lay)
+    else:
+        used = limit = np.full(len(n), "", dtype=object)
     return Prediction(
         cluster=cluster.name, workload=workload.name, algorithm=workload.algorithm,
         collective=workload.collective, scaling=workload.scaling,
@@ -173,5 +188,5 @@ def predict(cluster: Cluster, workload: Workload, nodes: ArrayLike) -> Predictio
         exposed_comm_s=exposed, samples_per_s=sps,
         efficiency=efficiency(sps, n, float(times.samples_per_s[0])),
         memory_per_device_bytes=mem.per_device_bytes, fits=mem.fits, bottleneck=bottleneck,
-        memory_resource=mem.resource,
+        memory_resource=mem.resource, allreduce=used, network_limit=limit,
     )

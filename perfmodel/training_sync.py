@@ -62,14 +62,15 @@ from .compute import layer_times, update_s
 from .contention import hockney_params
 from .hardware import Cluster
 from .memory import sparse_gather_bytes
-from .netmodel import path_hockney, time_per_node_count
+from .netmodel import limiting_level, path_hockney, time_per_node_count
 from .training import IterationTimes, Layout
 from .workload import Workload
 
 if TYPE_CHECKING:
     from .netapi import NetworkModel
 
-__all__ = ["HOROVOD_CYCLE_S", "Buckets", "auto_choice", "buckets", "end_to_end_latency_s",
+__all__ = ["HOROVOD_CYCLE_S", "Buckets", "auto_choice", "buckets", "collective_summary",
+           "end_to_end_latency_s",
            "negotiation_s", "sync_sgd_times", "workload_allreduce"]
 
 #: Horovod background-loop cycle: HOROVOD_CYCLE_TIME default 5 ms in Horovod up to
@@ -169,6 +170,33 @@ def auto_choice(cluster: Cluster, workload: Workload, lay: Layout) -> list[np.nd
     auto = dataclasses.replace(workload, collective="auto")
     names = workload_allreduce(cluster, auto, lay, bk.bytes[:, None])[1]
     return [np.atleast_1d(row) for row in np.atleast_2d(names)]
+
+
+def collective_summary(cluster: Cluster, workload: Workload,
+                       lay: Layout) -> tuple[np.ndarray, np.ndarray]:
+    """Per node count: the algorithm of the largest gradient bucket's allreduce (what
+    ``"auto"`` picked, or the workload's collective) and the topology level that limits
+    its bandwidth time (:func:`.netmodel.limiting_level`; ``""`` on one rank).
+
+    Examples
+    --------
+    >>> from dlscale.perfmodel.catalog import get_cluster, get_workload
+    >>> from dlscale.perfmodel.training import layout
+    >>> c, w = get_cluster("stampede2-knl"), get_workload("resnet50")
+    >>> w = dataclasses.replace(w, collective="rabenseifner")
+    >>> [x.tolist() for x in collective_summary(c, w, layout(c, w, [1, 2, 64]))]
+    [['', 'rabenseifner', 'rabenseifner'], ['', 'host', 'L1-L2']]
+    """
+    bk = buckets(workload)
+    n = len(lay.nodes)
+    if not len(bk.bytes):
+        return np.full(n, "", dtype=object), np.full(n, "", dtype=object)
+    big = np.array([[bk.bytes.max()]])
+    names = workload_allreduce(cluster, workload, lay, big)[1][0]
+    levels = [limiting_level(cluster, "allreduce", str(a), int(nd), lay.ranks_per_node)
+              if p > 1 else "" for a, nd, p in zip(names, lay.nodes, lay.ranks, strict=True)]
+    algs = [str(a) if p > 1 else "" for a, p in zip(names, lay.ranks, strict=True)]
+    return np.array(algs, dtype=object), np.array(levels, dtype=object)
 
 
 def negotiation_s(p: np.ndarray, alpha_s: np.ndarray) -> np.ndarray:

@@ -10,7 +10,7 @@ from dlscale.perfmodel.config import apply_overrides, load_cluster, load_workloa
 from dlscale.perfmodel.workload import ALGORITHMS, COLLECTIVES, GROUPINGS
 
 COLUMNS = ("nodes", "devices", "iteration_s", "compute_s", "comm_s", "exposed_comm_s",
-           "samples_per_s", "efficiency", "fits")
+           "samples_per_s", "efficiency", "fits", "allreduce", "network_limit")
 
 
 def add_parser(sub: Any) -> None:

@@ -70,6 +70,12 @@ def test_readme_example_runs(example, tmp_path):
             assert not missing, f"{example.where}: {line}: did not write {missing}"
 
 
+def test_the_harness_examples():
+    import doctest
+
+    assert doctest.testmod(rh).failed == 0
+
+
 def test_the_harness_finds_the_readme_commands():
     lines = [ln for ex in EXAMPLES for ln in ex.lines]
     assert any("mpi4py.futures -m dlscale sweep" in ln for ln in lines)

@@ -134,8 +134,10 @@ def inline_commands(readme: str) -> list[Example]:
     """Inline code spans outside fenced blocks that are whole commands without placeholders."""
     prose = re.sub(r"^```.*?^```", "", readme, flags=re.S | re.M)
     out = []
-    for m in re.finditer(r"`([^`\n]+)`", prose):
-        text = m.group(1).strip()
+    for m in re.finditer(r"`([^`]+)`", prose):
+        if "\n\n" in m.group(1):
+            continue  # not a span: an unpaired backtick
+        text = " ".join(m.group(1).split())  # a span may wrap across lines
         words = text.split()
         if len(words) < 2 or words[0] not in ("dlscale", "mpiexec"):
             continue  # not a command, or the bare name (`dlscale`)

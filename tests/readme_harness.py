@@ -6,7 +6,8 @@ Used by ``tests/test_readme_commands.py``. What is run:
   dropped, ``&&`` splitting a line into steps); the lines of one block run in order
   in one temporary folder, so a later line may use an earlier line's file;
 - every inline code span that is a whole ``dlscale`` command with no placeholder
-  (``dlscale plan resnet50 --epochs 90``, not ``dlscale sweep STUDY.toml``).
+  (``dlscale plan resnet50 --epochs 90``, not ``dlscale sweep STUDY.toml``);
+- every fenced ``python`` block, as a script run by this interpreter.
 
 How a README command maps to what the test runs (:func:`to_steps`):
 
@@ -128,6 +129,12 @@ def sh_blocks(readme: str) -> list[Example]:
         lines = [ln for ln in lines if ln and not ln.startswith("#")]
         out.append(Example(f"README.md:{lineno}", lines))
     return out
+
+
+def python_blocks(readme: str) -> list[Example]:
+    """The fenced ``python`` blocks, each one program (:attr:`Example.lines` holds it whole)."""
+    return [Example(f"README.md:{readme[:m.start()].count(chr(10)) + 1}", [m.group(1)])
+            for m in re.finditer(r"^```python\n(.*?)^```", readme, re.S | re.M)]
 
 
 def inline_commands(readme: str) -> list[Example]:

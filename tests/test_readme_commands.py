@@ -9,8 +9,10 @@ the install steps checked instead of rerun) is described in ``tests/readme_harne
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -70,6 +72,17 @@ def test_readme_example_runs(example, tmp_path):
             assert not missing, f"{example.where}: {line}: did not write {missing}"
 
 
+@pytest.mark.parametrize("block", rh.python_blocks(README), ids=lambda b: b.where)
+def test_readme_python_block_runs(block, tmp_path):
+    script = _workdir(tmp_path) / "readme_block.py"
+    script.write_text(block.lines[0])
+    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=_env(),
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, f"{block.where}:\n{block.lines[0]}\n{proc.stderr[-3000:]}"
+    for name in re.findall(r"""to_(?:csv|json)\(["']([^"']+)["']\)""", block.lines[0]):
+        assert _written(tmp_path / name), f"{block.where}: did not write {name}"
+
+
 def test_the_harness_examples():
     import doctest
 
@@ -81,6 +94,7 @@ def test_the_harness_finds_the_readme_commands():
     assert any("mpi4py.futures -m dlscale sweep" in ln for ln in lines)
     assert any(rh.dlscale_words(ln)[:1] == ("calibrate",) for ln in lines)
     assert len(rh.synopsis_keys(README)) >= 8
+    assert rh.python_blocks(README)
 
 
 def test_every_summary_command_has_a_run_example():

@@ -60,6 +60,7 @@ from dlscale.sweep_points import (
     add_training_metrics,
     analytical,
     materialize,
+    mpi_preflight,
     resolve_evaluator,
     simulated,
 )
@@ -269,6 +270,8 @@ def run_sweep(study: Study, out_dir: str | Path | None = None, *, executor: str 
         raise unknown_name("executor", executor, EXECUTORS)
     if jobs is not None and jobs < 1:
         raise ConfigError(f"jobs: must be >= 1, got {jobs!r}")
+    if executor == "mpi" and (note := mpi_preflight()):
+        print(f"dlscale sweep: {note}", file=sys.stderr)
     evals: dict[str, Evaluator | str] = {**EVALUATORS, **(evaluators or {})}
     for name in evals.values():
         resolve_evaluator(name)

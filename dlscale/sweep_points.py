@@ -24,7 +24,7 @@ from dlscale.perfmodel.workload import Workload
 from dlscale.study import split_params
 
 __all__ = ["COLUMNS", "EVALUATORS", "EXECUTORS", "Evaluator", "add_training_metrics",
-           "analytical", "materialize", "resolve_evaluator", "simulated"]
+           "analytical", "materialize", "mpi_preflight", "resolve_evaluator", "simulated"]
 
 
 Evaluator = Callable[[Cluster, Workload, list[int], list[int]], list[dict[str, Any]]]
@@ -91,15 +91,42 @@ def resolve_evaluator(spec: str | Evaluator) -> Evaluator:
     raise unknown_name("evaluator", spec, [*EVALUATORS, "module:function"])
 
 
+MPI_START = "mpiexec -n N python -m mpi4py.futures -m dlscale sweep STUDY.toml --executor mpi"
+
+
+def mpi_preflight() -> str | None:
+    """Check where ``--executor mpi`` runs; return a one-line note to print, or None.
+
+    Under ``python -m mpi4py.futures`` rank 0 runs the sweep and the other ranks are
+    its workers; with one rank there are none and mpi4py runs the points in a thread
+    of rank 0 (said in the note). Under a plain ``mpiexec -n N dlscale sweep`` (N > 1)
+    every rank would run the whole sweep into the same folder: a :class:`ConfigError`.
+    Without mpiexec, mpi4py spawns the workers (``MPI_Comm_spawn``).
+    """
+    try:
+        from mpi4py import MPI
+        from mpi4py.futures import _core
+    except ImportError:
+        raise ConfigError("--executor mpi: mpi4py is not installed "
+                          "(pip install 'dlscale[mpi]')") from None
+    size = MPI.COMM_WORLD.Get_size()
+    shared = getattr(_core, "SharedPool", None) is not None
+    if size > 1 and not shared:
+        raise ConfigError(f"--executor mpi: {size} MPI processes each running the whole "
+                          f"sweep; start it as `{MPI_START}`")
+    if shared and size == 1:
+        return ("--executor mpi: 1 MPI process, no worker ranks: the points run one at a "
+                "time in rank 0 (mpiexec -n N gives N-1 workers)")
+    return None
+
+
 def _make_executor(name: str, jobs: int | None) -> cf.Executor:
     if name == "process":
         return cf.ProcessPoolExecutor(max_workers=jobs)
     if name == "mpi":
-        try:
-            from mpi4py.futures import MPIPoolExecutor
-        except ImportError:
-            raise ConfigError("--executor mpi: mpi4py is not installed "
-                              "(pip install 'dlscale[mpi]')") from None
+        mpi_preflight()
+        from mpi4py.futures import MPIPoolExecutor
+
         return MPIPoolExecutor(max_workers=jobs)
     return _SerialExecutor()
 

@@ -7,7 +7,11 @@ plots beside them. On an MPI cluster::
 
     mpiexec -n N python -m mpi4py.futures -m dlscale sweep STUDY.toml --executor mpi
 
-(``-m dlscale.commands.sweep`` runs this command alone the same way).
+(``-m dlscale.commands.sweep`` runs this command alone the same way). Rank 0 runs
+the sweep, the other N-1 ranks evaluate the points; with ``-n 1`` the points run
+in rank 0 (one line on stderr says so). A plain ``mpiexec -n N dlscale sweep
+--executor mpi`` (N > 1, without ``-m mpi4py.futures``) is refused with one line:
+every rank would run the whole sweep.
 """
 
 from __future__ import annotations

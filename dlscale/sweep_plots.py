@@ -73,14 +73,28 @@ def _num(v: Any) -> float:
         return math.nan
 
 
+def _label(keys: Sequence[str], values: Sequence[Any]) -> str:
+    """A curve's legend entry: ``name=value`` pairs; a zipped ``name`` stands for the
+    table-valued parameters zipped with it (a topology table is no label)."""
+    named = "name" in {k.rsplit(".", 1)[-1] for k in keys}
+    parts = []
+    for k, v in zip(keys, values, strict=True):
+        if named and (isinstance(v, (dict, list)) or str(v)[:1] in ("{", "[")):
+            continue
+        text = str(v)
+        parts.append(f"{k.rsplit('.', 1)[-1] if k.endswith('.name') else k}="
+                     f"{text if len(text) <= 32 else text[:29] + '...'}")
+    return ", ".join(parts) or "all"
+
+
 def plot_scaling_groups(path: str | Path, rows: Sequence[Mapping[str, Any]],
                         group_by: Sequence[str], title: str) -> Path:
     """Throughput and scaling efficiency against devices, one curve per value of ``group_by``.
 
     With more than :data:`MAX_CURVES` groups, curves are grouped by ``group_by[0]``
     alone, each point the highest throughput over the other parameters. Where the
-    rows say which topology level limits the allreduce (``network_limit``), the last
-    point of each efficiency curve is labelled with the algorithm and that level.
+    rows say which topology level limits the allreduce (``network_limit``), each curve's
+    legend entry names the algorithm and that level at its largest node count.
     """
     plt = _plt()
     keys = list(group_by)
@@ -93,17 +107,16 @@ def plot_scaling_groups(path: str | Path, rows: Sequence[Mapping[str, Any]],
         cur = curves.setdefault(g, {}).get(r["devices"])
         if cur is None or _num(r["samples_per_s"]) > _num(cur["samples_per_s"]):
             curves[g][r["devices"]] = r
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2), constrained_layout=True)
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 5.2), constrained_layout=True)
     for g, pts in list(curves.items())[:MAX_CURVES]:
         devs = sorted(pts)
-        name = ", ".join(f"{k}={v}" for k, v in zip(keys, g, strict=True)) or "all"
-        ax1.loglog(devs, [_num(pts[d]["samples_per_s"]) for d in devs], "o-", label=name)
-        ax2.semilogx(devs, [_num(pts[d]["efficiency"]) for d in devs], "o-", label=name)
+        name = _label(keys, g)
         last = pts[devs[-1]]
         if last.get("network_limit"):   # which level's links limit the allreduce there
-            ax2.annotate(f"{last.get('allreduce', '')}: {last['network_limit']}",
-                         (devs[-1], _num(last["efficiency"])), fontsize=6,
-                         textcoords="offset points", xytext=(-4, 3), ha="right")
+            name += (f" | {last['nodes']} nodes: {last.get('allreduce', '')}, "
+                     f"{last['network_limit']} links limit")
+        ax1.loglog(devs, [_num(pts[d]["samples_per_s"]) for d in devs], "o-", label=name)
+        ax2.semilogx(devs, [_num(pts[d]["efficiency"]) for d in devs], "o-", label=name)
     ax1.set_xlabel("devices")
     ax1.set_ylabel("samples / s")
     ax2.set_xlabel("devices")
@@ -111,7 +124,7 @@ def plot_scaling_groups(path: str | Path, rows: Sequence[Mapping[str, Any]],
     ax2.set_ylim(0, 1.05)
     for ax in (ax1, ax2):
         ax.grid(True, which="both", alpha=0.3)
-    ax2.legend(fontsize=7)
+    fig.legend(*ax2.get_legend_handles_labels(), loc="outside lower center", fontsize=7)
     fig.suptitle(title)
     return _save(fig, Path(path))
 

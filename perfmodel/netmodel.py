@@ -86,6 +86,9 @@ class CollectivePlan:
     dbt_depth : int
         Depth of the double binary tree (0: not a pipelined tree; then each step's
         load is per pipeline segment of ``n / (2 segments)`` bytes).
+    ranks : ndarray or None
+        For the plans of a whole curve stacked (arrays with a leading node-count
+        axis): the rank count of each node count.
     """
 
     levels: tuple[str, ...]
@@ -96,6 +99,7 @@ class CollectivePlan:
     recv: np.ndarray
     device_links: bool
     dbt_depth: int = 0
+    ranks: np.ndarray | None = None
 
 
 def _shape_key(topology: Topology) -> Topology:
@@ -122,7 +126,7 @@ def _assemble(loads: list, repeat: list[int], reduce: list[bool], scale: list[fl
         device_links, dbt_depth)
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=1 << 16)
 def plan_collective(topology: Topology, nodes: int, ranks_per_node: int, device_links: bool,
                     collective: str, algorithm: str,
                     inter_algorithm: str = "ring",
@@ -198,6 +202,13 @@ def _latency(cluster: Cluster, device_links: bool, inter: np.ndarray,
             + inter * node.nic.latency_s + hops * cluster.network.hop_latency_s)
 
 
+@lru_cache(maxsize=1 << 16)
+def _path_load(topology: Topology, nodes: int, ranks_per_node: int, device_links: bool,
+               src: int, dst: int):
+    return step_load(topology, nodes, ranks_per_node, device_links, np.array([src]),
+                     np.array([dst]), np.ones(1))
+
+
 def path_hockney(cluster: Cluster, nodes: int, ranks_per_node: int, src: int,
                  dst: int) -> tuple[float, float]:
     """``(alpha_s, beta_s_per_B)`` of one uncontended message between two ranks.
@@ -210,8 +221,7 @@ def path_hockney(cluster: Cluster, nodes: int, ranks_per_node: int, src: int,
     (3.78, 23.0)
     """
     dev = cluster.node.devices_per_node > 1 or ranks_per_node > 1
-    s = step_load(cluster.network.topology, nodes, ranks_per_node, dev, np.array([src]),
-                  np.array([dst]), np.ones(1))
+    s = _path_load(_shape_key(cluster.network.topology), nodes, ranks_per_node, dev, src, dst)
     if src == dst:
         return 0.0, 0.0
     bw = level_bandwidths_Bps(cluster)
@@ -366,11 +376,53 @@ def time_per_node_count(cluster: Cluster, collective: str, algorithm: str,
     >>> t.shape, bool((t[1] > t[0]).all())
     ((2, 3), True)
     """
-    nodes = [int(x) for x in np.atleast_1d(nodes)]
+    nodes = tuple(int(x) for x in np.atleast_1d(nodes))
     n = np.asarray(n_bytes, dtype=float)
     n = np.broadcast_to(n, np.broadcast_shapes(n.shape, (len(nodes),)))
     g = np.broadcast_to(np.asarray(gamma_s_per_B, dtype=float), (len(nodes),))
-    cols = [np.asarray(collective_time_s(cluster, collective, algorithm, n[..., j], nd,
-                                         ranks_per_node, float(g[j]), inter_algorithm))
-            for j, nd in enumerate(nodes)]
-    return np.stack(cols, axis=-1)
+    if collective == "allreduce" and algorithm == "double-binary-tree":
+        cols = [np.asarray(collective_time_s(cluster, collective, algorithm, n[..., j], nd,
+                                             ranks_per_node, float(g[j]), inter_algorithm))
+                for j, nd in enumerate(nodes)]
+        return np.stack(cols, axis=-1)
+    if collective not in ALGORITHMS or algorithm not in ALGORITHMS[collective]:
+        collective_time_s(cluster, collective, algorithm, 0.0, 1, 1)   # raises the error
+    if np.any(~np.isfinite(n)) or np.any(n < 0):
+        raise ConfigError(f"n_bytes: must be finite and >= 0, got {n_bytes!r}")
+    for nd in set(nodes):
+        cluster.check_nodes(nd)
+    dev = _device_links(cluster, ranks_per_node)
+    curve = _curve(_shape_key(cluster.network.topology), nodes, ranks_per_node, dev,
+                   collective, algorithm, inter_algorithm)
+    lat = _latency(cluster, dev, curve.inter, curve.hops)                   # (N, S)
+    busy = (curve.load * _betas(cluster, curve.levels)).max(axis=-1, initial=0.0)
+    nn = n[..., None]                                                       # (..., N, 1)
+    step = lat + nn * busy + g[:, None] * nn * curve.recv
+    out = (curve.repeat * step).sum(axis=-1)
+    return np.where(np.asarray(curve.ranks) > 1, out, 0.0)
+
+
+@lru_cache(maxsize=1024)
+def _curve(topology: Topology, nodes: tuple[int, ...], ranks_per_node: int,
+           device_links: bool, collective: str, algorithm: str,
+           inter_algorithm: str) -> CollectivePlan:
+    """The plans of every node count of a curve, padded to one array each (steps past a
+    plan's end repeat 0 times), for one vectorized evaluation."""
+    plans = [plan_collective(topology, nd, ranks_per_node, device_links, collective,
+                             algorithm, inter_algorithm) if nd * ranks_per_node > 1 else None
+             for nd in nodes]
+    levels = tuple(sorted({lvl for pl in plans if pl is not None for lvl in pl.levels}))
+    S = max([len(pl.repeat) for pl in plans if pl is not None], default=1)
+    N, L = len(nodes), len(levels)
+    load, repeat = np.zeros((N, S, L)), np.zeros((N, S))
+    inter, hops, recv = np.zeros((N, S), bool), np.zeros((N, S), np.int64), np.zeros((N, S))
+    for j, pl in enumerate(plans):
+        if pl is None:
+            continue
+        k = len(pl.repeat)
+        cols = [levels.index(lvl) for lvl in pl.levels]
+        load[j, :k][:, cols] = pl.load
+        repeat[j, :k], inter[j, :k], hops[j, :k], recv[j, :k] = (pl.repeat, pl.inter,
+                                                                 pl.hops, pl.recv)
+    return CollectivePlan(levels, load, repeat, inter, hops, recv, device_links,
+                          ranks=np.array(nodes) * ranks_per_node)

@@ -6,7 +6,7 @@ capacity of the natural cut (halves of the top-level subtrees of a fat tree, hal
 of the groups of a dragonfly, a plane through the longest torus dimension), limited
 by half the hosts' injection; it is exact for full networks with an even split
 (``bisection_exact``). For other graphs it is estimated: the least s-t min cut
-(networkx maximum flow) over a few candidate balanced splits of the hosts (the split
+(scipy's ``csgraph.maximum_flow``) over a few candidate balanced splits of the hosts (the split
 in node order and seeded random splits), an upper bound on the true bisection.
 
 Examples
@@ -84,23 +84,33 @@ def estimate_bisection_Bps(G: nx.Graph, trials: int = 4, seed: int = 0) -> float
     >>> estimate_bisection_Bps(G)
     2.0
     """
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import maximum_flow
+
     hosts = endpoints(G)
     rng = np.random.default_rng(seed)
-    splits = [list(range(len(hosts)))] + [list(rng.permutation(len(hosts))) for _ in range(trials)]
+    index = {x: i for i, x in enumerate(G.nodes)}
+    n = len(index)
+    src, dst = n, n + 1
+    bw = np.array([d["bandwidth_Bps"] for *_, d in G.edges(data=True)], dtype=float)
+    # scipy's max flow takes int32 capacities: bytes/s in units that keep the sum in range
+    unit = max(1.0, float(bw.sum()) * 2 / 2**30)
+    cap = np.maximum(1, np.round(bw / unit)).astype(np.int64)
+    u = np.array([index[a] for a, _ in G.edges], dtype=np.int64)
+    v = np.array([index[b] for _, b in G.edges], dtype=np.int64)
+    big = int(min(2**31 - 1, cap.sum() * 2 + 1))
+    ends = np.array([index[h] for h in hosts], dtype=np.int64)
+    splits = [np.arange(len(hosts))] + [rng.permutation(len(hosts)) for _ in range(trials)]
     best = math.inf
     for order in splits:
         half = len(hosts) // 2
-        a = [hosts[i] for i in order[:half]]
-        b = [hosts[i] for i in order[half:]]
-        H = nx.DiGraph()
-        for u, v, d in G.edges(data=True):
-            H.add_edge(u, v, capacity=d["bandwidth_Bps"])
-            H.add_edge(v, u, capacity=d["bandwidth_Bps"])
-        for x in a:
-            H.add_edge("__src__", x)  # no capacity attribute: unbounded
-        for x in b:
-            H.add_edge(x, "__dst__")
-        best = min(best, nx.maximum_flow_value(H, "__src__", "__dst__"))
+        a, b = ends[order[:half]], ends[order[half:]]
+        rows = np.concatenate([u, v, np.full(len(a), src), b])
+        cols = np.concatenate([v, u, a, np.full(len(b), dst)])
+        caps = np.concatenate([cap, cap, np.full(len(a) + len(b), big)])
+        M = csr_matrix((caps.astype(np.int32), (rows, cols)), shape=(n + 2, n + 2))
+        M.sum_duplicates()
+        best = min(best, maximum_flow(M, src, dst).flow_value * unit)
     return float(best)
 
 
@@ -171,6 +181,25 @@ def _family_diameter(G: nx.Graph, params: dict) -> int | None:
     return None
 
 
+def _endpoint_diameter(G: nx.Graph, ends: list, chunk: int = 256) -> int:
+    """Most hops between two endpoints: breadth-first searches in scipy's csgraph, in
+    chunks of sources (memory ``chunk x nodes``), instead of one Python BFS per pair."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import shortest_path
+
+    index = {x: i for i, x in enumerate(G.nodes)}
+    n = len(index)
+    u = [index[a] for a, _ in G.edges]
+    v = [index[b] for _, b in G.edges]
+    adj = csr_matrix((np.ones(2 * len(u), dtype=np.int8), (u + v, v + u)), shape=(n, n))
+    cols = np.array([index[e] for e in ends], dtype=np.int64)
+    best = 0
+    for k in range(0, len(cols), chunk):
+        d = shortest_path(adj, unweighted=True, directed=False, indices=cols[k:k + chunk])
+        best = max(best, int(d[:, cols].max()))
+    return best
+
+
 def topology_metrics(G: nx.Graph) -> TopologyMetrics:
     """Metrics of a topology graph (exact for built-in families where stated).
 
@@ -189,8 +218,7 @@ def topology_metrics(G: nx.Graph) -> TopologyMetrics:
     params = G.graph.get("routing")
     diameter = _family_diameter(G, params) if params else None
     if diameter is None:
-        ecc = [max(nx.single_source_shortest_path_length(G, e)[x] for x in ends) for e in ends]
-        diameter = max(ecc)
+        diameter = _endpoint_diameter(G, ends)
     bis = None
     if params:
         net = params["network"] if params["family"] == "cluster" else params

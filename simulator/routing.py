@@ -10,7 +10,9 @@ over the rails (each pair becomes ``rails`` subflows of ``1/rails`` of its bytes
 - dragonfly: minimal (local, global, local) or Valiant (through a random
   intermediate group, seeded).
 - torus: dimension-order routing, shortest way round each ring (ties: + direction).
-- anything else: shortest path in hops (networkx BFS, ties by node order).
+- anything else (a user's GraphML): equal-cost multipath over the shortest paths in
+  hops, the path chosen by the destination's index digit by digit (D-mod-k's rule:
+  :class:`EcmpRouter`), distances from scipy's csgraph breadth-first search.
 
 Examples
 --------
@@ -145,24 +147,76 @@ class TorusRouter:
         return np.stack(cols, axis=1)
 
 
-class ShortestPathRouter:
-    """Hop-count shortest paths on any graph (BFS per source, cached)."""
+class EcmpRouter:
+    """Equal-cost multipath on any graph, spread by destination (D-mod-k's rule).
 
-    def __init__(self, G: nx.Graph, seed: int = 0) -> None:
-        self.G = G
+    Every hop goes to a neighbour one hop nearer the destination; where there are
+    ``k`` such neighbours (in node order), the next digit of the destination's index
+    (its position among the endpoints) picks one: ``index mod k``, then ``index // k``
+    for the next choice. On a fat tree this is D-mod-k (Zahavi 2010): traffic to
+    different destinations spreads over the equal-cost up-links and all traffic to one
+    destination shares a path, so a graph copy of a built-in tree routes as the
+    built-in does. Hop distances to each destination come from breadth-first searches
+    in scipy's ``csgraph``, batched; at most ``cache_bytes`` of them are kept.
+    """
+
+    def __init__(self, G: nx.Graph, seed: int = 0, cache_bytes: int = 256 << 20) -> None:
+        from scipy.sparse import csr_matrix
+
         self.rails = 1
-        self.nodes = list(G.nodes)
-        self.index = {x: i for i, x in enumerate(self.nodes)}
-        self._cache: dict[int, dict] = {}
+        nodes = list(G.nodes)
+        index = {x: i for i, x in enumerate(nodes)}
+        n = len(nodes)
+        u = np.fromiter((index[a] for a, _ in G.edges), dtype=np.int64, count=G.number_of_edges())
+        v = np.fromiter((index[b] for _, b in G.edges), dtype=np.int64, count=G.number_of_edges())
+        rows, cols = np.concatenate([u, v]), np.concatenate([v, u])
+        self.adj = csr_matrix((np.ones(len(rows), dtype=np.int8), (rows, cols)), shape=(n, n))
+        self.adj.sort_indices()
+        self.ordinal = np.arange(n, dtype=np.int64)
+        from .topology_graphml import endpoints
+
+        ends = [index[x] for x in endpoints(G)]
+        self.ordinal[ends] = np.arange(len(ends))
+        self.max_rows = max(1, cache_bytes // (4 * max(n, 1)))
+        self._dist: dict[int, np.ndarray] = {}
+
+    def _distances(self, targets: np.ndarray) -> None:
+        from scipy.sparse.csgraph import shortest_path
+
+        missing = [int(t) for t in np.unique(targets) if int(t) not in self._dist]
+        if len(self._dist) + len(missing) > self.max_rows:
+            self._dist.clear()                     # bounded memory: start over
+        for k in range(0, len(missing), 256):
+            chunk = missing[k:k + 256]
+            d = shortest_path(self.adj, unweighted=True, directed=False, indices=chunk)
+            for t, row in zip(chunk, d, strict=True):
+                if not np.isfinite(row).all():
+                    raise ConfigError("topology: the graph is not connected")
+                self._dist[t] = row.astype(np.int32)
 
     def node_paths(self, s: np.ndarray, t: np.ndarray, rail: int) -> np.ndarray:
+        s = np.asarray(s, dtype=np.int64)
+        t = np.asarray(t, dtype=np.int64)
         rows = []
-        for a, b in zip(s.tolist(), t.tolist(), strict=True):
-            if a not in self._cache:
-                self._cache[a] = nx.single_source_shortest_path(self.G, self.nodes[a])
-            rows.append([self.index[x] for x in self._cache[a][self.nodes[b]]])
-        K = max(len(r) for r in rows) if rows else 1
-        return np.array([r + [r[-1]] * (K - len(r)) for r in rows], dtype=np.int64).reshape(-1, K)
+        ptr, nbr = self.adj.indptr, self.adj.indices
+        for start in range(0, len(t), self.max_rows):
+            ss, tt = s[start:start + self.max_rows], t[start:start + self.max_rows]
+            self._distances(tt)
+            for a, b in zip(ss.tolist(), tt.tolist(), strict=True):
+                dist = self._dist[b]
+                digits = int(self.ordinal[b])
+                path, x = [a], a
+                while x != b:
+                    cand = nbr[ptr[x]:ptr[x + 1]]
+                    cand = cand[dist[cand] == dist[x] - 1]
+                    k = len(cand)
+                    x = int(cand[digits % k]) if k > 1 else int(cand[0])
+                    digits //= max(k, 1)
+                    path.append(x)
+                rows.append(path)
+        K = max((len(r) for r in rows), default=1)
+        return np.array([r + [r[-1]] * (K - len(r)) for r in rows],
+                        dtype=np.int64).reshape(-1, K)
 
 
 class ClusterRouter:
@@ -214,7 +268,7 @@ def make_router(G: nx.Graph, seed: int = 0):
     """
     params = G.graph.get("routing")
     if params is None:
-        return ShortestPathRouter(G, seed)
+        return EcmpRouter(G, seed)
     family = params["family"]
     if family not in ROUTERS:
         raise ConfigError(f"routing family: unknown name {family!r}; valid: {', '.join(ROUTERS)}")

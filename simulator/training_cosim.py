@@ -77,6 +77,16 @@ class CosimOptions:
         Hogwild read-modify-write granularity (chunks of the center).
     synthetic_samples : int
         Size of the synthetic set.
+    validation_fraction : float
+        Fraction of the training split held out as a validation split (0: none; the
+        model then trains on the whole training split). Drawn with its own seeded
+        permutation, so it never overlaps the test split.
+    eval_split : {"test", "validation"}
+        Which split the curve's accuracy and loss are measured on (a tuning search
+        measures on the validation split, so the test split plays no part in it).
+    data_seed : int or None
+        Seed of the data split (train / validation / test); None: the run's seed.
+        Repeats over run seeds keep one split with a fixed ``data_seed``.
     """
 
     dataset: str = "digits"
@@ -89,22 +99,53 @@ class CosimOptions:
     eval_every: int = 5
     chunks: int = 8
     synthetic_samples: int = 4000
+    validation_fraction: float = 0.0
+    eval_split: str = "test"
+    data_seed: int | None = None
+
+
+def _holdout(data: K.Dataset, fraction: float, seed: int) -> tuple[K.Dataset, tuple]:
+    """Split ``fraction`` of the training rows off as a validation set (seeded)."""
+    n = len(data.y_train)
+    perm = np.random.default_rng([seed, 0x7A1]).permutation(n)
+    nv = round(fraction * n)
+    if not 0 < nv < n:
+        raise ConfigError(f"cosim validation_fraction: {fraction!r} leaves no training or no "
+                          f"validation rows of {n}")
+    va, tr = np.sort(perm[:nv]), np.sort(perm[nv:])
+    train = K.Dataset(np.ascontiguousarray(data.X_train[tr]), data.y_train[tr],
+                      data.X_test, data.y_test, data.n_classes)
+    return train, (np.ascontiguousarray(data.X_train[va]), data.y_train[va])
 
 
 class Numerics:
     """Real arrays of every worker and the master (see module docstring)."""
 
     def __init__(self, ctx: RunContext, opts: CosimOptions, seed: int) -> None:
-        if opts.dataset == "digits":
-            data = K.load_digits_split(seed=seed)
-        elif opts.dataset == "synthetic":
-            data = K.synthetic_classification(opts.synthetic_samples, seed=seed)
-        else:
-            raise ConfigError(f"cosim dataset: must be 'digits' or 'synthetic', got "
-                              f"{opts.dataset!r}")
         for name in ("batch", "eval_every", "chunks"):
             if int(getattr(opts, name)) < 1:
                 raise ConfigError(f"cosim {name}: must be >= 1, got {getattr(opts, name)!r}")
+        if opts.eval_split not in ("test", "validation"):
+            raise ConfigError(f"cosim eval_split: must be 'test' or 'validation', got "
+                              f"{opts.eval_split!r}")
+        if not 0.0 <= opts.validation_fraction < 1.0:
+            raise ConfigError(f"cosim validation_fraction: must be in [0, 1), got "
+                              f"{opts.validation_fraction!r}")
+        if opts.eval_split == "validation" and opts.validation_fraction == 0.0:
+            raise ConfigError("cosim eval_split: 'validation' needs validation_fraction > 0")
+        dseed = seed if opts.data_seed is None else int(opts.data_seed)
+        if opts.dataset == "digits":
+            data = K.load_digits_split(seed=dseed)
+        elif opts.dataset == "synthetic":
+            data = K.synthetic_classification(opts.synthetic_samples, seed=dseed)
+        else:
+            raise ConfigError(f"cosim dataset: must be 'digits' or 'synthetic', got "
+                              f"{opts.dataset!r}")
+        self.eval_X, self.eval_y = data.X_test, data.y_test
+        if opts.validation_fraction > 0:
+            data, val = _holdout(data, opts.validation_fraction, dseed)
+            if opts.eval_split == "validation":
+                self.eval_X, self.eval_y = val
         self.alg = ctx.algorithm
         self.P = ctx.ranks
         self.data, self.opts = data, opts
@@ -149,9 +190,10 @@ class Numerics:
 
     def _record(self, t: float) -> None:
         p = self._evaluated()
-        loss = K.loss_and_grad(p, self.tmp, self.data.X_test, self.data.y_test, self.shape)
-        acc = K.accuracy(p, self.data.X_test, self.data.y_test, self.shape)
+        loss = K.loss_and_grad(p, self.tmp, self.eval_X, self.eval_y, self.shape)
+        acc = K.accuracy(p, self.eval_X, self.eval_y, self.shape)
         self.curve.append({"iteration": self.steps / self.P, "time_s": float(t),
+                           "samples": self.steps * self.opts.batch,
                            "loss": float(loss), "accuracy": float(acc)})
 
     def step_done(self, w: int, k: int, t: float) -> None:
@@ -251,8 +293,8 @@ class Numerics:
         if self.snapshots:
             avg = np.mean(self.snapshots, axis=0)
             out["ensemble_snapshots"] = len(self.snapshots)
-            out["ensemble_accuracy"] = float(K.accuracy(avg, self.data.X_test,
-                                                        self.data.y_test, self.shape))
+            out["ensemble_accuracy"] = float(K.accuracy(avg, self.eval_X, self.eval_y,
+                                                        self.shape))
         return out
 
 

@@ -89,7 +89,11 @@ def add_training_args(parser: argparse.ArgumentParser) -> None:
          help="co-simulation: evaluate every N steps per worker (default 5; 2 with "
               "--target-accuracy)")
     _add(parser, "--hidden", type=int, default=None, metavar="H",
-         help="co-simulation: hidden units of the MLP (default 32; 0: softmax regression)")
+         help="co-simulation: hidden units of the MLP or of the CNN's dense layer (default "
+              "32; 0: softmax regression)")
+    _add(parser, "--cosim-model", choices=("mlp", "cnn"), default=None,
+         help="co-simulation model: the one-hidden-layer MLP (default) or a small CNN "
+              "(3x3 convolution, 8 filters, 2x2 pooling, dense layer) on the 8x8 digits")
     _add(parser, "--trace", metavar="FILE.json", default=None,
          help="write a Chrome trace (representative ranks, first iterations)")
     _add(parser, "--plot", metavar="FILE.png", default=None,
@@ -151,6 +155,8 @@ def run_training(args: argparse.Namespace) -> int:
         cosim["lr_schedule"] = args.lr_schedule
     if getattr(args, "hidden", None) is not None:
         cosim["hidden"] = args.hidden
+    if getattr(args, "cosim_model", None):
+        cosim["model"] = args.cosim_model
     if target:
         alg_list = [a or workload.algorithm for a in algs]
         return run_target(args, cluster, workload, network, nodes[0], alg_list, cosim)

@@ -1,7 +1,7 @@
 """Co-simulation: real parameters and the real numba kernels, in simulated event order.
 
 Every simulated worker holds a real parameter vector of the small model of
-:mod:`dlscale.kernels` (softmax regression or a one-hidden-layer MLP) and draws its
+:mod:`dlscale.kernels` (softmax regression, a one-hidden-layer MLP or a small CNN) and draws its
 own mini-batches from the digits data (or the seeded synthetic set); the master holds
 the center variable (EASGD family) or the weights (SGD baselines). The training
 processes call the hooks below at the simulated instants of the events, so the
@@ -38,6 +38,7 @@ Examples
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -58,8 +59,14 @@ class CosimOptions:
     Attributes
     ----------
     dataset : {"digits", "synthetic"}
+    model : {"mlp", "cnn"}
+        The one-hidden-layer MLP (softmax regression with ``hidden = 0``) of
+        :mod:`dlscale.kernels.model`, or the small CNN of :mod:`dlscale.kernels.cnn`
+        (needs square images: the digits are 8 x 8).
+    filters : int
+        Convolution filters of the CNN.
     hidden : int
-        Hidden units of the MLP (0: softmax regression).
+        Hidden units of the MLP (0: softmax regression) or of the CNN's dense layer.
     batch : int
         Samples per worker per step.
     lr : float
@@ -90,6 +97,8 @@ class CosimOptions:
     """
 
     dataset: str = "digits"
+    model: str = "mlp"
+    filters: int = 8
     hidden: int = 32
     batch: int = 16
     lr: float = 0.05
@@ -149,12 +158,11 @@ class Numerics:
         self.alg = ctx.algorithm
         self.P = ctx.ranks
         self.data, self.opts = data, opts
-        self.shape = K.ModelShape(data.n_features, opts.hidden, data.n_classes)
+        self.shape, init, net = self._model(data, opts, seed)
         self.schedule: Schedule = make_schedule(opts.lr_schedule)
         self.mu = opts.momentum or ctx.workload.momentum
         self.alpha = min(opts.beta / self.P, 1.0)
         self.rho = self.alpha / opts.lr
-        init = K.init_params(self.shape, seed)
         n = init.size
         self.center = init.copy()
         self.x = np.tile(init, (self.P, 1))           # worker parameters
@@ -171,10 +179,28 @@ class Numerics:
         self._sum = np.zeros(n)
         self._next_eval = opts.eval_every * self.P
         model = ctx.workload.model.name
-        net = f"{opts.dataset} {'MLP' if opts.hidden else 'softmax'} " \
-              f"{self.shape.n_in}-{opts.hidden}-{self.shape.n_out}" if opts.hidden else \
-              f"{opts.dataset} softmax {self.shape.n_in}-{self.shape.n_out}"
         self.label = f"{net} (surrogate numerics; timing of {model} on {ctx.cluster.name})"
+
+    def _model(self, data: K.Dataset, opts: CosimOptions, seed: int) -> tuple:
+        """Shape, initial parameters and name of the model; its loss and accuracy kernels."""
+        nf, nc = data.n_features, data.n_classes
+        if opts.model == "cnn":
+            side = math.isqrt(nf)
+            if side * side != nf or side < 4 or opts.hidden < 1:
+                raise ConfigError(f"cosim model: 'cnn' needs square images of side >= 4 and "
+                                  f"hidden >= 1, got {nf} features and hidden {opts.hidden}")
+            shape = K.CNNShape(side, int(opts.filters), int(opts.hidden), nc)
+            self._loss, self._acc = K.cnn_loss_and_grad, K.cnn_accuracy
+            return shape, K.cnn_init_params(shape, seed), \
+                f"{opts.dataset} CNN {side}x{side}-conv3x3x{opts.filters}-pool2-" \
+                f"{opts.hidden}-{nc}"
+        if opts.model != "mlp":
+            raise ConfigError(f"cosim model: must be 'mlp' or 'cnn', got {opts.model!r}")
+        shape = K.ModelShape(nf, opts.hidden, nc)
+        self._loss, self._acc = K.loss_and_grad, K.accuracy
+        name = f"{opts.dataset} MLP {nf}-{opts.hidden}-{nc}" if opts.hidden else \
+            f"{opts.dataset} softmax {nf}-{nc}"
+        return shape, K.init_params(shape, seed), name
 
     # -- helpers -----------------------------------------------------------------------
     def _lr(self) -> float:
@@ -182,7 +208,7 @@ class Numerics:
 
     def _grad(self, w: int, at: np.ndarray) -> None:
         idx = self.rngs[w].integers(0, len(self.data.y_train), self.opts.batch)
-        K.loss_and_grad(at, self.g[w], self.data.X_train[idx], self.data.y_train[idx],
+        self._loss(at, self.g[w], self.data.X_train[idx], self.data.y_train[idx],
                         self.shape)
 
     def _evaluated(self) -> np.ndarray:
@@ -190,8 +216,8 @@ class Numerics:
 
     def _record(self, t: float) -> None:
         p = self._evaluated()
-        loss = K.loss_and_grad(p, self.tmp, self.eval_X, self.eval_y, self.shape)
-        acc = K.accuracy(p, self.eval_X, self.eval_y, self.shape)
+        loss = self._loss(p, self.tmp, self.eval_X, self.eval_y, self.shape)
+        acc = self._acc(p, self.eval_X, self.eval_y, self.shape)
         self.curve.append({"iteration": self.steps / self.P, "time_s": float(t),
                            "samples": self.steps * self.opts.batch,
                            "loss": float(loss), "accuracy": float(acc)})
@@ -293,8 +319,8 @@ class Numerics:
         if self.snapshots:
             avg = np.mean(self.snapshots, axis=0)
             out["ensemble_snapshots"] = len(self.snapshots)
-            out["ensemble_accuracy"] = float(K.accuracy(avg, self.eval_X, self.eval_y,
-                                                        self.shape))
+            out["ensemble_accuracy"] = float(self._acc(avg, self.eval_X, self.eval_y,
+                                                       self.shape))
         return out
 
 

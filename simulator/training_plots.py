@@ -28,6 +28,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from dlscale.output import atomic_write_with
 
 from .training_result import TrainingResult
@@ -112,6 +114,7 @@ def plot_target(path: str | Path, report: Any, title: str) -> None:
     target = report.spec.target_accuracy
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5), constrained_layout=True)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    last = {"time_s": [0.0], "samples": [0.0]}   # latest crossing; None: a run missed
     for i, (alg, curves) in enumerate(report.curves.items()):
         color = colors[i % len(colors)]
         for j, curve in enumerate(curves):
@@ -125,11 +128,18 @@ def plot_target(path: str | Path, report: Any, title: str) -> None:
             if x is not None:
                 ax1.plot(x["time_s"], x["accuracy"], "o", color=color, ms=6, mec="black")
                 ax2.plot(x["samples"], x["accuracy"], "o", color=color, ms=6, mec="black")
+            for key in last:
+                last[key].append(x[key] if x is not None else np.inf)
     for ax in (ax1, ax2):
         ax.axhline(target, color="black", ls="--", lw=1.0)
         ax.set_ylabel("test accuracy")
         ax.grid(True, alpha=0.3)
         ax.set_ylim(0, 1.0)
+    for ax, key in ((ax1, "time_s"), (ax2, "samples")):  # every run crossed: zoom on it
+        if np.isfinite(max(last[key])) and max(last[key]) > 0:
+            ax.set_xlim(0, None if not report.curves else min(
+                3 * max(last[key]), max(c[-1][key] for cs in report.curves.values()
+                                        for c in cs if c)))
     ax1.set_xlabel("simulated time (s)")
     ax2.set_xlabel("samples seen by the model (all workers)")
     ax1.legend(fontsize="small", loc="lower right")

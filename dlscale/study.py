@@ -85,8 +85,9 @@ from dlscale.perfmodel.workload import Workload
 __all__ = ["FIDELITIES", "METRICS", "PLOTS", "Point", "Study", "group_key_prefix", "load_study",
            "parse_study", "point_key"]
 
-#: How points are evaluated: the closed-form model, the discrete-event simulator, or
-#: the closed-form model for every point and the simulator for the best N of them.
+#: How points are evaluated: the closed-form model, the discrete-event simulator, the
+#: closed-form model for every point and the simulator for the best N of them, or the
+#: co-simulation's time to a target accuracy.
 FIDELITIES = ("analytical", "simulated", "hybrid", "cosim")
 
 #: Metrics a study can rank points by, and whether smaller is better.

@@ -289,6 +289,8 @@ def run_sweep(study: Study, out_dir: str | Path | None = None, *, executor: str 
     header = ["point", "key", "fidelity", "status", *shorts.values(), *COLUMNS,
               *(TARGET_COLUMNS if study.fidelity == "cosim" else ())]
     base = {"@cluster": study.cluster, "@workload": study.workload}
+    if study.fidelity == "cosim":  # another target or cap is another result: resume keys differ
+        base["@target"] = f"{study.target_accuracy}/{study.max_iterations}"
     if profile is not None:  # another profile is another machine: resume keys differ
         base["@profile"] = str(Path(profile).resolve())
     done: dict[str, Record] = {}

@@ -144,18 +144,17 @@ def test_cli_prints_settings_grid_and_writes_json_and_plot(capsys, tmp_path, tin
     assert [r["algorithm"] for r in doc["summary"]] == ["async-easgd", "async-sgd"]
 
 
-def test_study_cosim_fidelity_reports_time_to_target(tmp_path):
-    from dlscale.study import load_study
-    from dlscale.sweep import run_sweep
-
+def test_study_cosim_fidelity_reports_time_to_target(tmp_path, capsys):
     f = tmp_path / "s.toml"
     f.write_text('cluster = "cori-knl"\nworkload = "googlenet"\nnodes = [2]\n'
                  'fidelity = "cosim"\ntarget_accuracy = 0.8\nmax_iterations = 200\n'
                  'rank_by = "time_to_target_s"\n'
                  '[vary]\nalgorithm = ["async-easgd", "async-sgd"]\ntau = [1, 4]\n')
-    res = run_sweep(load_study(f), tmp_path / "out", executor="serial", quiet=True,
-                    plots=False)
-    rows = res.rows
+    assert main(["sweep", str(f), "-o", str(tmp_path / "out"), "--executor", "serial",
+                 "--quiet", "--no-plots"]) == 0
+    assert "time_to_target_s" in capsys.readouterr().out.splitlines()[1]
+    text = (tmp_path / "out" / "results.jsonl").read_text().splitlines()
+    rows = sorted((json.loads(line) for line in text), key=lambda r: r["point"])
     assert len(rows) == 4 and all(r["status"] == "ok" for r in rows)
     assert all(r["reached"] and r["time_to_target_s"] > 0 for r in rows)
     easgd = [r for r in rows if r["algorithm"] == "async-easgd"]
@@ -175,3 +174,23 @@ def test_study_cosim_keys_are_checked(tmp_path, body, msg):
     f.write_text(f'cluster = "cori-knl"\nworkload = "googlenet"\nnodes = [2]\n{body}')
     with pytest.raises(ConfigError, match=msg.replace("(", r"\(").replace(")", r"\)")):
         load_study(f)
+
+
+def test_readme_time_to_target_example_is_the_command_and_its_columns():
+    import re
+    import shlex
+    from pathlib import Path
+
+    from dlscale.simulator.training_target_cli import _COLS
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    part = readme.split("#### Time to a target accuracy", 1)[1]
+    cmd = re.search(r"^\$ (dlscale simulate .*--target-accuracy.*)$", part, re.M).group(1)
+    argv = shlex.split(cmd)[1:]
+    assert {"--tune", "--repeats", "--cosim"} <= set(argv)
+    header = next(line for line in part.splitlines() if line.startswith("algorithm "))
+    assert header.split() == list(_COLS)
+    from dlscale.cli import build_parser
+
+    args = build_parser().parse_args(argv)
+    assert args.target_accuracy == 0.9 and args.tune and args.repeats == 3

@@ -30,7 +30,9 @@ Tuning (:func:`tune`)
     search at ``k = -2 .. 2`` on 16 KNL workers every algorithm's fastest rate was at
     ``k = 2`` and none reached 0.9 at ``k = -2``), and where they apply
     ``beta`` in {0.9, 2.7}, ``tau`` in {1, 4, 16} (from Zhang et al.'s {1, 4, 16, 64})
-    and momentum in {0.5, 0.9}. Every point runs once, with the first run seed,
+    and momentum in {0.5, 0.9}. Every point runs once, with run seed ``seed +
+    repeats`` (initial weights and batches that none of the repeats below uses, so
+    a lucky draw that wins the search does not also run in the comparison),
     measured on a validation split held out of the training rows
     (:data:`VALIDATION_FRACTION`), never on the test split. The point with the
     shortest time to target wins; ties and points that never cross are ordered by
@@ -261,11 +263,13 @@ class TuneResult:
 
 def tune(cluster: Cluster, workload: Workload, nodes: int, alg: str, spec: TargetSpec,
          seed: int = 0, fixed: dict | None = None,
-         progress: Callable[[], None] | None = None) -> TuneResult:
-    """Search :func:`grid` on the validation split with run seed ``seed``."""
+         progress: Callable[[], None] | None = None, data_seed: int | None = None) -> TuneResult:
+    """Search :func:`grid` on the validation split with run seed ``seed`` (data split of
+    ``data_seed``, default ``seed``)."""
+    dseed = seed if data_seed is None else data_seed
     rows = []
     for s in grid(alg, _ranks(cluster, workload, nodes), fixed):
-        r, x = run_one(cluster, workload, nodes, alg, s, seed, spec, "validation", seed)
+        r, x = run_one(cluster, workload, nodes, alg, s, seed, spec, "validation", dseed)
         rows.append({**s, **_outcome(r, x, spec)})
         if progress:
             progress()
@@ -292,7 +296,8 @@ def time_to_target(cluster: Cluster, workload: Workload, nodes: int,
     rep = TargetReport(spec, nodes, ranks, seeds, tune_grid)
     for alg in algorithms:
         if tune_grid:
-            rep.searches[alg] = tune(cluster, workload, nodes, alg, spec, seed, fixed, progress)
+            rep.searches[alg] = tune(cluster, workload, nodes, alg, spec, seed + repeats, fixed,
+                                     progress, data_seed=seed)
             rep.settings[alg] = rep.searches[alg].chosen
         else:
             rep.settings[alg] = default_settings(alg, ranks, fixed)

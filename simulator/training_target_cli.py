@@ -150,7 +150,7 @@ def _print(rep: TargetReport, rows: list[dict], cluster: str, workload: str, net
     if rep.surrogate:
         print(f"# numerics: {rep.surrogate}")
     for alg, search in rep.searches.items():
-        print(f"# search of {alg} (validation split, seed {rep.seeds[0]}): "
+        print(f"# search of {alg} (validation split, run seed {rep.seeds[-1] + 1}): "
               f"{len(search.grid)} points, chosen {search.chosen}"
               + ("; the chosen rate is at the edge of the grid" if search.lr_at_edge else ""))
         print(_table([{"algorithm": alg, **g, "chosen": "*" if g["chosen"] else ""}

@@ -120,6 +120,7 @@ class TargetReport:
                 "max_sim_time_s": self.spec.max_sim_time_s,
                 "eval_every": self.spec.eval_every, "nodes": self.nodes, "ranks": self.ranks,
                 "seeds": self.seeds, "tuned": self.tuned, "surrogate": self.surrogate,
+                "search_seed": self.seeds[-1] + 1 if self.tuned else None,
                 "settings": self.settings,
                 "searches": {a: s.grid for a, s in self.searches.items()},
                 "runs": self.runs, "summary": self.summary(), "orderings": self.orderings(),

@@ -80,13 +80,14 @@ def test_search_measures_on_validation_and_repeats_on_test(monkeypatch):
     orig = tt.run_one
 
     def spy(*a, **kw):
-        seen.append(a[7])
+        seen.append((a[7], a[5], a[8]))          # split, run seed, data seed
         return orig(*a, **kw)
 
     monkeypatch.setattr(tt, "run_one", spy)
     monkeypatch.setattr(tt, "LR_FACTORS", (1.0,))
     tt.time_to_target(KNL, NET, 2, ["async-sgd"], _spec(cap=10), tune_grid=True, repeats=2)
-    assert seen == ["validation", "test", "test"]
+    # the search's run seed (2) is none of the repeats' (0, 1); one data split (seed 0)
+    assert seen == [("validation", 2, 0), ("test", 0, 0), ("test", 1, 0)]
 
 
 def test_cap_hit_gives_a_verdict_and_no_time():
@@ -135,7 +136,7 @@ def test_cli_prints_settings_grid_and_writes_json_and_plot(capsys, tmp_path, tin
     assert main(argv) == 0
     text = capsys.readouterr().out
     assert "time to 0.8 test accuracy; settings tuned on a validation split" in text
-    assert "search of async-easgd (validation split, seed 0): 4 points" in text
+    assert "search of async-easgd (validation split, run seed 2): 4 points" in text
     assert "seed pair: " in text and png.stat().st_size > 0
     assert out.read_text().startswith("algorithm,lr,beta,alpha,tau")
     assert main([*argv, "--format", "json"]) == 0

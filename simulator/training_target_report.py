@@ -42,6 +42,8 @@ def ordering(a: str, times_a: list[float], b: str, times_b: list[float]) -> str:
     'x and y: ranges overlap (x 1.00-3.50 s, y 3.00-4.00 s), no ordering'
     """
     (_, lo_a, hi_a), (_, lo_b, hi_b) = _spread(times_a), _spread(times_b)
+    if math.isinf(lo_a) and math.isinf(lo_b):
+        return f"{a} and {b}: neither reached the target, no ordering"
     if hi_a < lo_b:
         return f"{a} faster than {b} beyond the spread ({a} at most {_s(hi_a)}, " \
                f"{b} at least {_s(lo_b)})"

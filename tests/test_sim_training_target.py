@@ -103,6 +103,8 @@ def test_ordering_is_stated_only_beyond_the_spread():
     assert tt.ordering("a", [1, 2, 3], "b", [4, 5, math.inf]).startswith("a faster than b")
     assert "no ordering" in tt.ordering("a", [1, 5], "b", [4, 6])
     assert tt.ordering("a", [math.inf] * 2, "b", [9, 9]).startswith("b faster than a")
+    assert tt.ordering("a", [math.inf], "b", [math.inf]).endswith("neither reached the "
+                                                                  "target, no ordering")
 
 
 def test_defaults_follow_the_cited_rules():

@@ -14,7 +14,7 @@ A complete example::
     cluster = "summit"                  # preset name or path to a cluster TOML
     workload = "resnet50"               # preset name or path to a workload TOML
     nodes = "1-4608"                    # like --nodes: "1,2,4", "1-4608", "2-64:2"; or a list
-    fidelity = "hybrid"                 # analytical | simulated | hybrid
+    fidelity = "hybrid"                 # analytical | simulated | hybrid | cosim
     simulate_best = 4                   # hybrid: simulate the best 4 analytical points
     rank_by = "time_to_train_s"         # the metric "best" is judged by (see METRICS)
     seed = 0                            # seeds the simulated points
@@ -38,6 +38,16 @@ stop, num, scale = "linear" | "log"}``. Integer ranges of integer bounds stay
 integers. The grid is the product of the ``[vary]`` axes in file order, then the
 ``[[zip]]`` groups, then the node counts (innermost). Points are numbered in that
 order, so results sort back into it whatever order they finish in.
+
+With ``fidelity = "cosim"`` every point is a co-simulation (real kernels on the
+small real model, :mod:`dlscale.simulator.training_target`) run until its model
+reaches ``target_accuracy`` (default 0.9) on the test split or ``max_iterations``
+steps per worker (default 300), with the algorithm's literature settings and the
+workload's ``tau``; the rows gain ``time_to_target_s`` (simulated seconds, None when
+the cap came first), ``samples_to_target`` and ``reached``, and ``rank_by =
+"time_to_target_s"`` ranks by it. "Which algorithm and tau reach 90% soonest on 64
+KNL nodes" is then ``nodes = [64]``, ``fidelity = "cosim"`` and ``[vary] algorithm =
+[...]``, ``tau = [...]``.
 
 Examples
 --------
@@ -75,9 +85,10 @@ from dlscale.perfmodel.workload import Workload
 __all__ = ["FIDELITIES", "METRICS", "PLOTS", "Point", "Study", "group_key_prefix", "load_study",
            "parse_study", "point_key"]
 
-#: How points are evaluated: the closed-form model, the discrete-event simulator, or
-#: the closed-form model for every point and the simulator for the best N of them.
-FIDELITIES = ("analytical", "simulated", "hybrid")
+#: How points are evaluated: the closed-form model, the discrete-event simulator, the
+#: closed-form model for every point and the simulator for the best N of them, or the
+#: co-simulation's time to a target accuracy.
+FIDELITIES = ("analytical", "simulated", "hybrid", "cosim")
 
 #: Metrics a study can rank points by, and whether smaller is better.
 METRICS: dict[str, bool] = {
@@ -87,13 +98,14 @@ METRICS: dict[str, bool] = {
     "node_hours": True,
     "samples_per_s": False,
     "efficiency": False,
+    "time_to_target_s": True,
 }
 
 #: Plots a sweep can draw (see :mod:`dlscale.sweep_plots`).
 PLOTS = ("scaling", "heatmap", "pareto")
 
 _TOP_KEYS = ("name", "cluster", "workload", "nodes", "fidelity", "simulate_best", "rank_by",
-             "seed", "plots", "heatmap", "vary", "zip")
+             "seed", "plots", "heatmap", "vary", "zip", "target_accuracy", "max_iterations")
 
 _CLUSTER_FIELDS = {f.name for f in dataclasses.fields(Cluster)}
 _WORKLOAD_FIELDS = {f.name for f in dataclasses.fields(Workload)}
@@ -176,6 +188,8 @@ class Study:
         Plots to draw (from :data:`PLOTS`); empty means chosen from the axes.
     heatmap : list of str
         The two axes of the heatmap (full dotted paths); empty means the first two.
+    target_accuracy, max_iterations : float, int
+        ``cosim`` fidelity: the accuracy to reach and the cap in steps per worker.
     """
 
     name: str
@@ -190,6 +204,8 @@ class Study:
     seed: int = 0
     plots: list[str] = field(default_factory=list)
     heatmap: list[str] = field(default_factory=list)
+    target_accuracy: float = 0.9
+    max_iterations: int = 300
 
     @property
     def axis_names(self) -> list[str]:
@@ -379,6 +395,7 @@ def parse_study(table: Mapping[str, Any], path: str | Path = "study.toml") -> St
     seed = table.get("seed", 0)
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise _err(f"{f}: seed", f"must be an integer >= 0, got {seed!r}")
+    target, cap = _cosim_keys(table, f, fidelity, rank_by)
 
     axes: list[tuple[tuple[str, ...], list[tuple[Any, ...]]]] = []
     seen: set[str] = set()
@@ -439,7 +456,20 @@ def parse_study(table: Mapping[str, Any], path: str | Path = "study.toml") -> St
         raise _err(f"{f}: name", f"expected a string, got {name!r}")
     return Study(name=name, path=path, cluster=cluster, workload=workload, nodes=nodes,
                  axes=axes, fidelity=fidelity, simulate_best=best, rank_by=rank_by, seed=seed,
-                 plots=list(plots), heatmap=heatmap)
+                 plots=list(plots), heatmap=heatmap, target_accuracy=target, max_iterations=cap)
+
+
+def _cosim_keys(table: Mapping[str, Any], f: str, fidelity: str, rank_by: str) -> tuple[float, int]:
+    """``target_accuracy`` and ``max_iterations`` of the cosim fidelity, checked."""
+    target = table.get("target_accuracy", 0.9)
+    if isinstance(target, bool) or not isinstance(target, (int, float)) or not 0 < target <= 1:
+        raise _err(f"{f}: target_accuracy", f"must be a number in (0, 1], got {target!r}")
+    cap = table.get("max_iterations", 300)
+    if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
+        raise _err(f"{f}: max_iterations", f"must be an integer >= 1, got {cap!r}")
+    if rank_by == "time_to_target_s" and fidelity != "cosim":
+        raise _err(f"{f}: rank_by", f"time_to_target_s needs fidelity = 'cosim', got {fidelity!r}")
+    return float(target), cap
 
 
 def load_study(path: str | Path) -> Study:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import csv
+import functools
 import io
 import json
 import math
@@ -226,9 +227,21 @@ def _chunks(items: Sequence[Any], size: int) -> Iterable[list[Any]]:
         yield list(items[i:i + size])
 
 
+#: Extra result columns of the ``cosim`` fidelity (time to the study's target accuracy).
+TARGET_COLUMNS = ("time_to_target_s", "samples_to_target", "reached", "final_accuracy")
+
+
 def _phases(study: Study) -> list[str]:
     return {"analytical": ["analytical"], "simulated": ["simulated"],
-            "hybrid": ["analytical", "simulated"]}[study.fidelity]
+            "hybrid": ["analytical", "simulated"], "cosim": ["cosim"]}[study.fidelity]
+
+
+def _cosim_evaluator(study: Study) -> Evaluator:
+    """The ``cosim`` fidelity's evaluator with the study's target and cap."""
+    from dlscale.simulator.training_target import study_evaluator
+
+    return functools.partial(study_evaluator, target_accuracy=study.target_accuracy,
+                             max_iterations=study.max_iterations)
 
 
 def run_sweep(study: Study, out_dir: str | Path | None = None, *, executor: str = "process",
@@ -273,6 +286,8 @@ def run_sweep(study: Study, out_dir: str | Path | None = None, *, executor: str 
     if executor == "mpi" and (note := mpi_preflight()):
         print(f"dlscale sweep: {note}", file=sys.stderr)
     evals: dict[str, Evaluator | str] = {**EVALUATORS, **(evaluators or {})}
+    if study.fidelity == "cosim" and "cosim" not in evals:
+        evals["cosim"] = _cosim_evaluator(study)
     for name in evals.values():
         resolve_evaluator(name)
     cluster, workload = check_study(study)
@@ -282,8 +297,11 @@ def run_sweep(study: Study, out_dir: str | Path | None = None, *, executor: str 
     out.mkdir(parents=True, exist_ok=True)
     log_path, csv_path = out / "results.jsonl", out / "results.csv"
     shorts = short_names(study.param_names)
-    header = ["point", "key", "fidelity", "status", *shorts.values(), *COLUMNS]
+    header = ["point", "key", "fidelity", "status", *shorts.values(), *COLUMNS,
+              *(TARGET_COLUMNS if study.fidelity == "cosim" else ())]
     base = {"@cluster": study.cluster, "@workload": study.workload}
+    if study.fidelity == "cosim":  # another target or cap is another result: resume keys differ
+        base["@target"] = f"{study.target_accuracy}/{study.max_iterations}"
     if profile is not None:  # another profile is another machine: resume keys differ
         base["@profile"] = str(Path(profile).resolve())
     done: dict[str, Record] = {}

@@ -9,8 +9,8 @@ Modules: :mod:`.easgd` (EASGD family), :mod:`.sgd` (SGD baselines),
 :mod:`.reduction_steps` and :mod:`.allreduce` (allreduce algorithms step by step on
 in-process buffers),
 :mod:`.sparse` (IndexedSlices densify / gather), :mod:`.fusion` (fusion buffers),
-:mod:`.model` (softmax regression / one-hidden-layer MLP), :mod:`.data` (digits and
-synthetic data).
+:mod:`.model` (softmax regression / one-hidden-layer MLP), :mod:`.cnn` (a small CNN),
+:mod:`.data` (digits and synthetic data).
 
 Examples
 --------
@@ -24,6 +24,7 @@ np.float64(-1.5)
 """
 
 from .allreduce import ALGORITHMS, AllreduceStats, allreduce_inplace
+from .cnn import CNNShape, cnn_accuracy, cnn_init_params, cnn_loss_and_grad
 from .data import Dataset, load_digits_split, synthetic_classification
 from .easgd import (
     easgd_center_update_async,
@@ -56,6 +57,7 @@ from .sparse import dense_bytes, densify, indexed_slices_bytes, scatter_add, spa
 __all__ = [
     "ALGORITHMS",
     "AllreduceStats",
+    "CNNShape",
     "Dataset",
     "FusionPlan",
     "LostUpdates",
@@ -63,6 +65,9 @@ __all__ = [
     "accuracy",
     "allreduce_inplace",
     "chunk_bounds",
+    "cnn_accuracy",
+    "cnn_init_params",
+    "cnn_loss_and_grad",
     "dense_bytes",
     "densify",
     "doubling_step",

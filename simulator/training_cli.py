@@ -56,8 +56,9 @@ def add_training_args(parser: argparse.ArgumentParser) -> None:
          help="node counts: 'N', a list '1,2,4' or a doubling range '1-64' (default 2)")
     _add(parser, "--algorithm", choices=ALGORITHMS, default=None,
          help="training algorithm (default: the workload's)")
-    _add(parser, "--iterations", type=int, default=20,
-         help="iterations (asynchronous: steps per worker; default 20)")
+    _add(parser, "--iterations", type=int, default=None,
+         help="iterations (asynchronous: steps per worker; default 20); with "
+              "--target-accuracy the cap (default 300)")
     _add(parser, "--seed", type=int, default=0, help="seed of noise, placement, data")
     _add(parser, "--noise", default="none",
          help="straggler model: none, lognormal:SIGMA, empirical:FILE (default none)")
@@ -73,6 +74,26 @@ def add_training_args(parser: argparse.ArgumentParser) -> None:
     _add(parser, "--lr-schedule", default=None,
          help="co-simulation LR schedule: constant, warmup:N, step:N:G, cyclic:N[:MIN], "
               "collapsed:N[:MIN]")
+    _add(parser, "--target-accuracy", type=float, default=None, metavar="A",
+         help="co-simulation: run each algorithm until its model reaches accuracy A on the "
+              "evaluation split (or the cap) and report the simulated time and samples to A")
+    _add(parser, "--tune", action="store_true",
+         help="with --target-accuracy: search each algorithm's own learning rate, EASGD "
+              "moving rate and tau, momentum on a validation split (default: the "
+              "literature's settings)")
+    _add(parser, "--repeats", type=int, default=None, metavar="K",
+         help="with --target-accuracy: K runs per algorithm over seeds; median and range")
+    _add(parser, "--max-sim-time", type=float, default=None, metavar="S",
+         help="with --target-accuracy: also cap the simulated time at S seconds")
+    _add(parser, "--eval-every", type=int, default=None, metavar="N",
+         help="co-simulation: evaluate every N steps per worker (default 5; 2 with "
+              "--target-accuracy)")
+    _add(parser, "--hidden", type=int, default=None, metavar="H",
+         help="co-simulation: hidden units of the MLP or of the CNN's dense layer (default "
+              "32; 0: softmax regression)")
+    _add(parser, "--cosim-model", choices=("mlp", "cnn"), default=None,
+         help="co-simulation model: the one-hidden-layer MLP (default) or a small CNN "
+              "(3x3 convolution, 8 filters, 2x2 pooling, dense layer) on the 8x8 digits")
     _add(parser, "--trace", metavar="FILE.json", default=None,
          help="write a Chrome trace (representative ranks, first iterations)")
     _add(parser, "--plot", metavar="FILE.png", default=None,
@@ -119,11 +140,29 @@ def run_training(args: argparse.Namespace) -> int:
     for a in algs:
         if a is not None and a not in ALGORITHMS:
             raise ConfigError(f"--compare: unknown algorithm {a!r}; valid: {', '.join(ALGORITHMS)}")
+    from .training_target_cli import check_target_args, run_target
+
+    target = check_target_args(args, nodes)
+    for flag, v, low in (("--eval-every", getattr(args, "eval_every", None), 1),
+                         ("--hidden", getattr(args, "hidden", None), 0),
+                         ("--iterations", args.iterations, 1)):
+        if v is not None and v < low:
+            raise ConfigError(f"{flag}: must be an integer >= {low}, got {v!r}")
     cosim: dict[str, Any] = {}
     if args.lr is not None:
         cosim["lr"] = args.lr
     if args.lr_schedule:
         cosim["lr_schedule"] = args.lr_schedule
+    if getattr(args, "hidden", None) is not None:
+        cosim["hidden"] = args.hidden
+    if getattr(args, "cosim_model", None):
+        cosim["model"] = args.cosim_model
+    if target:
+        alg_list = [a or workload.algorithm for a in algs]
+        return run_target(args, cluster, workload, network, nodes[0], alg_list, cosim)
+    if getattr(args, "eval_every", None) is not None:
+        cosim["eval_every"] = args.eval_every
+    iterations = args.iterations or 20
     plan = [(n, a) for a in algs for n in nodes]
     from tqdm import tqdm
 
@@ -133,12 +172,12 @@ def run_training(args: argparse.Namespace) -> int:
                                     desc="simulate")):
         last = i == len(plan) - 1
         runs.append(simulate_training(
-            cluster, workload, n, algorithm=a, iterations=args.iterations, seed=args.seed,
+            cluster, workload, n, algorithm=a, iterations=iterations, seed=args.seed,
             mode="cosim" if args.cosim else "timing", network=network, noise=args.noise,
             trace=(args.trace if (args.trace and last) else False), cosim_options=cosim))
     rows = _rows(runs)
     meta = {"cluster": cluster.name, "workload": workload.name, "network": network,
-            "seed": args.seed, "noise": args.noise, "iterations": args.iterations,
+            "seed": args.seed, "noise": args.noise, "iterations": iterations,
             "mode": "cosim" if args.cosim else "timing"}
     if args.format == "json":
         doc = {"meta": meta, "runs": [r.to_dict() for r in runs]}

@@ -1,7 +1,7 @@
 """Co-simulation: real parameters and the real numba kernels, in simulated event order.
 
 Every simulated worker holds a real parameter vector of the small model of
-:mod:`dlscale.kernels` (softmax regression or a one-hidden-layer MLP) and draws its
+:mod:`dlscale.kernels` (softmax regression, a one-hidden-layer MLP or a small CNN) and draws its
 own mini-batches from the digits data (or the seeded synthetic set); the master holds
 the center variable (EASGD family) or the weights (SGD baselines). The training
 processes call the hooks below at the simulated instants of the events, so the
@@ -38,6 +38,7 @@ Examples
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -58,8 +59,14 @@ class CosimOptions:
     Attributes
     ----------
     dataset : {"digits", "synthetic"}
+    model : {"mlp", "cnn"}
+        The one-hidden-layer MLP (softmax regression with ``hidden = 0``) of
+        :mod:`dlscale.kernels.model`, or the small CNN of :mod:`dlscale.kernels.cnn`
+        (needs square images: the digits are 8 x 8).
+    filters : int
+        Convolution filters of the CNN.
     hidden : int
-        Hidden units of the MLP (0: softmax regression).
+        Hidden units of the MLP (0: softmax regression) or of the CNN's dense layer.
     batch : int
         Samples per worker per step.
     lr : float
@@ -77,9 +84,21 @@ class CosimOptions:
         Hogwild read-modify-write granularity (chunks of the center).
     synthetic_samples : int
         Size of the synthetic set.
+    validation_fraction : float
+        Fraction of the training split held out as a validation split (0: none; the
+        model then trains on the whole training split). Drawn with its own seeded
+        permutation, so it never overlaps the test split.
+    eval_split : {"test", "validation"}
+        Which split the curve's accuracy and loss are measured on (a tuning search
+        measures on the validation split, so the test split plays no part in it).
+    data_seed : int or None
+        Seed of the data split (train / validation / test); None: the run's seed.
+        Repeats over run seeds keep one split with a fixed ``data_seed``.
     """
 
     dataset: str = "digits"
+    model: str = "mlp"
+    filters: int = 8
     hidden: int = 32
     batch: int = 16
     lr: float = 0.05
@@ -89,31 +108,61 @@ class CosimOptions:
     eval_every: int = 5
     chunks: int = 8
     synthetic_samples: int = 4000
+    validation_fraction: float = 0.0
+    eval_split: str = "test"
+    data_seed: int | None = None
+
+
+def _holdout(data: K.Dataset, fraction: float, seed: int) -> tuple[K.Dataset, tuple]:
+    """Split ``fraction`` of the training rows off as a validation set (seeded)."""
+    n = len(data.y_train)
+    perm = np.random.default_rng([seed, 0x7A1]).permutation(n)
+    nv = round(fraction * n)
+    if not 0 < nv < n:
+        raise ConfigError(f"cosim validation_fraction: {fraction!r} leaves no training or no "
+                          f"validation rows of {n}")
+    va, tr = np.sort(perm[:nv]), np.sort(perm[nv:])
+    train = K.Dataset(np.ascontiguousarray(data.X_train[tr]), data.y_train[tr],
+                      data.X_test, data.y_test, data.n_classes)
+    return train, (np.ascontiguousarray(data.X_train[va]), data.y_train[va])
 
 
 class Numerics:
     """Real arrays of every worker and the master (see module docstring)."""
 
     def __init__(self, ctx: RunContext, opts: CosimOptions, seed: int) -> None:
-        if opts.dataset == "digits":
-            data = K.load_digits_split(seed=seed)
-        elif opts.dataset == "synthetic":
-            data = K.synthetic_classification(opts.synthetic_samples, seed=seed)
-        else:
-            raise ConfigError(f"cosim dataset: must be 'digits' or 'synthetic', got "
-                              f"{opts.dataset!r}")
         for name in ("batch", "eval_every", "chunks"):
             if int(getattr(opts, name)) < 1:
                 raise ConfigError(f"cosim {name}: must be >= 1, got {getattr(opts, name)!r}")
+        if opts.eval_split not in ("test", "validation"):
+            raise ConfigError(f"cosim eval_split: must be 'test' or 'validation', got "
+                              f"{opts.eval_split!r}")
+        if not 0.0 <= opts.validation_fraction < 1.0:
+            raise ConfigError(f"cosim validation_fraction: must be in [0, 1), got "
+                              f"{opts.validation_fraction!r}")
+        if opts.eval_split == "validation" and opts.validation_fraction == 0.0:
+            raise ConfigError("cosim eval_split: 'validation' needs validation_fraction > 0")
+        dseed = seed if opts.data_seed is None else int(opts.data_seed)
+        if opts.dataset == "digits":
+            data = K.load_digits_split(seed=dseed)
+        elif opts.dataset == "synthetic":
+            data = K.synthetic_classification(opts.synthetic_samples, seed=dseed)
+        else:
+            raise ConfigError(f"cosim dataset: must be 'digits' or 'synthetic', got "
+                              f"{opts.dataset!r}")
+        self.eval_X, self.eval_y = data.X_test, data.y_test
+        if opts.validation_fraction > 0:
+            data, val = _holdout(data, opts.validation_fraction, dseed)
+            if opts.eval_split == "validation":
+                self.eval_X, self.eval_y = val
         self.alg = ctx.algorithm
         self.P = ctx.ranks
         self.data, self.opts = data, opts
-        self.shape = K.ModelShape(data.n_features, opts.hidden, data.n_classes)
+        self.shape, init, net = self._model(data, opts, seed)
         self.schedule: Schedule = make_schedule(opts.lr_schedule)
         self.mu = opts.momentum or ctx.workload.momentum
         self.alpha = min(opts.beta / self.P, 1.0)
         self.rho = self.alpha / opts.lr
-        init = K.init_params(self.shape, seed)
         n = init.size
         self.center = init.copy()
         self.x = np.tile(init, (self.P, 1))           # worker parameters
@@ -130,10 +179,28 @@ class Numerics:
         self._sum = np.zeros(n)
         self._next_eval = opts.eval_every * self.P
         model = ctx.workload.model.name
-        net = f"{opts.dataset} {'MLP' if opts.hidden else 'softmax'} " \
-              f"{self.shape.n_in}-{opts.hidden}-{self.shape.n_out}" if opts.hidden else \
-              f"{opts.dataset} softmax {self.shape.n_in}-{self.shape.n_out}"
         self.label = f"{net} (surrogate numerics; timing of {model} on {ctx.cluster.name})"
+
+    def _model(self, data: K.Dataset, opts: CosimOptions, seed: int) -> tuple:
+        """Shape, initial parameters and name of the model; its loss and accuracy kernels."""
+        nf, nc = data.n_features, data.n_classes
+        if opts.model == "cnn":
+            side = math.isqrt(nf)
+            if side * side != nf or side < 4 or opts.hidden < 1:
+                raise ConfigError(f"cosim model: 'cnn' needs square images of side >= 4 and "
+                                  f"hidden >= 1, got {nf} features and hidden {opts.hidden}")
+            shape = K.CNNShape(side, int(opts.filters), int(opts.hidden), nc)
+            self._loss, self._acc = K.cnn_loss_and_grad, K.cnn_accuracy
+            return shape, K.cnn_init_params(shape, seed), \
+                f"{opts.dataset} CNN {side}x{side}-conv3x3x{opts.filters}-pool2-" \
+                f"{opts.hidden}-{nc}"
+        if opts.model != "mlp":
+            raise ConfigError(f"cosim model: must be 'mlp' or 'cnn', got {opts.model!r}")
+        shape = K.ModelShape(nf, opts.hidden, nc)
+        self._loss, self._acc = K.loss_and_grad, K.accuracy
+        name = f"{opts.dataset} MLP {nf}-{opts.hidden}-{nc}" if opts.hidden else \
+            f"{opts.dataset} softmax {nf}-{nc}"
+        return shape, K.init_params(shape, seed), name
 
     # -- helpers -----------------------------------------------------------------------
     def _lr(self) -> float:
@@ -141,7 +208,7 @@ class Numerics:
 
     def _grad(self, w: int, at: np.ndarray) -> None:
         idx = self.rngs[w].integers(0, len(self.data.y_train), self.opts.batch)
-        K.loss_and_grad(at, self.g[w], self.data.X_train[idx], self.data.y_train[idx],
+        self._loss(at, self.g[w], self.data.X_train[idx], self.data.y_train[idx],
                         self.shape)
 
     def _evaluated(self) -> np.ndarray:
@@ -149,9 +216,10 @@ class Numerics:
 
     def _record(self, t: float) -> None:
         p = self._evaluated()
-        loss = K.loss_and_grad(p, self.tmp, self.data.X_test, self.data.y_test, self.shape)
-        acc = K.accuracy(p, self.data.X_test, self.data.y_test, self.shape)
+        loss = self._loss(p, self.tmp, self.eval_X, self.eval_y, self.shape)
+        acc = self._acc(p, self.eval_X, self.eval_y, self.shape)
         self.curve.append({"iteration": self.steps / self.P, "time_s": float(t),
+                           "samples": self.steps * self.opts.batch,
                            "loss": float(loss), "accuracy": float(acc)})
 
     def step_done(self, w: int, k: int, t: float) -> None:
@@ -251,8 +319,8 @@ class Numerics:
         if self.snapshots:
             avg = np.mean(self.snapshots, axis=0)
             out["ensemble_snapshots"] = len(self.snapshots)
-            out["ensemble_accuracy"] = float(K.accuracy(avg, self.data.X_test,
-                                                        self.data.y_test, self.shape))
+            out["ensemble_accuracy"] = float(self._acc(avg, self.eval_X, self.eval_y,
+                                                       self.shape))
         return out
 
 

@@ -4,7 +4,10 @@
   next to a stacked bar of the per-rank breakdown (compute, exposed communication,
   waiting for stragglers, master queueing) per node count;
 - :func:`plot_accuracy`: accuracy against simulated time for several co-simulated
-  runs (algorithms) on one figure, and against iterations.
+  runs (algorithms) on one figure, and against iterations;
+- :func:`plot_target`: a time-to-target report (:mod:`.training_target`): every
+  run's accuracy against simulated time and against samples, the target line, and
+  each run's crossing (the first evaluation at or above the target) marked.
 
 Examples
 --------
@@ -23,12 +26,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 from dlscale.output import atomic_write_with
 
 from .training_result import TrainingResult
 
-__all__ = ["plot_accuracy", "plot_training_scaling"]
+__all__ = ["plot_accuracy", "plot_target", "plot_training_scaling"]
 
 _STACK = (("compute_s", "compute"), ("exposed_comm_s", "exposed communication"),
           ("straggler_wait_s", "waiting for stragglers"), ("master_queue_s", "master queue"))
@@ -96,5 +102,49 @@ def plot_accuracy(path: str | Path, runs: Sequence[TrainingResult], title: str) 
     ax1.legend(fontsize="small")
     surrogate = next((r.surrogate for r in runs if r.surrogate), "")
     fig.suptitle(title + (f"\n{surrogate}" if surrogate else ""), fontsize="medium")
+    atomic_write_with(path, lambda tmp: fig.savefig(tmp, format="png", dpi=110))
+    plt.close(fig)
+
+
+def plot_target(path: str | Path, report: Any, title: str) -> None:
+    """Accuracy against simulated time and samples, target line, crossings marked."""
+    from .training_target import crossing
+
+    plt = _plt()
+    target = report.spec.target_accuracy
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5), constrained_layout=True)
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    last = {"time_s": [0.0], "samples": [0.0]}   # latest crossing; None: a run missed
+    for i, (alg, curves) in enumerate(report.curves.items()):
+        color = colors[i % len(colors)]
+        for j, curve in enumerate(curves):
+            if not curve:
+                continue
+            label = f"{alg} ({len(curves)} seeds)" if j == 0 else None
+            for ax, key in ((ax1, "time_s"), (ax2, "samples")):
+                ax.plot([p[key] for p in curve], [p["accuracy"] for p in curve], color=color,
+                        lw=1.0, alpha=0.8, label=label)
+            x = crossing(curve, target, report.spec.max_sim_time_s)
+            if x is not None:
+                ax1.plot(x["time_s"], x["accuracy"], "o", color=color, ms=6, mec="black")
+                ax2.plot(x["samples"], x["accuracy"], "o", color=color, ms=6, mec="black")
+            for key in last:
+                last[key].append(x[key] if x is not None else np.inf)
+    for ax in (ax1, ax2):
+        ax.axhline(target, color="black", ls="--", lw=1.0)
+        ax.set_ylabel("test accuracy")
+        ax.grid(True, alpha=0.3)
+        ax.set_ylim(0, 1.0)
+    for ax, key in ((ax1, "time_s"), (ax2, "samples")):  # every run crossed: zoom on it
+        if np.isfinite(max(last[key])) and max(last[key]) > 0:
+            ax.set_xlim(0, None if not report.curves else min(
+                3 * max(last[key]), max(c[-1][key] for cs in report.curves.values()
+                                        for c in cs if c)))
+    ax1.set_xlabel("simulated time (s)")
+    ax2.set_xlabel("samples seen by the model (all workers)")
+    ax1.legend(fontsize="small", loc="lower right")
+    how = "tuned" if report.tuned else "literature defaults"
+    fig.suptitle(f"{title}: time to {target:g} ({how}; dots: first evaluation at or above "
+                 f"the target)\n{report.surrogate}", fontsize="medium")
     atomic_write_with(path, lambda tmp: fig.savefig(tmp, format="png", dpi=110))
     plt.close(fig)

@@ -94,3 +94,13 @@ def test_sync_sgd_replicas_stay_identical(monkeypatch):
     _run("sync-sgd", nodes=8, iterations=5, lr=0.1)
     x = seen["x"]
     assert x.shape[0] == 8 and np.all(x == x[0])
+
+
+def test_cnn_model_learns_and_bad_model_is_named():
+    r = _run("async-easgd", nodes=4, iterations=60, lr=0.1, eval_every=20, model="cnn")
+    assert r.surrogate.startswith("digits CNN 8x8-conv3x3x8-pool2-32-10")
+    assert r.curve[0]["accuracy"] < r.curve[-1]["accuracy"] and r.curve[-1]["accuracy"] > 0.5
+    with pytest.raises(ConfigError, match="cosim model: must be 'mlp' or 'cnn', got 'rnn'"):
+        _run("sync-sgd", model="rnn")
+    with pytest.raises(ConfigError, match="cosim model: 'cnn' needs square images"):
+        _run("sync-sgd", model="cnn", hidden=0)

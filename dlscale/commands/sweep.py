@@ -69,6 +69,8 @@ def run(args: argparse.Namespace) -> int:
     elif args.format == "table":
         cols = ["point", "fidelity", *params, "nodes", "iteration_s", "samples_per_s",
                 "efficiency", "time_to_train_s", "cost", "status"]
+        if study.fidelity == "cosim":  # time to the study's target accuracy
+            cols[cols.index("time_to_train_s")] = "time_to_target_s"
         shown = rows if len(rows) <= 40 else rows[:20] + rows[-20:]
         print(f"study {study.name}: {len(study)} points, {result.meta['failures']} failed, "
               f"fidelity {study.fidelity}")

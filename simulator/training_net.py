@@ -32,7 +32,6 @@ Examples
 from __future__ import annotations
 
 import math
-from functools import lru_cache
 
 import numpy as np
 
@@ -116,12 +115,27 @@ class TrainingNetwork:
             dpn, rpn = cluster.node.devices_per_node, self.lay.ranks_per_node
             if rpn < dpn and dpn % rpn == 0 and cap == self.nodes * dpn:
                 self.sel = list(range(0, cap, dpn // rpn))
-        self.allreduce_s = lru_cache(maxsize=None)(self._allreduce)
-        self.allgather_s = lru_cache(maxsize=None)(self._allgather)
+        # plain dicts, not lru_cache on bound methods: those make a reference cycle
+        # that keeps each run's network alive until the cyclic collector runs
+        self._cache: dict[tuple[str, float], float] = {}
 
     def _endpoint(self, rank: int) -> int:
         """The simulated topology's endpoint of ``rank``."""
         return rank if isinstance(self.sel, int) else self.sel[rank]
+
+    def _cached(self, op: str, n_bytes: float, fn) -> float:
+        key = (op, float(n_bytes))
+        if key not in self._cache:
+            self._cache[key] = fn(n_bytes)
+        return self._cache[key]
+
+    def allreduce_s(self, n_bytes: float) -> float:
+        """Seconds of the workload's allreduce of ``n_bytes`` over all ranks (cached)."""
+        return self._cached("allreduce", n_bytes, self._allreduce)
+
+    def allgather_s(self, total_bytes: float) -> float:
+        """Seconds of the ring allgather of ``total_bytes`` (cached)."""
+        return self._cached("allgather", total_bytes, self._allgather)
 
     # -- collectives of synchronous SGD -------------------------------------------------
     def algorithm_for(self, n_bytes: float) -> str:

@@ -198,7 +198,7 @@ def choose_plots(study: Study) -> list[str]:
 def plot_study(study: Study, rows: Sequence[Mapping[str, Any]], out_dir: str | Path) -> list[Path]:
     """Draw the study's plots from its result rows (first fidelity, ``ok`` rows)."""
     out_dir = Path(out_dir)
-    fidelity = "simulated" if study.fidelity == "simulated" else "analytical"
+    fidelity = "analytical" if study.fidelity == "hybrid" else study.fidelity
     rows = [r for r in rows if r["status"] == "ok" and r["fidelity"] == fidelity]
     if not rows:
         return []

@@ -72,7 +72,7 @@ def test_network_adapter_backends_and_errors():
     fast = make_training_network(c, w, 4, "fast")
     assert ana.ranks == fast.ranks == 24
     assert fast.allreduce_s(50e6) == pytest.approx(ana.allreduce_s(50e6), rel=0.2)
-    assert fast.allreduce_s(50e6) is not None and fast.allreduce_s.cache_info().hits >= 0
+    assert fast.allreduce_s(50e6) == fast.allreduce_s(50e6) > 0 and len(fast._cache) == 1
     with pytest.raises(ConfigError, match="NetworkModel interface"):
         make_training_network(c, w, 4, object())
 

@@ -248,6 +248,15 @@ def dbt_segments(depth: int, n_bytes: float, alpha_s: float, beta_s_per_B: float
     return int(min(max_segments, max(1, round(k))))
 
 
+def _check_names(collective: str, algorithm: str, inter_algorithm: str) -> None:
+    if collective not in ALGORITHMS:
+        raise unknown_name("collective", collective, ALGORITHMS)
+    if algorithm not in ALGORITHMS[collective]:
+        raise unknown_name(f"{collective} algorithm", algorithm, ALGORITHMS[collective])
+    if inter_algorithm not in FLAT_ALLREDUCE:
+        raise unknown_name("inter algorithm", inter_algorithm, FLAT_ALLREDUCE)
+
+
 def _device_links(cluster: Cluster, ranks_per_node: int) -> bool:
     return cluster.node.devices_per_node > 1 or ranks_per_node > 1
 
@@ -269,12 +278,7 @@ def collective_time_s(cluster: Cluster, collective: str, algorithm: str,
     >>> round(collective_time_s(c, "allreduce", "ring", 1e8, 2, 1) * 1e3, 3)  # 2 alpha + n / 12.5 GB/s
     8.002
     """
-    if collective not in ALGORITHMS:
-        raise unknown_name("collective", collective, ALGORITHMS)
-    if algorithm not in ALGORITHMS[collective]:
-        raise unknown_name(f"{collective} algorithm", algorithm, ALGORITHMS[collective])
-    if inter_algorithm not in FLAT_ALLREDUCE:
-        raise unknown_name("inter algorithm", inter_algorithm, FLAT_ALLREDUCE)
+    _check_names(collective, algorithm, inter_algorithm)
     cluster.check_nodes(nodes)
     n = np.asarray(n_bytes, dtype=float)
     if np.any(~np.isfinite(n)) or np.any(n < 0):
@@ -385,8 +389,7 @@ def time_per_node_count(cluster: Cluster, collective: str, algorithm: str,
                                              ranks_per_node, float(g[j]), inter_algorithm))
                 for j, nd in enumerate(nodes)]
         return np.stack(cols, axis=-1)
-    if collective not in ALGORITHMS or algorithm not in ALGORITHMS[collective]:
-        collective_time_s(cluster, collective, algorithm, 0.0, 1, 1)   # raises the error
+    _check_names(collective, algorithm, inter_algorithm)
     if np.any(~np.isfinite(n)) or np.any(n < 0):
         raise ConfigError(f"n_bytes: must be finite and >= 0, got {n_bytes!r}")
     for nd in set(nodes):

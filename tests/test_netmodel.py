@@ -45,30 +45,45 @@ def _routed(family, nodes):
     return SimulatedNetwork.from_cluster(FAMILIES[family], nodes, mode="fast")
 
 
+#: Algorithms within 10% at every power-of-two node count of the preset families,
+#: whatever the ranks per node (the ring's one shift; Rabenseifner's and the double
+#: binary tree's time is dominated by steps that load a level evenly; hierarchical's
+#: inter-node ring), measured on 2-4,096 nodes by benchmarks/bench_whatif.py.
+EVEN = ("ring", "rabenseifner", "double-binary-tree", "hierarchical")
+
+
 @pytest.mark.parametrize("family", FAMILIES)
-@pytest.mark.parametrize("nodes", [2, 8, 32])
+@pytest.mark.parametrize("nodes", [2, 4, 8, 16, 32])
 @pytest.mark.parametrize("algorithm", ALLREDUCE)
 def test_closed_form_agrees_with_the_routed_fast_mode(family, nodes, algorithm):
-    # Power-of-two node counts: each step's flows load the links of a level evenly, so
-    # the per-level count is the routed load and the two agree closely.
+    # Within 10% wherever the steps load a level evenly: every algorithm at a
+    # power-of-two rank count, and the EVEN ones at any. Elsewhere (MPICH's fold of a
+    # non-power-of-two count in recursive doubling, a binomial tree whose subtrees
+    # straddle nodes unevenly) the closed form charges each step its most loaded link
+    # while the routed ranks wait only on their own partners: an upper bound, measured
+    # up to +21% on this grid (torus, binomial tree, 4 Summit nodes) and in
+    # benchmarks/bench_whatif.py up to 4,096 nodes.
     c = FAMILIES[family]
     r = c.node.devices_per_node
     net = _routed(family, nodes)
+    p = nodes * r
+    even = algorithm in EVEN or p & (p - 1) == 0
     for n_bytes in (64.0, 64e6):
         closed = collective_time_s(c, "allreduce", algorithm, n_bytes, nodes, r)
-        routed = net.allreduce_s(n_bytes, nodes * r, algorithm)
-        assert closed == pytest.approx(routed, rel=0.10), (family, nodes, algorithm, n_bytes)
+        routed = net.allreduce_s(n_bytes, p, algorithm)
+        if even:
+            assert closed == pytest.approx(routed, rel=0.10), (family, nodes, algorithm, n_bytes)
+        else:
+            assert routed * (1 - 1e-9) <= closed <= 1.25 * routed, (family, nodes, n_bytes)
 
 
 @pytest.mark.parametrize("family", FAMILIES)
 @pytest.mark.parametrize("nodes", [3, 5, 12, 36])
 @pytest.mark.parametrize("algorithm", ALLREDUCE)
 def test_closed_form_bounds_the_routed_time_from_above(family, nodes, algorithm):
-    # Other node counts: where a step loads some links more than others (MPICH's fold
-    # of a non-power-of-two, a binomial tree on an odd count), the closed form charges
-    # every step its most loaded link while the routed ranks wait only on their own
-    # partners: the closed form is an upper bound (measured gap: up to +45%, Cori
-    # recursive doubling at 5 nodes; see docs/network-model in the README).
+    # Other node counts: the closed form is an upper bound of the routed time, for
+    # every algorithm (measured gap up to +45%: Cori, recursive doubling, 5 nodes;
+    # Rabenseifner +23% there).
     c = FAMILIES[family]
     r = c.node.devices_per_node
     net = _routed(family, nodes)

@@ -23,6 +23,8 @@ Examples
 
 from __future__ import annotations
 
+import math
+
 import networkx as nx
 import numpy as np
 
@@ -34,7 +36,22 @@ from .topology_fattree import multilevel_fat_tree_graph, xgft_graph
 from .topology_intranode import star_node_graph
 from .topology_torus import torus_graph
 
-__all__ = ["cluster_graph", "network_graph", "template_paths"]
+__all__ = ["MAX_GRAPH_ELEMENTS", "cluster_graph", "network_graph", "template_paths"]
+
+#: Most switches and routers a simulated network is built with. A networkx graph costs
+#: about 1 kB per element and its link table more per link: 2 million elements is
+#: some GB. Dragonflies and tori are built whole (every router), fat trees only as far
+#: as the nodes in use reach.
+MAX_GRAPH_ELEMENTS = 2_000_000
+
+
+def _switch_count(cluster: Cluster, nodes: int) -> int:
+    topo = cluster.network.topology
+    if isinstance(topo, Dragonfly):
+        return topo.groups * topo.routers_per_group
+    if isinstance(topo, Torus):
+        return math.prod(topo.dims)
+    return 0            # fat trees and crossbars: built for the nodes in use
 
 
 def network_graph(cluster: Cluster, nodes: int) -> nx.Graph:
@@ -51,6 +68,12 @@ def network_graph(cluster: Cluster, nodes: int) -> nx.Graph:
     'torus'
     """
     cluster.check_nodes(nodes)
+    switches = _switch_count(cluster, nodes)
+    if switches > MAX_GRAPH_ELEMENTS:
+        raise ConfigError(
+            f"network.topology: simulating this {cluster.network.topology.family} builds all "
+            f"{switches:,} of its routers, more than {MAX_GRAPH_ELEMENTS:,}; the analytical "
+            f"model (predict, or --network analytical) needs no graph")
     topo = cluster.network.topology
     nic = cluster.node.nic
     link = cluster.network.link

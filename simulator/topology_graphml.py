@@ -128,4 +128,8 @@ def read_graphml_topology(path: str | os.PathLike) -> nx.Graph:
                     raise ConfigError(f"topology: edge ({u!r}, {v!r}) {key} must be a "
                                       f"number, got {data[key]!r}") from None
     G.graph.pop("routing", None)
+    limit = 2_000_000          # as topology_cluster.MAX_GRAPH_ELEMENTS
+    if G.number_of_nodes() > limit:
+        raise ConfigError(f"topology: {G.number_of_nodes():,} nodes in {str(path)!r}, more than "
+                          f"the {limit:,} a simulated network is built with")
     return validate_graph(G)

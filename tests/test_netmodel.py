@@ -168,3 +168,13 @@ def test_dragonfly_valiant_spreads_the_global_load():
     t_val = collective_time_s(val, "allreduce", "rabenseifner", 1e8, 2048, 1)
     assert np.isfinite(t_val) and t_val > 0 and t_val != t_min
     assert isinstance(Dragonfly, type)
+
+
+def test_a_network_too_big_to_build_is_refused_before_work_but_predicted():
+    from dlscale.simulator.topology_cluster import network_graph
+
+    huge = _topology(SUMMIT, Torus((1000, 1000, 1000)), "huge-torus")
+    with pytest.raises(ConfigError, match=r"builds all 1,000,000,000 of its routers"):
+        network_graph(huge, 2)
+    t = collective_time_s(huge, "allreduce", "ring", 1e8, 2, 6)   # no graph needed
+    assert 0 < t < 1

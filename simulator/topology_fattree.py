@@ -25,6 +25,7 @@ import networkx as nx
 
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.hardware import FatTree
+from dlscale.perfmodel.linkload import xgft_params
 
 __all__ = ["fat_tree_graph", "multilevel_fat_tree_graph", "xgft_graph", "xgft_params"]
 
@@ -126,28 +127,6 @@ def fat_tree_graph(k: int, **links: float) -> nx.Graph:
         raise ConfigError(f"k: must be an even integer >= 2, got {k!r}")
     half = k // 2
     return xgft_graph((half, half, k), (1, half, half), None, **links)
-
-
-def xgft_params(tree: FatTree, nodes: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """XGFT ``(m, w)`` of the first ``nodes`` nodes of a :class:`FatTree`.
-
-    Levels above the lowest subtree that holds all nodes are dropped.
-
-    Examples
-    --------
-    >>> xgft_params(FatTree(2, 28, ((28, 20),), 6000), 100)
-    ((28, 4), (1, 20))
-    >>> xgft_params(FatTree(3, 18, ((18, 18), (18, 18)), 4608, rails=2), 4608)
-    ((18, 18, 15), (2, 18, 18))
-    """
-    m = [tree.nodes_per_leaf] + [tree.down_up[i][0] for i in range(1, tree.levels - 1)]
-    w = [tree.rails] + [tree.down_up[i][1] for i in range(tree.levels - 1)]
-    h = tree.levels
-    while h > 1 and nodes <= math.prod(m[: h - 1]):
-        h -= 1
-    m = m[: h - 1]
-    m.append(-(-nodes // math.prod(m)) if m else nodes)
-    return tuple(m), tuple(w[:h])
 
 
 def multilevel_fat_tree_graph(

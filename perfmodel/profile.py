@@ -26,7 +26,6 @@ import itertools
 import json
 import math
 import os
-import tempfile
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -228,22 +227,22 @@ def save_profile(profile: MachineProfile, path: str | os.PathLike[str]) -> Path:
     """Write ``profile`` as JSON at ``path`` atomically; return the path.
 
     The JSON goes to a temporary file in the same folder, is flushed to disk, then
-    renamed over ``path`` with ``os.replace``, so a reader never sees half a file.
+    renamed over ``path`` (:func:`~dlscale.perfmodel.atomicio.atomic_write_with`: a
+    symbolic link is written through, a device or FIFO written directly, the mode
+    is that of any new file), so a reader never sees half a file.
     """
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    from .atomicio import atomic_write_with
+
     text = json.dumps(profile.to_dict(), indent=2, sort_keys=False, allow_nan=False) + "\n"
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+
+    def write(tmp: str) -> None:
+        with open(tmp, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return target
+
+    atomic_write_with(path, write)
+    return Path(path)
 
 
 def load_profile(path: str | os.PathLike[str]) -> MachineProfile:

@@ -46,7 +46,7 @@ def add_parser(sub: Any) -> None:
                    help="what to print on stdout at the end (default: a summary table)")
     p.add_argument("--profile", metavar="FILE",
                    help="machine profile from `dlscale calibrate` applied to the base cluster")
-    p.set_defaults(run=run)
+    p.set_defaults(run=run, file_outputs=())  # -o is a folder, checked by run_sweep
 
 
 def run(args: argparse.Namespace) -> int:

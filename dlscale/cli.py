@@ -87,8 +87,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"dlscale {args.command}: error: input nested too deeply to read",
               file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print(f"dlscale {args.command}: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as exc:
+        print(f"dlscale {args.command}: {exc or 'interrupted'}", file=sys.stderr)
         return 130
     except BrokenPipeError:  # `dlscale ... | head`
         return 0

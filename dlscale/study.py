@@ -18,6 +18,7 @@ A complete example::
     simulate_best = 4                   # hybrid: simulate the best 4 analytical points
     rank_by = "time_to_train_s"         # the metric "best" is judged by (see METRICS)
     seed = 0                            # seeds the simulated points
+    max_points = 1000000                # optional: refuse larger grids (default 1e6)
     plots = ["scaling", "heatmap", "pareto"]   # optional; chosen from the axes if absent
     heatmap = ["network.link.bandwidth_GBps", "collective"]   # optional: heatmap axes
 
@@ -38,6 +39,11 @@ stop, num, scale = "linear" | "log"}``. Integer ranges of integer bounds stay
 integers. The grid is the product of the ``[vary]`` axes in file order, then the
 ``[[zip]]`` groups, then the node counts (innermost). Points are numbered in that
 order, so results sort back into it whatever order they finish in.
+
+A value may appear only once per axis (``tau = [2, 2]`` is an error naming the field
+and the value), and the grid may hold at most ``max_points`` points (default
+:data:`MAX_POINTS`): its size is the product of the axes' lengths, checked before
+any point is made, and a study above the limit is refused with its size.
 
 Examples
 --------
@@ -72,7 +78,7 @@ from dlscale.perfmodel.hardware import Cluster
 from dlscale.perfmodel.tomlmap import resolve_key
 from dlscale.perfmodel.workload import Workload
 
-__all__ = ["FIDELITIES", "METRICS", "PLOTS", "Point", "Study", "group_key_prefix", "load_study",
+__all__ = ["FIDELITIES", "MAX_POINTS", "METRICS", "PLOTS", "Point", "Study", "group_key_prefix", "load_study",
            "parse_study", "point_key"]
 
 #: How points are evaluated: the closed-form model, the discrete-event simulator, or
@@ -89,11 +95,17 @@ METRICS: dict[str, bool] = {
     "efficiency": False,
 }
 
+#: Default limit on a study's grid size (``max_points``). A million points of the
+#: analytical model take minutes on a few cores and about 1 GB of results in memory
+#: (measured: about 1 kB per row); larger grids are likely a mistake (a range with a
+#: tiny step), so they need ``max_points`` raised on purpose.
+MAX_POINTS = 1_000_000
+
 #: Plots a sweep can draw (see :mod:`dlscale.sweep_plots`).
 PLOTS = ("scaling", "heatmap", "pareto")
 
 _TOP_KEYS = ("name", "cluster", "workload", "nodes", "fidelity", "simulate_best", "rank_by",
-             "seed", "plots", "heatmap", "vary", "zip")
+             "seed", "plots", "heatmap", "vary", "zip", "max_points")
 
 _CLUSTER_FIELDS = {f.name for f in dataclasses.fields(Cluster)}
 _WORKLOAD_FIELDS = {f.name for f in dataclasses.fields(Workload)}
@@ -176,6 +188,8 @@ class Study:
         Plots to draw (from :data:`PLOTS`); empty means chosen from the axes.
     heatmap : list of str
         The two axes of the heatmap (full dotted paths); empty means the first two.
+    max_points : int
+        The largest grid the study may have (checked when parsed).
     """
 
     name: str
@@ -190,6 +204,7 @@ class Study:
     seed: int = 0
     plots: list[str] = field(default_factory=list)
     heatmap: list[str] = field(default_factory=list)
+    max_points: int = MAX_POINTS
 
     @property
     def axis_names(self) -> list[str]:
@@ -255,7 +270,7 @@ def _full_path(name: str, where: str) -> str:
                       f"workload., or one of {', '.join(valid)}{closest(head, valid)}")
 
 
-def _range(spec: Mapping[str, Any], where: str) -> list[Any]:
+def _range(spec: Mapping[str, Any], where: str, limit: int = MAX_POINTS) -> list[Any]:
     keys = set(spec)
     allowed = ({"start", "stop", "step"}, {"start", "stop", "factor"},
                {"start", "stop", "num"}, {"start", "stop", "num", "scale"})
@@ -276,12 +291,15 @@ def _range(spec: Mapping[str, Any], where: str) -> list[Any]:
         if step <= 0:
             raise _err(where, f"range step must be > 0, got {step!r}")
         count = math.floor((stop - start) / step + 1e-9) + 1
+        _check_count(count, limit, where)
         out = [start + i * step for i in range(count)]
     elif "factor" in spec:
         factor = spec["factor"]
         if factor <= 1 or start <= 0:
             raise _err(where, f"geometric range needs factor > 1 and start > 0, got "
                               f"factor {factor!r}, start {start!r}")
+        _check_count(math.floor(math.log(stop / start) / math.log(factor) + 1e-9) + 1,
+                     limit, where)
         out, v = [], start
         while v <= stop * (1 + 1e-12):
             out.append(v)
@@ -294,6 +312,7 @@ def _range(spec: Mapping[str, Any], where: str) -> list[Any]:
             raise _err(where, f"range scale must be 'linear' or 'log', got {scale!r}")
         if scale == "log" and start <= 0:
             raise _err(where, f"log range needs start > 0, got {start!r}")
+        _check_count(num, limit, where)
         if num == 1:
             out = [start]
         elif scale == "linear":
@@ -308,13 +327,29 @@ def _range(spec: Mapping[str, Any], where: str) -> list[Any]:
     return out
 
 
-def _values(raw: Any, where: str) -> list[Any]:
+def _check_count(count: int, limit: int, where: str) -> None:
+    if count > limit:
+        raise _err(where, f"the range has {count:,} values, more than the study's "
+                          f"max_points = {limit:,}")
+
+
+def _no_duplicates(values: Sequence[Any], where: str) -> None:
+    """Refuse a value given twice on one axis (it would be one point counted twice)."""
+    seen: set[Any] = set()
+    for v in values:
+        k = label(v)
+        if k in seen:
+            raise _err(where, f"value {v!r} is given twice; each value once")
+        seen.add(k)
+
+
+def _values(raw: Any, where: str, limit: int = MAX_POINTS) -> list[Any]:
     if isinstance(raw, list):
         if not raw:
             raise _err(where, "empty list; give at least one value")
         return raw
     if isinstance(raw, Mapping):
-        return _range(raw, where)
+        return _range(raw, where, limit)
     raise _err(where, f"expected a list of values or a range table, got {raw!r}")
 
 
@@ -379,6 +414,9 @@ def parse_study(table: Mapping[str, Any], path: str | Path = "study.toml") -> St
     seed = table.get("seed", 0)
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise _err(f"{f}: seed", f"must be an integer >= 0, got {seed!r}")
+    limit = table.get("max_points", MAX_POINTS)
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise _err(f"{f}: max_points", f"must be an integer >= 1, got {limit!r}")
 
     axes: list[tuple[tuple[str, ...], list[tuple[Any, ...]]]] = []
     seen: set[str] = set()
@@ -398,10 +436,11 @@ def parse_study(table: Mapping[str, Any], path: str | Path = "study.toml") -> St
         if name == "nodes":
             raise _err(where, "give node counts with the top-level 'nodes' key")
         full = claim(name, where)
-        values = _values(raw, where)
+        values = _values(raw, where, limit)
         if full in ("cluster", "workload"):
             kind = full
             values = [_spec(v, kind, base_dir, where) for v in values]
+        _no_duplicates(values, where)
         axes.append(((full,), [(v,) for v in values]))
     zips = table.get("zip", [])
     if not isinstance(zips, list):
@@ -413,7 +452,7 @@ def parse_study(table: Mapping[str, Any], path: str | Path = "study.toml") -> St
         names, columns = [], []
         for name, raw in group.items():
             names.append(claim(name, f"{where}.{name}"))
-            columns.append(_values(raw, f"{where}.{name}"))
+            columns.append(_values(raw, f"{where}.{name}", limit))
         lengths = {len(c) for c in columns}
         if len(lengths) != 1:
             raise _err(where, "zipped lists must have equal lengths, got "
@@ -421,7 +460,15 @@ def parse_study(table: Mapping[str, Any], path: str | Path = "study.toml") -> St
         for k, name in enumerate(names):
             if name in ("cluster", "workload"):
                 columns[k] = [_spec(v, name, base_dir, where) for v in columns[k]]
-        axes.append((tuple(names), list(zip(*columns, strict=True))))
+        rows = list(zip(*columns, strict=True))
+        _no_duplicates(rows, where)
+        axes.append((tuple(names), rows))
+    size = math.prod(len(v) for _, v in axes) * len(nodes)
+    if size > limit:
+        raise _err(f"{f}: vary", f"the grid has {size:,} points ("
+                                 + " x ".join(str(len(v)) for _, v in axes)
+                                 + f" x {len(nodes)} node counts), more than max_points = "
+                                   f"{limit:,}; raise max_points to run it")
 
     plots = table.get("plots", [])
     if not isinstance(plots, list) or any(p not in PLOTS for p in plots):
@@ -439,7 +486,7 @@ def parse_study(table: Mapping[str, Any], path: str | Path = "study.toml") -> St
         raise _err(f"{f}: name", f"expected a string, got {name!r}")
     return Study(name=name, path=path, cluster=cluster, workload=workload, nodes=nodes,
                  axes=axes, fidelity=fidelity, simulate_best=best, rank_by=rank_by, seed=seed,
-                 plots=list(plots), heatmap=heatmap)
+                 plots=list(plots), heatmap=heatmap, max_points=limit)
 
 
 def load_study(path: str | Path) -> Study:

@@ -16,6 +16,16 @@ the default), ``mpi`` (``mpi4py.futures.MPIPoolExecutor``; start it as
 ``mpiexec -n N python -m mpi4py.futures -m dlscale sweep STUDY.toml --executor mpi``,
 which gives N-1 workers), and ``serial`` (in this process, for debugging).
 
+Safety (:mod:`dlscale.sweep_guard`): the output folder is locked while a sweep writes
+there (a second sweep into it is an error naming the holder), and remembers the study
+that wrote it (another study's folder is refused unless ``force``); the resume key of
+a point covers the whole study (base cluster and workload, seed, profile, the
+point's values, node count and fidelity; not the evaluator's code, so a fixed
+evaluator can retry the failed points). Ctrl-C stops the sweep at once: the
+points already finished are written, pending chunks are cancelled, the workers are
+stopped, and :class:`SweepInterrupted` is raised (the CLI prints one line and exits
+with status 130); ``resume=True`` then runs only what is missing.
+
 Evaluators (:data:`EVALUATORS`, in :mod:`dlscale.sweep_points`) are functions ``f(cluster, workload, nodes, seeds) ->
 list of row dicts``, one row per node count, with at least ``samples_per_s`` (``seeds``:
 one per node count, derived from the study seed and the point; zeros for the
@@ -52,6 +62,7 @@ from dlscale.study import (
     point_key,
     short_names,
 )
+from dlscale.sweep_guard import FolderLock, check_stamp, write_stamp
 from dlscale.sweep_points import (
     COLUMNS,
     EVALUATORS,
@@ -64,8 +75,13 @@ from dlscale.sweep_points import (
     simulated,
 )
 
-__all__ = ["COLUMNS", "EVALUATORS", "EXECUTORS", "SweepResult", "add_training_metrics",
-           "analytical", "check_study", "resolve_evaluator", "run_sweep", "simulated"]
+__all__ = ["COLUMNS", "EVALUATORS", "EXECUTORS", "SweepInterrupted", "SweepResult",
+           "add_training_metrics", "analytical", "check_study", "resolve_evaluator", "run_sweep",
+           "simulated"]
+
+
+class SweepInterrupted(KeyboardInterrupt):
+    """Ctrl-C stopped a sweep; the message says what was kept and how to go on."""
 
 
 def _seed(study_seed: int, key: str) -> int:
@@ -202,10 +218,15 @@ def check_study(study: Study) -> tuple[Cluster, Workload]:
 def _read_log(path: Path, header: Sequence[str]) -> dict[str, Record]:
     done: dict[str, Record] = {}
     if path.exists():
-        for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+        for raw in data.splitlines():
             try:
+                line = raw.decode("utf-8")
                 row = json.loads(line)
-            except json.JSONDecodeError:  # a line cut by an interruption
+            except (UnicodeDecodeError, json.JSONDecodeError):  # a cut or damaged line
                 continue
             if isinstance(row, dict) and "key" in row:
                 done[row["key"]] = (row, line + "\n", _csv_line(row, header))
@@ -226,7 +247,7 @@ def run_sweep(study: Study, out_dir: str | Path | None = None, *, executor: str 
               jobs: int | None = None, resume: bool = False, quiet: bool = False,
               evaluators: Mapping[str, Evaluator | str] | None = None,
               chunk_groups: int | None = None, plots: bool = True,
-              profile: str | Path | None = None) -> SweepResult:
+              profile: str | Path | None = None, force: bool = False) -> SweepResult:
     """Run every point of ``study``; return the sorted rows.
 
     Parameters
@@ -235,7 +256,8 @@ def run_sweep(study: Study, out_dir: str | Path | None = None, *, executor: str 
         From :func:`dlscale.study.load_study`.
     out_dir : path, optional
         Output folder (default ``STUDY.toml.out`` next to the study file). Without
-        ``resume``, earlier results there are replaced.
+        ``resume``, earlier results there are replaced. It is locked while the sweep
+        runs; a folder holding another study's results is refused unless ``force``.
     executor : {"process", "mpi", "serial"}
         Where the chunks run (:data:`EXECUTORS`).
     jobs : int, optional
@@ -254,6 +276,15 @@ def run_sweep(study: Study, out_dir: str | Path | None = None, *, executor: str 
     profile : path, optional
         A machine profile from ``dlscale calibrate``; its network and kernel figures
         replace the base cluster's (a varied ``cluster`` is not changed).
+    force : bool
+        Use ``out_dir`` even if it holds the results of another study (without
+        ``resume`` they are replaced; with it, only points whose keys match are kept,
+        which, the key covering the whole study, are points of this study).
+
+    Raises
+    ------
+    SweepInterrupted
+        On Ctrl-C (SIGINT), after writing every finished point.
     """
     from tqdm import tqdm
 
@@ -268,13 +299,51 @@ def run_sweep(study: Study, out_dir: str | Path | None = None, *, executor: str 
     if profile is not None:
         cluster = load_cluster(cluster, profile)
     out = Path(out_dir) if out_dir is not None else study.path.with_name(study.path.name + ".out")
-    out.mkdir(parents=True, exist_ok=True)
+    if str(out_dir) == "" or (out.exists() and not out.is_dir()):
+        raise ConfigError(f"-o: {str(out_dir)!r} is not a folder; a sweep writes a folder "
+                          "of results (give a new or existing folder)")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"-o: cannot create the folder {str(out)!r}: {exc.strerror}") from None
+    base = {"@cluster": study.cluster, "@workload": study.workload, "@seed": study.seed}
+    if profile is not None:  # another profile is another machine: resume keys differ
+        base["@profile"] = str(Path(profile).resolve())
+    ident = {"study": study.name, "cluster": study.cluster, "workload": study.workload,
+             "seed": study.seed, "fidelity": study.fidelity, "profile": base.get("@profile")}
+    with FolderLock(out):
+        check_stamp(out, ident, force)
+        write_stamp(out, ident)
+        return _run_locked(study, out, base, evals, cluster, workload, executor, jobs, resume,
+                           quiet, chunk_groups, plots, tqdm)
+
+
+def _stop(pool: cf.Executor, interrupted: bool) -> None:
+    """Shut the pool down: wait for it normally; on Ctrl-C cancel and kill the workers."""
+    if not interrupted:
+        try:
+            pool.shutdown(wait=True, cancel_futures=True)
+        except TypeError:  # an executor without cancel_futures
+            pool.shutdown(wait=True)
+        return
+    try:
+        pool.shutdown(wait=False, cancel_futures=True)
+    except TypeError:
+        pool.shutdown(wait=False)
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    for proc in procs:  # a process pool's workers: stop them now
+        proc.terminate()
+    for proc in procs:
+        proc.join(timeout=5)
+
+
+def _run_locked(study: Study, out: Path, base: dict[str, Any],
+                evals: Mapping[str, Evaluator | str], cluster: Cluster, workload: Workload,
+                executor: str, jobs: int | None, resume: bool, quiet: bool,
+                chunk_groups: int | None, plots: bool, tqdm: Any) -> SweepResult:
     log_path, csv_path = out / "results.jsonl", out / "results.csv"
     shorts = short_names(study.param_names)
     header = ["point", "key", "fidelity", "status", *shorts.values(), *COLUMNS]
-    base = {"@cluster": study.cluster, "@workload": study.workload}
-    if profile is not None:  # another profile is another machine: resume keys differ
-        base["@profile"] = str(Path(profile).resolve())
     done: dict[str, Record] = {}
     if resume:
         done = _read_log(log_path, header)
@@ -290,35 +359,51 @@ def run_sweep(study: Study, out_dir: str | Path | None = None, *, executor: str 
     bar = tqdm(total=total, unit="pt", desc=study.name, file=sys.stderr, dynamic_ncols=True,
                disable=quiet or not sys.stderr.isatty())
     pool = EXECUTORS[executor](jobs)
+    interrupted = False
     try:
         with log_path.open("a", encoding="utf-8") as log, \
                 csv_path.open("a", encoding="utf-8") as fcsv:
-            for fidelity in phases:
-                if fidelity == "simulated" and study.fidelity == "hybrid":
-                    groups = _best(study, base, done, bar)
-                else:
-                    groups = _todo(study, fidelity, base, done, bar)
-                if not groups:
-                    continue
-                size = chunk_groups or max(1, min(256, math.ceil(
-                    len(groups) / (8 * _workers(pool, jobs)))))
-                futures = [pool.submit(_run_chunk, evals[fidelity], cluster, workload, chunk,
-                                       fidelity, study.seed, base, shorts, header)
-                           for chunk in _chunks(groups, size)]
-                for fut in cf.as_completed(futures):
-                    recs = fut.result()
-                    log.write("".join(r[1] for r in recs))
-                    log.flush()
-                    fcsv.write("".join(r[2] for r in recs))
-                    fcsv.flush()
-                    for rec in recs:
-                        done[rec[0]["key"]] = rec
-                    bar.update(len(recs))
+
+            def keep(recs: list[Record]) -> None:
+                log.write("".join(r[1] for r in recs))
+                log.flush()
+                fcsv.write("".join(r[2] for r in recs))
+                fcsv.flush()
+                for rec in recs:
+                    done[rec[0]["key"]] = rec
+                bar.update(len(recs))
+
+            futures: list[cf.Future[list[Record]]] = []
+            kept: set[int] = set()
+            try:
+                for fidelity in phases:
+                    if fidelity == "simulated" and study.fidelity == "hybrid":
+                        groups = _best(study, base, done, bar)
+                    else:
+                        groups = _todo(study, fidelity, base, done, bar)
+                    if not groups:
+                        continue
+                    size = chunk_groups or max(1, min(256, math.ceil(
+                        len(groups) / (8 * _workers(pool, jobs)))))
+                    futures = [pool.submit(_run_chunk, evals[fidelity], cluster, workload,
+                                           chunk, fidelity, study.seed, base, shorts, header)
+                               for chunk in _chunks(groups, size)]
+                    kept = set()
+                    for fut in cf.as_completed(futures):
+                        keep(fut.result())
+                        kept.add(id(fut))
+            except KeyboardInterrupt:
+                interrupted = True
+                for fut in futures:  # chunks finished while the last ones were written
+                    if (id(fut) not in kept and fut.done() and not fut.cancelled()
+                            and fut.exception() is None):
+                        keep(fut.result())
+                raise SweepInterrupted(
+                    f"interrupted; {sum(r[0]['status'] == 'ok' for r in done.values())} "
+                    f"finished points kept in {log_path}; run again with --resume to "
+                    "finish") from None
     finally:
-        try:
-            pool.shutdown(wait=True, cancel_futures=True)
-        except TypeError:  # an executor without cancel_futures
-            pool.shutdown(wait=True)
+        _stop(pool, interrupted)
         bar.close()
     if study.fidelity == "hybrid":  # only the current best N simulated points
         keep = {_key(base, p, n, "simulated") for p, _i, n in _ranked(study, base, done)}

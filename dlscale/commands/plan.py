@@ -99,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
         max_power_w=args.max_power_kw * 1e3 if args.max_power_kw is not None else None,
         algorithms=_names(args.algorithms, ALGORITHMS, "--algorithms") if args.algorithms else None,
         collectives=_names(args.collectives, COLLECTIVES, "--collectives") if args.collectives else None,
-        nodes=parse_nodes(args.nodes) if args.nodes else None, rank_by=args.rank_by,
+        nodes=parse_nodes(args.nodes) if args.nodes is not None else None, rank_by=args.rank_by,
         overrides={"batch_per_device": args.batch} if args.batch else None)
     res.to_json(args.output)
     m = res.meta

@@ -8,6 +8,11 @@ plots beside them. On an MPI cluster::
     mpiexec -n N python -m mpi4py.futures -m dlscale sweep STUDY.toml --executor mpi
 
 (``-m dlscale.commands.sweep`` runs this command alone the same way).
+
+Ctrl-C stops the sweep within seconds, keeps every finished point and exits with
+status 130; ``--resume`` then runs the rest. The output folder is locked while a
+sweep writes it, and one holding another study's results (other name, base, seed,
+fidelity or profile) is refused unless ``--force``.
 """
 
 from __future__ import annotations
@@ -38,6 +43,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("-j", "--jobs", type=int, metavar="N", help="process-pool workers (default: all cores)")
     p.add_argument("--resume", action="store_true",
                    help="keep finished points in the output folder and run only the rest")
+    p.add_argument("--force", action="store_true",
+                   help="use the output folder even if it holds another study's results")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--no-plots", action="store_true", help="do not draw plots")
     p.add_argument("--evaluator", metavar="MODULE:FUNC",
@@ -57,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     evaluators = {"analytical": args.evaluator} if args.evaluator else None
     result = run_sweep(study, args.output, executor=args.executor, jobs=args.jobs,
                        resume=args.resume, quiet=args.quiet, evaluators=evaluators,
-                       plots=not args.no_plots, profile=args.profile)
+                       plots=not args.no_plots, profile=args.profile, force=args.force)
     rows = result.rows
     params = result.meta["parameters"]
     if args.format == "csv":
@@ -92,6 +99,9 @@ def main(argv: list[str] | None = None) -> int:
     except DlscaleError as exc:
         print(f"dlscale sweep: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt as exc:
+        print(f"dlscale sweep: {exc or 'interrupted'}", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -88,7 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     except KeyboardInterrupt as exc:
-        print(f"dlscale {args.command}: {exc or 'interrupted'}", file=sys.stderr)
+        print(f"dlscale {args.command}: {str(exc) or 'interrupted'}", file=sys.stderr)
         return 130
     except BrokenPipeError:  # `dlscale ... | head`
         return 0

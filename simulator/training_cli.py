@@ -124,6 +124,15 @@ def run_training(args: argparse.Namespace) -> int:
         cosim["lr"] = args.lr
     if args.lr_schedule:
         cosim["lr_schedule"] = args.lr_schedule
+    from .stragglers import make_noise
+    from .training_cosim import check_cosim_options
+
+    if args.seed < 0:
+        raise ConfigError(f"--seed: must be an integer >= 0, got {args.seed}")
+    if args.iterations < 1:
+        raise ConfigError(f"--iterations: must be an integer >= 1, got {args.iterations}")
+    check_cosim_options(cosim)  # every option checked before the first run
+    noise = make_noise(args.noise)
     plan = [(n, a) for a in algs for n in nodes]
     from tqdm import tqdm
 
@@ -134,7 +143,7 @@ def run_training(args: argparse.Namespace) -> int:
         last = i == len(plan) - 1
         runs.append(simulate_training(
             cluster, workload, n, algorithm=a, iterations=args.iterations, seed=args.seed,
-            mode="cosim" if args.cosim else "timing", network=network, noise=args.noise,
+            mode="cosim" if args.cosim else "timing", network=network, noise=noise,
             trace=(args.trace if (args.trace and last) else False), cosim_options=cosim))
     rows = _rows(runs)
     meta = {"cluster": cluster.name, "workload": workload.name, "network": network,

@@ -8,6 +8,7 @@ makes the request infeasible and by how much, and exits with status 1.
 from __future__ import annotations
 
 import argparse
+import math
 from typing import Any
 
 from dlscale.perfmodel.errors import ConfigError
@@ -37,6 +38,9 @@ def _prices(items: list[str]) -> dict[str, float]:
             out[name] = float(value)
         except ValueError:
             sep = ""
+        if sep and not (math.isfinite(out[name]) and out[name] >= 0):
+            raise ConfigError(f"--price: price per node-hour must be a finite number >= 0, "
+                              f"got {item!r}")
         if not sep or not name:
             raise ConfigError(f"--price: expected NAME=PRICE_PER_NODE_HOUR, got {item!r}")
     return out

@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"dlscale sweep: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as exc:
-        print(f"dlscale sweep: {exc or 'interrupted'}", file=sys.stderr)
+        print(f"dlscale sweep: {str(exc) or 'interrupted'}", file=sys.stderr)
         return 130
 
 

@@ -8,8 +8,9 @@ destroyed unless it is a regular file being replaced:
   renamed onto the path (atomic);
 - a symbolic link: written through to its target, atomically beside the target (the
   link stays a link);
-- a FIFO or a device (``/dev/null``, ``/dev/stdout``): opened and written directly,
-  never renamed onto, never truncated;
+- a FIFO or a device (``/dev/null``), or the file this process's stdout or stderr
+  goes to (``-o /dev/stdout > file``): opened and appended to directly (after
+  flushing ``sys.stdout``/``sys.stderr``), never renamed onto, never truncated;
 - a folder, ``""``, or a place no file can be created: a one-line
   :class:`~dlscale.perfmodel.errors.ConfigError`. Commands call
   :func:`check_output_path` on every output before they compute anything.
@@ -67,6 +68,20 @@ def _target(path: Path) -> Path:
     return path
 
 
+def _is_special(st: os.stat_result) -> bool:
+    """Written directly: not a regular file, or the file our stdout/stderr writes to."""
+    if not stat.S_ISREG(st.st_mode):
+        return True
+    for fd in (1, 2):
+        try:
+            other = os.fstat(fd)
+        except OSError:
+            continue
+        if (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino):
+            return True
+    return False
+
+
 def check_output_path(path: str | Path | None, what: str = "output") -> Path | None:
     """Check, before any work, that a file can be written at ``path``; return it.
 
@@ -91,20 +106,15 @@ def check_output_path(path: str | Path | None, what: str = "output") -> Path | N
     if str(path) == "":
         raise ConfigError(f"{what}: an empty file name; give a file name")
     path = Path(path)
-    target = _target(path)
-    try:
-        st = target.stat()
-    except FileNotFoundError:
-        st = None
-    except OSError as exc:
-        raise ConfigError(f"{_where(path, what)}: cannot use: {exc.strerror}") from None
+    st = _stat(path, what)
     if st is not None and stat.S_ISDIR(st.st_mode):
         raise ConfigError(f"{_where(path, what)} is a folder; give a file name")
-    if st is not None and not stat.S_ISREG(st.st_mode):  # FIFO, device, socket
-        if stat.S_ISSOCK(st.st_mode) or not os.access(target, os.W_OK):
+    if st is not None and _is_special(st):  # FIFO, device, socket, our stdout
+        if stat.S_ISSOCK(st.st_mode) or not os.access(path, os.W_OK):
             raise ConfigError(f"{_where(path, what)}: cannot write to this "
                               f"{'socket' if stat.S_ISSOCK(st.st_mode) else 'device or FIFO'}")
         return path
+    target = _target(path)
     folder = target.parent
     while not folder.exists():  # created at write time; check the first existing one
         if folder == folder.parent:
@@ -123,6 +133,16 @@ def check_output_path(path: str | Path | None, what: str = "output") -> Path | N
         raise ConfigError(f"{_where(path, what)}: cannot create a file in {folder} "
                           f"({exc.strerror})") from None
     return path
+
+
+def _stat(path: Path, what: str) -> os.stat_result | None:
+    """``os.stat`` following links (``/dev/stdout`` included); None if nothing is there."""
+    try:
+        return path.stat()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise ConfigError(f"{_where(path, what)}: cannot use: {exc.strerror}") from None
 
 
 def plot_format(path: str | Path, what: str = "--plot") -> str:
@@ -156,12 +176,20 @@ def atomic_write_text(path: str | Path, text: str) -> None:
 
 
 def _write_special(target: Path, writer: Callable[[str], Any]) -> None:
-    """Write to a FIFO or device: the writer fills a private temporary file, whose
-    bytes are then copied into the open device (no rename, no truncation)."""
+    """Write to a FIFO, device or our own stdout's file: the writer fills a private
+    temporary file, whose bytes are then appended to the open target (no rename, no
+    truncation; what this process printed so far is flushed first)."""
+    import sys
+
     with tempfile.TemporaryDirectory(prefix="dlscale-") as d:
         tmp = os.path.join(d, "out" + target.suffix)
         writer(tmp)
-        fd = os.open(target, os.O_WRONLY | getattr(os, "O_CLOEXEC", 0))
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError, AttributeError):
+                pass
+        fd = os.open(target, os.O_WRONLY | os.O_APPEND | getattr(os, "O_CLOEXEC", 0))
         with os.fdopen(fd, "wb") as dst, open(tmp, "rb") as src:
             shutil.copyfileobj(src, dst)
 
@@ -177,18 +205,13 @@ def atomic_write_with(path: str | Path, writer: Callable[[str], Any]) -> None:
     if str(path) == "":
         raise ConfigError("output: an empty file name; give a file name")
     path = Path(path)
-    target = _target(path)
-    try:
-        st = target.stat()
-    except FileNotFoundError:
-        st = None
-    except OSError as exc:
-        raise ConfigError(f"{_where(path, 'output')}: cannot use: {exc.strerror}") from None
+    st = _stat(path, "output")
     if st is not None and stat.S_ISDIR(st.st_mode):
         raise ConfigError(f"{_where(path, 'output')} is a folder; give a file name")
+    target = _target(path)
     try:
-        if st is not None and not stat.S_ISREG(st.st_mode):
-            _write_special(target, writer)
+        if st is not None and _is_special(st):
+            _write_special(path, writer)
             return
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{target.stem}.", suffix=target.suffix,

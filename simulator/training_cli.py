@@ -60,7 +60,8 @@ def add_training_args(parser: argparse.ArgumentParser) -> None:
          help="iterations (asynchronous: steps per worker; default 20)")
     _add(parser, "--seed", type=int, default=0, help="seed of noise, placement, data")
     _add(parser, "--noise", default="none",
-         help="straggler model: none, lognormal:SIGMA, empirical:FILE (default none)")
+         help="straggler model: none, lognormal:SIGMA (0 <= SIGMA <= 2), empirical:FILE "
+              "(default none)")
     _add(parser, "--network", choices=NETWORKS, default=None,
          help="who answers communication times: analytical (closed forms), fast or "
               "flow (simulated topology; default: --mode if given, else fast)")

@@ -149,3 +149,19 @@ def test_cli_plot_svg_is_svg(tmp_path, capsys):
     svg = tmp_path / "s.svg"
     assert main(["predict", "summit", "resnet50", "--nodes", "1,2", "--plot", str(svg)]) == 0
     assert b"<svg" in svg.read_bytes()[:400]
+
+
+def test_output_to_own_stdout_file_is_appended_not_replaced(tmp_path):
+    """``-o /dev/stdout > file``: the table and the JSON both end up in the file."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "both.txt"
+    with open(out, "w") as fh:
+        proc = subprocess.run([sys.executable, "-m", "dlscale", "predict", "summit", "resnet50",
+                               "--nodes", "1,2", "--format", "csv", "-o", "/dev/stdout"],
+                              stdout=fh, stderr=subprocess.PIPE, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    text = out.read_text()
+    assert text.startswith("nodes,devices,")
+    assert json.loads(text[text.index("{"):])["rows"][1]["nodes"] == 2

@@ -77,9 +77,11 @@ from dlscale.perfmodel.errors import ConfigError, closest
 from dlscale.perfmodel.hardware import Cluster
 from dlscale.perfmodel.tomlmap import resolve_key
 from dlscale.perfmodel.workload import Workload
+from dlscale.study_values import MAX_POINTS, check_grid_size, label
+from dlscale.study_values import values as _values
 
-__all__ = ["FIDELITIES", "MAX_POINTS", "METRICS", "PLOTS", "Point", "Study", "group_key_prefix", "load_study",
-           "parse_study", "point_key"]
+__all__ = ["FIDELITIES", "MAX_POINTS", "METRICS", "PLOTS", "Point", "Study", "group_key_prefix",
+           "label", "load_study", "parse_study", "point_key"]
 
 #: How points are evaluated: the closed-form model, the discrete-event simulator, or
 #: the closed-form model for every point and the simulator for the best N of them.
@@ -94,12 +96,6 @@ METRICS: dict[str, bool] = {
     "samples_per_s": False,
     "efficiency": False,
 }
-
-#: Default limit on a study's grid size (``max_points``). A million points of the
-#: analytical model take minutes on a few cores and about 1 GB of results in memory
-#: (measured: about 1 kB per row); larger grids are likely a mistake (a range with a
-#: tiny step), so they need ``max_points`` raised on purpose.
-MAX_POINTS = 1_000_000
 
 #: Plots a sweep can draw (see :mod:`dlscale.sweep_plots`).
 PLOTS = ("scaling", "heatmap", "pareto")
@@ -270,89 +266,6 @@ def _full_path(name: str, where: str) -> str:
                       f"workload., or one of {', '.join(valid)}{closest(head, valid)}")
 
 
-def _range(spec: Mapping[str, Any], where: str, limit: int = MAX_POINTS) -> list[Any]:
-    keys = set(spec)
-    allowed = ({"start", "stop", "step"}, {"start", "stop", "factor"},
-               {"start", "stop", "num"}, {"start", "stop", "num", "scale"})
-    if keys not in allowed:
-        raise _err(where, f"range keys {sorted(keys)} not allowed; use {{start, stop, step}}, "
-                          "{start, stop, factor} or {start, stop, num, scale}")
-    start, stop = spec["start"], spec["stop"]
-    for k in keys - {"scale"}:
-        v = spec[k]
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-            raise _err(where, f"range {k} must be a finite number, got {v!r}")
-    if stop < start:
-        raise _err(where, f"range stop {stop!r} is below start {start!r}")
-    as_int = all(isinstance(spec[k], int) for k in keys - {"scale", "num"})
-    out: list[Any]
-    if "step" in spec:
-        step = spec["step"]
-        if step <= 0:
-            raise _err(where, f"range step must be > 0, got {step!r}")
-        count = math.floor((stop - start) / step + 1e-9) + 1
-        _check_count(count, limit, where)
-        out = [start + i * step for i in range(count)]
-    elif "factor" in spec:
-        factor = spec["factor"]
-        if factor <= 1 or start <= 0:
-            raise _err(where, f"geometric range needs factor > 1 and start > 0, got "
-                              f"factor {factor!r}, start {start!r}")
-        _check_count(math.floor(math.log(stop / start) / math.log(factor) + 1e-9) + 1,
-                     limit, where)
-        out, v = [], start
-        while v <= stop * (1 + 1e-12):
-            out.append(v)
-            v = v * factor
-    else:
-        num, scale = spec["num"], spec.get("scale", "linear")
-        if not isinstance(num, int) or num < 1:
-            raise _err(where, f"range num must be an integer >= 1, got {num!r}")
-        if scale not in ("linear", "log"):
-            raise _err(where, f"range scale must be 'linear' or 'log', got {scale!r}")
-        if scale == "log" and start <= 0:
-            raise _err(where, f"log range needs start > 0, got {start!r}")
-        _check_count(num, limit, where)
-        if num == 1:
-            out = [start]
-        elif scale == "linear":
-            out = [start + (stop - start) * i / (num - 1) for i in range(num)]
-        else:
-            lo, hi = math.log10(start), math.log10(stop)
-            out = [10 ** (lo + (hi - lo) * i / (num - 1)) for i in range(num)]
-            out[0], out[-1] = start, stop
-        as_int = as_int and all(float(v).is_integer() for v in out)
-    if as_int:
-        out = [round(v) for v in out]
-    return out
-
-
-def _check_count(count: int, limit: int, where: str) -> None:
-    if count > limit:
-        raise _err(where, f"the range has {count:,} values, more than the study's "
-                          f"max_points = {limit:,}")
-
-
-def _no_duplicates(values: Sequence[Any], where: str) -> None:
-    """Refuse a value given twice on one axis (it would be one point counted twice)."""
-    seen: set[Any] = set()
-    for v in values:
-        k = label(v)
-        if k in seen:
-            raise _err(where, f"value {v!r} is given twice; each value once")
-        seen.add(k)
-
-
-def _values(raw: Any, where: str, limit: int = MAX_POINTS) -> list[Any]:
-    if isinstance(raw, list):
-        if not raw:
-            raise _err(where, "empty list; give at least one value")
-        return raw
-    if isinstance(raw, Mapping):
-        return _range(raw, where, limit)
-    raise _err(where, f"expected a list of values or a range table, got {raw!r}")
-
-
 def _spec(raw: Any, kind: str, base_dir: Path, where: str) -> str:
     if not isinstance(raw, str) or not raw:
         raise _err(where, f"expected a {kind} preset name or TOML path, got {raw!r}")
@@ -439,8 +352,7 @@ def parse_study(table: Mapping[str, Any], path: str | Path = "study.toml") -> St
         values = _values(raw, where, limit)
         if full in ("cluster", "workload"):
             kind = full
-            values = [_spec(v, kind, base_dir, where) for v in values]
-        _no_duplicates(values, where)
+            values = _values([_spec(v, kind, base_dir, where) for v in values], where, limit)
         axes.append(((full,), [(v,) for v in values]))
     zips = table.get("zip", [])
     if not isinstance(zips, list):
@@ -452,7 +364,8 @@ def parse_study(table: Mapping[str, Any], path: str | Path = "study.toml") -> St
         names, columns = [], []
         for name, raw in group.items():
             names.append(claim(name, f"{where}.{name}"))
-            columns.append(_values(raw, f"{where}.{name}", limit))
+            columns.append(list(raw) if isinstance(raw, list) and raw else
+                           _values(raw, f"{where}.{name}", limit))
         lengths = {len(c) for c in columns}
         if len(lengths) != 1:
             raise _err(where, "zipped lists must have equal lengths, got "
@@ -460,15 +373,9 @@ def parse_study(table: Mapping[str, Any], path: str | Path = "study.toml") -> St
         for k, name in enumerate(names):
             if name in ("cluster", "workload"):
                 columns[k] = [_spec(v, name, base_dir, where) for v in columns[k]]
-        rows = list(zip(*columns, strict=True))
-        _no_duplicates(rows, where)
-        axes.append((tuple(names), rows))
-    size = math.prod(len(v) for _, v in axes) * len(nodes)
-    if size > limit:
-        raise _err(f"{f}: vary", f"the grid has {size:,} points ("
-                                 + " x ".join(str(len(v)) for _, v in axes)
-                                 + f" x {len(nodes)} node counts), more than max_points = "
-                                   f"{limit:,}; raise max_points to run it")
+        rows = _values(list(zip(*columns, strict=True)), where, limit)
+        axes.append((tuple(names), [tuple(r) for r in rows]))
+    check_grid_size(axes, nodes, limit, f"{f}: vary")
 
     plots = table.get("plots", [])
     if not isinstance(plots, list) or any(p not in PLOTS for p in plots):
@@ -513,19 +420,6 @@ def split_params(params: Mapping[str, Any]) -> tuple[Any, Any, dict[str, Any], d
         elif name.startswith("workload."):
             w_over[name[len("workload."):]] = value
     return c_spec, w_spec, c_over, w_over
-
-
-def label(value: Any) -> Any:
-    """A table-cell form of a parameter value: scalars as they are, tables as JSON.
-
-    Examples
-    --------
-    >>> label({"family": "torus", "dims": [4, 4]})
-    '{"dims":[4,4],"family":"torus"}'
-    """
-    if isinstance(value, (Mapping, list, tuple)):
-        return json.dumps(value, sort_keys=True, separators=(",", ":"))
-    return value
 
 
 def short_names(names: Sequence[str]) -> dict[str, str]:

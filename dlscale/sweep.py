@@ -37,8 +37,6 @@ workers).
 from __future__ import annotations
 
 import concurrent.futures as cf
-import csv
-import io
 import json
 import math
 import sys
@@ -62,7 +60,7 @@ from dlscale.study import (
     point_key,
     short_names,
 )
-from dlscale.sweep_guard import FolderLock, check_stamp, write_stamp
+from dlscale.sweep_guard import FolderLock, check_stamp, pool_workers, stop_pool, write_stamp
 from dlscale.sweep_points import (
     COLUMNS,
     EVALUATORS,
@@ -74,6 +72,7 @@ from dlscale.sweep_points import (
     resolve_evaluator,
     simulated,
 )
+from dlscale.sweep_records import Record, chunks, clean, read_log, record
 
 __all__ = ["COLUMNS", "EVALUATORS", "EXECUTORS", "SweepInterrupted", "SweepResult",
            "add_training_metrics", "analytical", "check_study", "resolve_evaluator", "run_sweep",
@@ -97,30 +96,6 @@ def _keyer(base: Mapping[str, Any], params: Mapping[str, Any]) -> Callable[[int,
     return group_key_prefix({**base, **params})
 
 
-def _clean(v: Any) -> Any:
-    """A JSON-ready scalar: numpy scalars unwrapped, non-finite floats as None."""
-    if hasattr(v, "item"):
-        v = v.item()
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
-    return v
-
-
-def _csv_line(row: Mapping[str, Any], header: Sequence[str]) -> str:
-    buf = io.StringIO()
-    csv.writer(buf, lineterminator="\n").writerow(
-        ["" if (v := row.get(h, "")) is None else v for h in header])
-    return buf.getvalue()
-
-
-Record = tuple[dict[str, Any], str, str]
-
-
-def _record(row: dict[str, Any], header: Sequence[str]) -> Record:
-    """A result row with its JSON line and its CSV line."""
-    return row, json.dumps(row) + "\n", _csv_line(row, header)
-
-
 def _run_chunk(evaluator: Evaluator | str, base_cluster: Cluster, base_workload: Workload,
                tasks: list[tuple[dict[str, Any], list[tuple[int, int, str | None]]]],
                fidelity: str, study_seed: int, base: Mapping[str, Any],
@@ -136,12 +111,12 @@ def _run_chunk(evaluator: Evaluator | str, base_cluster: Cluster, base_workload:
     for params, pts0 in tasks:
         keyer = _keyer(base, params)
         pts = [(i, n, key or keyer(n, fidelity)) for i, n, key in pts0]
-        head = {shorts[k]: _clean(label(v)) for k, v in params.items()}
+        head = {shorts[k]: clean(label(v)) for k, v in params.items()}
 
         def fail(i: int, n: int, key: str, exc: BaseException, head: dict[str, Any] = head) -> None:
             row = {"point": i, "key": key, "fidelity": fidelity, "status": "error", **head,
                    "nodes": n, "error": f"{type(exc).__name__}: {exc}"}
-            out.append(_record(row, header))
+            out.append(record(row, header))
 
         try:
             cluster, workload = materialize(base_cluster, base_workload, params, cache)
@@ -172,13 +147,13 @@ def _run_chunk(evaluator: Evaluator | str, base_cluster: Cluster, base_workload:
         for (i, n, key), got in zip(good, rows, strict=True):
             row = {"point": i, "key": key, "fidelity": fidelity, "status": "ok", **head,
                    **{c: None for c in COLUMNS}}
-            row.update((k, _clean(v)) for k, v in got.items())
+            row.update((k, clean(v)) for k, v in got.items())
             row["nodes"] = n
             add_training_metrics(row, cluster, workload)
             for k in ("time_to_train_s", "node_hours", "cost"):
-                row[k] = _clean(row[k])
+                row[k] = clean(row[k])
             row["error"] = ""
-            out.append(_record(row, header))
+            out.append(record(row, header))
     return out
 
 
@@ -213,29 +188,6 @@ def check_study(study: Study) -> tuple[Cluster, Workload]:
         for combo in values:
             materialize(cluster, workload, dict(zip(names, combo, strict=True)))
     return cluster, workload
-
-
-def _read_log(path: Path, header: Sequence[str]) -> dict[str, Record]:
-    done: dict[str, Record] = {}
-    if path.exists():
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
-        for raw in data.splitlines():
-            try:
-                line = raw.decode("utf-8")
-                row = json.loads(line)
-            except (UnicodeDecodeError, json.JSONDecodeError):  # a cut or damaged line
-                continue
-            if isinstance(row, dict) and "key" in row:
-                done[row["key"]] = (row, line + "\n", _csv_line(row, header))
-    return done
-
-
-def _chunks(items: Sequence[Any], size: int) -> Iterable[list[Any]]:
-    for i in range(0, len(items), size):
-        yield list(items[i:i + size])
 
 
 def _phases(study: Study) -> list[str]:
@@ -318,25 +270,6 @@ def run_sweep(study: Study, out_dir: str | Path | None = None, *, executor: str 
                            quiet, chunk_groups, plots, tqdm)
 
 
-def _stop(pool: cf.Executor, interrupted: bool) -> None:
-    """Shut the pool down: wait for it normally; on Ctrl-C cancel and kill the workers."""
-    if not interrupted:
-        try:
-            pool.shutdown(wait=True, cancel_futures=True)
-        except TypeError:  # an executor without cancel_futures
-            pool.shutdown(wait=True)
-        return
-    try:
-        pool.shutdown(wait=False, cancel_futures=True)
-    except TypeError:
-        pool.shutdown(wait=False)
-    procs = list((getattr(pool, "_processes", None) or {}).values())
-    for proc in procs:  # a process pool's workers: stop them now
-        proc.terminate()
-    for proc in procs:
-        proc.join(timeout=5)
-
-
 def _run_locked(study: Study, out: Path, base: dict[str, Any],
                 evals: Mapping[str, Evaluator | str], cluster: Cluster, workload: Workload,
                 executor: str, jobs: int | None, resume: bool, quiet: bool,
@@ -346,7 +279,7 @@ def _run_locked(study: Study, out: Path, base: dict[str, Any],
     header = ["point", "key", "fidelity", "status", *shorts.values(), *COLUMNS]
     done: dict[str, Record] = {}
     if resume:
-        done = _read_log(log_path, header)
+        done = read_log(log_path, header)
         wanted = set(_all_keys(study, base))
         done = {k: v for k, v in done.items() if k in wanted}
         atomic_write_text(log_path, "".join(rec[1] for rec in done.values()))
@@ -384,10 +317,10 @@ def _run_locked(study: Study, out: Path, base: dict[str, Any],
                     if not groups:
                         continue
                     size = chunk_groups or max(1, min(256, math.ceil(
-                        len(groups) / (8 * _workers(pool, jobs)))))
+                        len(groups) / (8 * pool_workers(pool, jobs)))))
                     futures = [pool.submit(_run_chunk, evals[fidelity], cluster, workload,
                                            chunk, fidelity, study.seed, base, shorts, header)
-                               for chunk in _chunks(groups, size)]
+                               for chunk in chunks(groups, size)]
                     kept = set()
                     for fut in cf.as_completed(futures):
                         keep(fut.result())
@@ -403,7 +336,7 @@ def _run_locked(study: Study, out: Path, base: dict[str, Any],
                     f"finished points kept in {log_path}; run again with --resume to "
                     "finish") from None
     finally:
-        _stop(pool, interrupted)
+        stop_pool(pool, interrupted)
         bar.close()
     if study.fidelity == "hybrid":  # only the current best N simulated points
         keep = {_key(base, p, n, "simulated") for p, _i, n in _ranked(study, base, done)}
@@ -426,14 +359,6 @@ def _run_locked(study: Study, out: Path, base: dict[str, Any],
 
         meta["plots"] = [str(p) for p in plot_study(study, rows, out)]
     return result
-
-
-def _workers(pool: cf.Executor, jobs: int | None) -> int:
-    for attr in ("num_workers", "_max_workers"):
-        n = getattr(pool, attr, None)
-        if isinstance(n, int) and n > 0:
-            return n
-    return jobs or 1
 
 
 def _all_keys(study: Study, base: Mapping[str, Any]) -> Iterable[str]:

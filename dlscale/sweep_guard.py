@@ -7,6 +7,8 @@
   over with a word on stderr.
 - :func:`check_stamp` / :func:`write_stamp`: the folder remembers which study wrote it
   (:data:`STAMP_NAME`: name, base cluster and workload, seed, fidelity, profile). Results of another study are refused unless ``force``.
+- :func:`stop_pool`: shut a pool down; on Ctrl-C cancel what is pending and
+  terminate the workers at once instead of waiting for the running chunks.
 - :func:`worker_init`: the initializer of pool workers: they ignore SIGINT (the
   parent handles Ctrl-C and stops them) and, on Linux, die with the parent
   (``PR_SET_PDEATHSIG``, see prctl(2)), so ``kill -9`` of a sweep leaves no workers.
@@ -26,6 +28,7 @@ dlscale.perfmodel.errors.ConfigError: ...: another sweep (pid ... on ...) is wri
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import json
 import os
 import signal
@@ -39,7 +42,8 @@ from typing import Any
 
 from dlscale.perfmodel.errors import ConfigError
 
-__all__ = ["LOCK_NAME", "STAMP_NAME", "FolderLock", "check_stamp", "worker_init", "write_stamp"]
+__all__ = ["LOCK_NAME", "STAMP_NAME", "FolderLock", "check_stamp", "pool_workers", "stop_pool",
+           "worker_init", "write_stamp"]
 
 #: Lock file in the output folder while a sweep writes there.
 LOCK_NAME = ".dlscale-sweep.lock"
@@ -186,3 +190,31 @@ def worker_init() -> None:
             pass
     if os.getppid() == 1:  # the parent died before prctl took effect
         os._exit(1)
+
+
+def stop_pool(pool: cf.Executor, interrupted: bool) -> None:
+    """Shut the pool down: wait for it normally; on Ctrl-C cancel and kill the workers."""
+    if not interrupted:
+        try:
+            pool.shutdown(wait=True, cancel_futures=True)
+        except TypeError:  # an executor without cancel_futures
+            pool.shutdown(wait=True)
+        return
+    try:
+        pool.shutdown(wait=False, cancel_futures=True)
+    except TypeError:
+        pool.shutdown(wait=False)
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    for proc in procs:  # a process pool's workers: stop them now
+        proc.terminate()
+    for proc in procs:
+        proc.join(timeout=5)
+
+
+def pool_workers(pool: cf.Executor, jobs: int | None) -> int:
+    """How many workers ``pool`` runs (``jobs`` or 1 where it does not say)."""
+    for attr in ("num_workers", "_max_workers"):
+        n = getattr(pool, attr, None)
+        if isinstance(n, int) and n > 0:
+            return n
+    return jobs or 1

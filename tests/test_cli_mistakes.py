@@ -45,6 +45,10 @@ def files(tmp_path: Path) -> Path:
     (tmp_path / "strong.toml").write_text(STRONG)
     (tmp_path / "directed.graphml").write_text(GRAPHML_DIRECTED)
     (tmp_path / "taken.txt").write_text("keep")
+    (tmp_path / "inf-epochs.toml").write_text('name = "w"\nmodel = "resnet50"\n'
+                                              'batch_per_device = 32\nepochs = inf\n')
+    (tmp_path / "nan-fusion.toml").write_text('name = "w"\nmodel = "resnet50"\n'
+                                              'batch_per_device = 32\nfusion_threshold_MiB = nan\n')
     prof = '{"schema_version": 1, "p2p": {"intra-node": {"latency_s": 1e-6, ' \
            '"bandwidth_Bps": 1e10, "segments": [{"min_bytes": 0, "max_bytes": 1e9, ' \
            '"alpha_s": -1e-6, "beta_s_per_B": 1e-10}]}}}'
@@ -92,6 +96,10 @@ CASES = {
                               "{d}/negative.json"], r"segments\[0\].alpha_s: must be a finite"),
     "plan epochs inf": (["plan", "resnet50", "--cluster", "summit", "--epochs", "inf", "-o",
                          "{d}/plan.json"], "epochs: must be a finite number"),
+    "workload epochs inf": (["predict", "summit", "{d}/inf-epochs.toml", "--nodes", "1"],
+                            "epochs: must be a finite number > 0, got inf"),
+    "workload fusion nan": (["predict", "summit", "{d}/nan-fusion.toml", "--nodes", "1"],
+                            "fusion_threshold_bytes: must be a finite number >= 0, got nan"),
     "plot extension": (["predict", "summit", "resnet50", "--nodes", "1", "--plot", "{d}/x.txt"],
                        "unknown plot format"),
     "nodes empty": (["predict", "summit", "resnet50", "--nodes", ""], "--nodes: empty"),

@@ -89,7 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt as exc:
         print(f"dlscale {args.command}: {str(exc) or 'interrupted'}", file=sys.stderr)
-        return 130
+        return int(getattr(exc, "exit_status", 130))
     except BrokenPipeError:  # `dlscale ... | head`
         return 0
 

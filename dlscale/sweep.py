@@ -21,10 +21,11 @@ there (a second sweep into it is an error naming the holder), and remembers the 
 that wrote it (another study's folder is refused unless ``force``); the resume key of
 a point covers the whole study (base cluster and workload, seed, profile, the
 point's values, node count and fidelity; not the evaluator's code, so a fixed
-evaluator can retry the failed points). Ctrl-C stops the sweep at once: the
-points already finished are written, pending chunks are cancelled, the workers are
-stopped, and :class:`SweepInterrupted` is raised (the CLI prints one line and exits
-with status 130); ``resume=True`` then runs only what is missing.
+evaluator can retry the failed points). Ctrl-C (SIGINT), or SIGTERM (a batch
+system's end of wall time), stops the sweep at once: the points already finished are
+written, pending chunks are cancelled, the workers are stopped, and
+:class:`SweepInterrupted` is raised (the CLI prints one line and exits with status
+128 + the signal: 130, 143); ``resume=True`` then runs only what is missing.
 
 Evaluators (:data:`EVALUATORS`, in :mod:`dlscale.sweep_points`) are functions ``f(cluster, workload, nodes, seeds) ->
 list of row dicts``, one row per node count, with at least ``samples_per_s`` (``seeds``:
@@ -39,6 +40,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import json
 import math
+import signal
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -60,7 +62,14 @@ from dlscale.study import (
     point_key,
     short_names,
 )
-from dlscale.sweep_guard import FolderLock, check_stamp, pool_workers, stop_pool, write_stamp
+from dlscale.sweep_guard import (
+    FolderLock,
+    check_stamp,
+    pool_workers,
+    sigterm_as_interrupt,
+    stop_pool,
+    write_stamp,
+)
 from dlscale.sweep_points import (
     COLUMNS,
     EVALUATORS,
@@ -80,7 +89,14 @@ __all__ = ["COLUMNS", "EVALUATORS", "EXECUTORS", "SweepInterrupted", "SweepResul
 
 
 class SweepInterrupted(KeyboardInterrupt):
-    """Ctrl-C stopped a sweep; the message says what was kept and how to go on."""
+    """A signal stopped a sweep; the message says what was kept and how to go on.
+
+    ``exit_status`` is 128 + the signal's number (130 for SIGINT, 143 for SIGTERM).
+    """
+
+    def __init__(self, message: str, signum: int = signal.SIGINT) -> None:
+        super().__init__(message)
+        self.exit_status = 128 + int(signum)
 
 
 def _seed(study_seed: int, key: str) -> int:
@@ -236,7 +252,7 @@ def run_sweep(study: Study, out_dir: str | Path | None = None, *, executor: str 
     Raises
     ------
     SweepInterrupted
-        On Ctrl-C (SIGINT), after writing every finished point.
+        On Ctrl-C (SIGINT) or SIGTERM, after writing every finished point.
     """
     from tqdm import tqdm
 
@@ -294,7 +310,7 @@ def _run_locked(study: Study, out: Path, base: dict[str, Any],
     pool = EXECUTORS[executor](jobs)
     interrupted = False
     try:
-        with log_path.open("a", encoding="utf-8") as log, \
+        with sigterm_as_interrupt(), log_path.open("a", encoding="utf-8") as log, \
                 csv_path.open("a", encoding="utf-8") as fcsv:
 
             def keep(recs: list[Record]) -> None:
@@ -325,16 +341,17 @@ def _run_locked(study: Study, out: Path, base: dict[str, Any],
                     for fut in cf.as_completed(futures):
                         keep(fut.result())
                         kept.add(id(fut))
-            except KeyboardInterrupt:
+            except KeyboardInterrupt as exc:
                 interrupted = True
                 for fut in futures:  # chunks finished while the last ones were written
                     if (id(fut) not in kept and fut.done() and not fut.cancelled()
                             and fut.exception() is None):
                         keep(fut.result())
+                signum = getattr(exc, "signum", signal.SIGINT)
                 raise SweepInterrupted(
-                    f"interrupted; {sum(r[0]['status'] == 'ok' for r in done.values())} "
-                    f"finished points kept in {log_path}; run again with --resume to "
-                    "finish") from None
+                    f"interrupted ({signal.Signals(signum).name}); "
+                    f"{sum(r[0]['status'] == 'ok' for r in done.values())} finished points "
+                    f"kept in {log_path}; run again with --resume to finish", signum) from None
     finally:
         stop_pool(pool, interrupted)
         bar.close()

@@ -9,6 +9,7 @@
   (:data:`STAMP_NAME`: name, base cluster and workload, seed, fidelity, profile). Results of another study are refused unless ``force``.
 - :func:`stop_pool`: shut a pool down; on Ctrl-C cancel what is pending and
   terminate the workers at once instead of waiting for the running chunks.
+- :func:`sigterm_as_interrupt`: SIGTERM stops a sweep the way Ctrl-C does.
 - :func:`worker_init`: the initializer of pool workers: they ignore SIGINT (the
   parent handles Ctrl-C and stops them) and, on Linux, die with the parent
   (``PR_SET_PDEATHSIG``, see prctl(2)), so ``kill -9`` of a sweep leaves no workers.
@@ -29,21 +30,23 @@ dlscale.perfmodel.errors.ConfigError: ...: another sweep (pid ... on ...) is wri
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import json
 import os
 import signal
 import socket
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from dlscale.perfmodel.errors import ConfigError
 
-__all__ = ["LOCK_NAME", "STAMP_NAME", "FolderLock", "check_stamp", "pool_workers", "stop_pool",
-           "worker_init", "write_stamp"]
+__all__ = ["LOCK_NAME", "STAMP_NAME", "FolderLock", "Terminated", "check_stamp", "pool_workers",
+           "sigterm_as_interrupt", "stop_pool", "worker_init", "write_stamp"]
 
 #: Lock file in the output folder while a sweep writes there.
 LOCK_NAME = ".dlscale-sweep.lock"
@@ -175,6 +178,30 @@ def write_stamp(folder: Path, ident: Mapping[str, Any]) -> None:
 
     atomic_write_text(folder / STAMP_NAME, json.dumps(dict(ident), indent=1, sort_keys=True)
                       + "\n")
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C so that the same clean-up runs (``signum`` 15)."""
+
+    signum = signal.SIGTERM
+    exit_status = 128 + signal.SIGTERM
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Within the block, SIGTERM raises :class:`Terminated` (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def raise_terminated(signum: int, frame: Any) -> None:
+        raise Terminated("terminated")
+
+    old = signal.signal(signal.SIGTERM, raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
 
 
 def worker_init() -> None:

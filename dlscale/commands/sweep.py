@@ -9,8 +9,8 @@ plots beside them. On an MPI cluster::
 
 (``-m dlscale.commands.sweep`` runs this command alone the same way).
 
-Ctrl-C stops the sweep within seconds, keeps every finished point and exits with
-status 130; ``--resume`` then runs the rest. The output folder is locked while a
+Ctrl-C (or SIGTERM) stops the sweep within seconds, keeps every finished point and
+exits with status 130 (143); ``--resume`` then runs the rest. The output folder is locked while a
 sweep writes it, and one holding another study's results (other name, base, seed,
 fidelity or profile) is refused unless ``--force``.
 """
@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt as exc:
         print(f"dlscale sweep: {str(exc) or 'interrupted'}", file=sys.stderr)
-        return 130
+        return int(getattr(exc, "exit_status", 130))
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
-"""calibrate under MPI (issue 14, item 3): a bad -o fails before measuring; a signal on
-any one rank aborts the whole job within seconds and leaves no profile."""
+"""calibrate and validate local under MPI (issue 14, item 3): a bad -o fails before
+measuring; a signal on any one rank aborts the whole job within seconds and leaves no
+output."""
 
 from __future__ import annotations
 
@@ -16,13 +17,18 @@ from mpi_helpers import MPIEXEC, RUNNER, mpi_or_skip, run_command
 pytestmark = pytest.mark.mpi
 
 
-def test_output_folder_refused_before_measuring(tmp_path):
+COMMANDS = {"calibrate": ["calibrate", "--max-size", "65536"],
+            "validate": ["validate", "local", "--max-size", "65536", "--plot", "none"]}
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_output_folder_refused_before_measuring(tmp_path, command):
     mpi_or_skip()
     start = time.monotonic()
-    proc = run_command(2, "calibrate", "--budget-s", "600", "--quiet", "-o", str(tmp_path))
+    proc = run_command(2, *COMMANDS[command], "--budget-s", "600", "--quiet", "-o", str(tmp_path))
     assert proc.returncode == 2, proc.stderr
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
-    assert lines == [f"dlscale calibrate: error: -o: '{tmp_path}' is a folder; give a file name"]
+    assert lines == [f"dlscale {command}: error: -o: '{tmp_path}' is a folder; give a file name"]
     assert time.monotonic() - start < 300  # a 600 s budget was not spent (loose, not a timing)
 
 
@@ -42,14 +48,16 @@ def _ranks(marker: str) -> list[int]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_signal_on_one_rank_aborts_the_job_and_writes_nothing(tmp_path, sig):
+@pytest.mark.parametrize("command, sig", [("calibrate", signal.SIGINT),
+                                          ("calibrate", signal.SIGTERM),
+                                          ("validate", signal.SIGINT)])
+def test_signal_on_one_rank_aborts_the_job_and_writes_nothing(tmp_path, command, sig):
     mpi_or_skip()
-    out = tmp_path / "profile.json"
+    out = tmp_path / "out.json"
     env = {k: v for k, v in os.environ.items() if not k.startswith("MPIR_CVAR")}
     job = subprocess.Popen(
-        [str(MPIEXEC), "-n", "2", sys.executable, "-c", RUNNER, "calibrate", "--budget-s", "120",
-         "--max-size", "65536", "-o", str(out)],
+        [str(MPIEXEC), "-n", "2", sys.executable, "-c", RUNNER, *COMMANDS[command],
+         "--budget-s", "120", "-o", str(out)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         ranks: list[int] = []
@@ -69,4 +77,4 @@ def test_signal_on_one_rank_aborts_the_job_and_writes_nothing(tmp_path, sig):
     assert job.returncode != 0
     assert f"{signal.Signals(sig).name} on rank" in err and "aborting all 2 ranks" in err, err
     assert "Traceback" not in err
-    assert list(tmp_path.iterdir()) == []  # no profile, no temporary file
+    assert list(tmp_path.iterdir()) == []  # no output, no temporary file

@@ -88,7 +88,9 @@ def check_output_path(path: str | Path | None, what: str = "output") -> Path | N
     ``None`` (no output asked for) passes through. A folder, an empty name, a path
     under a regular file, or a folder where no file can be created is a one-line
     :class:`ConfigError` naming the option ``what`` and the path. A FIFO or device
-    only needs write permission; nothing is created or changed by the check.
+    only needs write permission. For a file, the check does what the write will: it
+    creates a temporary file beside the target and removes it, so nothing is left
+    behind and nothing at the path is changed.
 
     Examples
     --------

@@ -17,6 +17,10 @@ __all__ = ["MAX_NODE_COUNTS", "add_output_args", "emit", "parse_nodes"]
 #: surely a typo in its step, and would take memory before any work).
 MAX_NODE_COUNTS = 100_000
 
+#: The largest node count ``--nodes`` accepts (2**31 - 1, a C int; every catalog machine
+#: is far smaller, and each command then checks the count against its cluster).
+MAX_NODE_VALUE = 2**31 - 1
+
 
 def _positive_int(text: str, where: str) -> int:
     try:
@@ -25,6 +29,9 @@ def _positive_int(text: str, where: str) -> int:
         raise ConfigError(f"{where}: {text!r} is not an integer") from None
     if value < 1:
         raise ConfigError(f"{where}: node counts must be >= 1, got {value}")
+    if value > MAX_NODE_VALUE:
+        raise ConfigError(f"{where}: node count {value} is more than any machine holds "
+                          f"(at most {MAX_NODE_VALUE:,} here)")
     return value
 
 

@@ -88,6 +88,9 @@ def run(args: argparse.Namespace) -> int:
     from dlscale.output import format_table
     from dlscale.plan import plan
 
+    if args.top < 0:
+        raise ConfigError(f"--top: must be an integer >= 0, got {args.top}")
+
     if args.cluster:
         clusters = list(args.cluster)
     else:

@@ -240,3 +240,14 @@ def test_signal_stops_quickly_and_keeps_finished_points(reference, tmp_path, sig
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert (out / "results.csv").read_bytes() == full
+
+
+def test_resume_skips_a_damaged_non_utf8_line(tmp_path):
+    s = write_study(tmp_path)
+    out = tmp_path / "o"
+    full = _run(s, out)
+    log = out / "results.jsonl"
+    lines = log.read_bytes().splitlines(keepends=True)
+    log.write_bytes(b"".join(lines[:5]) + b'{"key": "\xff\xfe broken\n' + b"".join(lines[6:12]))
+    again = _run(s, out, resume=True)
+    assert again.rows == full.rows

@@ -23,10 +23,12 @@ from dlscale.perfmodel.errors import ConfigError
 
 __all__ = ["MAX_POINTS", "check_grid_size", "label", "values"]
 
-#: Default limit on a study's grid size (``max_points``). A million points of the
-#: analytical model take minutes on a few cores and about 1 GB of results in memory
-#: (measured: about 1 kB per row); larger grids are likely a mistake (a range with a
-#: tiny step), so they need ``max_points`` raised on purpose.
+#: Default limit on a study's grid size (``max_points``). Measured with
+#: ``benchmarks/bench_sweep.py`` on the 2-core development VM: 100,800 analytical points
+#: in 15 s on 2 workers with a 525 MB peak (10,080 points: 87 MB), about 4.8 kB per
+#: point, so a million points take about 2.5 minutes and 5 GB. Larger grids are more
+#: likely a mistake (a range with a tiny step) than a plan, so they need ``max_points``
+#: raised on purpose.
 MAX_POINTS = 1_000_000
 
 

@@ -205,8 +205,10 @@ def sigterm_as_interrupt() -> Iterator[None]:
 
 
 def worker_init() -> None:
-    """Pool-worker initializer: ignore SIGINT; on Linux, die when the parent dies."""
+    """Pool-worker initializer: ignore SIGINT, die on SIGTERM (not the parent's
+    handler, inherited by a fork); on Linux, die when the parent dies."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     if sys.platform.startswith("linux"):
         import ctypes
 
@@ -234,8 +236,13 @@ def stop_pool(pool: cf.Executor, interrupted: bool) -> None:
     procs = list((getattr(pool, "_processes", None) or {}).values())
     for proc in procs:  # a process pool's workers: stop them now
         proc.terminate()
+    deadline = time.monotonic() + 2.0
     for proc in procs:
-        proc.join(timeout=5)
+        proc.join(timeout=max(0.0, deadline - time.monotonic()))
+    for proc in procs:  # one that did not stop on SIGTERM
+        if proc.is_alive():
+            proc.kill()
+            proc.join(timeout=2.0)
 
 
 def pool_workers(pool: cf.Executor, jobs: int | None) -> int:

@@ -1,5 +1,10 @@
 """``dlscale sweep STUDY.toml``: run a what-if study's grid (see :mod:`dlscale.study`).
 
+Ctrl-C (or SIGTERM) stops the sweep within seconds, keeps every finished point and
+exits with status 130 (143); ``--resume`` then runs the rest. The output folder is
+locked while a sweep writes it, and one holding another study's results (other name,
+base, seed, fidelity or profile) is refused unless ``--force``.
+
 Results go to ``-o DIR`` (default ``STUDY.toml.out/`` next to the study):
 ``results.jsonl`` and ``results.csv`` grow as points finish, and at the end
 ``results.csv`` and ``results.json`` hold the table sorted by point index, with the
@@ -8,11 +13,6 @@ plots beside them. On an MPI cluster::
     mpiexec -n N python -m mpi4py.futures -m dlscale sweep STUDY.toml --executor mpi
 
 (``-m dlscale.commands.sweep`` runs this command alone the same way).
-
-Ctrl-C (or SIGTERM) stops the sweep within seconds, keeps every finished point and
-exits with status 130 (143); ``--resume`` then runs the rest. The output folder is locked while a
-sweep writes it, and one holding another study's results (other name, base, seed,
-fidelity or profile) is refused unless ``--force``.
 """
 
 from __future__ import annotations

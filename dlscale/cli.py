@@ -3,7 +3,9 @@
 Each subcommand lives in its own module under :mod:`dlscale.commands` and exposes
 ``add_parser(subparsers)`` and ``run(args) -> int``. User mistakes (a
 :class:`~dlscale.perfmodel.errors.DlscaleError`) print one line on stderr and exit
-with status 2, with no traceback.
+with status 2, with no traceback; so does an output file that cannot be written,
+checked before any work (:func:`check_file_outputs`). Ctrl-C (SIGINT) prints one line
+and exits with status 130 (128 + SIGINT), as a shell does.
 """
 
 from __future__ import annotations
@@ -51,15 +53,43 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 
+def check_file_outputs(args: argparse.Namespace) -> None:
+    """Check every file the command will write (``-o``, ``--plot``, ``--trace``) up front.
+
+    A subcommand whose options name folders instead sets ``file_outputs`` (the
+    attributes that are files) with ``set_defaults``. A plot's extension must name a
+    format matplotlib writes (:data:`~dlscale.perfmodel.atomicio.PLOT_FORMATS`).
+    """
+    from dlscale.perfmodel.atomicio import check_output_path, plot_format
+
+    for attr in getattr(args, "file_outputs", ("output", "plot", "trace")):
+        value = getattr(args, attr, None)
+        option = "-o" if attr == "output" else f"--{attr}"
+        for path in value if isinstance(value, list) else [value]:
+            if path is None:
+                continue
+            check_output_path(path, option)
+            if attr == "plot":
+                plot_format(path, option)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        check_file_outputs(args)
         return int(args.run(args) or 0)
     except DlscaleError as exc:
         print(f"dlscale {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except RecursionError:  # a structure nested past Python's limit (e.g. TOML)
+        print(f"dlscale {args.command}: error: input nested too deeply to read",
+              file=sys.stderr)
+        return 2
+    except KeyboardInterrupt as exc:
+        print(f"dlscale {args.command}: {str(exc) or 'interrupted'}", file=sys.stderr)
+        return int(getattr(exc, "exit_status", 130))
     except BrokenPipeError:  # `dlscale ... | head`
         return 0
 

@@ -162,6 +162,9 @@ def _evaluate(req: PlanRequest, fn: Evaluator) -> list[dict[str, Any]]:
     for cluster in req.clusters:
         price = req.prices.get(cluster.name, cluster.price_per_node_hour)
         nodes = _node_counts(cluster, req.nodes, cap if req.nodes is None else math.inf)
+        if req.workload.scaling == "strong":  # a rank needs at least one sample
+            rpn = req.workload.ranks_per_node or cluster.node.devices_per_node
+            nodes = [n for n in nodes if n * rpn <= req.workload.global_batch]
         if not nodes:
             continue
         mem = cluster.node.device.training_memory_bytes
@@ -278,8 +281,8 @@ def plan(workload: Workload | str, clusters: Sequence[Cluster | str], *,
                     ("throughput", throughput), ("max_nodes", max_nodes),
                     ("budget_node_hours", budget_node_hours), ("budget_cost", budget_cost),
                     ("max_power_w", max_power_w)):
-        if v is not None and not (isinstance(v, (int, float)) and v > 0):
-            raise ConfigError(f"{name}: must be a number > 0, got {v!r}")
+        if v is not None and not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+            raise ConfigError(f"{name}: must be a finite number > 0, got {v!r}")
     if min_efficiency is not None and not (0 < min_efficiency <= 1):
         raise ConfigError(f"min_efficiency: must be in (0, 1], got {min_efficiency!r}")
     if rank_by not in RANK_BY:

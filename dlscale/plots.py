@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from dlscale.output import atomic_write_with
+from dlscale.perfmodel.atomicio import plot_format
 
 __all__ = ["plot_scaling"]
 
@@ -50,5 +51,5 @@ def plot_scaling(path: str | Path, rows: Sequence[Mapping[str, Any]], title: str
     ax2.grid(True, which="both", alpha=0.3)
     ax2.legend()
     fig.suptitle(title)
-    atomic_write_with(path, lambda tmp: fig.savefig(tmp, dpi=120, format="png"))
+    atomic_write_with(path, lambda tmp: fig.savefig(tmp, dpi=120, format=plot_format(path)))
     plt.close(fig)

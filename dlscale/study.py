@@ -18,6 +18,7 @@ A complete example::
     simulate_best = 4                   # hybrid: simulate the best 4 analytical points
     rank_by = "time_to_train_s"         # the metric "best" is judged by (see METRICS)
     seed = 0                            # seeds the simulated points
+    max_points = 1000000                # optional: refuse larger grids (default 1e6)
     plots = ["scaling", "heatmap", "pareto"]   # optional; chosen from the axes if absent
     heatmap = ["network.link.bandwidth_GBps", "collective"]   # optional: heatmap axes
 
@@ -48,6 +49,11 @@ the cap came first), ``samples_to_target`` and ``reached``, and ``rank_by =
 "time_to_target_s"`` ranks by it. "Which algorithm and tau reach 90% soonest on 64
 KNL nodes" is then ``nodes = [64]``, ``fidelity = "cosim"`` and ``[vary] algorithm =
 [...]``, ``tau = [...]``.
+
+A value may appear only once per axis (``tau = [2, 2]`` is an error naming the field
+and the value), and the grid may hold at most ``max_points`` points (default
+:data:`MAX_POINTS`): its size is the product of the axes' lengths, checked before
+any point is made, and a study above the limit is refused with its size.
 
 Examples
 --------
@@ -81,9 +87,11 @@ from dlscale.perfmodel.errors import ConfigError, closest
 from dlscale.perfmodel.hardware import Cluster
 from dlscale.perfmodel.tomlmap import resolve_key
 from dlscale.perfmodel.workload import Workload
+from dlscale.study_values import MAX_POINTS, check_grid_size, label
+from dlscale.study_values import values as _values
 
-__all__ = ["FIDELITIES", "METRICS", "PLOTS", "Point", "Study", "group_key_prefix", "load_study",
-           "parse_study", "point_key"]
+__all__ = ["FIDELITIES", "MAX_POINTS", "METRICS", "PLOTS", "Point", "Study", "group_key_prefix",
+           "label", "load_study", "parse_study", "point_key"]
 
 #: How points are evaluated: the closed-form model, the discrete-event simulator, the
 #: closed-form model for every point and the simulator for the best N of them, or the
@@ -105,7 +113,8 @@ METRICS: dict[str, bool] = {
 PLOTS = ("scaling", "heatmap", "pareto")
 
 _TOP_KEYS = ("name", "cluster", "workload", "nodes", "fidelity", "simulate_best", "rank_by",
-             "seed", "plots", "heatmap", "vary", "zip", "target_accuracy", "max_iterations")
+             "seed", "plots", "heatmap", "vary", "zip", "target_accuracy", "max_iterations",
+             "max_points")
 
 _CLUSTER_FIELDS = {f.name for f in dataclasses.fields(Cluster)}
 _WORKLOAD_FIELDS = {f.name for f in dataclasses.fields(Workload)}
@@ -190,6 +199,8 @@ class Study:
         The two axes of the heatmap (full dotted paths); empty means the first two.
     target_accuracy, max_iterations : float, int
         ``cosim`` fidelity: the accuracy to reach and the cap in steps per worker.
+    max_points : int
+        The largest grid the study may have (checked when parsed).
     """
 
     name: str
@@ -206,6 +217,7 @@ class Study:
     heatmap: list[str] = field(default_factory=list)
     target_accuracy: float = 0.9
     max_iterations: int = 300
+    max_points: int = MAX_POINTS
 
     @property
     def axis_names(self) -> list[str]:
@@ -271,69 +283,6 @@ def _full_path(name: str, where: str) -> str:
                       f"workload., or one of {', '.join(valid)}{closest(head, valid)}")
 
 
-def _range(spec: Mapping[str, Any], where: str) -> list[Any]:
-    keys = set(spec)
-    allowed = ({"start", "stop", "step"}, {"start", "stop", "factor"},
-               {"start", "stop", "num"}, {"start", "stop", "num", "scale"})
-    if keys not in allowed:
-        raise _err(where, f"range keys {sorted(keys)} not allowed; use {{start, stop, step}}, "
-                          "{start, stop, factor} or {start, stop, num, scale}")
-    start, stop = spec["start"], spec["stop"]
-    for k in keys - {"scale"}:
-        v = spec[k]
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-            raise _err(where, f"range {k} must be a finite number, got {v!r}")
-    if stop < start:
-        raise _err(where, f"range stop {stop!r} is below start {start!r}")
-    as_int = all(isinstance(spec[k], int) for k in keys - {"scale", "num"})
-    out: list[Any]
-    if "step" in spec:
-        step = spec["step"]
-        if step <= 0:
-            raise _err(where, f"range step must be > 0, got {step!r}")
-        count = math.floor((stop - start) / step + 1e-9) + 1
-        out = [start + i * step for i in range(count)]
-    elif "factor" in spec:
-        factor = spec["factor"]
-        if factor <= 1 or start <= 0:
-            raise _err(where, f"geometric range needs factor > 1 and start > 0, got "
-                              f"factor {factor!r}, start {start!r}")
-        out, v = [], start
-        while v <= stop * (1 + 1e-12):
-            out.append(v)
-            v = v * factor
-    else:
-        num, scale = spec["num"], spec.get("scale", "linear")
-        if not isinstance(num, int) or num < 1:
-            raise _err(where, f"range num must be an integer >= 1, got {num!r}")
-        if scale not in ("linear", "log"):
-            raise _err(where, f"range scale must be 'linear' or 'log', got {scale!r}")
-        if scale == "log" and start <= 0:
-            raise _err(where, f"log range needs start > 0, got {start!r}")
-        if num == 1:
-            out = [start]
-        elif scale == "linear":
-            out = [start + (stop - start) * i / (num - 1) for i in range(num)]
-        else:
-            lo, hi = math.log10(start), math.log10(stop)
-            out = [10 ** (lo + (hi - lo) * i / (num - 1)) for i in range(num)]
-            out[0], out[-1] = start, stop
-        as_int = as_int and all(float(v).is_integer() for v in out)
-    if as_int:
-        out = [round(v) for v in out]
-    return out
-
-
-def _values(raw: Any, where: str) -> list[Any]:
-    if isinstance(raw, list):
-        if not raw:
-            raise _err(where, "empty list; give at least one value")
-        return raw
-    if isinstance(raw, Mapping):
-        return _range(raw, where)
-    raise _err(where, f"expected a list of values or a range table, got {raw!r}")
-
-
 def _spec(raw: Any, kind: str, base_dir: Path, where: str) -> str:
     if not isinstance(raw, str) or not raw:
         raise _err(where, f"expected a {kind} preset name or TOML path, got {raw!r}")
@@ -396,6 +345,9 @@ def parse_study(table: Mapping[str, Any], path: str | Path = "study.toml") -> St
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise _err(f"{f}: seed", f"must be an integer >= 0, got {seed!r}")
     target, cap = _cosim_keys(table, f, fidelity, rank_by)
+    limit = table.get("max_points", MAX_POINTS)
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise _err(f"{f}: max_points", f"must be an integer >= 1, got {limit!r}")
 
     axes: list[tuple[tuple[str, ...], list[tuple[Any, ...]]]] = []
     seen: set[str] = set()
@@ -415,10 +367,10 @@ def parse_study(table: Mapping[str, Any], path: str | Path = "study.toml") -> St
         if name == "nodes":
             raise _err(where, "give node counts with the top-level 'nodes' key")
         full = claim(name, where)
-        values = _values(raw, where)
+        values = _values(raw, where, limit)
         if full in ("cluster", "workload"):
             kind = full
-            values = [_spec(v, kind, base_dir, where) for v in values]
+            values = _values([_spec(v, kind, base_dir, where) for v in values], where, limit)
         axes.append(((full,), [(v,) for v in values]))
     zips = table.get("zip", [])
     if not isinstance(zips, list):
@@ -430,7 +382,8 @@ def parse_study(table: Mapping[str, Any], path: str | Path = "study.toml") -> St
         names, columns = [], []
         for name, raw in group.items():
             names.append(claim(name, f"{where}.{name}"))
-            columns.append(_values(raw, f"{where}.{name}"))
+            columns.append(list(raw) if isinstance(raw, list) and raw else
+                           _values(raw, f"{where}.{name}", limit))
         lengths = {len(c) for c in columns}
         if len(lengths) != 1:
             raise _err(where, "zipped lists must have equal lengths, got "
@@ -438,7 +391,9 @@ def parse_study(table: Mapping[str, Any], path: str | Path = "study.toml") -> St
         for k, name in enumerate(names):
             if name in ("cluster", "workload"):
                 columns[k] = [_spec(v, name, base_dir, where) for v in columns[k]]
-        axes.append((tuple(names), list(zip(*columns, strict=True))))
+        rows = _values(list(zip(*columns, strict=True)), where, limit)
+        axes.append((tuple(names), [tuple(r) for r in rows]))
+    check_grid_size(axes, nodes, limit, f"{f}: vary")
 
     plots = table.get("plots", [])
     if not isinstance(plots, list) or any(p not in PLOTS for p in plots):
@@ -456,7 +411,8 @@ def parse_study(table: Mapping[str, Any], path: str | Path = "study.toml") -> St
         raise _err(f"{f}: name", f"expected a string, got {name!r}")
     return Study(name=name, path=path, cluster=cluster, workload=workload, nodes=nodes,
                  axes=axes, fidelity=fidelity, simulate_best=best, rank_by=rank_by, seed=seed,
-                 plots=list(plots), heatmap=heatmap, target_accuracy=target, max_iterations=cap)
+                 plots=list(plots), heatmap=heatmap, target_accuracy=target, max_iterations=cap,
+                 max_points=limit)
 
 
 def _cosim_keys(table: Mapping[str, Any], f: str, fidelity: str, rank_by: str) -> tuple[float, int]:
@@ -496,19 +452,6 @@ def split_params(params: Mapping[str, Any]) -> tuple[Any, Any, dict[str, Any], d
         elif name.startswith("workload."):
             w_over[name[len("workload."):]] = value
     return c_spec, w_spec, c_over, w_over
-
-
-def label(value: Any) -> Any:
-    """A table-cell form of a parameter value: scalars as they are, tables as JSON.
-
-    Examples
-    --------
-    >>> label({"family": "torus", "dims": [4, 4]})
-    '{"dims":[4,4],"family":"torus"}'
-    """
-    if isinstance(value, (Mapping, list, tuple)):
-        return json.dumps(value, sort_keys=True, separators=(",", ":"))
-    return value
 
 
 def short_names(names: Sequence[str]) -> dict[str, str]:

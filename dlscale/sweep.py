@@ -16,6 +16,17 @@ the default), ``mpi`` (``mpi4py.futures.MPIPoolExecutor``; start it as
 ``mpiexec -n N python -m mpi4py.futures -m dlscale sweep STUDY.toml --executor mpi``,
 which gives N-1 workers), and ``serial`` (in this process, for debugging).
 
+Safety (:mod:`dlscale.sweep_guard`): the output folder is locked while a sweep writes
+there (a second sweep into it is an error naming the holder), and remembers the study
+that wrote it (another study's folder is refused unless ``force``); the resume key of
+a point covers the whole study (base cluster and workload, seed, profile, the
+point's values, node count and fidelity; not the evaluator's code, so a fixed
+evaluator can retry the failed points). Ctrl-C (SIGINT), or SIGTERM (a batch
+system's end of wall time), stops the sweep at once: the points already finished are
+written, pending chunks are cancelled, the workers are stopped, and
+:class:`SweepInterrupted` is raised (the CLI prints one line and exits with status
+128 + the signal: 130, 143); ``resume=True`` then runs only what is missing.
+
 Evaluators (:data:`EVALUATORS`, in :mod:`dlscale.sweep_points`) are functions ``f(cluster, workload, nodes, seeds) ->
 list of row dicts``, one row per node count, with at least ``samples_per_s`` (``seeds``:
 one per node count, derived from the study seed and the point; zeros for the
@@ -27,11 +38,10 @@ workers).
 from __future__ import annotations
 
 import concurrent.futures as cf
-import csv
 import functools
-import io
 import json
 import math
+import signal
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -53,6 +63,14 @@ from dlscale.study import (
     point_key,
     short_names,
 )
+from dlscale.sweep_guard import (
+    FolderLock,
+    check_stamp,
+    pool_workers,
+    sigterm_as_interrupt,
+    stop_pool,
+    write_stamp,
+)
 from dlscale.sweep_points import (
     COLUMNS,
     EVALUATORS,
@@ -65,9 +83,22 @@ from dlscale.sweep_points import (
     resolve_evaluator,
     simulated,
 )
+from dlscale.sweep_records import Record, chunks, clean, read_log, record
 
-__all__ = ["COLUMNS", "EVALUATORS", "EXECUTORS", "SweepResult", "add_training_metrics",
-           "analytical", "check_study", "resolve_evaluator", "run_sweep", "simulated"]
+__all__ = ["COLUMNS", "EVALUATORS", "EXECUTORS", "SweepInterrupted", "SweepResult",
+           "add_training_metrics", "analytical", "check_study", "resolve_evaluator", "run_sweep",
+           "simulated"]
+
+
+class SweepInterrupted(KeyboardInterrupt):
+    """A signal stopped a sweep; the message says what was kept and how to go on.
+
+    ``exit_status`` is 128 + the signal's number (130 for SIGINT, 143 for SIGTERM).
+    """
+
+    def __init__(self, message: str, signum: int = signal.SIGINT) -> None:
+        super().__init__(message)
+        self.exit_status = 128 + int(signum)
 
 
 def _seed(study_seed: int, key: str) -> int:
@@ -91,30 +122,6 @@ def _keyer(base: Mapping[str, Any], params: Mapping[str, Any]) -> Callable[[int,
     return group_key_prefix({**base, **params})
 
 
-def _clean(v: Any) -> Any:
-    """A JSON-ready scalar: numpy scalars unwrapped, non-finite floats as None."""
-    if hasattr(v, "item"):
-        v = v.item()
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
-    return v
-
-
-def _csv_line(row: Mapping[str, Any], header: Sequence[str]) -> str:
-    buf = io.StringIO()
-    csv.writer(buf, lineterminator="\n").writerow(
-        ["" if (v := row.get(h, "")) is None else v for h in header])
-    return buf.getvalue()
-
-
-Record = tuple[dict[str, Any], str, str]
-
-
-def _record(row: dict[str, Any], header: Sequence[str]) -> Record:
-    """A result row with its JSON line and its CSV line."""
-    return row, json.dumps(row) + "\n", _csv_line(row, header)
-
-
 def _run_chunk(evaluator: Evaluator | str, base_cluster: Cluster, base_workload: Workload,
                tasks: list[tuple[dict[str, Any], list[tuple[int, int, str | None]]]],
                fidelity: str, study_seed: int, base: Mapping[str, Any],
@@ -130,12 +137,12 @@ def _run_chunk(evaluator: Evaluator | str, base_cluster: Cluster, base_workload:
     for params, pts0 in tasks:
         keyer = _keyer(base, params)
         pts = [(i, n, key or keyer(n, fidelity)) for i, n, key in pts0]
-        head = {shorts[k]: _clean(label(v)) for k, v in params.items()}
+        head = {shorts[k]: clean(label(v)) for k, v in params.items()}
 
         def fail(i: int, n: int, key: str, exc: BaseException, head: dict[str, Any] = head) -> None:
             row = {"point": i, "key": key, "fidelity": fidelity, "status": "error", **head,
                    "nodes": n, "error": f"{type(exc).__name__}: {exc}"}
-            out.append(_record(row, header))
+            out.append(record(row, header))
 
         try:
             cluster, workload = materialize(base_cluster, base_workload, params, cache)
@@ -166,13 +173,13 @@ def _run_chunk(evaluator: Evaluator | str, base_cluster: Cluster, base_workload:
         for (i, n, key), got in zip(good, rows, strict=True):
             row = {"point": i, "key": key, "fidelity": fidelity, "status": "ok", **head,
                    **{c: None for c in COLUMNS}}
-            row.update((k, _clean(v)) for k, v in got.items())
+            row.update((k, clean(v)) for k, v in got.items())
             row["nodes"] = n
             add_training_metrics(row, cluster, workload)
             for k in ("time_to_train_s", "node_hours", "cost"):
-                row[k] = _clean(row[k])
+                row[k] = clean(row[k])
             row["error"] = ""
-            out.append(_record(row, header))
+            out.append(record(row, header))
     return out
 
 
@@ -209,24 +216,6 @@ def check_study(study: Study) -> tuple[Cluster, Workload]:
     return cluster, workload
 
 
-def _read_log(path: Path, header: Sequence[str]) -> dict[str, Record]:
-    done: dict[str, Record] = {}
-    if path.exists():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:  # a line cut by an interruption
-                continue
-            if isinstance(row, dict) and "key" in row:
-                done[row["key"]] = (row, line + "\n", _csv_line(row, header))
-    return done
-
-
-def _chunks(items: Sequence[Any], size: int) -> Iterable[list[Any]]:
-    for i in range(0, len(items), size):
-        yield list(items[i:i + size])
-
-
 #: Extra result columns of the ``cosim`` fidelity (time to the study's target accuracy).
 TARGET_COLUMNS = ("time_to_target_s", "samples_to_target", "reached", "final_accuracy")
 
@@ -248,7 +237,7 @@ def run_sweep(study: Study, out_dir: str | Path | None = None, *, executor: str 
               jobs: int | None = None, resume: bool = False, quiet: bool = False,
               evaluators: Mapping[str, Evaluator | str] | None = None,
               chunk_groups: int | None = None, plots: bool = True,
-              profile: str | Path | None = None) -> SweepResult:
+              profile: str | Path | None = None, force: bool = False) -> SweepResult:
     """Run every point of ``study``; return the sorted rows.
 
     Parameters
@@ -257,7 +246,8 @@ def run_sweep(study: Study, out_dir: str | Path | None = None, *, executor: str 
         From :func:`dlscale.study.load_study`.
     out_dir : path, optional
         Output folder (default ``STUDY.toml.out`` next to the study file). Without
-        ``resume``, earlier results there are replaced.
+        ``resume``, earlier results there are replaced. It is locked while the sweep
+        runs; a folder holding another study's results is refused unless ``force``.
     executor : {"process", "mpi", "serial"}
         Where the chunks run (:data:`EXECUTORS`).
     jobs : int, optional
@@ -276,6 +266,15 @@ def run_sweep(study: Study, out_dir: str | Path | None = None, *, executor: str 
     profile : path, optional
         A machine profile from ``dlscale calibrate``; its network and kernel figures
         replace the base cluster's (a varied ``cluster`` is not changed).
+    force : bool
+        Use ``out_dir`` even if it holds the results of another study (without
+        ``resume`` they are replaced; with it, only points whose keys match are kept,
+        which, the key covering the whole study, are points of this study).
+
+    Raises
+    ------
+    SweepInterrupted
+        On Ctrl-C (SIGINT) or SIGTERM, after writing every finished point.
     """
     from tqdm import tqdm
 
@@ -294,19 +293,39 @@ def run_sweep(study: Study, out_dir: str | Path | None = None, *, executor: str 
     if profile is not None:
         cluster = load_cluster(cluster, profile)
     out = Path(out_dir) if out_dir is not None else study.path.with_name(study.path.name + ".out")
-    out.mkdir(parents=True, exist_ok=True)
-    log_path, csv_path = out / "results.jsonl", out / "results.csv"
-    shorts = short_names(study.param_names)
-    header = ["point", "key", "fidelity", "status", *shorts.values(), *COLUMNS,
-              *(TARGET_COLUMNS if study.fidelity == "cosim" else ())]
-    base = {"@cluster": study.cluster, "@workload": study.workload}
+    if str(out_dir) == "" or (out.exists() and not out.is_dir()):
+        raise ConfigError(f"-o: {str(out_dir)!r} is not a folder; a sweep writes a folder "
+                          "of results (give a new or existing folder)")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"-o: cannot create the folder {str(out)!r}: {exc.strerror}") from None
+    base = {"@cluster": study.cluster, "@workload": study.workload, "@seed": study.seed}
     if study.fidelity == "cosim":  # another target or cap is another result: resume keys differ
         base["@target"] = f"{study.target_accuracy}/{study.max_iterations}"
     if profile is not None:  # another profile is another machine: resume keys differ
         base["@profile"] = str(Path(profile).resolve())
+    ident = {"study": study.name, "cluster": study.cluster, "workload": study.workload,
+             "seed": study.seed, "fidelity": study.fidelity, "network": _network_of(study.fidelity),
+             "target": base.get("@target"), "profile": base.get("@profile")}
+    with FolderLock(out):
+        check_stamp(out, ident, force)
+        write_stamp(out, ident)
+        return _run_locked(study, out, base, evals, cluster, workload, executor, jobs, resume,
+                           quiet, chunk_groups, plots, tqdm)
+
+
+def _run_locked(study: Study, out: Path, base: dict[str, Any],
+                evals: Mapping[str, Evaluator | str], cluster: Cluster, workload: Workload,
+                executor: str, jobs: int | None, resume: bool, quiet: bool,
+                chunk_groups: int | None, plots: bool, tqdm: Any) -> SweepResult:
+    log_path, csv_path = out / "results.jsonl", out / "results.csv"
+    shorts = short_names(study.param_names)
+    header = ["point", "key", "fidelity", "status", *shorts.values(), *COLUMNS,
+              *(TARGET_COLUMNS if study.fidelity == "cosim" else ())]
     done: dict[str, Record] = {}
     if resume:
-        done = _read_log(log_path, header)
+        done = read_log(log_path, header)
         wanted = set(_all_keys(study, base))
         done = {k: v for k, v in done.items() if k in wanted}
         atomic_write_text(log_path, "".join(rec[1] for rec in done.values()))
@@ -319,35 +338,52 @@ def run_sweep(study: Study, out_dir: str | Path | None = None, *, executor: str 
     bar = tqdm(total=total, unit="pt", desc=study.name, file=sys.stderr, dynamic_ncols=True,
                disable=quiet or not sys.stderr.isatty())
     pool = EXECUTORS[executor](jobs)
+    interrupted = False
     try:
-        with log_path.open("a", encoding="utf-8") as log, \
+        with sigterm_as_interrupt(), log_path.open("a", encoding="utf-8") as log, \
                 csv_path.open("a", encoding="utf-8") as fcsv:
-            for fidelity in phases:
-                if fidelity == "simulated" and study.fidelity == "hybrid":
-                    groups = _best(study, base, done, bar)
-                else:
-                    groups = _todo(study, fidelity, base, done, bar)
-                if not groups:
-                    continue
-                size = chunk_groups or max(1, min(256, math.ceil(
-                    len(groups) / (8 * _workers(pool, jobs)))))
-                futures = [pool.submit(_run_chunk, evals[fidelity], cluster, workload, chunk,
-                                       fidelity, study.seed, base, shorts, header)
-                           for chunk in _chunks(groups, size)]
-                for fut in cf.as_completed(futures):
-                    recs = fut.result()
-                    log.write("".join(r[1] for r in recs))
-                    log.flush()
-                    fcsv.write("".join(r[2] for r in recs))
-                    fcsv.flush()
-                    for rec in recs:
-                        done[rec[0]["key"]] = rec
-                    bar.update(len(recs))
+
+            def keep(recs: list[Record]) -> None:
+                log.write("".join(r[1] for r in recs))
+                log.flush()
+                fcsv.write("".join(r[2] for r in recs))
+                fcsv.flush()
+                for rec in recs:
+                    done[rec[0]["key"]] = rec
+                bar.update(len(recs))
+
+            futures: list[cf.Future[list[Record]]] = []
+            kept: set[int] = set()
+            try:
+                for fidelity in phases:
+                    if fidelity == "simulated" and study.fidelity == "hybrid":
+                        groups = _best(study, base, done, bar)
+                    else:
+                        groups = _todo(study, fidelity, base, done, bar)
+                    if not groups:
+                        continue
+                    size = chunk_groups or max(1, min(256, math.ceil(
+                        len(groups) / (8 * pool_workers(pool, jobs)))))
+                    futures = [pool.submit(_run_chunk, evals[fidelity], cluster, workload,
+                                           chunk, fidelity, study.seed, base, shorts, header)
+                               for chunk in chunks(groups, size)]
+                    kept = set()
+                    for fut in cf.as_completed(futures):
+                        keep(fut.result())
+                        kept.add(id(fut))
+            except KeyboardInterrupt as exc:
+                interrupted = True
+                for fut in futures:  # chunks finished while the last ones were written
+                    if (id(fut) not in kept and fut.done() and not fut.cancelled()
+                            and fut.exception() is None):
+                        keep(fut.result())
+                signum = getattr(exc, "signum", signal.SIGINT)
+                raise SweepInterrupted(
+                    f"interrupted ({signal.Signals(signum).name}); "
+                    f"{sum(r[0]['status'] == 'ok' for r in done.values())} finished points "
+                    f"kept in {log_path}; run again with --resume to finish", signum) from None
     finally:
-        try:
-            pool.shutdown(wait=True, cancel_futures=True)
-        except TypeError:  # an executor without cancel_futures
-            pool.shutdown(wait=True)
+        stop_pool(pool, interrupted)
         bar.close()
     if study.fidelity == "hybrid":  # only the current best N simulated points
         keep = {_key(base, p, n, "simulated") for p, _i, n in _ranked(study, base, done)}
@@ -371,14 +407,6 @@ def run_sweep(study: Study, out_dir: str | Path | None = None, *, executor: str 
 
         meta["plots"] = [str(p) for p in plot_study(study, rows, out)]
     return result
-
-
-def _workers(pool: cf.Executor, jobs: int | None) -> int:
-    for attr in ("num_workers", "_max_workers"):
-        n = getattr(pool, attr, None)
-        if isinstance(n, int) and n > 0:
-            return n
-    return jobs or 1
 
 
 def _all_keys(study: Study, base: Mapping[str, Any]) -> Iterable[str]:

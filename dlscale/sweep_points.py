@@ -121,8 +121,10 @@ def mpi_preflight() -> str | None:
 
 
 def _make_executor(name: str, jobs: int | None) -> cf.Executor:
-    if name == "process":
-        return cf.ProcessPoolExecutor(max_workers=jobs)
+    if name == "process":  # workers ignore Ctrl-C and die with the parent
+        from dlscale.sweep_guard import worker_init
+
+        return cf.ProcessPoolExecutor(max_workers=jobs, initializer=worker_init)
     if name == "mpi":
         mpi_preflight()
         from mpi4py.futures import MPIPoolExecutor

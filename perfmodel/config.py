@@ -33,7 +33,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-__all__ = ["apply_overrides", "load_cluster", "load_workload", "read_toml"]
+__all__ = ["apply_overrides", "load_cluster", "load_workload", "read_toml", "read_utf8"]
 
 
 def read_toml(path: str | Path) -> dict[str, Any]:
@@ -42,16 +42,49 @@ def read_toml(path: str | Path) -> dict[str, Any]:
     The syntax error names the file and the line.
     """
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: file not found") from None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    text = read_utf8(path, "TOML")
+    head = text.lstrip()[:200].lower()
+    if head.startswith("<"):  # XML; TOML never starts so
+        kind = "a GraphML" if "graphml" in text[:2000].lower() else "an XML"
+        hint = (" (a GraphML topology is read by `dlscale simulate TOPOLOGY.graphml`)"
+                if kind == "a GraphML" else "")
+        raise ConfigError(f"{path}: is {kind} file, not TOML{hint}")
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: TOML syntax error: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: TOML nested too deeply to read") from None
+
+
+def read_utf8(path: str | Path, kind: str = "text") -> str:
+    """The text of a file that must be UTF-8; a missing, unreadable, binary or non-UTF-8
+    file is a one-line :class:`ConfigError` naming it.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "x.toml"
+    >>> _ = p.write_bytes(b"a = 1\\n\\xff")
+    >>> read_utf8(p, "TOML")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    dlscale.perfmodel.errors.ConfigError: ...x.toml: not UTF-8 text (byte 0xff at offset 6); a TOML file must be UTF-8
+    """
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: file not found") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{path}: is a folder, not a {kind} file") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset "
+                          f"{exc.start}); a {kind} file must be UTF-8") from None
 
 
 def _preset(tp: type, name: str, where: str) -> Any:

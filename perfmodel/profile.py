@@ -26,7 +26,6 @@ import itertools
 import json
 import math
 import os
-import tempfile
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -177,6 +176,23 @@ def _positive(where: str, value: Any) -> None:
         raise ConfigError(f"{where}: must be a positive number, got {value!r}")
 
 
+def _check_segments(where: str, segments: Any, keys: tuple[str, ...]) -> None:
+    """Fitted segments: a list of objects whose ``keys`` are finite numbers >= 0 (the
+    fits constrain them so; a negative one would give negative or shrinking times)."""
+    if segments is None:
+        return
+    if not isinstance(segments, list):
+        raise ConfigError(f"{where}: must be a list of segments, got {str(segments)[:80]}")
+    for i, seg in enumerate(segments):
+        if not isinstance(seg, dict):
+            raise ConfigError(f"{where}[{i}]: must be an object, got {seg!r}")
+        for key in keys:
+            v = seg.get(key)
+            ok = isinstance(v, (int, float)) and not isinstance(v, bool)
+            if not (ok and math.isfinite(v) and v >= 0):
+                raise ConfigError(f"{where}[{i}].{key}: must be a finite number >= 0, got {v!r}")
+
+
 def _check_quantiles(where: str, qs: Any) -> None:
     ok = (isinstance(qs, list) and len(qs) == QUANTILE_POINTS
           and all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
@@ -208,6 +224,17 @@ def _check(prof: MachineProfile) -> None:
                 f"profile.p2p.{regime}.latency_s: must be a number >= 0, got {entry['latency_s']!r}"
             )
         _positive(f"profile.p2p.{regime}.bandwidth_Bps", entry["bandwidth_Bps"])
+        _check_segments(f"profile.p2p.{regime}.segments", entry.get("segments"),
+                        ("alpha_s", "beta_s_per_B"))
+        exchange = entry.get("exchange")
+        if isinstance(exchange, dict):
+            _check_segments(f"profile.p2p.{regime}.exchange.segments",
+                            exchange.get("segments"), ("alpha_s", "beta_s_per_B"))
+    for name, coll in prof.collectives.items():
+        fit = coll.get("fit") if isinstance(coll, dict) else None
+        if isinstance(fit, dict):
+            _check_segments(f"profile.collectives.{name}.fit.segments", fit.get("segments"),
+                            ("latency_factor", "bandwidth_factor", "reduction_factor"))
     for key, value in prof.kernels.items():
         if key in KERNEL_TABLES:
             if not isinstance(value, dict):
@@ -228,22 +255,22 @@ def save_profile(profile: MachineProfile, path: str | os.PathLike[str]) -> Path:
     """Write ``profile`` as JSON at ``path`` atomically; return the path.
 
     The JSON goes to a temporary file in the same folder, is flushed to disk, then
-    renamed over ``path`` with ``os.replace``, so a reader never sees half a file.
+    renamed over ``path`` (:func:`~dlscale.perfmodel.atomicio.atomic_write_with`: a
+    symbolic link is written through, a device or FIFO written directly, the mode
+    is that of any new file), so a reader never sees half a file.
     """
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    from .atomicio import atomic_write_with
+
     text = json.dumps(profile.to_dict(), indent=2, sort_keys=False, allow_nan=False) + "\n"
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+
+    def write(tmp: str) -> None:
+        with open(tmp, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return target
+
+    atomic_write_with(path, write)
+    return Path(path)
 
 
 def load_profile(path: str | os.PathLike[str]) -> MachineProfile:
@@ -254,15 +281,22 @@ def load_profile(path: str | os.PathLike[str]) -> MachineProfile:
     """
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        raw = p.read_bytes()
     except FileNotFoundError:
         raise ConfigError(f"profile: no such file {str(p)!r}") from None
     except OSError as exc:
         raise ConfigError(f"profile: cannot read {str(p)!r}: {exc.strerror}") from None
     try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"profile {str(p)!r}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at "
+                          f"offset {exc.start}); a profile is JSON from `dlscale calibrate`") from None
+    try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"profile {str(p)!r}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    except RecursionError:
+        raise ConfigError(f"profile {str(p)!r}: JSON nested too deeply to read") from None
     return MachineProfile.from_dict(data, where=f"profile {str(p)!r}")
 
 

@@ -152,6 +152,12 @@ def layout(cluster: Cluster, workload: Workload, nodes: ArrayLike) -> Layout:
     share = dpn / rpn
     ranks = n * rpn
     if workload.scaling == "strong":
+        if np.any(ranks > workload.global_batch):
+            worst = int(np.max(n))
+            raise ConfigError(
+                f"global_batch: {workload.global_batch} samples cannot be split over "
+                f"{worst * rpn} ranks ({worst} nodes x {rpn}); strong scaling needs "
+                f"global_batch >= ranks, here at most {workload.global_batch // rpn} nodes")
         batch = workload.global_batch / ranks
         global_batch = np.full(n.shape, float(workload.global_batch))
     else:

@@ -15,6 +15,7 @@ Examples
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from .errors import ConfigError
@@ -221,10 +222,9 @@ class Workload:
                     f"{owner}.{fieldname}: unknown value {value!r}; valid: {', '.join(valid)}"
                     f"{closest(str(value), valid)}"
                 )
-        if self.fusion_threshold_bytes < 0:
-            raise ConfigError(
-                f"{owner}.fusion_threshold_bytes: must be >= 0, got {self.fusion_threshold_bytes!r}"
-            )
+        if not (self.fusion_threshold_bytes >= 0 and math.isfinite(self.fusion_threshold_bytes)):
+            raise ConfigError(f"{owner}.fusion_threshold_bytes: must be a finite number >= 0, "
+                              f"got {self.fusion_threshold_bytes!r}")
         if not (isinstance(self.tau, int) and self.tau >= 1):
             raise ConfigError(f"{owner}.tau: must be an integer >= 1, got {self.tau!r}")
         if self.scaling == "strong" and self.global_batch <= 0:
@@ -233,8 +233,8 @@ class Workload:
             raise ConfigError(f"{owner}.ranks_per_node: must be >= 0, got {self.ranks_per_node!r}")
         if not (0 <= self.momentum < 1):
             raise ConfigError(f"{owner}.momentum: must be in [0, 1), got {self.momentum!r}")
-        if self.epochs <= 0:
-            raise ConfigError(f"{owner}.epochs: must be > 0, got {self.epochs!r}")
+        if not (self.epochs > 0 and math.isfinite(self.epochs)):
+            raise ConfigError(f"{owner}.epochs: must be a finite number > 0, got {self.epochs!r}")
 
     @property
     def bytes_per_element(self) -> int:

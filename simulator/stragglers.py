@@ -8,7 +8,7 @@ backward and update) is multiplied. The models:
 ``lognormal:SIGMA``
     ``f = exp(sigma z - sigma^2 / 2)``, ``z ~ N(0, 1)``: mean 1, log-standard
     deviation ``sigma`` (the usual shape of measured step-time distributions; the
-    calibration step fits ``sigma``).
+    calibration step fits ``sigma``), ``0 <= sigma <=`` :data:`MAX_SIGMA`.
 ``empirical:FILE``
     Factors resampled with replacement from a measured sample of step times (a text
     file, one number per line, or a ``.npy`` array), normalised to mean 1.
@@ -37,7 +37,15 @@ import numpy as np
 
 from dlscale.perfmodel.errors import ConfigError, unknown_name
 
-__all__ = ["NOISE_MODELS", "Empirical", "Lognormal", "NoNoise", "Noise", "make_noise"]
+__all__ = ["MAX_SIGMA", "NOISE_MODELS", "Empirical", "Lognormal", "NoNoise", "Noise",
+           "make_noise"]
+
+#: Largest lognormal ``sigma`` accepted. At ``sigma = 2`` the median factor is already
+#: ``exp(-2) = 0.14`` and the variance ``exp(4) - 1 = 54``: the mean of one is carried
+#: by rare draws, so the mean of the few thousand draws of a run is far from one (at
+#: ``sigma = 50`` every draw underflows to a 0 s compute step, and above ~38 the
+#: factors overflow): the run's times would no longer mean anything.
+MAX_SIGMA = 2.0
 
 
 @dataclass(frozen=True)
@@ -59,8 +67,10 @@ class Lognormal:
     name: str = "lognormal"
 
     def __post_init__(self) -> None:
-        if not (math.isfinite(self.sigma) and self.sigma >= 0):
-            raise ConfigError(f"noise sigma: must be a number >= 0, got {self.sigma!r}")
+        if not (math.isfinite(self.sigma) and 0 <= self.sigma <= MAX_SIGMA):
+            raise ConfigError(f"noise: lognormal sigma must be a number in [0, {MAX_SIGMA:g}] "
+                              f"(log-standard deviation of the compute-time factors), "
+                              f"got {self.sigma!r}")
 
     def draw(self, rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
         """``exp(sigma z - sigma^2 / 2)`` of shape ``shape``."""
@@ -89,8 +99,28 @@ class Empirical:
         p = os.fspath(path)
         if not os.path.exists(p):
             raise ConfigError(f"noise file: {p!r} does not exist")
-        data = np.load(p) if p.endswith(".npy") else np.loadtxt(p, ndmin=1)
-        return cls(np.asarray(data, dtype=float), p)
+        if os.path.isdir(p):
+            raise ConfigError(f"noise file: {p!r} is a folder; give a text file of step "
+                              "times (one per line) or a .npy array")
+        try:
+            if p.endswith(".npy"):
+                data = np.load(p, allow_pickle=False)
+            else:
+                from dlscale.perfmodel.config import read_utf8
+
+                text = read_utf8(p, "noise sample (text)")
+                data = np.loadtxt(text.splitlines(), ndmin=1, dtype=float)
+            sample = np.asarray(data, dtype=float)
+        except ConfigError as exc:
+            raise ConfigError(f"noise file: {exc}") from None
+        except OSError as exc:
+            raise ConfigError(f"noise file: cannot read {p!r}: "
+                              f"{exc.strerror or exc}") from None
+        except (ValueError, TypeError) as exc:
+            reason = str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__
+            raise ConfigError(f"noise file: {p!r} is not a list of step times in seconds "
+                              f"(one number per line, or a .npy array): {reason}") from None
+        return cls(sample, p)
 
     def draw(self, rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
         """Resample with replacement."""

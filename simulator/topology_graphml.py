@@ -115,6 +115,7 @@ def read_graphml_topology(path: str | os.PathLike) -> nx.Graph:
     except Exception as exc:  # parser errors of several kinds
         raise ConfigError(f"topology: cannot read GraphML {str(path)!r}: {exc}") from exc
     if G.is_directed():
+        _check_directed_pairs(G)
         G = nx.Graph(G)
     if G.is_multigraph():
         raise ConfigError("topology: parallel edges are not supported; merge them into one "
@@ -133,3 +134,17 @@ def read_graphml_topology(path: str | os.PathLike) -> nx.Graph:
         raise ConfigError(f"topology: {G.number_of_nodes():,} nodes in {str(path)!r}, more than "
                           f"the {limit:,} a simulated network is built with")
     return validate_graph(G)
+
+
+def _check_directed_pairs(G: nx.DiGraph) -> None:
+    """Refuse a directed pair ``u -> v``, ``v -> u`` whose attributes differ: links are
+    full duplex with one ``bandwidth_Bps`` per direction, so the pair must agree."""
+    for u, v, data in G.edges(data=True):
+        if u != v and G.has_edge(v, u):
+            back = G.edges[v, u]
+            for key in ("bandwidth_Bps", "latency_s"):
+                if str(data.get(key)) != str(back.get(key)):
+                    raise ConfigError(
+                        f"topology: edges {u!r} -> {v!r} and {v!r} -> {u!r} have different "
+                        f"{key} ({data.get(key)} and {back.get(key)}); links are full duplex "
+                        "with one figure per direction: give one edge, or equal figures")

@@ -61,7 +61,8 @@ def add_training_args(parser: argparse.ArgumentParser) -> None:
               "--target-accuracy the cap (default 300)")
     _add(parser, "--seed", type=int, default=0, help="seed of noise, placement, data")
     _add(parser, "--noise", default="none",
-         help="straggler model: none, lognormal:SIGMA, empirical:FILE (default none)")
+         help="straggler model: none, lognormal:SIGMA (0 <= SIGMA <= 2), empirical:FILE "
+              "(default none)")
     _add(parser, "--network", choices=NETWORKS, default=None,
          help="who answers communication times: analytical (closed forms), fast or "
               "flow (simulated topology; default: --mode if given, else fast)")
@@ -157,11 +158,18 @@ def run_training(args: argparse.Namespace) -> int:
         cosim["hidden"] = args.hidden
     if getattr(args, "cosim_model", None):
         cosim["model"] = args.cosim_model
+    from .stragglers import make_noise
+    from .training_cosim import check_cosim_options
+
+    if args.seed < 0:
+        raise ConfigError(f"--seed: must be an integer >= 0, got {args.seed}")
+    noise = make_noise(args.noise)
     if target:
         alg_list = [a or workload.algorithm for a in algs]
         return run_target(args, cluster, workload, network, nodes[0], alg_list, cosim)
     if getattr(args, "eval_every", None) is not None:
         cosim["eval_every"] = args.eval_every
+    check_cosim_options(cosim)  # every option checked before the first run
     iterations = args.iterations or 20
     plan = [(n, a) for a in algs for n in nodes]
     from tqdm import tqdm
@@ -173,7 +181,7 @@ def run_training(args: argparse.Namespace) -> int:
         last = i == len(plan) - 1
         runs.append(simulate_training(
             cluster, workload, n, algorithm=a, iterations=iterations, seed=args.seed,
-            mode="cosim" if args.cosim else "timing", network=network, noise=args.noise,
+            mode="cosim" if args.cosim else "timing", network=network, noise=noise,
             trace=(args.trace if (args.trace and last) else False), cosim_options=cosim))
     rows = _rows(runs)
     meta = {"cluster": cluster.name, "workload": workload.name, "network": network,

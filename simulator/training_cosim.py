@@ -324,11 +324,39 @@ class Numerics:
         return out
 
 
-def make_numerics(ctx: RunContext, options: dict, seed: int) -> Numerics:
-    """Build the numerics of a co-simulated run from :class:`CosimOptions` fields."""
+def check_cosim_options(options: dict) -> CosimOptions:
+    """Validate co-simulation settings (names and ranges) before anything runs.
+
+    Examples
+    --------
+    >>> check_cosim_options({"lr": -1})
+    Traceback (most recent call last):
+    ...
+    dlscale.perfmodel.errors.ConfigError: cosim options: lr must be a finite number >= 0, got -1
+    """
+    import math
+
     names = {f.name for f in dataclasses.fields(CosimOptions)}
     bad = sorted(set(options) - names)
     if bad:
         raise ConfigError(f"cosim options: unknown {', '.join(bad)}; valid: "
                           f"{', '.join(sorted(names))}")
-    return Numerics(ctx, CosimOptions(**options), seed)
+    opts = CosimOptions(**options)
+    for name, lo, hi in (("lr", 0.0, math.inf), ("beta", 0.0, 1.0), ("momentum", 0.0, 1.0)):
+        v = getattr(opts, name)
+        ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+        if not (ok and lo <= v and (v <= hi if hi == 1.0 and name == "beta" else v < hi)):
+            allowed = ">= 0" if hi == math.inf else ("in [0, 1]" if name == "beta" else "in [0, 1)")
+            raise ConfigError(f"cosim options: {name} must be a finite number {allowed}, "
+                              f"got {v!r}")
+    for name in ("batch", "eval_every", "chunks", "synthetic_samples"):
+        v = getattr(opts, name)
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ConfigError(f"cosim options: {name} must be an integer >= 1, got {v!r}")
+    make_schedule(opts.lr_schedule)
+    return opts
+
+
+def make_numerics(ctx: RunContext, options: dict, seed: int) -> Numerics:
+    """Build the numerics of a co-simulated run from :class:`CosimOptions` fields."""
+    return Numerics(ctx, check_cosim_options(options), seed)

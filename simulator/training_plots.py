@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from dlscale.output import atomic_write_with
+from dlscale.perfmodel.atomicio import plot_format
 
 from .training_result import TrainingResult
 
@@ -79,7 +80,7 @@ def plot_training_scaling(path: str | Path, runs: Sequence[TrainingResult], titl
     ax2.set_ylabel("seconds per iteration (mean over ranks)")
     ax2.legend(fontsize="small")
     fig.suptitle(title)
-    atomic_write_with(path, lambda tmp: fig.savefig(tmp, format="png", dpi=110))
+    atomic_write_with(path, lambda tmp: fig.savefig(tmp, format=plot_format(path), dpi=110))
     plt.close(fig)
 
 
@@ -102,7 +103,7 @@ def plot_accuracy(path: str | Path, runs: Sequence[TrainingResult], title: str) 
     ax1.legend(fontsize="small")
     surrogate = next((r.surrogate for r in runs if r.surrogate), "")
     fig.suptitle(title + (f"\n{surrogate}" if surrogate else ""), fontsize="medium")
-    atomic_write_with(path, lambda tmp: fig.savefig(tmp, format="png", dpi=110))
+    atomic_write_with(path, lambda tmp: fig.savefig(tmp, format=plot_format(path), dpi=110))
     plt.close(fig)
 
 

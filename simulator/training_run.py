@@ -61,7 +61,7 @@ def _memory(workload: Workload, cluster: Cluster, ranks: int, batch: float) -> d
 
 
 def _check(cluster: Cluster, workload: Workload, nodes: int, algorithm: str | None,
-           iterations: int, mode: str, network: object) -> Workload:
+           iterations: int, mode: str, network: object, seed: int = 0) -> Workload:
     if not isinstance(cluster, Cluster):
         raise ConfigError(f"cluster: must be a Cluster, got {type(cluster).__name__}")
     if not isinstance(workload, Workload):
@@ -76,6 +76,8 @@ def _check(cluster: Cluster, workload: Workload, nodes: int, algorithm: str | No
         raise unknown_name("mode", mode, MODES)
     if isinstance(network, str) and network not in NETWORKS:
         raise unknown_name("network", network, NETWORKS)
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ConfigError(f"seed: must be an integer >= 0, got {seed!r}")
     if algorithm is not None:
         if algorithm not in ALGORITHMS:
             raise unknown_name("algorithm", algorithm, ALGORITHMS)
@@ -128,8 +130,12 @@ def simulate_training(cluster: Cluster, workload: Workload, nodes: int, *,
     trace_ranks, trace_iterations : int
         How many ranks and iterations the trace covers.
     """
-    workload = _check(cluster, workload, nodes, algorithm, iterations, mode, network)
+    workload = _check(cluster, workload, nodes, algorithm, iterations, mode, network, seed)
     nz = make_noise(noise)
+    if mode == "cosim":
+        from .training_cosim import check_cosim_options
+
+        check_cosim_options(cosim_options or {})
     nodes = int(nodes)
     lay = layout(cluster, workload, nodes)
     ranks = int(lay.ranks[0])

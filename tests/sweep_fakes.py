@@ -75,3 +75,13 @@ def failing_eval(cluster, workload, nodes, seeds):
     if workload.tau == 3:
         raise RuntimeError("tau 3 is cursed")
     return ring_eval(cluster, workload, nodes, seeds)
+
+
+def slow_analytical(cluster, workload, nodes, seeds):
+    """The real analytical model after a 100 ms pause: a sweep long enough to interrupt."""
+    import time
+
+    from dlscale.sweep_points import analytical
+
+    time.sleep(0.1)
+    return analytical(cluster, workload, nodes, seeds)

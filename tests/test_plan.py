@@ -78,7 +78,7 @@ def test_budget_needs_price(setup, tmp_path):
 @pytest.mark.parametrize("kw, match", [
     ({"min_efficiency": 1.5}, r"min_efficiency: must be in \(0, 1\], got 1\.5"),
     ({"epochs": 1, "samples": 10}, r"give epochs or samples, not both"),
-    ({"deadline_s": -1}, r"deadline_s: must be a number > 0, got -1"),
+    ({"deadline_s": -1}, r"deadline_s: must be a finite number > 0, got -1"),
     ({"rank_by": "speed"}, r"rank_by: unknown name 'speed'"),
     ({"collectives": ["rings"]}, r"collectives: unknown name 'rings'.*did you mean 'ring'"),
     ({"prices": {"nope": 1.0}}, r"prices: unknown name 'nope'"),

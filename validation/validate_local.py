@@ -313,6 +313,7 @@ def plot_validation(report: dict[str, Any], path: str) -> None:
     import matplotlib.pyplot as plt
 
     from dlscale.output import atomic_write_with
+    from dlscale.perfmodel.atomicio import plot_format
 
     fig, ax = plt.subplots(figsize=(6, 5.5))
     rows = report["rows"]
@@ -335,5 +336,5 @@ def plot_validation(report: dict[str, Any], path: str) -> None:
            title="dlscale validate local: held-out cases")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    atomic_write_with(path, lambda tmp: fig.savefig(tmp, dpi=120, format="png"))
+    atomic_write_with(path, lambda tmp: fig.savefig(tmp, dpi=120, format=plot_format(path)))
     plt.close(fig)

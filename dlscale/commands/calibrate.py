@@ -10,6 +10,10 @@ Choosing the MPI library's allreduce algorithm: MPICH reads
 MPI_T control variables, so ``--allreduce-algorithm`` sets the variable (and Open
 MPI's ``coll_tuned`` equivalent) before MPI starts: one algorithm per launch. To
 measure several, launch once per algorithm with ``-o`` to separate files.
+
+The output path is checked (on rank 0) before anything is measured. A SIGINT or
+SIGTERM on any rank aborts the whole job (``MPI_Abort``, see
+:mod:`dlscale.validation.mpi_abort`) and no profile is written.
 """
 
 from __future__ import annotations
@@ -83,7 +87,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--no-kernels", action="store_true", help="skip the kernel benchmarks")
     add_yield_arg(p)
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
-    p.set_defaults(run=run)
+    p.set_defaults(run=run, file_outputs=())  # -o checked on rank 0 once MPI runs
 
 
 def _options(args: argparse.Namespace) -> dict[str, Any]:
@@ -135,9 +139,21 @@ def summary_lines(profile: Any) -> list[str]:
     return lines
 
 
+def _check_output(path: str) -> str | None:
+    """The error message of an output path that cannot be written, else None."""
+    from dlscale.perfmodel.atomicio import check_output_path
+
+    try:
+        check_output_path(path, "-o")
+    except ConfigError as exc:
+        return str(exc)
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
     from dlscale.perfmodel.profile import save_profile
     from dlscale.validation.calibrate_run import calibrate
+    from dlscale.validation.mpi_abort import abort_on_signal
     from dlscale.validation.mpi_env import (
         get_mpi,
         oversubscription_env,
@@ -149,8 +165,15 @@ def run(args: argparse.Namespace) -> int:
     oversubscription_env(args.yield_mode)
     MPI = get_mpi()
     comm = MPI.COMM_WORLD
-    profile = calibrate(comm, argv=sys.argv, progress=not args.quiet,
-                        kernels=not args.no_kernels, **opts)
+    problem = _check_output(args.output) if comm.Get_rank() == 0 else None
+    problem = comm.bcast(problem, root=0)  # every rank stops, rank 0 says why
+    if problem is not None:
+        if comm.Get_rank() == 0:
+            raise ConfigError(problem)
+        return 2
+    with abort_on_signal(comm, "dlscale calibrate"):  # a signal on any rank ends the job
+        profile = calibrate(comm, argv=sys.argv, progress=not args.quiet,
+                            kernels=not args.no_kernels, **opts)
     if comm.Get_rank() == 0 and profile is not None:
         path = save_profile(profile, args.output)
         for line in summary_lines(profile):

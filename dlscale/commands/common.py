@@ -11,7 +11,15 @@ from typing import Any
 from dlscale.output import format_table, rows_to_csv, to_jsonable, write_rows
 from dlscale.perfmodel.errors import ConfigError
 
-__all__ = ["add_output_args", "emit", "parse_nodes"]
+__all__ = ["MAX_NODE_COUNTS", "add_output_args", "emit", "parse_nodes"]
+
+#: The most node counts one ``--nodes`` range may expand to (a larger one is almost
+#: surely a typo in its step, and would take memory before any work).
+MAX_NODE_COUNTS = 100_000
+
+#: The largest node count ``--nodes`` accepts (2**31 - 1, a C int; every catalog machine
+#: is far smaller, and each command then checks the count against its cluster).
+MAX_NODE_VALUE = 2**31 - 1
 
 
 def _positive_int(text: str, where: str) -> int:
@@ -21,6 +29,9 @@ def _positive_int(text: str, where: str) -> int:
         raise ConfigError(f"{where}: {text!r} is not an integer") from None
     if value < 1:
         raise ConfigError(f"{where}: node counts must be >= 1, got {value}")
+    if value > MAX_NODE_VALUE:
+        raise ConfigError(f"{where}: node count {value} is more than any machine holds "
+                          f"(at most {MAX_NODE_VALUE:,} here)")
     return value
 
 
@@ -43,6 +54,8 @@ def parse_nodes(text: str) -> list[int]:
     """
     where = "--nodes"
     out: set[int] = set()
+    if not text.strip():
+        raise ConfigError(f"{where}: empty; give node counts like '1,2,4' or '1-64'")
     for item in text.split(","):
         item = item.strip()
         if not item:
@@ -55,6 +68,10 @@ def parse_nodes(text: str) -> list[int]:
                 raise ConfigError(f"{where}: range {item!r} ends before it starts")
             if step_text:
                 step = _positive_int(step_text, where)
+                count = (hi - lo) // step + 1
+                if count > MAX_NODE_COUNTS:
+                    raise ConfigError(f"{where}: range {item!r} holds {count:,} node counts, "
+                                      f"more than {MAX_NODE_COUNTS:,}; use a larger step")
                 out.update(range(lo, hi + 1, step))
                 out.add(hi)
             else:

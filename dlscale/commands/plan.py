@@ -8,6 +8,7 @@ makes the request infeasible and by how much, and exits with status 1.
 from __future__ import annotations
 
 import argparse
+import math
 from typing import Any
 
 from dlscale.perfmodel.errors import ConfigError
@@ -37,6 +38,9 @@ def _prices(items: list[str]) -> dict[str, float]:
             out[name] = float(value)
         except ValueError:
             sep = ""
+        if sep and not (math.isfinite(out[name]) and out[name] >= 0):
+            raise ConfigError(f"--price: price per node-hour must be a finite number >= 0, "
+                              f"got {item!r}")
         if not sep or not name:
             raise ConfigError(f"--price: expected NAME=PRICE_PER_NODE_HOUR, got {item!r}")
     return out
@@ -84,6 +88,9 @@ def run(args: argparse.Namespace) -> int:
     from dlscale.output import format_table
     from dlscale.plan import plan
 
+    if args.top < 0:
+        raise ConfigError(f"--top: must be an integer >= 0, got {args.top}")
+
     if args.cluster:
         clusters = list(args.cluster)
     else:
@@ -99,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
         max_power_w=args.max_power_kw * 1e3 if args.max_power_kw is not None else None,
         algorithms=_names(args.algorithms, ALGORITHMS, "--algorithms") if args.algorithms else None,
         collectives=_names(args.collectives, COLLECTIVES, "--collectives") if args.collectives else None,
-        nodes=parse_nodes(args.nodes) if args.nodes else None, rank_by=args.rank_by,
+        nodes=parse_nodes(args.nodes) if args.nodes is not None else None, rank_by=args.rank_by,
         overrides={"batch_per_device": args.batch} if args.batch else None)
     res.to_json(args.output)
     m = res.meta

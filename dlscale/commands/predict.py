@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     overrides = workload_overrides(args)
     if overrides:
         workload = apply_overrides(workload, overrides, "command line")
-    nodes = parse_nodes(args.nodes or f"1-{cluster.max_nodes}")
+    nodes = parse_nodes(f"1-{cluster.max_nodes}" if args.nodes is None else args.nodes)
     result = predict(cluster, workload, nodes)
     rows = result.to_rows()
     meta = {"cluster": cluster.name, "workload": workload.name, "model": workload.model.name,

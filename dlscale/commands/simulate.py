@@ -131,6 +131,8 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--size-bytes: must be >= 0, got {args.size_bytes!r}")
     if args.top < 0:
         raise ConfigError(f"--top: must be >= 0, got {args.top}")
+    if args.seed < 0:
+        raise ConfigError(f"--seed: must be an integer >= 0, got {args.seed}")
     start = time.perf_counter()
     net, name = _network(args)
     ranks = net.max_ranks if args.ranks is None else args.ranks

@@ -1,5 +1,10 @@
 """``dlscale sweep STUDY.toml``: run a what-if study's grid (see :mod:`dlscale.study`).
 
+Ctrl-C (or SIGTERM) stops the sweep within seconds, keeps every finished point and
+exits with status 130 (143); ``--resume`` then runs the rest. The output folder is
+locked while a sweep writes it, and one holding another study's results (other name,
+base, seed, fidelity or profile) is refused unless ``--force``.
+
 Results go to ``-o DIR`` (default ``STUDY.toml.out/`` next to the study):
 ``results.jsonl`` and ``results.csv`` grow as points finish, and at the end
 ``results.csv`` and ``results.json`` hold the table sorted by point index, with the
@@ -42,6 +47,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("-j", "--jobs", type=int, metavar="N", help="process-pool workers (default: all cores)")
     p.add_argument("--resume", action="store_true",
                    help="keep finished points in the output folder and run only the rest")
+    p.add_argument("--force", action="store_true",
+                   help="use the output folder even if it holds another study's results")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--no-plots", action="store_true", help="do not draw plots")
     p.add_argument("--evaluator", metavar="MODULE:FUNC",
@@ -50,7 +57,7 @@ def add_parser(sub: Any) -> None:
                    help="what to print on stdout at the end (default: a summary table)")
     p.add_argument("--profile", metavar="FILE",
                    help="machine profile from `dlscale calibrate` applied to the base cluster")
-    p.set_defaults(run=run)
+    p.set_defaults(run=run, file_outputs=())  # -o is a folder, checked by run_sweep
 
 
 def run(args: argparse.Namespace) -> int:
@@ -61,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     evaluators = {"analytical": args.evaluator} if args.evaluator else None
     result = run_sweep(study, args.output, executor=args.executor, jobs=args.jobs,
                        resume=args.resume, quiet=args.quiet, evaluators=evaluators,
-                       plots=not args.no_plots, profile=args.profile)
+                       plots=not args.no_plots, profile=args.profile, force=args.force)
     rows = result.rows
     params = result.meta["parameters"]
     if args.format == "csv":
@@ -98,6 +105,9 @@ def main(argv: list[str] | None = None) -> int:
     except DlscaleError as exc:
         print(f"dlscale sweep: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt as exc:
+        print(f"dlscale sweep: {str(exc) or 'interrupted'}", file=sys.stderr)
+        return int(getattr(exc, "exit_status", 130))
 
 
 if __name__ == "__main__":

@@ -52,7 +52,7 @@ def _add_local(sub: Any) -> None:
                         "'none' for no plot)")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     add_yield_arg(p)
-    p.set_defaults(run=run_local)
+    p.set_defaults(run=run_local, file_outputs=())  # checked on rank 0 once MPI runs
 
 
 def _add_published(sub: Any) -> None:
@@ -107,8 +107,24 @@ def report_lines(report: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _check_outputs(args: argparse.Namespace) -> str | None:
+    """The error message of an output (-o, --plot) that cannot be written, else None."""
+    from dlscale.perfmodel.atomicio import check_output_path, plot_format
+    from dlscale.perfmodel.errors import ConfigError
+
+    try:
+        check_output_path(args.output, "-o")
+        if args.plot != "none":
+            check_output_path(args.plot, "--plot")
+            plot_format(args.plot)
+    except ConfigError as exc:
+        return str(exc)
+    return None
+
+
 def run_local(args: argparse.Namespace) -> int:
     from dlscale.perfmodel.errors import ConfigError
+    from dlscale.validation.mpi_abort import abort_on_signal
     from dlscale.validation.mpi_env import get_mpi, oversubscription_env
     from dlscale.validation.mpi_training import TRAINING_ALGORITHMS
     from dlscale.validation.validate_local import plot_validation, validate_local, write_report
@@ -130,8 +146,15 @@ def run_local(args: argparse.Namespace) -> int:
     oversubscription_env(args.yield_mode)  # before MPI_Init
     MPI = get_mpi()
     comm = MPI.COMM_WORLD
-    report = validate_local(comm, lo, hi, budget, iters, algos, progress=not args.quiet,
-                            argv=sys.argv, rounds=rounds)
+    problem = _check_outputs(args) if comm.Get_rank() == 0 else None
+    problem = comm.bcast(problem, root=0)  # every rank stops, rank 0 says why
+    if problem is not None:
+        if comm.Get_rank() == 0:
+            raise ConfigError(problem)
+        return 2
+    with abort_on_signal(comm, "dlscale validate"):  # a signal on any rank ends the job
+        report = validate_local(comm, lo, hi, budget, iters, algos, progress=not args.quiet,
+                                argv=sys.argv, rounds=rounds)
     if report is None:
         return 0
     for line in report_lines(report):

@@ -1,0 +1,143 @@
+"""Every user mistake of issue 14 (items 4 and 5): one line on stderr, exit status 2, no
+traceback, nothing written."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dlscale.cli import main
+
+STRONG = """\
+name = "strong32"
+model = "resnet50"
+scaling = "strong"
+global_batch = 32
+batch_per_device = 32
+"""
+
+GRAPHML_DIRECTED = """<?xml version="1.0" encoding="UTF-8"?>
+<graphml xmlns="http://graphml.graphdrawing.org/xmlns">
+  <key id="k" for="node" attr.name="kind" attr.type="string"/>
+  <key id="b" for="edge" attr.name="bandwidth_Bps" attr.type="double"/>
+  <key id="l" for="edge" attr.name="latency_s" attr.type="double"/>
+  <graph edgedefault="directed">
+    <node id="h0"><data key="k">host</data></node>
+    <node id="h1"><data key="k">host</data></node>
+    <edge source="h0" target="h1"><data key="b">1e9</data><data key="l">1e-6</data></edge>
+    <edge source="h1" target="h0"><data key="b">2e9</data><data key="l">1e-6</data></edge>
+  </graph>
+</graphml>
+"""
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> Path:
+    (tmp_path / "latin1.toml").write_bytes(b'name = "caf\xe9"\n')
+    (tmp_path / "deep.toml").write_text("a = " + "[" * 5000 + "]" * 5000 + "\n")
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "binary.dat").write_bytes(b"\x00\x01\x02\xff\xfe")
+    (tmp_path / "words.txt").write_text("fast slow\n")
+    (tmp_path / "strong.toml").write_text(STRONG)
+    (tmp_path / "directed.graphml").write_text(GRAPHML_DIRECTED)
+    (tmp_path / "taken.txt").write_text("keep")
+    (tmp_path / "inf-epochs.toml").write_text('name = "w"\nmodel = "resnet50"\n'
+                                              'batch_per_device = 32\nepochs = inf\n')
+    (tmp_path / "nan-fusion.toml").write_text('name = "w"\nmodel = "resnet50"\n'
+                                              'batch_per_device = 32\nfusion_threshold_MiB = nan\n')
+    prof = '{"schema_version": 1, "p2p": {"intra-node": {"latency_s": 1e-6, ' \
+           '"bandwidth_Bps": 1e10, "segments": [{"min_bytes": 0, "max_bytes": 1e9, ' \
+           '"alpha_s": -1e-6, "beta_s_per_B": 1e-10}]}}}'
+    (tmp_path / "negative.json").write_text(prof)
+    (tmp_path / "latin1.json").write_bytes(b'{"schema_version": 1, "notes": ["\xe9"]}')
+    (tmp_path / "st.toml").write_text('cluster = "summit"\nworkload = "resnet50"\nnodes = [1]\n')
+    (tmp_path / "dup.toml").write_text('cluster = "summit"\nworkload = "resnet50"\nnodes = [1]\n'
+                                       '[vary]\ntau = [2, 2]\n')
+    return tmp_path
+
+
+SIM = ["simulate", "summit", "resnet50", "--nodes", "2", "--iterations", "2"]
+
+CASES = {
+    # item 4: tracebacks before
+    "non-UTF-8 cluster TOML": (["predict", "{d}/latin1.toml", "resnet50", "--nodes", "1"],
+                               r"not UTF-8 text \(byte 0xe9"),
+    "non-UTF-8 workload TOML": (["predict", "summit", "{d}/latin1.toml", "--nodes", "1"],
+                                "not UTF-8"),
+    "non-UTF-8 profile": (["predict", "summit", "resnet50", "--nodes", "1", "--profile",
+                           "{d}/latin1.json"], "not UTF-8"),
+    "non-UTF-8 study": (["sweep", "{d}/latin1.toml"], "not UTF-8"),
+    "deeply nested TOML": (["predict", "{d}/deep.toml", "resnet50", "--nodes", "1"],
+                           "nested too deeply"),
+    "noise file is a folder": ([*SIM, "--noise", "empirical:{d}/folder"], "is a folder"),
+    "noise file is binary": ([*SIM, "--noise", "empirical:{d}/binary.dat"], "noise file"),
+    "noise file is text": ([*SIM, "--noise", "empirical:{d}/words.txt"],
+                           "is not a list of step times"),
+    "lognormal 1e308": ([*SIM, "--noise", "lognormal:1e308"], r"sigma must be a number in \[0, 2\]"),
+    "seed -1 (training)": ([*SIM, "--seed", "-1"], "--seed: must be an integer >= 0"),
+    "seed -1 (collective)": (["simulate", "summit", "--seed", "-1"], "--seed"),
+    "cosim lr -1": ([*SIM, "--cosim", "--lr", "-1"], "lr must be a finite number >= 0"),
+    "-o a folder": (["predict", "summit", "resnet50", "--nodes", "1", "-o", "{d}"], "is a folder"),
+    "-o empty": (["predict", "summit", "resnet50", "--nodes", "1", "-o", ""], "empty file name"),
+    "-o under /proc": (["predict", "summit", "resnet50", "--nodes", "1", "-o",
+                        "/proc/dlscale-test.json"], "cannot create a file in /proc"),
+    "sweep -o an existing file": (["sweep", "{d}/st.toml", "-o", "{d}/taken.txt"],
+                                  "is not a folder"),
+    # item 5: silently wrong before
+    "global batch below ranks": (["predict", "summit", "{d}/strong.toml", "--nodes", "1,8"],
+                                 "32 samples cannot be split over 48 ranks"),
+    "lognormal 50": ([*SIM, "--noise", "lognormal:50"], "sigma must be"),
+    "directed GraphML pair": (["simulate", "{d}/directed.graphml"], "different bandwidth_Bps"),
+    "negative fit segment": (["predict", "summit", "resnet50", "--nodes", "1", "--profile",
+                              "{d}/negative.json"], r"segments\[0\].alpha_s: must be a finite"),
+    "plan epochs inf": (["plan", "resnet50", "--cluster", "summit", "--epochs", "inf", "-o",
+                         "{d}/plan.json"], "epochs: must be a finite number"),
+    "workload epochs inf": (["predict", "summit", "{d}/inf-epochs.toml", "--nodes", "1"],
+                            "epochs: must be a finite number > 0, got inf"),
+    "workload fusion nan": (["predict", "summit", "{d}/nan-fusion.toml", "--nodes", "1"],
+                            "fusion_threshold_bytes: must be a finite number >= 0, got nan"),
+    "plot extension": (["predict", "summit", "resnet50", "--nodes", "1", "--plot", "{d}/x.txt"],
+                       "unknown plot format"),
+    "nodes empty": (["predict", "summit", "resnet50", "--nodes", ""], "--nodes: empty"),
+    "nodes beyond int": (["predict", "summit", "resnet50", "--nodes", "1-" + "9" * 25],
+                         "more than any machine holds"),
+    "plan top negative": (["plan", "resnet50", "--cluster", "summit", "--top", "-1", "-o",
+                           "{d}/plan.json"], "--top: must be an integer >= 0"),
+    "GraphML where TOML": (["predict", "{d}/directed.graphml", "resnet50", "--nodes", "1"],
+                           "is a GraphML file, not TOML"),
+    "duplicate vary value": (["sweep", "{d}/dup.toml"], "vary.tau: value 2 is given twice"),
+}
+
+
+@pytest.mark.parametrize("argv, match", list(CASES.values()), ids=list(CASES))
+def test_mistake_is_one_line_and_exit_2(files, capsys, argv, match):
+    import re
+
+    before = sorted(p.name for p in files.iterdir())
+    code = main([a.replace("{d}", str(files)) for a in argv])
+    out, err = capsys.readouterr()
+    assert code == 2, (out, err)
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err, err
+    assert lines[0].startswith(f"dlscale {argv[0]}: error: ")
+    assert re.search(match, lines[0]), lines[0]
+    assert sorted(p.name for p in files.iterdir()) == before  # nothing written
+    assert out == ""  # nothing computed and printed before the error
+
+
+def test_ctrl_c_of_simulate_is_one_line_and_130(tmp_path):
+    """SIGINT while a long simulation runs: one line, exit status 130."""
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-m", "dlscale", "simulate", "summit", "resnet50",
+                             "--nodes", "64", "--iterations", "100000", "--format", "json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(4)  # past the imports, into the simulation
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines() == ["dlscale simulate: interrupted"]

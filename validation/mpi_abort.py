@@ -1,0 +1,75 @@
+"""A signal on any rank aborts the whole MPI job, even while ranks block in MPI calls.
+
+Under ``mpiexec`` a SIGINT or SIGTERM may reach one rank only (``kill`` of one
+process, a batch system's per-process signal). The default Python handler raises
+``KeyboardInterrupt`` there, but only when the rank's current MPI call returns; and a
+rank that leaves waits in ``MPI_Finalize`` while its peers block for ever in their
+matching ``Sendrecv``: the job hangs. :func:`abort_on_signal` instead routes the two
+signals through Python's wakeup file descriptor (``signal.set_wakeup_fd``: the C-level
+handler writes the signal number to a pipe in whatever thread the signal lands, the
+MPI library's and BLAS's threads included) to a helper thread, which prints one line
+and calls ``MPI_Abort(comm, 128 + signal)``: the MPI runtime then ends every rank of
+the job. The main thread's handler does nothing, so no partial output is written.
+
+MPI_Abort from a second thread needs the library's thread support; mpi4py asks for
+``MPI_THREAD_MULTIPLE`` by default (``mpi4py.rc.thread_level``), and MPICH and Open
+MPI grant it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+__all__ = ["SIGNALS", "abort_on_signal"]
+
+#: The signals that abort the job.
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextlib.contextmanager
+def abort_on_signal(comm: Any, what: str = "dlscale") -> Iterator[None]:
+    """Within the block, SIGINT/SIGTERM on this rank abort every rank of ``comm``.
+
+    Call it in the main thread. On leaving the block the previous handlers and
+    wakeup descriptor come back.
+    """
+    if threading.current_thread() is not threading.main_thread():  # pragma: no cover
+        yield
+        return
+    r, w = os.pipe()
+    os.set_blocking(w, False)
+    done = threading.Event()
+
+    def watch() -> None:
+        while True:
+            data = os.read(r, 64)
+            if not data or done.is_set():
+                return
+            for sig in data:
+                if sig in SIGNALS:
+                    name = signal.Signals(sig).name
+                    print(f"{what}: {name} on rank {comm.Get_rank()}: aborting all "
+                          f"{comm.Get_size()} ranks; nothing written", file=sys.stderr,
+                          flush=True)
+                    comm.Abort(128 + sig)
+
+    old_fd = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+    old = {sig: signal.signal(sig, lambda *_: None) for sig in SIGNALS}
+    watcher = threading.Thread(target=watch, name="abort-on-signal", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        done.set()
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+        signal.set_wakeup_fd(old_fd)
+        os.close(w)  # the watcher reads end-of-file and returns
+        watcher.join(timeout=5)
+        os.close(r)

@@ -130,7 +130,7 @@ def run_training(args: argparse.Namespace) -> int:
 
     if args.seed < 0:
         raise ConfigError(f"--seed: must be an integer >= 0, got {args.seed}")
-    if args.iterations < 1:
+    if args.iterations is not None and args.iterations < 1:
         raise ConfigError(f"--iterations: must be an integer >= 1, got {args.iterations}")
     check_cosim_options(cosim)  # every option checked before the first run
     noise = make_noise(args.noise)

@@ -22,6 +22,7 @@ import argparse
 import sys
 from typing import Any
 
+from dlscale.commands.common import outputs_ok_on_all_ranks
 from dlscale.perfmodel.errors import ConfigError
 
 __all__ = ["add_parser", "add_yield_arg", "parse_sizes", "run"]
@@ -165,12 +166,8 @@ def run(args: argparse.Namespace) -> int:
     oversubscription_env(args.yield_mode)
     MPI = get_mpi()
     comm = MPI.COMM_WORLD
-    problem = _check_output(args.output) if comm.Get_rank() == 0 else None
-    problem = comm.bcast(problem, root=0)  # every rank stops, rank 0 says why
-    if problem is not None:
-        if comm.Get_rank() == 0:
-            raise ConfigError(problem)
-        return 2
+    if not outputs_ok_on_all_ranks(comm, lambda: _check_output(args.output)):
+        return 2                # every rank stops, rank 0 says why
     with abort_on_signal(comm, "dlscale calibrate"):  # a signal on any rank ends the job
         profile = calibrate(comm, argv=sys.argv, progress=not args.quiet,
                             kernels=not args.no_kernels, **opts)

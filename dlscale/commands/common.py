@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from dlscale.output import format_table, rows_to_csv, to_jsonable, write_rows
@@ -108,3 +108,17 @@ def emit(args: argparse.Namespace, rows: Sequence[Mapping[str, Any]],
         print(format_table(rows, columns))
     for path in getattr(args, "output", None) or []:
         write_rows(path, rows, meta)
+
+
+def outputs_ok_on_all_ranks(comm: Any, check: Callable[[], str | None]) -> bool:
+    """Run the output check ``check`` (``None`` or the problem) on rank 0 of ``comm``
+    and tell every rank: with a problem, rank 0 raises it as a
+    :class:`~dlscale.perfmodel.errors.ConfigError` (one line) and the other ranks
+    get ``False`` to return exit status 2, so no rank starts measuring."""
+    problem = check() if comm.Get_rank() == 0 else None
+    problem = comm.bcast(problem, root=0)
+    if problem is not None:
+        if comm.Get_rank() == 0:
+            raise ConfigError(problem)
+        return False
+    return True

@@ -17,6 +17,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from dlscale.commands.common import outputs_ok_on_all_ranks
+
 __all__ = ["SUBCOMMANDS", "add_parser", "run"]
 
 
@@ -146,12 +148,8 @@ def run_local(args: argparse.Namespace) -> int:
     oversubscription_env(args.yield_mode)  # before MPI_Init
     MPI = get_mpi()
     comm = MPI.COMM_WORLD
-    problem = _check_outputs(args) if comm.Get_rank() == 0 else None
-    problem = comm.bcast(problem, root=0)  # every rank stops, rank 0 says why
-    if problem is not None:
-        if comm.Get_rank() == 0:
-            raise ConfigError(problem)
-        return 2
+    if not outputs_ok_on_all_ranks(comm, lambda: _check_outputs(args)):
+        return 2                # every rank stops, rank 0 says why
     with abort_on_signal(comm, "dlscale validate"):  # a signal on any rank ends the job
         report = validate_local(comm, lo, hi, budget, iters, algos, progress=not args.quiet,
                                 argv=sys.argv, rounds=rounds)

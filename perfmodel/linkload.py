@@ -52,7 +52,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .hardware import Crossbar, Dragonfly, FatTree, Topology, Torus
+from .hardware import Cluster, Crossbar, Dragonfly, FatTree, Topology, Torus
 
 __all__ = ["StepLoad", "dmodk_choice", "dragonfly_parallel_link", "level_bandwidths_Bps",
            "step_load", "xgft_params"]
@@ -314,7 +314,7 @@ def step_load(topology: Topology, nodes: int, ranks_per_node: int, device_links:
     return StepLoad(load, hops, bool(inter.any()), recv)
 
 
-def level_bandwidths_Bps(cluster) -> dict[str, float]:
+def level_bandwidths_Bps(cluster: Cluster) -> dict[str, float]:
     """Bandwidth per direction of one link of each level of ``cluster`` (see above).
 
     Examples

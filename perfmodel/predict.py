@@ -43,6 +43,7 @@ from numpy.typing import ArrayLike
 from .atomicio import atomic_write_text
 from .hardware import Cluster
 from .memory import memory_per_rank
+from .row_notes import row_notes
 from .training import check_nodes, efficiency, iteration_times, layout
 from .training_sync import collective_summary
 from .workload import Workload
@@ -52,7 +53,7 @@ __all__ = ["ROW_KEYS", "Prediction", "predict"]
 #: Keys of :meth:`Prediction.to_rows`, in column order.
 ROW_KEYS = ("nodes", "devices", "ranks", "global_batch", "iteration_s", "compute_s", "comm_s",
             "exposed_comm_s", "samples_per_s", "efficiency", "memory_per_device_bytes", "fits",
-            "bottleneck", "allreduce", "network_limit")
+            "bottleneck", "allreduce", "network_limit", "note")
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,9 @@ class Prediction:
         The topology level whose links limit that allreduce's bandwidth time
         (``intra``, ``host``, ``L1-L2``, ``local``, ``global``, ``torus``...; see
         :mod:`.linkload`).
+    note : ndarray of str
+        Why an efficiency is above 1, or why throughput fell below the previous node
+        count's (:mod:`.row_notes`); ``""`` elsewhere.
     """
 
     cluster: str
@@ -128,6 +132,7 @@ class Prediction:
     memory_resource: str
     allreduce: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=object))
     network_limit: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=object))
+    note: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=object))
 
     def __len__(self) -> int:
         return int(self.nodes.size)
@@ -179,6 +184,8 @@ def predict(cluster: Cluster, workload: Workload, nodes: ArrayLike) -> Predictio
         used, limit = collective_summary(cluster, workload, lay)
     else:
         used = limit = np.full(len(n), "", dtype=object)
+    eff = efficiency(sps, n, float(times.samples_per_s[0]))
+    notes = row_notes(cluster, workload, lay, sps, eff, used, limit)
     return Prediction(
         cluster=cluster.name, workload=workload.name, algorithm=workload.algorithm,
         collective=workload.collective, scaling=workload.scaling,
@@ -186,7 +193,7 @@ def predict(cluster: Cluster, workload: Workload, nodes: ArrayLike) -> Predictio
         global_batch=lay.global_batch, iteration_s=times.iteration_s[1:],
         compute_s=compute, comm_s=times.comm_s[1:],
         exposed_comm_s=exposed, samples_per_s=sps,
-        efficiency=efficiency(sps, n, float(times.samples_per_s[0])),
+        efficiency=eff,
         memory_per_device_bytes=mem.per_device_bytes, fits=mem.fits, bottleneck=bottleneck,
-        memory_resource=mem.resource, allreduce=used, network_limit=limit,
+        memory_resource=mem.resource, allreduce=used, network_limit=limit, note=notes,
     )

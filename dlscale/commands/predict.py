@@ -10,7 +10,7 @@ from dlscale.perfmodel.config import apply_overrides, load_cluster, load_workloa
 from dlscale.perfmodel.workload import ALGORITHMS, COLLECTIVES, GROUPINGS
 
 COLUMNS = ("nodes", "devices", "iteration_s", "compute_s", "comm_s", "exposed_comm_s",
-           "samples_per_s", "efficiency", "fits", "allreduce", "network_limit")
+           "samples_per_s", "efficiency", "fits", "allreduce", "network_limit", "note")
 
 
 def add_parser(sub: Any) -> None:
@@ -61,7 +61,8 @@ def run(args: argparse.Namespace) -> int:
             "fidelity": "analytical"}
     header = (f"{workload.name} ({workload.algorithm}, {workload.collective}, {workload.precision}, "
               f"batch {workload.batch_per_device}/device) on {cluster.name}")
-    emit(args, rows, meta, [c for c in COLUMNS if c in rows[0]], header)
+    cols = [c for c in COLUMNS if c in rows[0] and (c != "note" or any(r[c] for r in rows))]
+    emit(args, rows, meta, cols, header)
     if args.plot:
         from dlscale.plots import plot_scaling
 

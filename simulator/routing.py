@@ -189,10 +189,10 @@ class EcmpRouter:
         for k in range(0, len(missing), 256):
             chunk = missing[k:k + 256]
             d = shortest_path(self.adj, unweighted=True, directed=False, indices=chunk)
-            for t, row in zip(chunk, d, strict=True):
-                if not np.isfinite(row).all():
-                    raise ConfigError("topology: the graph is not connected")
-                self._dist[t] = row.astype(np.int32)
+            if not np.isfinite(d).all():
+                raise ConfigError("topology: the graph is not connected")
+            rows = d.astype(np.int32)
+            self._dist.update(zip(chunk, rows, strict=True))
 
     def node_paths(self, s: np.ndarray, t: np.ndarray, rail: int) -> np.ndarray:
         s = np.asarray(s, dtype=np.int64)

@@ -155,8 +155,8 @@ class AnalyticalNetwork:
             if name == "hierarchical" and (not isinstance(p, int) or p % self.ranks_per_node):
                 continue            # needs whole nodes, placed block-wise
             times[name] = self._time("allreduce", name, n_bytes, p, self.gamma_s_per_B)
-        t, name = cf.fastest(times)
-        return float(t), str(name)
+        t, chosen = cf.fastest(times)
+        return float(t), str(chosen)
 
     def resolve_allreduce(self, n_bytes: float, ranks: int | Sequence[int]) -> str:
         """The algorithm ``"auto"`` runs: the least time by this model.

@@ -47,14 +47,15 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .errors import ConfigError, unknown_name
 from .hardware import Cluster, Dragonfly, Topology
-from .linkload import level_bandwidths_Bps, step_load
+from .linkload import StepLoad, level_bandwidths_Bps, step_load
 from .schedules import ALGORITHMS, FLAT_ALLREDUCE, build_schedule, double_binary_tree_edges
 
 __all__ = ["CollectivePlan", "collective_time_s", "dbt_segments", "limiting_level",
-           "path_hockney", "plan_collective", "time_per_node_count"]
+           "path_hockney", "path_load", "plan_collective", "time_per_node_count"]
 
 #: Most pipeline segments of the double binary tree (NCCL's chunking bounds it).
 MAX_SEGMENTS = 256
@@ -209,6 +210,13 @@ def _path_load(topology: Topology, nodes: int, ranks_per_node: int, device_links
                      np.array([dst]), np.ones(1))
 
 
+def path_load(cluster: Cluster, nodes: int, ranks_per_node: int, src: int,
+              dst: int) -> StepLoad:
+    """Per-level loads of one message between two ranks (cached per topology shape)."""
+    dev = _device_links(cluster, ranks_per_node)
+    return _path_load(_shape_key(cluster.network.topology), nodes, ranks_per_node, dev, src, dst)
+
+
 def path_hockney(cluster: Cluster, nodes: int, ranks_per_node: int, src: int,
                  dst: int) -> tuple[float, float]:
     """``(alpha_s, beta_s_per_B)`` of one uncontended message between two ranks.
@@ -220,8 +228,8 @@ def path_hockney(cluster: Cluster, nodes: int, ranks_per_node: int, src: int,
     >>> round(a * 1e6, 2), round(1 / b / 1e9, 1)   # NVLink 3 + NIC 0.6 + 2 hops of 90 ns
     (3.78, 23.0)
     """
-    dev = cluster.node.devices_per_node > 1 or ranks_per_node > 1
-    s = _path_load(_shape_key(cluster.network.topology), nodes, ranks_per_node, dev, src, dst)
+    dev = _device_links(cluster, ranks_per_node)
+    s = path_load(cluster, nodes, ranks_per_node, src, dst)
     if src == dst:
         return 0.0, 0.0
     bw = level_bandwidths_Bps(cluster)
@@ -363,7 +371,7 @@ def limiting_level(cluster: Cluster, collective: str, algorithm: str, nodes: int
 
 
 def time_per_node_count(cluster: Cluster, collective: str, algorithm: str,
-                        n_bytes: np.ndarray, nodes: Sequence[int], ranks_per_node: int,
+                        n_bytes: ArrayLike, nodes: ArrayLike, ranks_per_node: int,
                         gamma_s_per_B: float | np.ndarray = 0.0,
                         inter_algorithm: str = "ring") -> np.ndarray:
     """:func:`collective_time_s` at each of ``N`` node counts.

@@ -31,7 +31,8 @@ from __future__ import annotations
 import numpy as np
 
 from .hardware import Cluster
-from .linkload import level_bandwidths_Bps, step_load
+from .linkload import level_bandwidths_Bps
+from .netmodel import path_load
 from .training import Layout
 from .workload import Workload
 
@@ -52,9 +53,7 @@ def path_limit(cluster: Cluster, nodes: int, ranks_per_node: int, src: int,
     >>> path_limit(get_cluster("cori-knl"), 5, 1, 4, 0)
     ('local', 5250000000.0)
     """
-    dev = cluster.node.devices_per_node > 1 or ranks_per_node > 1
-    s = step_load(cluster.network.topology, nodes, ranks_per_node, dev, np.array([src]),
-                  np.array([dst]), np.ones(1))
+    s = path_load(cluster, nodes, ranks_per_node, src, dst)
     bw = level_bandwidths_Bps(cluster)
     level = max(s.load, key=lambda k: s.load[k] / bw[k])
     return level, bw[level] / s.load[level]

@@ -79,8 +79,6 @@ class TrainingNetwork:
         self.par = hockney_params(cluster)
         multi = self.nodes > 1
         self.alpha_s = self.par["inter_alpha_s"] if multi else self.par["intra_alpha_s"]
-        self.beta_s_per_B = (self.par["inter_beta_s_per_B"] if multi
-                             else self.par["intra_beta_s_per_B"])
         self.gamma_s_per_B = self.par["gamma_s_per_B"] / self.lay.share
         self.sim: object | None = None
         if isinstance(backend, str):

@@ -25,6 +25,7 @@ from typing import Any
 
 from .errors import ConfigError
 from .hardware import Cluster, Device, Link, NodeSpec
+from .msgfactors import MessageFactors, get_message_factors
 from .tomlmap import build
 from .workload import Model, Workload
 
@@ -98,6 +99,7 @@ def _preset(tp: type, name: str, where: str) -> Any:
         Model: catalog.get_model,
         Cluster: catalog.get_cluster,
         Workload: catalog.get_workload,
+        MessageFactors: get_message_factors,
     }
     if tp not in getters:
         raise ConfigError(f"{where}: a preset name is not allowed here, got {name!r}")

@@ -19,6 +19,7 @@ import math
 from dataclasses import dataclass, field
 
 from .errors import ConfigError
+from .msgfactors import MessageFactors
 
 __all__ = [
     "PRECISIONS",
@@ -359,13 +360,19 @@ class NodeSpec:
 
 @dataclass(frozen=True)
 class NetworkSpec:
-    """The interconnect between nodes: topology, switch-to-switch links, hop latency."""
+    """The interconnect between nodes: topology, switch-to-switch links, hop latency.
+
+    ``message_factors`` (optional) are the MPI/NCCL stack's per-message-size factors
+    on latency and bandwidth (:mod:`dlscale.perfmodel.msgfactors`), applied to every
+    message in both fidelities; None means the wire's figures at every size.
+    """
 
     name: str
     topology: Topology
     link: Link
     hop_latency_s: float = 100e-9
     source: str = ""
+    message_factors: MessageFactors | None = None
 
     @property
     def max_nodes(self) -> int:

@@ -33,6 +33,7 @@ from typing import Protocol, runtime_checkable
 from . import collectives as cf
 from .errors import ConfigError, unknown_name
 from .hardware import Cluster
+from .msgfactors import message_time_s
 from .netmodel import collective_time_s, path_hockney
 
 __all__ = ["COLLECTIVE_ALGORITHMS", "AnalyticalNetwork", "NetworkModel"]
@@ -206,4 +207,4 @@ class AnalyticalNetwork:
         r = self.ranks_per_node
         nodes = max(src_rank, dst_rank) // r + 1
         a, b = path_hockney(self.cluster, nodes, r, src_rank, dst_rank)
-        return a + n_bytes * b
+        return float(message_time_s(a, b, float(n_bytes), self.cluster.network.message_factors))

@@ -90,6 +90,9 @@ class CollectivePlan:
     ranks : ndarray or None
         For the plans of a whole curve stacked (arrays with a leading node-count
         axis): the rank count of each node count.
+    size : ndarray or None, shape (S,)
+        Largest message of each step in units of ``n`` (for the per-size factors of
+        :mod:`.msgfactors`); None: every message ``n`` bytes.
     """
 
     levels: tuple[str, ...]
@@ -101,6 +104,7 @@ class CollectivePlan:
     device_links: bool
     dbt_depth: int = 0
     ranks: np.ndarray | None = None
+    size: np.ndarray | None = None
 
 
 def _shape_key(topology: Topology) -> Topology:
@@ -124,7 +128,7 @@ def _assemble(loads: list, repeat: list[int], reduce: list[bool], scale: list[fl
         np.array([s.hops for s in loads], dtype=np.int64),
         np.array([s.recv * sc if red else 0.0 for s, red, sc in zip(loads, reduce, scale,
                                                                     strict=True)]),
-        device_links, dbt_depth)
+        device_links, dbt_depth, size=np.asarray(scale, dtype=float))
 
 
 @lru_cache(maxsize=1 << 16)
@@ -314,6 +318,7 @@ def collective_time_s(cluster: Cluster, collective: str, algorithm: str,
                            algorithm, inter_algorithm, key)
     lat = _latency(cluster, dev, plan.inter, plan.hops)               # (S,)
     busy = (plan.load * _betas(cluster, plan.levels)).max(axis=1, initial=0.0)
+    factors = cluster.network.message_factors
     if plan.dbt_depth:
         a, b = path_hockney(cluster, nodes, ranks_per_node, ids[0], ids[1])
         k = np.vectorize(lambda x: dbt_segments(plan.dbt_depth, x, a, b))(n).astype(float)
@@ -321,6 +326,11 @@ def collective_time_s(cluster: Cluster, collective: str, algorithm: str,
         chunk = n / (2 * k)
         red = lat[0] + chunk * busy[0] + gamma_s_per_B * chunk * plan.recv[0]
         bc = lat[1] + chunk * busy[1]
+        if factors is not None:
+            # the latency and bandwidth of a segment-sized message
+            fl, fb = factors.at(chunk)
+            red = fl * lat[0] + chunk * busy[0] / fb + gamma_s_per_B * chunk * plan.recv[0]
+            bc = fl * lat[1] + chunk * busy[1] / fb
         out = steps * (red + bc)
         # a short pipeline spends most of its steps filling and draining, when only
         # some edges are busy: cost those steps one by one
@@ -340,7 +350,20 @@ def _sum_steps(cluster: Cluster, plan: CollectivePlan, n: np.ndarray,
     lat = _latency(cluster, plan.device_links, plan.inter, plan.hops)
     busy = (plan.load * _betas(cluster, plan.levels)).max(axis=1, initial=0.0)
     nn = np.asarray(n, dtype=float)[..., None]
-    return (plan.repeat * (lat + nn * busy + gamma_s_per_B * nn * plan.recv)).sum(axis=-1)
+    step = _step_s(cluster, lat, busy, plan.size, nn) + gamma_s_per_B * nn * plan.recv
+    return (plan.repeat * step).sum(axis=-1)
+
+
+def _step_s(cluster: Cluster, lat: np.ndarray, busy: np.ndarray, size: np.ndarray | None,
+            nn: np.ndarray) -> np.ndarray:
+    """Latency and bandwidth time of steps (:func:`.msgfactors.message_time_s` with
+    each step's largest message picking the factors)."""
+    factors = cluster.network.message_factors
+    if factors is None:
+        return lat + nn * busy
+    m = nn * (1.0 if size is None else size)
+    fl, fb = factors.at(m)
+    return fl * lat + nn * busy / fb
 
 
 def limiting_level(cluster: Cluster, collective: str, algorithm: str, nodes: int,
@@ -408,7 +431,7 @@ def time_per_node_count(cluster: Cluster, collective: str, algorithm: str,
     lat = _latency(cluster, dev, curve.inter, curve.hops)                   # (N, S)
     busy = (curve.load * _betas(cluster, curve.levels)).max(axis=-1, initial=0.0)
     nn = n[..., None]                                                       # (..., N, 1)
-    step = lat + nn * busy + g[:, None] * nn * curve.recv
+    step = _step_s(cluster, lat, busy, curve.size, nn) + g[:, None] * nn * curve.recv
     out = (curve.repeat * step).sum(axis=-1)
     return np.where(np.asarray(curve.ranks) > 1, out, 0.0)
 
@@ -427,6 +450,7 @@ def _curve(topology: Topology, nodes: tuple[int, ...], ranks_per_node: int,
     N, L = len(nodes), len(levels)
     load, repeat = np.zeros((N, S, L)), np.zeros((N, S))
     inter, hops, recv = np.zeros((N, S), bool), np.zeros((N, S), np.int64), np.zeros((N, S))
+    size = np.ones((N, S))
     for j, pl in enumerate(plans):
         if pl is None:
             continue
@@ -435,5 +459,7 @@ def _curve(topology: Topology, nodes: tuple[int, ...], ranks_per_node: int,
         load[j, :k][:, cols] = pl.load
         repeat[j, :k], inter[j, :k], hops[j, :k], recv[j, :k] = (pl.repeat, pl.inter,
                                                                  pl.hops, pl.recv)
+        if pl.size is not None:
+            size[j, :k] = pl.size
     return CollectivePlan(levels, load, repeat, inter, hops, recv, device_links,
-                          ranks=np.array(nodes) * ranks_per_node)
+                          ranks=np.array(nodes) * ranks_per_node, size=size)

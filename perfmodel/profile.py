@@ -32,6 +32,7 @@ from typing import Any
 
 from .errors import ConfigError
 from .hardware import Cluster, Link
+from .msgfactors import from_segments
 
 __all__ = [
     "KERNEL_FIGURES",
@@ -314,7 +315,10 @@ def apply_profile(cluster: Cluster, profile: MachineProfile) -> Cluster:
 
     - ``node.intra_link`` <- the ``intra-node`` latency and bandwidth;
     - ``node.nic`` and ``network.link`` <- the ``inter-node`` figures, where the
-      profile has them (a one-host calibration has none: the catalog's stay);
+      profile has them (a one-host calibration has none: the catalog's stay), and
+      ``network.message_factors`` <- their piecewise fit (``segments``) as per-size
+      factors (:func:`.msgfactors.from_segments`), so that every message between
+      nodes costs what the fit says at its size, in both fidelities;
     - for CPU and KNL devices only (the kernels run on the host CPU, so they say
       nothing about a GPU): the device's memory bandwidth (MCDRAM's on a KNL,
       where the training state lives) <- the host STREAM triad bandwidth
@@ -351,6 +355,12 @@ def apply_profile(cluster: Cluster, profile: MachineProfile) -> Cluster:
         inter = profile.p2p["inter-node"]
         node = replace(node, nic=_link(node.nic, inter, "inter-node", host))
         network = replace(network, link=_link(network.link, inter, "inter-node", host))
+        if inter.get("segments"):
+            # the piecewise fit as per-size factors on the link figures just set
+            network = replace(network, message_factors=from_segments(
+                inter["segments"], float(inter["latency_s"]), float(inter["bandwidth_Bps"]),
+                name=f"calibrated@{host}",
+                source=f"piecewise Hockney fit of inter-node ping-pongs on {host}"))
     device = node.device
     k = profile.kernels
     per_device = 1.0 / node.devices_per_node

@@ -98,7 +98,7 @@ def _convert(tp: Any, value: Any, where: str, lookup: PresetLookup | None,
         options = [a for a in typing.get_args(tp) if a is not type(None)]
         if value is None:
             return None
-        if all(dataclasses.is_dataclass(a) for a in options):
+        if len(options) > 1 and all(dataclasses.is_dataclass(a) for a in options):
             return _convert_union_of_dataclasses(options, value, where, lookup, base)
         return _convert(options[0], value, where, lookup, base)
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
@@ -183,13 +183,24 @@ def build(cls: type, table: Mapping[str, Any], where: str, *, base: Any = None,
         sub_base = getattr(base, name, None) if base is not None else None
         value = _convert(hints[name], raw, f"{where}.{key}", lookup, sub_base)
         if factor != 1.0:
-            value = value * factor
+            value = (tuple(v * factor for v in value) if isinstance(value, tuple)
+                     else value * factor)
         values[name] = value
     if base is not None:
-        return dataclasses.replace(base, **values)
+        return _checked(where, lambda: dataclasses.replace(base, **values))
     missing = [f.name for f in dataclasses.fields(cls)
                if f.init and f.name not in values
                and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
     if missing:
         raise ConfigError(f"{where}: missing required field(s): {', '.join(missing)}")
-    return cls(**values)
+    return _checked(where, lambda: cls(**values))
+
+
+def _checked(where: str, make: Callable[[], Any]) -> Any:
+    """``make()``, with a dataclass's own check failure prefixed by ``where``."""
+    try:
+        return make()
+    except ConfigError as exc:
+        if str(exc).startswith(where):
+            raise
+        raise ConfigError(f"{where}: {exc}") from None

@@ -55,6 +55,7 @@ from .collectives import parameter_server_s
 from .compute import layer_times, update_s
 from .contention import hockney_params
 from .hardware import Cluster
+from .msgfactors import effective_hockney
 from .netmodel import path_hockney, time_per_node_count
 from .training import IterationTimes, Layout
 from .workload import Workload
@@ -71,13 +72,16 @@ _SGD_FAMILY = ("async-sgd", "async-msgd", "hogwild-sgd")
 
 
 def master_link(cluster: Cluster, algorithm: str, nodes: np.ndarray,
-                ranks_per_node: int) -> tuple[np.ndarray, np.ndarray]:
+                ranks_per_node: int,
+                n_bytes: float | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``(alpha_s, beta_s_per_B)`` of a worker's message to the master, per node count.
 
     The master sits with rank 0. Across nodes: the path from the last worker to it
     (:func:`.netmodel.path_hockney`: latencies along the path, its slowest link). On
     one node: the node's host link for the original EASGD (the master is a CPU
-    process), else the intra-node link.
+    process), else the intra-node link. Given the message size ``n_bytes``, across
+    nodes the network's per-size factors (:mod:`.msgfactors`) are applied: the
+    effective ``(f_lat(n) alpha, beta / f_bw(n))``.
 
     Examples
     --------
@@ -93,6 +97,7 @@ def master_link(cluster: Cluster, algorithm: str, nodes: np.ndarray,
     for n in np.atleast_1d(nodes).astype(int).tolist():
         if n > 1:
             a, b = path_hockney(cluster, n, ranks_per_node, n * ranks_per_node - 1, 0)
+            a, b = effective_hockney(a, b, n_bytes, cluster.network.message_factors)
         else:
             a, b = local.latency_s, 1.0 / local.bandwidth_Bps
         alpha.append(a)
@@ -127,7 +132,7 @@ def easgd_times(cluster: Cluster, workload: Workload, lay: Layout) -> IterationT
         return IterationTimes(iteration, t_step + 0 * iteration, comm, iteration - t_step,
                               lay.global_batch / iteration)
 
-    alpha_m, beta_m = master_link(cluster, alg, lay.nodes, lay.ranks_per_node)
+    alpha_m, beta_m = master_link(cluster, alg, lay.nodes, lay.ranks_per_node, W)
     bw_master = dev.training_memory_bandwidth_Bps
     u = MASTER_ARRAYS[alg] / bw_master            # seconds per byte of W applied
 

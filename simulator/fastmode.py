@@ -26,11 +26,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dlscale.perfmodel.msgfactors import MessageFactors
+
 from .linktable import LinkTable
 from .routing import Routes, route
 from .schedules import Phase
 
-__all__ = ["RouteCache", "phase_loads", "run_fast"]
+__all__ = ["RouteCache", "message_costs", "phase_loads", "run_fast"]
 
 
 @dataclass
@@ -69,6 +71,28 @@ def phase_loads(routed: _Routed, phase: Phase, n_links: int) -> tuple[np.ndarray
     return load, sub_bytes
 
 
+def message_costs(routed: _Routed, phase: Phase, n_links: int,
+                  factors: MessageFactors | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """What one repetition of ``phase`` costs the network, per-size factors applied.
+
+    Returns ``(load, sub_bytes, latency_s)``: the bytes every link carries, each
+    subflow's bytes and each subflow's latency. With ``factors``
+    (:class:`~dlscale.perfmodel.msgfactors.MessageFactors`) a message of ``n`` bytes
+    weighs ``n / f_bw(n)`` bytes and waits ``f_lat(n)`` times its path latency, the
+    same rule as the analytical model's; ``n`` is the whole message's size, not a
+    rail's share of it.
+    """
+    load, sub_bytes = phase_loads(routed, phase, n_links)
+    r = routed.routes
+    if factors is None:
+        return load, sub_bytes, r.latency_s
+    fl, fb = factors.at(phase.nbytes[r.pair])
+    sub_eff = sub_bytes / fb
+    weights = np.broadcast_to(sub_eff[:, None], r.links.shape)[routed.valid]
+    eff = np.bincount(r.links[routed.valid], weights=weights, minlength=n_links)
+    return eff, sub_eff, r.latency_s * fl
+
+
 def _advance(clock: np.ndarray, src: np.ndarray, dst: np.ndarray, msg_s: np.ndarray,
              reduce_s: np.ndarray | None) -> np.ndarray:
     """Rank clocks after one step: a message moves once sender and receiver have both
@@ -84,7 +108,8 @@ def _advance(clock: np.ndarray, src: np.ndarray, dst: np.ndarray, msg_s: np.ndar
 
 
 def run_fast(phases: list[Phase], table: LinkTable, router, rank_nodes: np.ndarray,
-             cache: RouteCache, gamma_s_per_B: float = 0.0) -> dict:
+             cache: RouteCache, gamma_s_per_B: float = 0.0,
+             factors: MessageFactors | None = None) -> dict:
     """Simulate ``phases`` step by step; returns times, link bytes and per-phase loads.
 
     Contention is that of the whole step's pattern at once; each rank keeps its own
@@ -107,10 +132,11 @@ def run_fast(phases: list[Phase], table: LinkTable, router, rank_nodes: np.ndarr
     for i, ph in enumerate(phases):
         routed = cache.get(ph, table, router, rank_nodes)
         load, _ = phase_loads(routed, ph, table.n_links)
-        busy = load / cap
+        eff, _, latency_s = message_costs(routed, ph, table.n_links, factors)
+        busy = eff / cap
         r = routed.routes
         bottleneck = np.where(routed.valid, busy[routed.safe], 0.0).max(axis=1, initial=0.0)
-        sub_s = r.latency_s + bottleneck
+        sub_s = latency_s + bottleneck
         msg_s = np.zeros(len(ph.src))
         np.maximum.at(msg_s, r.pair, sub_s)
         reduce_s = None

@@ -29,12 +29,16 @@ from collections.abc import Callable
 import numpy as np
 import simpy
 
-from .fastmode import RouteCache, phase_loads
+from dlscale.perfmodel.errors import ConfigError
+from dlscale.perfmodel.msgfactors import MessageFactors
+
+from .fastmode import RouteCache, message_costs, phase_loads
 from .flow import FlowNetwork
+from .flowengine import CompiledSchedule, run_compiled
 from .linktable import LinkTable
 from .schedules import Phase
 
-__all__ = ["run_flow"]
+__all__ = ["prepare_flow", "run_flow"]
 
 
 def _by_rank(ranks: np.ndarray, n_ranks: int) -> list[np.ndarray]:
@@ -43,16 +47,120 @@ def _by_rank(ranks: np.ndarray, n_ranks: int) -> list[np.ndarray]:
     return [order[bounds[r]:bounds[r + 1]] for r in range(n_ranks)]
 
 
+def prepare_flow(phases: list[Phase], table: LinkTable, router, rank_nodes: np.ndarray,
+                 cache: RouteCache, gamma_s_per_B: float = 0.0,
+                 factors: MessageFactors | None = None) -> CompiledSchedule:
+    """Route ``phases`` and flatten them for the compiled engine
+    (:func:`~dlscale.simulator.flowengine.run_compiled`)."""
+    n_ranks = len(rank_nodes)
+    msg_off, sub_off, rank_off = [0], [0], [0]
+    src, dst, sub_msg, links, sub_bytes, sub_lat, rank_msg, reduce_s = ([] for _ in range(8))
+    H, pool = 1, np.zeros(n_ranks, dtype=np.int64)
+    for ph in phases:
+        routed = cache.get(ph, table, router, rank_nodes)
+        _, sb, lat = message_costs(routed, ph, table.n_links, factors)
+        rt = routed.routes
+        n_msg = len(ph.src)
+        src.append(ph.src)
+        dst.append(ph.dst)
+        msg_off.append(msg_off[-1] + n_msg)
+        sub_msg.append(rt.pair)
+        links.append(rt.links)
+        H = max(H, rt.links.shape[1])
+        sub_bytes.append(sb)
+        sub_lat.append(lat)
+        sub_off.append(sub_off[-1] + len(rt.pair))
+        # each rank's messages: the ones it sends, then the ones it receives
+        outs, ins = _by_rank(ph.src, n_ranks), _by_rank(ph.dst, n_ranks)
+        for r in range(n_ranks):
+            rank_msg.append(outs[r])
+            rank_msg.append(ins[r])
+            rank_off.append(rank_off[-1] + len(outs[r]) + len(ins[r]))
+        # a sender waits for its messages' delivery: at most its sends of one step
+        # are in flight, each as its subflows
+        subs = np.bincount(rt.pair, minlength=n_msg)
+        pool = np.maximum(pool, np.bincount(ph.src, weights=subs, minlength=n_ranks)
+                          .astype(np.int64))
+        red = np.zeros(n_ranks)
+        if ph.reduce and gamma_s_per_B > 0 and n_msg:
+            red = gamma_s_per_B * np.bincount(ph.dst, weights=ph.nbytes, minlength=n_ranks)
+        reduce_s.append(red)
+    pad = [np.pad(lk, ((0, 0), (0, H - lk.shape[1])), constant_values=-1) for lk in links]
+    def cat(xs: list, dt: type) -> np.ndarray:
+        return np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt)
+
+    return CompiledSchedule(
+        step_phase=sched_steps(phases),
+        msg_off=np.asarray(msg_off, dtype=np.int64), msg_src=cat(src, np.int64),
+        msg_dst=cat(dst, np.int64), sub_off=np.asarray(sub_off, dtype=np.int64),
+        sub_msg=cat(sub_msg, np.int64),
+        sub_links=(np.concatenate(pad).astype(np.int64) if pad
+                   else np.zeros((0, 1), np.int64)),
+        sub_bytes=cat(sub_bytes, np.float64), sub_latency_s=cat(sub_lat, np.float64),
+        rank_off=_rank_offsets(rank_off, len(phases), n_ranks),
+        rank_msg=cat(rank_msg, np.int64),
+        reduce_s=(np.stack(reduce_s) if reduce_s else np.zeros((0, n_ranks))),
+        pool=int(pool.sum()))
+
+
+def _run_compiled(phases: list[Phase], table: LinkTable, router, rank_nodes: np.ndarray,
+                  cache: RouteCache, gamma_s_per_B: float,
+                  factors: MessageFactors | None) -> dict:
+    sched = prepare_flow(phases, table, router, rank_nodes, cache, gamma_s_per_B, factors)
+    _, step_end = run_compiled(sched, len(rank_nodes), table.bandwidth_Bps)
+    end = float(step_end.max(initial=0.0))  # the last rank's last step (not a stale event)
+    link_bytes = np.zeros(table.n_links)
+    for ph in phases:
+        link_bytes += phase_loads(cache.get(ph, table, router, rank_nodes), ph,
+                                  table.n_links)[0] * ph.repeat
+    return _result(phases, float(end), step_end, link_bytes, {})
+
+
+def _result(phases: list[Phase], end_s: float, step_end: np.ndarray, link_bytes: np.ndarray,
+            rank_steps: dict) -> dict:
+    steps = sched_steps(phases)
+    ends = np.maximum.accumulate(step_end) if len(step_end) else step_end
+    step_times = np.diff(np.concatenate([[0.0], ends]))
+    phase_times = np.zeros(len(phases))
+    np.add.at(phase_times, steps, step_times)
+    return {"time_s": end_s, "step_times_s": step_times, "phase_times_s": phase_times,
+            "link_bytes": link_bytes, "rank_steps": rank_steps}
+
+
+def sched_steps(phases: list[Phase]) -> np.ndarray:
+    """Phase index of every step (phases expanded by their repeat count)."""
+    return np.repeat(np.arange(len(phases)), [ph.repeat for ph in phases]).astype(np.int64)
+
+
+def _rank_offsets(flat: list[int], n_phases: int, n_ranks: int) -> np.ndarray:
+    """Offsets ``[p * (R + 1) + r]`` from one running count over (phase, rank)."""
+    out = np.zeros(n_phases * (n_ranks + 1), dtype=np.int64)
+    for p in range(n_phases):
+        out[p * (n_ranks + 1):(p + 1) * (n_ranks + 1)] = flat[p * n_ranks:(p + 1) * n_ranks + 1]
+    return out
+
+
 def run_flow(phases: list[Phase], table: LinkTable, router, rank_nodes: np.ndarray,
              cache: RouteCache, gamma_s_per_B: float = 0.0,
              on_rates: Callable[[float, np.ndarray], None] | None = None,
-             record_ranks: np.ndarray | None = None) -> dict:
+             record_ranks: np.ndarray | None = None,
+             factors: MessageFactors | None = None, engine: str = "auto") -> dict:
     """Simulate ``phases`` with per-rank processes over a :class:`FlowNetwork`.
 
     Returns a dict with ``time_s``, ``step_times_s``, ``phase_times_s``,
     ``link_bytes`` and ``rank_steps`` (``{rank: [(step, start_s, end_s, label)]}``
     for the ranks in ``record_ranks``).
+
+    ``engine``: ``"simpy"`` runs one SimPy process per rank (and is the one that can
+    report link rates and per-rank steps for traces); ``"compiled"`` runs the same
+    model as one numba loop (:mod:`.flowengine`); ``"auto"`` takes the compiled one
+    unless a trace is asked for. Both give the same times (tested).
     """
+    if engine not in ("auto", "simpy", "compiled"):
+        raise ConfigError(f"engine: unknown value {engine!r}; valid: auto, simpy, compiled")
+    tracing = on_rates is not None or record_ranks is not None
+    if engine == "compiled" or (engine == "auto" and not tracing):
+        return _run_compiled(phases, table, router, rank_nodes, cache, gamma_s_per_B, factors)
     env = simpy.Environment()
     net = FlowNetwork(env, table.bandwidth_Bps, on_rates)
     n_ranks = len(rank_nodes)
@@ -60,14 +168,15 @@ def run_flow(phases: list[Phase], table: LinkTable, router, rank_nodes: np.ndarr
     prepared = []
     for ph in phases:
         routed = cache.get(ph, table, router, rank_nodes)
-        load, sub_bytes = phase_loads(routed, ph, table.n_links)
+        load, _ = phase_loads(routed, ph, table.n_links)
         link_bytes += load * ph.repeat
+        _, sub_bytes, latency_s = message_costs(routed, ph, table.n_links, factors)
         n_msg = len(ph.src)
         rt = routed.routes
         rails = len(rt.pair) // max(n_msg, 1)
         # per message: its subflows as (clean link ids, bytes, latency)
         subflows = [[(rt.links[m + j * n_msg][rt.links[m + j * n_msg] >= 0],
-                      float(sub_bytes[m + j * n_msg]), float(rt.latency_s[m + j * n_msg]))
+                      float(sub_bytes[m + j * n_msg]), float(latency_s[m + j * n_msg]))
                      for j in range(rails)] for m in range(n_msg)]
         outs = [x.tolist() for x in _by_rank(ph.src, n_ranks)]
         ins = [x.tolist() for x in _by_rank(ph.dst, n_ranks)]
@@ -133,9 +242,4 @@ def run_flow(phases: list[Phase], table: LinkTable, router, rank_nodes: np.ndarr
     for r in range(n_ranks):
         env.process(rank(r))
     env.run()
-    ends = np.maximum.accumulate(step_end) if len(step_end) else step_end
-    step_times = np.diff(np.concatenate([[0.0], ends]))
-    phase_times = np.zeros(len(phases))
-    np.add.at(phase_times, np.asarray(steps, dtype=np.int64), step_times)
-    return {"time_s": float(env.now), "step_times_s": step_times,
-            "phase_times_s": phase_times, "link_bytes": link_bytes, "rank_steps": rank_steps}
+    return _result(phases, float(env.now), step_end, link_bytes, rank_steps)

@@ -27,6 +27,7 @@ import numpy as np
 from dlscale.perfmodel.collectives import best_allreduce
 from dlscale.perfmodel.errors import ConfigError, unknown_name
 from dlscale.perfmodel.hardware import Cluster
+from dlscale.perfmodel.msgfactors import MessageFactors, message_time_s
 from dlscale.perfmodel.netapi import AnalyticalNetwork
 from dlscale.perfmodel.netmodel import dbt_segments
 from dlscale.perfmodel.schedules import double_binary_tree_edges
@@ -71,11 +72,16 @@ class SimulatedNetwork:
         Flat algorithm among node leaders for ``hierarchical`` allreduce.
     max_segments : int
         Cap on pipeline segments of the double binary tree.
+    message_factors : MessageFactors, optional
+        Per-message-size latency and bandwidth factors
+        (:mod:`dlscale.perfmodel.msgfactors`) applied to every message; a cluster's
+        network (:meth:`from_cluster`) takes its own.
     """
 
     def __init__(self, topology: nx.Graph, *, mode: str = "fast", placement: str = "linear",
                  seed: int = 0, gamma_s_per_B: float = 0.0, inter_algorithm: str = "ring",
-                 max_segments: int = 256) -> None:
+                 max_segments: int = 256,
+                 message_factors: MessageFactors | None = None) -> None:
         if mode not in MODES:
             raise unknown_name("mode", mode, MODES)
         if not (gamma_s_per_B >= 0):
@@ -87,6 +93,10 @@ class SimulatedNetwork:
         self.gamma_s_per_B = float(gamma_s_per_B)
         self.inter_algorithm = inter_algorithm
         self.max_segments = max_segments
+        if message_factors is not None and not isinstance(message_factors, MessageFactors):
+            raise ConfigError(f"message_factors: must be a MessageFactors, got "
+                              f"{type(message_factors).__name__}")
+        self.message_factors = message_factors
         self.table = LinkTable.from_graph(topology)
         self.router = make_router(topology, seed)
         labels = place(topology, placement, seed)
@@ -100,6 +110,7 @@ class SimulatedNetwork:
     def from_cluster(cls, cluster: Cluster, nodes: int, node_graph: nx.Graph | None = None,
                      **kwargs: object) -> SimulatedNetwork:
         """The network of the first ``nodes`` nodes of ``cluster`` (see :func:`cluster_graph`)."""
+        kwargs.setdefault("message_factors", cluster.network.message_factors)
         net = cls(cluster_graph(cluster, nodes, node_graph), **kwargs)  # type: ignore[arg-type]
         if node_graph is None and net.placement == "linear":
             net.cluster = cluster
@@ -136,14 +147,24 @@ class SimulatedNetwork:
         p = len(sel)
         if p < 2:
             return 1
-        alpha, beta = self._hockney(int(sel[0]), int(sel[-1]))
+        alpha, beta = self.path_hockney(int(sel[0]), int(sel[-1]))
         depth = double_binary_tree_edges(p)[2]
         return dbt_segments(depth, n_bytes, alpha, beta, self.max_segments)
 
-    def _hockney(self, a: int, b: int) -> tuple[float, float]:
-        """``(alpha_s, beta_s_per_B)`` of an uncontended message between endpoints."""
-        lat = self.transfer_s(a, b, 0.0)
-        return lat, (self.transfer_s(a, b, 1e9) - lat) / 1e9
+    def path_hockney(self, a: int, b: int) -> tuple[float, float]:
+        """``(alpha_s, beta_s_per_B)`` of the path between endpoints ``a`` and ``b``:
+        its latency and the inverse bandwidth of its most loaded link, without the
+        per-size factors (0, 0 from an endpoint to itself)."""
+        if a == b:
+            self._select([a])
+            return 0.0, 0.0
+        sel = self._select([a, b])
+        r = route(self.table, self.router, self.rank_nodes[sel[:1]], self.rank_nodes[sel[1:]])
+        ok = r.links >= 0
+        # a link two subflows share (a device's link, before the rails split) carries both
+        share = np.broadcast_to(r.fraction[:, None], r.links.shape)[ok]
+        load = np.bincount(r.links[ok], weights=share, minlength=self.table.n_links)
+        return float(r.latency_s.max()), float((load / self.table.bandwidth_Bps).max(initial=0.0))
 
     def resolve_allreduce(self, n_bytes: float, ranks: int | Sequence[int] | None = None) -> str:
         """The algorithm ``"auto"`` runs for these ranks and this size.
@@ -185,8 +206,8 @@ class SimulatedNetwork:
         first = int(sel[0])
         other = sel[hosts != hosts[0]]
         same = sel[1:][hosts[1:] == hosts[0]]
-        inter = self._hockney(first, int(other[0])) if len(other) else None
-        intra = self._hockney(first, int(same[0])) if len(same) else None
+        inter = self.path_hockney(first, int(other[0])) if len(other) else None
+        intra = self.path_hockney(first, int(same[0])) if len(same) else None
         a, b = inter if inter is not None else intra  # type: ignore[misc]
         hier = {}
         if inter is not None and intra is not None:
@@ -234,11 +255,13 @@ class SimulatedNetwork:
             from .trace import Tracer
             tracer = Tracer(self.table, len(sel))
         if mode == "fast":
-            out = run_fast(phases, self.table, self.router, nodes, cache, self.gamma_s_per_B)
+            out = run_fast(phases, self.table, self.router, nodes, cache, self.gamma_s_per_B,
+                           self.message_factors)
         else:
             out = run_flow(phases, self.table, self.router, nodes, cache, self.gamma_s_per_B,
                            on_rates=tracer.on_rates if tracer else None,
-                           record_ranks=tracer.ranks if tracer else None)
+                           record_ranks=tracer.ranks if tracer else None,
+                           factors=self.message_factors)
         res = CollectiveResult(
             collective=collective, algorithm=algorithm, mode=mode, ranks=len(sel),
             n_bytes=float(n_bytes), time_s=float(out["time_s"]), step_times_s=out["step_times_s"],
@@ -262,17 +285,12 @@ class SimulatedNetwork:
 
     def transfer_s(self, src_rank: int, dst_rank: int, n_bytes: float) -> float:
         """Seconds of one uncontended message: path latency + bytes over the most loaded
-        link of its path (its subflows, one per rail, share the links before the split)."""
-        sel = self._select([src_rank, dst_rank]) if src_rank != dst_rank else None
-        if sel is None or n_bytes < 0:
-            if n_bytes < 0:
-                raise ConfigError(f"n_bytes: must be >= 0, got {n_bytes!r}")
+        link of its path (its subflows, one per rail, share the links before the split),
+        with the per-size factors (:func:`dlscale.perfmodel.msgfactors.message_time_s`)."""
+        if n_bytes < 0:
+            raise ConfigError(f"n_bytes: must be >= 0, got {n_bytes!r}")
+        if src_rank == dst_rank:
             self._select([src_rank])
             return 0.0
-        r = route(self.table, self.router, self.rank_nodes[sel[:1]], self.rank_nodes[sel[1:]])
-        ok = r.links >= 0
-        # a link two subflows share (a device's link, before the rails split) carries both
-        share = np.broadcast_to(r.fraction[:, None], r.links.shape)[ok]
-        load = np.bincount(r.links[ok], weights=share, minlength=self.table.n_links)
-        busy = float((load / self.table.bandwidth_Bps).max(initial=0.0))
-        return float(r.latency_s.max() + n_bytes * busy)
+        a, b = self.path_hockney(src_rank, dst_rank)
+        return float(message_time_s(a, b, float(n_bytes), self.message_factors))

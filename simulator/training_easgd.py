@@ -123,7 +123,7 @@ def _run_async(ctx: RunContext) -> AsyncOutcome:
     alg, R, K = ctx.algorithm, ctx.ranks, ctx.iterations
     t_step, tau = step_time_s(ctx), tau_of(ctx)
     W = float(ctx.workload.model.params * ctx.workload.bytes_per_element)
-    alpha, beta = ctx.net.master_link(alg)
+    alpha, beta = ctx.net.master_link(alg, W)
     mem_bw = ctx.cluster.node.device.training_memory_bandwidth_Bps
     upd_bytes = MASTER_ARRAYS[alg] * W
     hog = alg in HOGWILD

@@ -61,7 +61,7 @@ def run_rounds(ctx: RunContext) -> AsyncOutcome:
     counters = {"rounds": len(blocks)}
 
     if alg == "easgd":
-        alpha, beta = ctx.net.master_link(alg)
+        alpha, beta = ctx.net.master_link(alg, W)
         u = MASTER_ARRAYS[alg] / ctx.cluster.node.device.training_memory_bandwidth_Bps
         serve = 2 * alpha + 2 * W * beta + W * u
         copy = ctx.net.host_copy_s(W)

@@ -38,6 +38,7 @@ import numpy as np
 from dlscale.perfmodel.contention import hockney_params
 from dlscale.perfmodel.errors import ConfigError, unknown_name
 from dlscale.perfmodel.hardware import Cluster
+from dlscale.perfmodel.msgfactors import effective_hockney
 from dlscale.perfmodel.netmodel import collective_time_s
 from dlscale.perfmodel.training import layout
 from dlscale.perfmodel.training_easgd import master_link
@@ -201,8 +202,10 @@ class TrainingNetwork:
                      + sim.collective_s("broadcast", n_bytes, self.sel))
 
     # -- master (parameter server) -----------------------------------------------------
-    def master_link(self, algorithm: str) -> tuple[float, float]:
-        """``(alpha_s, beta_s_per_B)`` of a worker's message to the master.
+    def master_link(self, algorithm: str,
+                    n_bytes: float | None = None) -> tuple[float, float]:
+        """``(alpha_s, beta_s_per_B)`` of a worker's message to the master (of
+        ``n_bytes``: then with the network's per-size factors across nodes).
 
         The simulated network's view of the message from the last worker to rank 0,
         or, analytically, :func:`dlscale.perfmodel.training_easgd.master_link`.
@@ -212,11 +215,12 @@ class TrainingNetwork:
             # the simulated network's view of a message from the last worker to the
             # master, which sits with rank 0
             w = self._endpoint(self.ranks - 1)
-            lat = float(self.sim.transfer_s(w, 0, 0.0))  # type: ignore[attr-defined]
-            one = float(self.sim.transfer_s(w, 0, 1e9)) - lat  # type: ignore[attr-defined]
-            return lat, one / 1e9
+            lat, beta = self.sim.path_hockney(w, 0)  # type: ignore[attr-defined]
+            if self.nodes == 1:
+                return lat, beta
+            return effective_hockney(lat, beta, n_bytes, self.cluster.network.message_factors)
         a, b = master_link(self.cluster, algorithm, np.array([self.nodes]),
-                           self.lay.ranks_per_node)
+                           self.lay.ranks_per_node, n_bytes)
         return float(a[0]), float(b[0])
 
     def host_copy_s(self, n_bytes: float) -> float:

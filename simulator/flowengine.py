@@ -1,0 +1,384 @@
+"""Compiled flow-mode engine: rank progress and max-min fair flows in one numba loop.
+
+The same model as the SimPy engine of :mod:`.flowmode` (every rank advances through
+its steps on its own; a message starts once sender and receiver have both reached
+its step, waits its path latency, then moves as a flow at its max-min fair share of
+every link on its path; a rank finishes a step when its sends are delivered and its
+receives have arrived, then reduces ``gamma`` per byte received), run as one
+compiled event loop so that a 1,024-rank ring (2 million messages) takes seconds.
+
+Two things keep it fast without changing the answer:
+
+- **Incremental max-min.** A max-min fair allocation splits over the connected
+  components of the flows-sharing-links graph, so when flows start or end at an
+  instant only the components of the links they touch are refilled (progressive
+  filling, as :func:`.flow.maxmin_rates`); the other flows keep their rates and
+  their pending completion events.
+- **One instant, one refill.** All events at the same simulated time are applied
+  before the rates are recomputed.
+
+Completion events carry a version number; a flow whose rate changed gets a new event
+and its old one is skipped when popped.
+
+Examples
+--------
+>>> from dlscale.simulator.topology_fattree import fat_tree_graph
+>>> from dlscale.simulator.linktable import LinkTable
+>>> from dlscale.simulator.routing import make_router
+>>> from dlscale.simulator.schedules import build_schedule
+>>> from dlscale.simulator.fastmode import RouteCache
+>>> from dlscale.simulator.flowmode import prepare_flow
+>>> G = fat_tree_graph(4, host_bandwidth_Bps=1e9, link_bandwidth_Bps=1e9, host_latency_s=0.0,
+...                    hop_latency_s=0.0)
+>>> prep = prepare_flow(build_schedule("allreduce", "ring", 16, 16e6), LinkTable.from_graph(G),
+...                     make_router(G), np.arange(16), RouteCache())
+>>> end, steps = run_compiled(prep, 16, LinkTable.from_graph(G).bandwidth_Bps)
+>>> round(end, 6), len(steps)
+(0.03, 30)
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+__all__ = ["CompiledSchedule", "run_compiled"]
+
+_START, _FINISH, _READY = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class CompiledSchedule:
+    """A routed schedule flattened to arrays for :func:`run_compiled`.
+
+    Attributes
+    ----------
+    step_phase : ndarray of int64, shape (K,)
+        Phase of each step (phases expanded by their repeat count).
+    msg_off : ndarray of int64, shape (P + 1,)
+        Messages of phase ``p`` are ``msg_off[p]:msg_off[p + 1]`` of ``msg_src``/``msg_dst``.
+    msg_src, msg_dst : ndarray of int64
+        Sender and receiver rank of each message.
+    sub_off : ndarray of int64, shape (P + 1,)
+        Subflows of phase ``p`` are ``sub_off[p]:sub_off[p + 1]``.
+    sub_msg : ndarray of int64
+        Message (index within its phase) of each subflow.
+    sub_links : ndarray of int64, shape (S, H)
+        Link ids of each subflow, ``-1`` padding.
+    sub_bytes, sub_latency_s : ndarray of float64
+        Bytes (per-size factors applied) and path latency of each subflow.
+    rank_off : ndarray of int64, shape (P * (R + 1),)
+        For phase ``p`` and rank ``r``, the rank's messages (sent, then received) are
+        ``rank_msg[rank_off[p * (R + 1) + r]:rank_off[p * (R + 1) + r + 1]]``.
+    rank_msg : ndarray of int64
+        Message indices (within the phase).
+    reduce_s : ndarray of float64, shape (P, R)
+        Seconds rank ``r`` reduces after phase ``p``'s step (0 where nothing).
+    pool : int
+        Most subflows in flight at once (sizes the engine's flow table).
+    """
+
+    step_phase: np.ndarray
+    msg_off: np.ndarray
+    msg_src: np.ndarray
+    msg_dst: np.ndarray
+    sub_off: np.ndarray
+    sub_msg: np.ndarray
+    sub_links: np.ndarray
+    sub_bytes: np.ndarray
+    sub_latency_s: np.ndarray
+    rank_off: np.ndarray
+    rank_msg: np.ndarray
+    reduce_s: np.ndarray
+    pool: int
+
+
+def run_compiled(sched: CompiledSchedule, n_ranks: int,
+                 capacity_Bps: np.ndarray) -> tuple[float, np.ndarray]:
+    """Run ``sched``; returns the end time and each step's latest end (seconds)."""
+    return _run(sched.step_phase, sched.msg_off, sched.msg_src, sched.msg_dst, sched.sub_off,
+                sched.sub_msg, sched.sub_links, sched.sub_bytes, sched.sub_latency_s,
+                sched.rank_off, sched.rank_msg, sched.reduce_s, int(n_ranks),
+                np.asarray(capacity_Bps, dtype=np.float64), max(int(sched.pool), 1))
+
+
+@njit(cache=True)
+def _run(step_phase, msg_off, msg_src, msg_dst, sub_off, sub_msg, sub_links, sub_bytes,
+         sub_lat, rank_off, rank_msg, reduce_s, R, cap, pool):
+    K = len(step_phase)
+    H = sub_links.shape[1]
+    L = len(cap)
+    # global message ids: step k's messages start at msg_base[k]
+    msg_base = np.zeros(K + 1, dtype=np.int64)
+    for k in range(K):
+        p = step_phase[k]
+        msg_base[k + 1] = msg_base[k] + msg_off[p + 1] - msg_off[p]
+    posted = np.zeros(msg_base[K], dtype=np.int8)
+    msg_left = np.zeros(msg_base[K], dtype=np.int32)
+    # subflows of each message (CSR over the phases' messages)
+    P = len(msg_off) - 1
+    msub_off = np.zeros(len(msg_src) + 1, dtype=np.int64)
+    for p in range(P):
+        for s in range(sub_off[p], sub_off[p + 1]):
+            msub_off[msg_off[p] + sub_msg[s] + 1] += 1
+    for i in range(len(msg_src)):
+        msub_off[i + 1] += msub_off[i]
+    msub = np.zeros(len(sub_msg), dtype=np.int64)
+    fill = msub_off[:-1].copy()
+    for p in range(P):
+        for s in range(sub_off[p], sub_off[p + 1]):
+            gm = msg_off[p] + sub_msg[s]
+            msub[fill[gm]] = s
+            fill[gm] += 1
+    # ranks
+    rank_step = np.zeros(R, dtype=np.int64)
+    pending = np.zeros(R, dtype=np.int64)
+    step_end = np.zeros(K)
+    # flow table
+    f_sub = np.zeros(pool, dtype=np.int64)
+    f_msg = np.zeros(pool, dtype=np.int64)
+    f_rem = np.zeros(pool)
+    f_rate = np.zeros(pool)
+    f_tupd = np.zeros(pool)
+    f_ver = np.zeros(pool, dtype=np.int64)
+    f_stamp = np.zeros(pool, dtype=np.int64)
+    f_frozen = np.zeros(pool, dtype=np.bool_)
+    free = np.arange(pool - 1, -1, -1).astype(np.int64)
+    n_free = pool
+    # link -> flows: doubly linked lists of entries e = slot * H + hop
+    head = np.full(L, -1, dtype=np.int64)
+    e_next = np.full(pool * H, -1, dtype=np.int64)
+    e_prev = np.full(pool * H, -1, dtype=np.int64)
+    l_stamp = np.zeros(L, dtype=np.int64)
+    l_local = np.zeros(L, dtype=np.int64)
+    dirty = np.zeros(L, dtype=np.int64)
+    d_mark = np.zeros(L, dtype=np.int64)
+    d_gen = 1
+    n_dirty = 0
+    stamp = 0
+    comp_f = np.zeros(pool, dtype=np.int64)
+    comp_l = np.zeros(L, dtype=np.int64)
+    c_cap = np.zeros(L)
+    c_cnt = np.zeros(L, dtype=np.int64)
+    lstack = np.zeros(L, dtype=np.int64)
+    rstack = np.zeros(2 * R + 2, dtype=np.int64)
+
+    heap = [(0.0, 0, 0, 0, 0)]
+    heap.pop()
+    seq = 0
+    now = 0.0
+
+    # every rank enters its first step at time 0
+    n_r = 0
+    for r in range(R):
+        rstack[n_r] = r
+        rstack[n_r + 1] = 0
+        n_r += 2
+    while True:
+        # ---- ranks that enter a step: (rank, first step to look at) pairs on rstack
+        while n_r > 0:
+            n_r -= 2
+            r = rstack[n_r]
+            k = rstack[n_r + 1]
+            while k < K:
+                p = step_phase[k]
+                a = rank_off[p * (R + 1) + r]
+                b = rank_off[p * (R + 1) + r + 1]
+                if b > a:
+                    break
+                k += 1
+            rank_step[r] = k
+            if k >= K:
+                continue
+            p = step_phase[k]
+            a = rank_off[p * (R + 1) + r]
+            b = rank_off[p * (R + 1) + r + 1]
+            pending[r] = b - a
+            for i in range(a, b):
+                m = rank_msg[i]
+                g = msg_base[k] + m
+                posted[g] += 1
+                if posted[g] == 2:  # both ends are here (a message to oneself: listed twice)
+                    gm = msg_off[p] + m
+                    msg_left[g] = msub_off[gm + 1] - msub_off[gm]
+                    for j in range(msub_off[gm], msub_off[gm + 1]):
+                        s = msub[j]
+                        n_free -= 1
+                        slot = free[n_free]
+                        f_sub[slot] = s
+                        f_msg[slot] = g
+                        f_ver[slot] += 1
+                        seq += 1
+                        heapq.heappush(heap, (now + sub_lat[s], seq, _START, slot, f_ver[slot]))
+        # ---- rates of the components touched at this instant
+        if n_dirty > 0:
+            stamp += 1
+            nf = 0
+            nl = 0
+            top = 0
+            for i in range(n_dirty):
+                l0 = dirty[i]
+                if l_stamp[l0] != stamp:
+                    l_stamp[l0] = stamp
+                    lstack[top] = l0
+                    top += 1
+            while top > 0:
+                top -= 1
+                l0 = lstack[top]
+                l_local[l0] = nl
+                comp_l[nl] = l0
+                c_cap[nl] = cap[l0]
+                c_cnt[nl] = 0
+                nl += 1
+                e = head[l0]
+                while e >= 0:
+                    f = e // H
+                    if f_stamp[f] != stamp:
+                        f_stamp[f] = stamp
+                        comp_f[nf] = f
+                        nf += 1
+                        for h in range(H):
+                            l1 = sub_links[f_sub[f], h]
+                            if l1 >= 0 and l_stamp[l1] != stamp:
+                                l_stamp[l1] = stamp
+                                lstack[top] = l1
+                                top += 1
+                    e = e_next[e]
+            for i in range(nf):
+                f = comp_f[i]
+                f_rem[f] -= f_rate[f] * (now - f_tupd[f])
+                if f_rem[f] < 0.0:
+                    f_rem[f] = 0.0
+                f_tupd[f] = now
+                f_frozen[f] = False
+                for h in range(H):
+                    l1 = sub_links[f_sub[f], h]
+                    if l1 >= 0:
+                        c_cnt[l_local[l1]] += 1
+            left = nf
+            while left > 0:
+                m_share = np.inf
+                for j in range(nl):
+                    if c_cnt[j] > 0:
+                        sh = c_cap[j] / c_cnt[j]
+                        if sh < m_share:
+                            m_share = sh
+                lim = m_share * (1.0 + 1e-12)
+                for j in range(nl):
+                    if c_cnt[j] > 0 and c_cap[j] / c_cnt[j] <= lim:
+                        e = head[comp_l[j]]
+                        while e >= 0:
+                            f = e // H
+                            if not f_frozen[f]:
+                                f_frozen[f] = True
+                                f_rate[f] = m_share
+                                left -= 1
+                                for h in range(H):
+                                    l1 = sub_links[f_sub[f], h]
+                                    if l1 >= 0:
+                                        q = l_local[l1]
+                                        c_cap[q] -= m_share
+                                        if c_cap[q] < 0.0:
+                                            c_cap[q] = 0.0
+                                        c_cnt[q] -= 1
+                            e = e_next[e]
+            for i in range(nf):
+                f = comp_f[i]
+                f_ver[f] += 1
+                seq += 1
+                heapq.heappush(heap, (now + f_rem[f] / f_rate[f], seq, _FINISH, f, f_ver[f]))
+            n_dirty = 0
+            d_gen += 1
+        if len(heap) == 0:
+            break
+        # ---- every event of the next instant
+        now = heap[0][0]
+        while len(heap) > 0 and heap[0][0] <= now:
+            t, _, kind, x, ver = heapq.heappop(heap)
+            if kind == _READY:
+                k = rank_step[x]
+                if t > step_end[k]:
+                    step_end[k] = t
+                rstack[n_r] = x
+                rstack[n_r + 1] = k + 1
+                n_r += 2
+                continue
+            if f_ver[x] != ver:
+                continue  # superseded completion
+            s = f_sub[x]
+            if kind == _START:
+                has_link = False
+                for h in range(H):
+                    if sub_links[s, h] >= 0:
+                        has_link = True
+                if sub_bytes[s] > 0.0 and has_link:
+                    f_rem[x] = sub_bytes[s]
+                    f_rate[x] = 0.0
+                    f_tupd[x] = now
+                    for h in range(H):
+                        l1 = sub_links[s, h]
+                        if l1 >= 0:
+                            e = x * H + h
+                            e_prev[e] = -1
+                            e_next[e] = head[l1]
+                            if head[l1] >= 0:
+                                e_prev[head[l1]] = e
+                            head[l1] = e
+                            if d_mark[l1] != d_gen:
+                                d_mark[l1] = d_gen
+                                dirty[n_dirty] = l1
+                                n_dirty += 1
+                    continue
+            else:
+                for h in range(H):
+                    l1 = sub_links[s, h]
+                    if l1 >= 0:
+                        e = x * H + h
+                        if e_prev[e] >= 0:
+                            e_next[e_prev[e]] = e_next[e]
+                        else:
+                            head[l1] = e_next[e]
+                        if e_next[e] >= 0:
+                            e_prev[e_next[e]] = e_prev[e]
+                        if d_mark[l1] != d_gen:
+                            d_mark[l1] = d_gen
+                            dirty[n_dirty] = l1
+                            n_dirty += 1
+            # the subflow is delivered
+            g = f_msg[x]
+            f_ver[x] += 1
+            free[n_free] = x
+            n_free += 1
+            msg_left[g] -= 1
+            if msg_left[g] > 0:
+                continue
+            # the message is delivered: sender and receiver may finish their step
+            lo = 0
+            hi = K
+            while hi - lo > 1:  # the step of global message g
+                mid = (lo + hi) // 2
+                if msg_base[mid] <= g:
+                    lo = mid
+                else:
+                    hi = mid
+            k = lo
+            p = step_phase[k]
+            gm = msg_off[p] + (g - msg_base[k])
+            for who in range(2):
+                r = msg_src[gm] if who == 0 else msg_dst[gm]
+                pending[r] -= 1
+                if pending[r] == 0:
+                    red = reduce_s[p, r]
+                    if red > 0.0:
+                        seq += 1
+                        heapq.heappush(heap, (now + red, seq, _READY, r, 0))
+                    else:
+                        if now > step_end[k]:
+                            step_end[k] = now
+                        rstack[n_r] = r
+                        rstack[n_r + 1] = k + 1
+                        n_r += 2
+    return now, step_end

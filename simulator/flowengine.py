@@ -18,7 +18,8 @@ Two things keep it fast without changing the answer:
   before the rates are recomputed.
 
 Completion events carry a version number; a flow whose rate changed gets a new event
-and its old one is skipped when popped.
+and its old one is skipped when popped. A run of more than :data:`PROGRESS_MESSAGES`
+messages shows a progress bar (tqdm, on a terminal's stderr) of messages delivered.
 
 Examples
 --------
@@ -40,12 +41,27 @@ Examples
 from __future__ import annotations
 
 import heapq
+import sys
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
-from numba import njit
+from numba import njit, objmode
 
-__all__ = ["CompiledSchedule", "run_compiled"]
+__all__ = ["PROGRESS_MESSAGES", "CompiledSchedule", "run_compiled"]
+
+#: Runs with more messages than this show a progress bar (about 2 s of engine time).
+PROGRESS_MESSAGES = 2_000_000
+#: Messages delivered between two progress updates.
+_TICK = 1 << 16
+
+_BAR: list[Any] = []
+
+
+def _progress(done: int) -> None:
+    """Called from the compiled loop every :data:`_TICK` messages delivered."""
+    if _BAR:
+        _BAR[0].update(done - _BAR[0].n)
 
 _START, _FINISH, _READY = 0, 1, 2
 
@@ -99,15 +115,29 @@ class CompiledSchedule:
 def run_compiled(sched: CompiledSchedule, n_ranks: int,
                  capacity_Bps: np.ndarray) -> tuple[float, np.ndarray]:
     """Run ``sched``; returns the end time and each step's latest end (seconds)."""
-    return _run(sched.step_phase, sched.msg_off, sched.msg_src, sched.msg_dst, sched.sub_off,
-                sched.sub_msg, sched.sub_links, sched.sub_bytes, sched.sub_latency_s,
-                sched.rank_off, sched.rank_msg, sched.reduce_s, int(n_ranks),
-                np.asarray(capacity_Bps, dtype=np.float64), max(int(sched.pool), 1))
+    counts = np.diff(sched.msg_off)[sched.step_phase] if len(sched.step_phase) else [0]
+    total = int(np.sum(counts))
+    tick = 0
+    if total > PROGRESS_MESSAGES and sys.stderr.isatty():
+        from tqdm import tqdm
+
+        _BAR[:] = [tqdm(total=total, unit="msg", desc="flow mode", file=sys.stderr,
+                        dynamic_ncols=True, leave=False)]
+        tick = _TICK
+    try:
+        return _run(sched.step_phase, sched.msg_off, sched.msg_src, sched.msg_dst,
+                    sched.sub_off, sched.sub_msg, sched.sub_links, sched.sub_bytes,
+                    sched.sub_latency_s, sched.rank_off, sched.rank_msg, sched.reduce_s,
+                    int(n_ranks), np.asarray(capacity_Bps, dtype=np.float64),
+                    max(int(sched.pool), 1), tick)
+    finally:
+        if _BAR:
+            _BAR.pop().close()
 
 
 @njit(cache=True)
 def _run(step_phase, msg_off, msg_src, msg_dst, sub_off, sub_msg, sub_links, sub_bytes,
-         sub_lat, rank_off, rank_msg, reduce_s, R, cap, pool):
+         sub_lat, rank_off, rank_msg, reduce_s, R, cap, pool, tick):
     K = len(step_phase)
     H = sub_links.shape[1]
     L = len(cap)
@@ -170,6 +200,7 @@ def _run(step_phase, msg_off, msg_src, msg_dst, sub_off, sub_msg, sub_links, sub
     heap.pop()
     seq = 0
     now = 0.0
+    delivered = 0
 
     # every rank enters its first step at time 0
     n_r = 0
@@ -356,6 +387,10 @@ def _run(step_phase, msg_off, msg_src, msg_dst, sub_off, sub_msg, sub_links, sub
             if msg_left[g] > 0:
                 continue
             # the message is delivered: sender and receiver may finish their step
+            delivered += 1
+            if tick > 0 and delivered % tick == 0:
+                with objmode():
+                    _progress(delivered)
             lo = 0
             hi = K
             while hi - lo > 1:  # the step of global message g

@@ -103,3 +103,24 @@ def test_empty_and_single_rank_schedules():
     for p in (1, 2):
         a, b = both(net, build_schedule("allreduce", "ring", p, 0.0), p)
         assert a["time_s"] == b["time_s"]
+
+
+def test_long_runs_show_progress(monkeypatch):
+    import io
+
+    import dlscale.simulator.flowengine as fe
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    net = NETS["cori dragonfly"]
+    quiet = net.allreduce_s(1e5, 6, "ring")
+    err = Tty()
+    monkeypatch.setattr(fe, "PROGRESS_MESSAGES", 10)
+    monkeypatch.setattr(fe, "_TICK", 8)
+    monkeypatch.setattr(fe.sys, "stderr", err)
+    shown = net.allreduce_s(1e5, 6, "ring")
+    assert shown == quiet
+    assert "flow mode" in err.getvalue() and "msg" in err.getvalue()
+    assert not fe._BAR  # closed

@@ -40,15 +40,19 @@ __all__ = ["MAX_GRAPH_ELEMENTS", "cluster_graph", "network_graph", "template_pat
 
 #: Most switches and routers a simulated network is built with. A networkx graph costs
 #: about 1 kB per element and its link table more per link: 2 million elements is
-#: some GB. Dragonflies and tori are built whole (every router), fat trees only as far
-#: as the nodes in use reach.
+#: some GB. Fat trees are built only as far as the nodes in use reach, dragonflies with
+#: minimal routing only for the groups holding nodes (Valiant routing detours through
+#: any group: all), tori whole (a dimension-order route crosses routers that hold no
+#: node of the job).
 MAX_GRAPH_ELEMENTS = 2_000_000
 
 
 def _switch_count(cluster: Cluster, nodes: int) -> int:
     topo = cluster.network.topology
-    if isinstance(topo, Dragonfly):
-        return topo.groups * topo.routers_per_group
+    if isinstance(topo, Dragonfly):  # minimal routing: only the groups holding nodes
+        per_group = topo.routers_per_group * topo.terminals_per_router
+        built = topo.groups if topo.routing == "valiant" else -(-nodes // per_group)
+        return built * topo.routers_per_group
     if isinstance(topo, Torus):
         return math.prod(topo.dims)
     return 0            # fat trees and crossbars: built for the nodes in use

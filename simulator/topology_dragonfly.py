@@ -58,6 +58,7 @@ def dragonfly_graph(
     host_latency_s: float = 0.5e-6,
     hop_latency_s: float = 100e-9,
     routing: str = "minimal",
+    build_all: bool = False,
 ) -> nx.Graph:
     """Return a dragonfly graph with ``hosts`` hosts (default all).
 
@@ -66,15 +67,22 @@ def dragonfly_graph(
     groups, routers_per_group, terminals_per_router, global_links_per_router : int
         ``g``, ``a``, ``p``, ``h`` of Kim et al.; needs ``g <= a*h + 1``.
     hosts : int, optional
-        Hosts attached to the first routers (all routers are built).
+        Hosts attached to the first routers.
     routing : {"minimal", "valiant"}
         Recorded on the graph for :mod:`~dlscale.simulator.routing`.
+    build_all : bool
+        Build every group. By default, with minimal routing only the groups that hold
+        hosts are built (a minimal route never leaves its source and destination
+        groups, so the routes and their loads are the same); Valiant routing, which
+        detours through any group, always builds all.
 
     Examples
     --------
     >>> G = dragonfly_graph(3, 2, 1, 1)
     >>> G.number_of_nodes(), G.graph["routing"]["links_per_pair"]
     (12, 1)
+    >>> dragonfly_graph(3, 2, 1, 1, hosts=2).number_of_nodes()   # one group of 2 routers
+    4
     """
     g, a, p, h = groups, routers_per_group, terminals_per_router, global_links_per_router
     for name, val in (("groups", g), ("routers_per_group", a),
@@ -104,18 +112,19 @@ def dragonfly_graph(
                           "terminals_per_router": p, "global_links_per_router": h,
                           "links_per_pair": lpp, "hosts": n, "routing": routing}
     G.add_nodes_from(range(n), kind="host")
-    G.add_nodes_from(range(n, n + g * a), kind="router")
+    built = g if (build_all or routing == "valiant") else -(-n // (a * p))
+    G.add_nodes_from(range(n, n + built * a), kind="router")
     for host in range(n):
         G.add_edge(host, n + host // p, bandwidth_Bps=host_bandwidth_Bps,
                    latency_s=host_latency_s, level="host", multiplicity=1)
-    for grp in range(g):
+    for grp in range(built):
         base = n + grp * a
         for r in range(a):
             for s in range(r + 1, a):
                 G.add_edge(base + r, base + s, bandwidth_Bps=local_bandwidth_Bps,
                            latency_s=hop_latency_s, level="local", multiplicity=1)
-    for gi in range(g):
-        for gj in range(gi + 1, g):
+    for gi in range(built):
+        for gj in range(gi + 1, built):
             for c in range(lpp):
                 ri = n + gi * a + dragonfly_global_port(gi, gj, c, g, lpp) // h
                 rj = n + gj * a + dragonfly_global_port(gj, gi, c, g, lpp) // h

@@ -180,3 +180,22 @@ def test_cluster_graph_families_and_devices():
     assert len(endpoints(G)) == 12
     with pytest.raises(ConfigError, match="nodes: 9 is more than cluster"):
         cluster_graph(c, 9)
+
+
+@pytest.mark.parametrize("hosts", [2, 9, 17, 40])
+def test_minimal_dragonfly_builds_only_the_groups_in_use(hosts):
+    # 5 groups of 4 routers x 2 hosts: a minimal route stays in its source and
+    # destination groups, so the partial graph routes every collective the same
+    from dlscale.simulator.network import SimulatedNetwork
+
+    part = dragonfly_graph(5, 4, 2, 1, hosts)
+    full = dragonfly_graph(5, 4, 2, 1, hosts, build_all=True)
+    groups = -(-hosts // 8)
+    assert sum(1 for _, k in part.nodes(data="kind") if k == "router") == groups * 4
+    assert sum(1 for _, k in full.nodes(data="kind") if k == "router") == 20
+    for alg in ("ring", "rabenseifner", "binomial-tree"):
+        for mode in ("fast", "flow"):
+            a = SimulatedNetwork(part, mode=mode).allreduce_s(1e6, hosts, alg)
+            b = SimulatedNetwork(full, mode=mode).allreduce_s(1e6, hosts, alg)
+            assert a == b, (alg, mode)
+    assert dragonfly_graph(5, 4, 2, 1, hosts, routing="valiant").number_of_nodes() == hosts + 20

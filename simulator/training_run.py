@@ -181,6 +181,6 @@ def simulate_training(cluster: Cluster, workload: Workload, nodes: int, *,
                 "traced_ranks": tracer.ranks.tolist()}
         res.trace = tracer.build(meta)
         if isinstance(trace, (str, os.PathLike)):
-            from dlscale.output import atomic_write_text
+            from dlscale.perfmodel.atomicio import atomic_write_text
             atomic_write_text(trace, json.dumps(res.trace, sort_keys=True))
     return res

@@ -20,6 +20,7 @@ True
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -32,7 +33,7 @@ from .stragglers import Noise
 from .training_net import TrainingNetwork
 from .training_trace import TraceRecorder
 
-__all__ = ["Breakdown", "ComputeProfile", "RunContext", "compute_profile"]
+__all__ = ["Breakdown", "ComputeProfile", "RunContext", "RunOutcome", "compute_profile"]
 
 
 @dataclass(frozen=True)
@@ -93,6 +94,30 @@ class Breakdown:
         n = np.maximum(np.asarray(iterations, dtype=float), 1.0)
         return {k: getattr(self, k) / n for k in ("compute_s", "comm_s", "exposed_comm_s",
                                                   "straggler_wait_s", "master_queue_s")}
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """What one training process returns (synchronous, EASGD rounds and asynchronous alike).
+
+    Attributes
+    ----------
+    iteration_times_s : ndarray
+        Seconds of each measured iteration (synchronous: of the slowest rank;
+        asynchronous: one per ``ranks`` step completions).
+    breakdown : dict of str to ndarray
+        Per-rank seconds per iteration by category
+        (:meth:`Breakdown.per_iteration`).
+    sim_time_s : float
+        Simulated time at the end of the run.
+    counters : dict
+        Event counts of the run (exchanges, lost updates, ...).
+    """
+
+    iteration_times_s: np.ndarray
+    breakdown: dict[str, np.ndarray]
+    sim_time_s: float
+    counters: dict[str, Any]
 
 
 @dataclass

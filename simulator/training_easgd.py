@@ -46,27 +46,16 @@ import simpy
 
 from dlscale.perfmodel.training_easgd import MASTER_ARRAYS
 
-from .training_common import Breakdown, RunContext, compute_profile
+from .training_common import Breakdown, RunContext, RunOutcome, compute_profile
 from .training_master import SharedPipe
 
-__all__ = ["ASYNC", "HOGWILD", "AsyncOutcome", "StepDraws", "run_easgd", "step_time_s"]
+__all__ = ["ASYNC", "HOGWILD", "StepDraws", "run_easgd", "step_time_s"]
 
 #: Algorithms with a first-come-first-served master.
 ASYNC = ("async-easgd", "async-measgd", "async-sgd", "async-msgd")
 #: Lock-free master.
 HOGWILD = ("hogwild-easgd", "hogwild-sgd")
 _SGD_FAMILY = ("async-sgd", "async-msgd", "hogwild-sgd")
-
-
-class AsyncOutcome:
-    """Iteration times, per-rank breakdown and counters of a run."""
-
-    def __init__(self, iteration_times_s: np.ndarray, breakdown: dict, sim_time_s: float,
-                 counters: dict) -> None:
-        self.iteration_times_s = iteration_times_s
-        self.breakdown = breakdown
-        self.sim_time_s = sim_time_s
-        self.counters = counters
 
 
 class StepDraws:
@@ -119,7 +108,7 @@ def run_easgd(ctx: RunContext):
     return _run_async(ctx)
 
 
-def _run_async(ctx: RunContext) -> AsyncOutcome:
+def _run_async(ctx: RunContext) -> RunOutcome:
     alg, R, K = ctx.algorithm, ctx.ranks, ctx.iterations
     t_step, tau = step_time_s(ctx), tau_of(ctx)
     W = float(ctx.workload.model.params * ctx.workload.bytes_per_element)
@@ -233,4 +222,4 @@ def _run_async(ctx: RunContext) -> AsyncOutcome:
     if not hog:
         counters.pop("lost_updates")
         counters.pop("chunk_updates")
-    return AsyncOutcome(completions_to_iterations(done, R), acc.per_iteration(K), end, counters)
+    return RunOutcome(completions_to_iterations(done, R), acc.per_iteration(K), end, counters)

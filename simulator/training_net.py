@@ -31,8 +31,6 @@ Examples
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from dlscale.perfmodel.contention import hockney_params
@@ -40,8 +38,9 @@ from dlscale.perfmodel.errors import ConfigError, unknown_name
 from dlscale.perfmodel.hardware import Cluster
 from dlscale.perfmodel.netmodel import collective_time_s
 from dlscale.perfmodel.training import layout
-from dlscale.perfmodel.training_easgd import master_link
+from dlscale.perfmodel.training_easgd import host_copy_s, master_link
 from dlscale.perfmodel.training_sync import (
+    bit_vector_bytes,
     end_to_end_latency_s,
     negotiation_s,
     workload_allreduce,
@@ -166,7 +165,7 @@ class TrainingNetwork:
             return 0.0
         if self.workload.grouping == "fusion":
             return float(negotiation_s(np.array([p]), np.array([self.latency_s()]))[0])
-        bits = math.ceil(max(tensors, 1) / 8)
+        bits = bit_vector_bytes(tensors)
         if self.sim is None:
             return self._closed("allreduce", "recursive-doubling", bits)
         return float(self.sim.allreduce_s(bits, self.sel, "recursive-doubling"))  # type: ignore[attr-defined]
@@ -221,10 +220,7 @@ class TrainingNetwork:
 
     def host_copy_s(self, n_bytes: float) -> float:
         """Device -> host -> device copy of ``n_bytes`` (GPU workers of the original EASGD)."""
-        node = self.cluster.node
-        if node.device.kind != "gpu" or node.host_link is None:
-            return 0.0
-        return 2 * (node.host_link.latency_s + n_bytes / node.host_link.bandwidth_Bps)
+        return host_copy_s(self.cluster.node, n_bytes)
 
 
 def make_training_network(cluster: Cluster, workload: Workload, nodes: int,

@@ -137,3 +137,22 @@ def test_checker_sees_function_level_and_relative_imports(tmp_path):
                                              ("dlscale.output", 4), ("dlscale.cli", 5)])
 def test_layer_ranks(module, expected):
     assert layer(module) == expected
+
+
+def private_imports() -> list[str]:
+    """Each ``from dlscale.<other package> import _name``: a private name used across packages."""
+    found = []
+    for name, path in modules():
+        own_package = name.rpartition(".")[0] if path.name != "__init__.py" else name
+        for line, target in imported_names(name, path):
+            mod, _, leaf = target.rpartition(".")
+            if (leaf.startswith("_") and not leaf.startswith("__") and mod.startswith("dlscale")
+                    and layer(mod) != layer(own_package)):
+                found.append(f"{path.relative_to(ROOT)}:{line}: {name} imports {target}")
+    return found
+
+
+def test_no_private_names_across_layers():
+    """One formula, one place: a layer calls another's public functions, not its helpers."""
+    found = private_imports()
+    assert not found, "private names imported across layers:\n" + "\n".join(found)

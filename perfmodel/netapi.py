@@ -98,23 +98,37 @@ def check_ranks(ranks: int | Sequence[int], max_ranks: int) -> int | tuple[int, 
 
 @runtime_checkable
 class NetworkModel(Protocol):
-    """What the layers above ask the network. All times in seconds.
+    """What the layers above ask the network: the extension point for a network model.
 
-    ``ranks`` is a rank count (ranks ``0..ranks-1``) or a sequence of rank ids.
+    Two implementations ship: :class:`AnalyticalNetwork` (closed forms over the
+    topology's levels) and :class:`dlscale.simulator.network.SimulatedNetwork`
+    (routed, with link contention). Any object with these four members plugs into
+    ``iteration_times(..., network=)`` and ``simulate(..., network=)``;
+    ``isinstance(obj, NetworkModel)`` checks that they are there. All times in
+    seconds; ``ranks`` is a rank count (ranks ``0..ranks-1``) or a sequence of
+    distinct rank ids (:func:`check_ranks` checks both).
     """
+
+    @property
+    def max_ranks(self) -> int:
+        """Ranks (endpoints) the network holds; rank ids run ``0..max_ranks-1``."""
+        ...
 
     def allreduce_s(self, n_bytes: float, ranks: int | Sequence[int],
                     algorithm: str = "ring") -> float:
-        """Allreduce of an ``n_bytes`` vector held by every rank."""
+        """Allreduce of an ``n_bytes`` vector held by every rank, by ``algorithm``
+        (one of ``COLLECTIVE_ALGORITHMS["allreduce"]``)."""
         ...
 
     def collective_s(self, collective: str, n_bytes: float, ranks: int | Sequence[int],
                      algorithm: str | None = None) -> float:
-        """Any collective of :data:`COLLECTIVE_ALGORITHMS` (``None``: its default)."""
+        """Any collective of :data:`COLLECTIVE_ALGORITHMS` (``algorithm=None``: its
+        default, the first listed); ``n_bytes`` is the vector each rank holds (the
+        gathered result for ``allgather``)."""
         ...
 
     def transfer_s(self, src_rank: int, dst_rank: int, n_bytes: float) -> float:
-        """One point-to-point message on an otherwise idle network."""
+        """One point-to-point message on an otherwise idle network (0 for ``src == dst``)."""
         ...
 
 

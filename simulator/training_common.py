@@ -20,7 +20,7 @@ True
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -32,6 +32,9 @@ from dlscale.perfmodel.workload import Workload
 from .stragglers import Noise
 from .training_net import TrainingNetwork
 from .training_trace import TraceRecorder
+
+if TYPE_CHECKING:  # training_cosim imports this module
+    from .training_cosim import Numerics
 
 __all__ = ["Breakdown", "ComputeProfile", "RunContext", "RunOutcome", "compute_profile"]
 
@@ -133,7 +136,7 @@ class RunContext:
     rng: np.random.Generator
     iterations: int
     tracer: TraceRecorder | None = None
-    numerics: object | None = None
+    numerics: Numerics | None = None
 
     @property
     def ranks(self) -> int:

@@ -82,7 +82,7 @@ def run_rounds(ctx: RunContext) -> RunOutcome:
             acc.compute_s += d
             if num is not None:
                 for w in range(R):
-                    num.local_step(w, k)  # type: ignore[attr-defined]
+                    num.local_step(w, k)
         return t
 
     def original():

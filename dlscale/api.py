@@ -62,7 +62,7 @@ def load_workload(spec: str | Path | Workload,
 
 
 def _nodes(cluster: Cluster, nodes: int | str | Sequence[int] | None) -> list[int]:
-    from dlscale.commands.common import parse_nodes
+    from dlscale.node_counts import parse_nodes
 
     if nodes is None:
         out = parse_nodes(f"1-{cluster.max_nodes}")

@@ -293,7 +293,7 @@ def _spec(raw: Any, kind: str, base_dir: Path, where: str) -> str:
 
 
 def _nodes(raw: Any, where: str) -> list[int]:
-    from dlscale.commands.common import parse_nodes
+    from dlscale.node_counts import parse_nodes
 
     if isinstance(raw, str):
         try:

@@ -40,12 +40,11 @@ from numpy.typing import ArrayLike
 
 from .errors import ConfigError
 from .hardware import Device
+from .units import BYTES_PER_ELEMENT
 from .workload import Model
 
 __all__ = ["BYTES_PER_ELEMENT", "LayerTimes", "layer_times", "update_s"]
 
-#: Bytes of one activation / gradient element at each training precision.
-BYTES_PER_ELEMENT = {"fp64": 8, "fp32": 4, "fp16": 2}
 
 
 @dataclass(frozen=True)

@@ -29,8 +29,8 @@ Examples
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -46,6 +46,7 @@ __all__ = [
     "fit_hockney",
     "fit_loggp",
     "fit_piecewise_hockney",
+    "hockney_segment_at",
 ]
 
 
@@ -192,6 +193,43 @@ class HockneySegment:
     beta_s_per_B: float
 
 
+def hockney_segment_at(segments: Sequence[Mapping[str, Any]],
+                       n_bytes: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``(alpha_s, beta_s_per_B)`` of the piecewise Hockney segment that models each size.
+
+    A size between two segments belongs to the upper one, a size beyond the last to
+    the last, one below the first to the first: the rule of
+    :meth:`PiecewiseHockneyFit.segment_index`, for the segments as a calibration
+    profile stores them. The local validation model and the collective fits of
+    ``dlscale calibrate`` both read point-to-point times through here.
+
+    Parameters
+    ----------
+    segments : sequence of mapping
+        ``{"min_bytes", "alpha_s", "beta_s_per_B", ...}`` in increasing size order.
+    n_bytes : float or array_like
+        Message sizes.
+
+    Returns
+    -------
+    alpha_s, beta_s_per_B : ndarray
+        One per size (shape of ``n_bytes``).
+
+    Examples
+    --------
+    >>> segs = [{"min_bytes": 0, "alpha_s": 1e-6, "beta_s_per_B": 0.0},
+    ...         {"min_bytes": 1000, "alpha_s": 5e-6, "beta_s_per_B": 1e-9}]
+    >>> a, b = hockney_segment_at(segs, [10, 500, 1000, 1e9])
+    >>> a.tolist(), b.tolist()
+    ([1e-06, 1e-06, 5e-06, 5e-06], [0.0, 0.0, 1e-09, 1e-09])
+    """
+    starts = np.array([s["min_bytes"] for s in segments[1:]], dtype=np.float64)
+    idx = np.searchsorted(starts, np.asarray(n_bytes, dtype=np.float64), side="right")
+    alpha = np.array([s["alpha_s"] for s in segments], dtype=np.float64)[idx]
+    beta = np.array([s["beta_s_per_B"] for s in segments], dtype=np.float64)[idx]
+    return alpha, beta
+
+
 @dataclass(frozen=True)
 class PiecewiseHockneyFit:
     """A piecewise Hockney model fitted with breaks found from the data.
@@ -234,9 +272,7 @@ class PiecewiseHockneyFit:
         [1e-06, 7e-06]
         """
         n = np.asarray(n_bytes, dtype=np.float64)
-        idx = self.segment_index(n)
-        alpha = np.array([s.alpha_s for s in self.segments])[idx]
-        beta = np.array([s.beta_s_per_B for s in self.segments])[idx]
+        alpha, beta = hockney_segment_at([asdict(s) for s in self.segments], n)
         return alpha + n * beta
 
     @property

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
 
 from .errors import ConfigError
 from .msgfactors import MessageFactors
@@ -24,6 +25,7 @@ from .msgfactors import MessageFactors
 __all__ = [
     "PRECISIONS",
     "TOPOLOGIES",
+    "BuiltinTopology",
     "Cluster",
     "Crossbar",
     "Device",
@@ -317,7 +319,51 @@ class Crossbar:
             raise ConfigError(f"crossbar.max_nodes: must be > 0, got {self.max_nodes!r}")
 
 
-Topology = FatTree | Dragonfly | Torus | Crossbar
+@runtime_checkable
+class Topology(Protocol):
+    """What every network topology description provides: the extension point.
+
+    :class:`FatTree`, :class:`Dragonfly`, :class:`Torus` and :class:`Crossbar`
+    implement it. Each layer reads a topology through its family:
+
+    - the TOML reader (:mod:`.config`) builds one of :data:`BuiltinTopology` from
+      ``[network] topology = FAMILY`` (:data:`TOPOLOGIES`);
+    - the analytical model costs a collective step by the loads its flows put on each
+      level of the family (:func:`dlscale.perfmodel.linkload.step_load`);
+    - the simulator builds the family's graph
+      (:func:`dlscale.simulator.topology_cluster.network_graph`) and routes over it
+      with the router its ``G.graph["routing"]["family"]`` names
+      (:data:`dlscale.simulator.routing.ROUTERS`, a :class:`~dlscale.simulator.routing.Router`).
+
+    A new family is a frozen dataclass with these members, added to
+    :data:`BuiltinTopology` and :data:`TOPOLOGIES`, plus one branch in ``step_load``
+    and ``network_graph`` and a router; a user's own graph needs none of this
+    (``simulate(..., topology=GRAPHML)`` routes it by equal-cost multipath).
+
+    Examples
+    --------
+    >>> isinstance(Torus((4, 4)), Topology), isinstance("torus", Topology)
+    (True, False)
+    """
+
+    @property
+    def family(self) -> str:
+        """The family's name, one of :data:`TOPOLOGIES`."""
+        ...
+
+    @property
+    def max_nodes(self) -> int:
+        """Nodes the installed network holds."""
+        ...
+
+    def __hash__(self) -> int:
+        """Hashable (a frozen dataclass): the analytical model caches link loads by it."""
+        ...
+
+
+#: The topology families built in (what ``NetworkSpec.topology`` holds; the TOML
+#: reader picks the member by the table's keys).
+BuiltinTopology = FatTree | Dragonfly | Torus | Crossbar
 
 #: Topology family names, as written in TOML ``[network] topology = ...``.
 TOPOLOGIES = ("fat-tree", "dragonfly", "torus", "crossbar")
@@ -368,7 +414,7 @@ class NetworkSpec:
     """
 
     name: str
-    topology: Topology
+    topology: BuiltinTopology
     link: Link
     hop_latency_s: float = 100e-9
     source: str = ""

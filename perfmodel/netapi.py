@@ -30,13 +30,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
+import numpy as np
+
 from . import collectives as cf
 from .errors import ConfigError, unknown_name
 from .hardware import Cluster
 from .msgfactors import message_time_s
 from .netmodel import collective_time_s, path_hockney
 
-__all__ = ["COLLECTIVE_ALGORITHMS", "AnalyticalNetwork", "NetworkModel"]
+__all__ = ["COLLECTIVE_ALGORITHMS", "AnalyticalNetwork", "NetworkModel", "check_ranks"]
 
 #: Collective -> algorithms both implementations understand (first is the default).
 COLLECTIVE_ALGORITHMS: dict[str, tuple[str, ...]] = {
@@ -50,25 +52,84 @@ COLLECTIVE_ALGORITHMS: dict[str, tuple[str, ...]] = {
 }
 
 
+def check_ranks(ranks: int | Sequence[int], max_ranks: int) -> int | tuple[int, ...]:
+    """The ``ranks`` argument of a :class:`NetworkModel` method, checked.
+
+    Both network models (this module's and the simulator's) check their ranks here.
+
+    Parameters
+    ----------
+    ranks : int or sequence of int
+        A rank count (ranks ``0..ranks-1``) or distinct rank ids.
+    max_ranks : int
+        Ranks the machine holds.
+
+    Returns
+    -------
+    int or tuple of int
+        The count, or the rank ids as a tuple.
+
+    Raises
+    ------
+    ConfigError
+        A count outside ``1..max_ranks``; no ids, an id outside ``0..max_ranks-1``,
+        or an id given twice.
+
+    Examples
+    --------
+    >>> check_ranks(4, 16), check_ranks([3, 0], 16)
+    (4, (3, 0))
+    >>> check_ranks([1, 1], 16)
+    Traceback (most recent call last):
+    ...
+    dlscale.perfmodel.errors.ConfigError: ranks: rank ids must be distinct, got [1, 1]
+    """
+    if isinstance(ranks, (int, np.integer)):
+        count = int(ranks)
+        if isinstance(ranks, bool) or not 1 <= count <= max_ranks:
+            raise ConfigError(f"ranks: must be in 1..{max_ranks}, got {ranks!r}")
+        return count
+    ids = tuple(int(r) for r in ranks)
+    if not ids or min(ids) < 0 or max(ids) >= max_ranks:
+        raise ConfigError(f"ranks: rank ids must be in 0..{max_ranks - 1}, got {list(ids)}")
+    if len(set(ids)) != len(ids):
+        raise ConfigError(f"ranks: rank ids must be distinct, got {list(ids)}")
+    return ids
+
+
 @runtime_checkable
 class NetworkModel(Protocol):
-    """What the layers above ask the network. All times in seconds.
+    """What the layers above ask the network: the extension point for a network model.
 
-    ``ranks`` is a rank count (ranks ``0..ranks-1``) or a sequence of rank ids.
+    Two implementations ship: :class:`AnalyticalNetwork` (closed forms over the
+    topology's levels) and :class:`dlscale.simulator.network.SimulatedNetwork`
+    (routed, with link contention). Any object with these four members plugs into
+    ``iteration_times(..., network=)`` and ``simulate(..., network=)``;
+    ``isinstance(obj, NetworkModel)`` checks that they are there. All times in
+    seconds; ``ranks`` is a rank count (ranks ``0..ranks-1``) or a sequence of
+    distinct rank ids (:func:`check_ranks` checks both).
     """
+
+    @property
+    def max_ranks(self) -> int:
+        """Ranks (endpoints) the network holds; rank ids run ``0..max_ranks-1``."""
+        ...
 
     def allreduce_s(self, n_bytes: float, ranks: int | Sequence[int],
                     algorithm: str = "ring") -> float:
-        """Allreduce of an ``n_bytes`` vector held by every rank."""
+        """Allreduce of an ``n_bytes`` vector held by every rank, by ``algorithm``
+        (one of ``COLLECTIVE_ALGORITHMS["allreduce"]``)."""
         ...
 
     def collective_s(self, collective: str, n_bytes: float, ranks: int | Sequence[int],
                      algorithm: str | None = None) -> float:
-        """Any collective of :data:`COLLECTIVE_ALGORITHMS` (``None``: its default)."""
+        """Any collective of :data:`COLLECTIVE_ALGORITHMS` (``algorithm=None``: its
+        default, the first listed); ``n_bytes`` is the vector each rank holds (the
+        gathered result for ``allgather``)."""
         ...
 
     def transfer_s(self, src_rank: int, dst_rank: int, n_bytes: float) -> float:
-        """One point-to-point message on an otherwise idle network."""
+        """One point-to-point message on an otherwise idle network (0 for ``src == dst``)."""
         ...
 
 
@@ -106,14 +167,7 @@ class AnalyticalNetwork:
 
     def _count(self, ranks: int | Sequence[int]) -> int | tuple[int, ...]:
         """A rank count, or the rank ids (checked) of ``ranks``."""
-        if isinstance(ranks, int) and not isinstance(ranks, bool):
-            if not 1 <= ranks <= self.max_ranks:
-                raise ConfigError(f"ranks: must be in 1..{self.max_ranks}, got {ranks}")
-            return ranks
-        ids = tuple(int(r) for r in ranks)  # type: ignore[union-attr]
-        if not ids or min(ids) < 0 or max(ids) >= self.max_ranks or len(set(ids)) != len(ids):
-            raise ConfigError(f"ranks: need distinct rank ids in 0..{self.max_ranks - 1}")
-        return ids
+        return check_ranks(ranks, self.max_ranks)
 
     def _time(self, collective: str, algorithm: str, n_bytes: float,
               p: int | tuple[int, ...], gamma: float) -> float:

@@ -22,19 +22,20 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from . import units as u
 from .errors import ConfigError, closest
 
 __all__ = ["UNITS", "build", "resolve_key"]
 
 #: SI suffix of a field name -> {unit written in TOML: factor to SI}.
 UNITS: dict[str, dict[str, float]] = {
-    "s": {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9, "min": 60.0, "h": 3600.0},
-    "bytes": {"bytes": 1.0, "B": 1.0, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12,
-              "KiB": 1024.0, "MiB": 1024.0**2, "GiB": 1024.0**3},
-    "Bps": {"Bps": 1.0, "MBps": 1e6, "GBps": 1e9, "Gbps": 1e9 / 8, "MiBps": 1024.0**2,
-            "GiBps": 1024.0**3},
-    "flops": {"flops": 1.0, "MFLOPS": 1e6, "GFLOPS": 1e9, "TFLOPS": 1e12},
-    "hz": {"hz": 1.0, "MHz": 1e6, "GHz": 1e9},
+    "s": {"s": u.s, "ms": u.ms, "us": u.us, "ns": u.ns, "min": u.minute, "h": u.hour},
+    "bytes": {"bytes": u.B, "B": u.B, "KB": u.KB, "MB": u.MB, "GB": u.GB, "TB": u.TB,
+              "KiB": u.KiB, "MiB": u.MiB, "GiB": u.GiB},
+    "Bps": {"Bps": 1.0, "MBps": u.MB, "GBps": u.GB_per_s, "Gbps": u.Gbit_per_s,
+            "MiBps": u.MiB, "GiBps": u.GiB},
+    "flops": {"flops": 1.0, "MFLOPS": 1e6, "GFLOPS": u.GFLOPS, "TFLOPS": u.TFLOPS},
+    "hz": {"hz": 1.0, "MHz": 1e6, "GHz": u.GHz},
     "w": {"w": 1.0, "W": 1.0, "kW": 1e3},
 }
 

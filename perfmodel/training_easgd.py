@@ -54,13 +54,13 @@ import numpy as np
 from .collectives import parameter_server_s
 from .compute import layer_times, update_s
 from .contention import hockney_params
-from .hardware import Cluster
+from .hardware import Cluster, NodeSpec
 from .msgfactors import effective_hockney
 from .netmodel import path_hockney, time_per_node_count
 from .training import IterationTimes, Layout
 from .workload import Workload
 
-__all__ = ["MASTER_ARRAYS", "easgd_times", "master_link"]
+__all__ = ["MASTER_ARRAYS", "easgd_times", "host_copy_s", "master_link"]
 
 #: Arrays of ``W`` bytes the master reads or writes to apply one exchange.
 MASTER_ARRAYS = {
@@ -105,6 +105,39 @@ def master_link(cluster: Cluster, algorithm: str, nodes: np.ndarray,
     return np.array(alpha), np.array(beta)
 
 
+def host_copy_s(node: NodeSpec, n_bytes: float) -> float:
+    """Device -> host -> device copy of ``n_bytes`` over the node's host link.
+
+    The original EASGD on GPU workers stages the weights through the CPU, where the
+    master lives, every iteration (You et al. SC17, as in the module docstring):
+    ``2 (alpha_h + n_bytes / bandwidth_h)``. The
+    closed form, the simulator's training network and the SC17 case all call this.
+
+    Parameters
+    ----------
+    node : NodeSpec
+        The node; its ``device.kind`` and ``host_link`` decide.
+    n_bytes : float
+        Bytes copied each way.
+
+    Returns
+    -------
+    float
+        Seconds; 0.0 for a non-GPU device or a node without a host link.
+
+    Examples
+    --------
+    >>> from dlscale.perfmodel.catalog import get_cluster
+    >>> round(host_copy_s(get_cluster("k80-8gpu").node, 1e9), 4)  # PCIe 3.0 x16, twice
+    0.127
+    >>> host_copy_s(get_cluster("cori-knl").node, 1e9)              # a KNL: no copy
+    0.0
+    """
+    if node.device.kind != "gpu" or node.host_link is None:
+        return 0.0
+    return 2 * (node.host_link.latency_s + n_bytes / node.host_link.bandwidth_Bps)
+
+
 def easgd_times(cluster: Cluster, workload: Workload, lay: Layout) -> IterationTimes:
     """Iteration times of the EASGD family and the asynchronous SGD baselines."""
     alg = workload.algorithm
@@ -138,10 +171,7 @@ def easgd_times(cluster: Cluster, workload: Workload, lay: Layout) -> IterationT
 
     if alg == "easgd":
         rnd = np.asarray(parameter_server_s(W, P, alpha_m, beta_m, u))
-        copy = 0.0
-        if dev.kind == "gpu" and node.host_link is not None:
-            copy = 2 * (node.host_link.latency_s + W / node.host_link.bandwidth_Bps)
-        comm = rnd / tau + copy
+        comm = rnd / tau + host_copy_s(node, W)
         iteration = t_step + comm
         return IterationTimes(iteration, t_step + 0 * iteration, comm, comm,
                               lay.global_batch / iteration)

@@ -69,8 +69,8 @@ from .workload import Workload
 if TYPE_CHECKING:
     from .netapi import NetworkModel
 
-__all__ = ["HOROVOD_CYCLE_S", "Buckets", "auto_choice", "buckets", "collective_summary",
-           "end_to_end_latency_s",
+__all__ = ["HOROVOD_CYCLE_S", "Buckets", "auto_choice", "bit_vector_bytes", "buckets",
+           "collective_summary", "end_to_end_latency_s",
            "negotiation_s", "sync_sgd_times", "workload_allreduce"]
 
 #: Horovod background-loop cycle: HOROVOD_CYCLE_TIME default 5 ms in Horovod up to
@@ -215,6 +215,22 @@ def negotiation_s(p: np.ndarray, alpha_s: np.ndarray) -> np.ndarray:
     return np.where(p > 1, ((p - 1) + np.ceil(np.log2(np.maximum(p, 1)))) * alpha_s, 0.0)
 
 
+def bit_vector_bytes(tensors: int) -> float:
+    """Bytes of the graph-aware orchestration's bit vector: one bit per gradient tensor.
+
+    Each rank marks the tensors it has ready; one recursive-doubling allreduce of the
+    vector replaces Horovod's gather at rank 0 (Laanait et al., arXiv 1909.11150,
+    decentralized orchestration; Horovod's response cache agrees by an allreduce of a
+    bit vector: ``reference/published-results.md`` Sec. 4). At least one byte.
+
+    Examples
+    --------
+    >>> bit_vector_bytes(161), bit_vector_bytes(0)
+    (21.0, 1.0)
+    """
+    return float(np.ceil(max(tensors, 1) / 8))
+
+
 def end_to_end_latency_s(cluster: Cluster, lay: Layout) -> np.ndarray:
     """Zero-byte latency from the first to the last rank, at each node count."""
     return np.array([path_hockney(cluster, int(n), lay.ranks_per_node, 0, int(p) - 1)[0]
@@ -226,7 +242,7 @@ def _network_costs(network: NetworkModel, workload: Workload, bk: Buckets,
     """Bucket allreduces ``(B, N)`` and graph-aware negotiation ``(N,)`` from ``network``."""
     ar = np.zeros((len(bk.bytes), len(ranks)))
     neg = np.zeros(len(ranks))
-    bits = float(np.ceil(max(bk.tensors, 1) / 8))
+    bits = bit_vector_bytes(bk.tensors)
     for j, p in enumerate(ranks.astype(int).tolist()):
         if p < 2:
             continue
@@ -263,7 +279,7 @@ def sync_sgd_times(cluster: Cluster, workload: Workload, lay: Layout, *,
     if workload.grouping == "fusion":
         neg = negotiation_s(p, end_to_end_latency_s(cluster, lay))
     elif network is None:
-        bits = np.ceil(max(bk.tensors, 1) / 8)
+        bits = bit_vector_bytes(bk.tensors)
         neg = time_per_node_count(cluster, "allreduce", "recursive-doubling", bits, lay.nodes,
                                   lay.ranks_per_node)
     wait = np.where(multi, HOROVOD_CYCLE_S / 2, 0.0)

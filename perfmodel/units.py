@@ -2,7 +2,7 @@
 
 Everything inside dlscale is SI; these factors are applied once, at the edge, where
 a TOML key or a datasheet figure carries another unit (``bandwidth_GBps``,
-``latency_us``). Decimal prefixes for rates (a datasheet's GB/s is 1e9 B/s), binary
+``latency_us``; :data:`dlscale.perfmodel.tomlmap.UNITS` maps key suffixes to these). Decimal prefixes for rates (a datasheet's GB/s is 1e9 B/s), binary
 prefixes where a name says so (GiB, MiB, KiB).
 
 Examples
@@ -11,6 +11,8 @@ Examples
 25000000000.0
 >>> 1.5 * us
 1.5e-06
+>>> BYTES_PER_ELEMENT["fp16"]
+2
 """
 
 from __future__ import annotations
@@ -40,27 +42,7 @@ TFLOPS = 1e12
 GFLOPS = 1e9
 GHz = 1e9
 
-#: Suffix of a TOML key -> factor to SI. The key ``bandwidth_GBps`` means GB/s.
-KEY_SUFFIX_FACTORS: dict[str, float] = {
-    "s": s,
-    "ms": ms,
-    "us": us,
-    "ns": ns,
-    "B": B,
-    "KB": KB,
-    "MB": MB,
-    "GB": GB,
-    "KiB": KiB,
-    "MiB": MiB,
-    "GiB": GiB,
-    "Bps": 1.0,
-    "MBps": 1e6,
-    "GBps": GB_per_s,
-    "Gbps": Gbit_per_s,
-    "GFLOPS": GFLOPS,
-    "TFLOPS": TFLOPS,
-    "GHz": GHz,
-}
-
-#: Bytes per element for each precision name used by workloads.
-BYTES_PER_ELEMENT: dict[str, int] = {"fp64": 8, "fp32": 4, "fp16": 2, "mixed": 2}
+#: Bytes per element at each training precision (IEEE 754-2008, Sec. 3.6: binary64,
+#: binary32, binary16 are 8, 4 and 2 bytes). Mixed precision is ``fp16`` here: its
+#: activations and gradients travel as binary16. The one table of the project.
+BYTES_PER_ELEMENT: dict[str, int] = {"fp64": 8, "fp32": 4, "fp16": 2}

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from .errors import ConfigError
 from .hardware import PRECISIONS
+from .units import BYTES_PER_ELEMENT
 
 __all__ = ["ALGORITHMS", "COLLECTIVES", "GROUPINGS", "Layer", "Model", "Workload"]
 
@@ -239,7 +240,7 @@ class Workload:
     @property
     def bytes_per_element(self) -> int:
         """Bytes of one gradient element on the wire (fp16 for mixed precision)."""
-        return {"fp64": 8, "fp32": 4, "fp16": 2}[self.precision]
+        return BYTES_PER_ELEMENT[self.precision]
 
     @property
     def gradient_bytes(self) -> float:

@@ -28,7 +28,7 @@ from dlscale.perfmodel.collectives import best_allreduce
 from dlscale.perfmodel.errors import ConfigError, unknown_name
 from dlscale.perfmodel.hardware import Cluster
 from dlscale.perfmodel.msgfactors import MessageFactors, message_time_s
-from dlscale.perfmodel.netapi import AnalyticalNetwork
+from dlscale.perfmodel.netapi import AnalyticalNetwork, check_ranks
 from dlscale.perfmodel.netmodel import dbt_segments
 from dlscale.perfmodel.schedules import double_binary_tree_edges
 
@@ -128,17 +128,8 @@ class SimulatedNetwork:
     def _select(self, ranks: int | Sequence[int] | None) -> np.ndarray:
         if ranks is None:
             return np.arange(self.max_ranks)
-        if isinstance(ranks, (int, np.integer)) and not isinstance(ranks, bool):
-            if not 1 <= ranks <= self.max_ranks:
-                raise ConfigError(f"ranks: must be in 1..{self.max_ranks} (endpoints of the "
-                                  f"topology), got {ranks}")
-            return np.arange(int(ranks))
-        sel = np.asarray(list(ranks), dtype=np.int64)  # type: ignore[arg-type]
-        if len(sel) == 0 or sel.min() < 0 or sel.max() >= self.max_ranks:
-            raise ConfigError(f"ranks: rank ids must be in 0..{self.max_ranks - 1}")
-        if len(np.unique(sel)) != len(sel):
-            raise ConfigError("ranks: rank ids must be distinct")
-        return sel
+        sel = check_ranks(ranks, self.max_ranks)
+        return np.arange(sel) if isinstance(sel, int) else np.asarray(sel, dtype=np.int64)
 
     def _segments(self, sel: np.ndarray, n_bytes: float) -> int:
         """Pipeline segments of the double binary tree: the rule of

@@ -25,7 +25,9 @@ Examples
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
 
 import networkx as nx
 import numpy as np
@@ -34,7 +36,45 @@ from dlscale.perfmodel.errors import ConfigError
 
 from .linktable import LinkTable
 
-__all__ = ["ROUTERS", "Routes", "make_router", "route"]
+__all__ = ["ROUTERS", "Router", "Routes", "make_router", "route"]
+
+
+@runtime_checkable
+class Router(Protocol):
+    """How a router answers: the extension point for a routing algorithm.
+
+    Every router of this module implements it; :func:`make_router` picks one by the
+    graph's ``G.graph["routing"]["family"]`` from :data:`ROUTERS` (a new family
+    registers a class there whose ``__init__(params, seed)`` reads the builder's
+    ``routing`` description), and :func:`route` turns its paths into link ids.
+
+    Attributes
+    ----------
+    rails : int
+        Independent planes; :func:`route` asks :meth:`node_paths` once per rail and
+        splits each pair's bytes evenly over them.
+    """
+
+    rails: int
+
+    def node_paths(self, s: np.ndarray, t: np.ndarray, rail: int) -> np.ndarray:
+        """Paths of the pairs ``s[i] -> t[i]`` (node indices of the link table) on ``rail``.
+
+        Parameters
+        ----------
+        s, t : ndarray of int64, shape (n,)
+            Source and destination node indices.
+        rail : int
+            The plane, ``0 <= rail < rails``.
+
+        Returns
+        -------
+        ndarray of int64, shape (n, K)
+            Node indices along each path, ``s[i]`` first and ``t[i]`` last, padded to a
+            common length ``K`` by repeating a node (a repeated node is no hop).
+            Deterministic for a given router and seed.
+        """
+        ...
 
 
 class FatTreeRouter:
@@ -253,7 +293,7 @@ class ClusterRouter:
 
 
 #: Routing family (``G.graph["routing"]["family"]``) -> router class.
-ROUTERS: dict[str, type] = {
+ROUTERS: dict[str, Callable[[dict[str, Any], int], Router]] = {
     "fat-tree": FatTreeRouter,
     "dragonfly": DragonflyRouter,
     "torus": TorusRouter,
@@ -261,7 +301,7 @@ ROUTERS: dict[str, type] = {
 }
 
 
-def make_router(G: nx.Graph, seed: int = 0):
+def make_router(G: nx.Graph, seed: int = 0) -> Router:
     """The router for ``G``: by its ``routing`` description, else shortest paths.
 
     ``seed`` drives Valiant's random intermediate groups.
@@ -297,7 +337,7 @@ class Routes:
     latency_s: np.ndarray
 
 
-def route(table: LinkTable, router, src: np.ndarray, dst: np.ndarray) -> Routes:
+def route(table: LinkTable, router: Router, src: np.ndarray, dst: np.ndarray) -> Routes:
     """Route pairs of node indices ``src[i] -> dst[i]`` over all rails.
 
     Examples

@@ -20,6 +20,7 @@ True
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -32,7 +33,10 @@ from .stragglers import Noise
 from .training_net import TrainingNetwork
 from .training_trace import TraceRecorder
 
-__all__ = ["Breakdown", "ComputeProfile", "RunContext", "compute_profile"]
+if TYPE_CHECKING:  # training_cosim imports this module
+    from .training_cosim import Numerics
+
+__all__ = ["Breakdown", "ComputeProfile", "RunContext", "RunOutcome", "compute_profile"]
 
 
 @dataclass(frozen=True)
@@ -95,6 +99,30 @@ class Breakdown:
                                                   "straggler_wait_s", "master_queue_s")}
 
 
+@dataclass(frozen=True)
+class RunOutcome:
+    """What one training process returns (synchronous, EASGD rounds and asynchronous alike).
+
+    Attributes
+    ----------
+    iteration_times_s : ndarray
+        Seconds of each measured iteration (synchronous: of the slowest rank;
+        asynchronous: one per ``ranks`` step completions).
+    breakdown : dict of str to ndarray
+        Per-rank seconds per iteration by category
+        (:meth:`Breakdown.per_iteration`).
+    sim_time_s : float
+        Simulated time at the end of the run.
+    counters : dict
+        Event counts of the run (exchanges, lost updates, ...).
+    """
+
+    iteration_times_s: np.ndarray
+    breakdown: dict[str, np.ndarray]
+    sim_time_s: float
+    counters: dict[str, Any]
+
+
 @dataclass
 class RunContext:
     """One run's configuration and shared state (see module docstring)."""
@@ -108,7 +136,7 @@ class RunContext:
     rng: np.random.Generator
     iterations: int
     tracer: TraceRecorder | None = None
-    numerics: object | None = None
+    numerics: Numerics | None = None
 
     @property
     def ranks(self) -> int:

@@ -41,32 +41,23 @@ True
 
 from __future__ import annotations
 
+from collections.abc import Generator
+
 import numpy as np
 import simpy
 
 from dlscale.perfmodel.training_easgd import MASTER_ARRAYS
 
-from .training_common import Breakdown, RunContext, compute_profile
+from .training_common import Breakdown, RunContext, RunOutcome, compute_profile
 from .training_master import SharedPipe
 
-__all__ = ["ASYNC", "HOGWILD", "AsyncOutcome", "StepDraws", "run_easgd", "step_time_s"]
+__all__ = ["ASYNC", "HOGWILD", "StepDraws", "run_easgd", "step_time_s"]
 
 #: Algorithms with a first-come-first-served master.
 ASYNC = ("async-easgd", "async-measgd", "async-sgd", "async-msgd")
 #: Lock-free master.
 HOGWILD = ("hogwild-easgd", "hogwild-sgd")
 _SGD_FAMILY = ("async-sgd", "async-msgd", "hogwild-sgd")
-
-
-class AsyncOutcome:
-    """Iteration times, per-rank breakdown and counters of a run."""
-
-    def __init__(self, iteration_times_s: np.ndarray, breakdown: dict, sim_time_s: float,
-                 counters: dict) -> None:
-        self.iteration_times_s = iteration_times_s
-        self.breakdown = breakdown
-        self.sim_time_s = sim_time_s
-        self.counters = counters
 
 
 class StepDraws:
@@ -111,126 +102,193 @@ def completions_to_iterations(done: list[float], ranks: int) -> np.ndarray:
     return np.diff(ends) if len(ends) > 1 else ends
 
 
-def run_easgd(ctx: RunContext):
+def run_easgd(ctx: RunContext) -> RunOutcome:
     """Simulate the workload's algorithm (not ``sync-sgd``)."""
     if ctx.algorithm in ("easgd", "sync-easgd"):
         from .training_easgd_rounds import run_rounds
         return run_rounds(ctx)
-    return _run_async(ctx)
+    run = _HogwildRun(ctx) if ctx.algorithm in HOGWILD else _LockedRun(ctx)
+    return run.run()
 
 
-def _run_async(ctx: RunContext) -> AsyncOutcome:
-    alg, R, K = ctx.algorithm, ctx.ranks, ctx.iterations
-    t_step, tau = step_time_s(ctx), tau_of(ctx)
-    W = float(ctx.workload.model.params * ctx.workload.bytes_per_element)
-    alpha, beta = ctx.net.master_link(alg, W)
-    mem_bw = ctx.cluster.node.device.training_memory_bandwidth_Bps
-    upd_bytes = MASTER_ARRAYS[alg] * W
-    hog = alg in HOGWILD
-    num = ctx.numerics
-    chunks = int(getattr(num, "chunks", 1)) if hog else 1
+class _AsyncRun:
+    """One asynchronous run: a SimPy process per worker exchanging with a master.
 
-    env = simpy.Environment()
-    draws = StepDraws(ctx)
-    acc = Breakdown(R)
-    done: list[float] = []
-    counters: dict[str, float] = {"master_exchanges": 0, "lost_updates": 0, "chunk_updates": 0}
-    tr = ctx.tracer
-    lock = simpy.Resource(env, capacity=1)
-    link = SharedPipe(env, 1.0 / beta) if hog else None
-    # lock-free: each exchange is applied by its own master thread on one core
-    cores = max(int(ctx.cluster.node.device.cores), 1)
-    mem = SharedPipe(env, mem_bw, mem_bw / cores) if hog else None
-    version = np.zeros(chunks, dtype=np.int64)
-    master_busy = [0.0]
+    The steps of a worker (:meth:`worker`) are named methods: :meth:`join`, then per
+    step :meth:`local_step` and, every ``tau`` steps, :meth:`exchange`, which the
+    locked (:class:`_LockedRun`) and lock-free (:class:`_HogwildRun`) masters
+    implement, each with its own :meth:`apply` of an exchange to the center.
+    """
 
-    def traced(w: int, k: int) -> bool:
-        return tr is not None and k < tr.max_iterations and tr.traced(w)
+    def __init__(self, ctx: RunContext) -> None:
+        alg = ctx.algorithm
+        self.ctx, self.R, self.K = ctx, ctx.ranks, ctx.iterations
+        self.t_step, self.tau = step_time_s(ctx), tau_of(ctx)
+        self.W = float(ctx.workload.model.params * ctx.workload.bytes_per_element)
+        self.alpha, self.beta = ctx.net.master_link(alg, self.W)
+        self.mem_bw = ctx.cluster.node.device.training_memory_bandwidth_Bps
+        self.upd_bytes = MASTER_ARRAYS[alg] * self.W
+        self.num, self.tr = ctx.numerics, ctx.tracer
+        self.env = simpy.Environment()
+        self.draws = StepDraws(ctx)
+        self.acc = Breakdown(self.R)
+        self.done: list[float] = []
+        self.counters: dict[str, float] = {"master_exchanges": 0, "lost_updates": 0,
+                                           "chunk_updates": 0}
 
-    def locked_release(req, w: int):
+    def trace(self, w: int, k: int, category: str, name: str, t0: float, d: float) -> None:
+        """A slice of worker ``w``'s timeline, if it and step ``k`` are traced."""
+        tr = self.tr
+        if tr is not None and k < tr.max_iterations and tr.traced(w):
+            tr.slice(w, category, name, t0, d)
+
+    def join(self, w: int) -> Generator[simpy.Event, object, None]:
+        """Joining: one exchange with the master each (push the initial weights, pull
+        the center), served one worker at a time before training starts."""
+        yield self.env.timeout((w + 1) * 2 * (self.alpha + self.W * self.beta))
+
+    def local_step(self, w: int, k: int) -> Generator[simpy.Event, object, None]:
+        """Step ``k`` of worker ``w``: its compute time times its drawn factor."""
+        f = float(self.draws(k)[w])
+        t0 = self.env.now
+        if self.num is not None:
+            self.num.local_step(w, k)
+        yield self.env.timeout(f * self.t_step)
+        self.acc.compute_s[w] += f * self.t_step
+        self.trace(w, k, "compute", f"step {k}", t0, f * self.t_step)
+
+    def exchange(self, w: int, k: int) -> Generator[simpy.Event, object, None]:
+        """Push the worker's weights to the master and pull the center."""
+        raise NotImplementedError
+
+    def worker(self, w: int) -> Generator[simpy.Event, object, None]:
+        """Worker ``w``: join, then ``K`` local steps with an exchange every ``tau``."""
+        yield from self.join(w)
+        for k in range(self.K):
+            yield from self.local_step(w, k)
+            if (k + 1) % self.tau == 0 or k == self.K - 1:
+                yield from self.exchange(w, k)
+                self.counters["master_exchanges"] += 1
+            self.done.append(self.env.now)
+            if self.num is not None:
+                self.num.step_done(w, k, self.env.now)
+
+    def busy_s(self) -> float:
+        """Seconds the master was busy (its link or its memory, whichever more)."""
+        raise NotImplementedError
+
+    def run(self) -> RunOutcome:
+        """Run every worker to its last step; iteration times, breakdown, counters."""
+        for w in range(self.R):
+            self.env.process(self.worker(w))
+        self.env.run()
+        end = float(self.env.now)
+        busy = self.busy_s()
+        self.counters["master_busy_fraction"] = busy / end if end > 0 else 0.0
+        return RunOutcome(completions_to_iterations(self.done, self.R),
+                          self.acc.per_iteration(self.K), end, self.counters)
+
+
+class _LockedRun(_AsyncRun):
+    """A master behind a lock (``simpy.Resource`` of capacity 1), first come first served."""
+
+    def __init__(self, ctx: RunContext) -> None:
+        super().__init__(ctx)
+        self.lock = simpy.Resource(self.env, capacity=1)
+        self.master_busy_s = 0.0
+
+    def queue_length(self) -> None:
+        """Record the master's queue on the trace's counter track."""
+        if self.tr is not None:
+            self.tr.counter("master queue", self.env.now, len(self.lock.queue))
+
+    def apply(self, req: simpy.resources.resource.Request,
+              w: int) -> Generator[simpy.Event, object, None]:
+        """The master applies worker ``w``'s exchange to its memory, then releases the lock."""
+        env, tr = self.env, self.tr
         t0 = env.now
-        yield env.timeout(upd_bytes / mem_bw)
-        master_busy[0] += env.now - t0
-        if tr is not None and tr.traced(w) and counters["master_exchanges"] <= 64 * len(tr.ranks):
+        yield env.timeout(self.upd_bytes / self.mem_bw)
+        self.master_busy_s += env.now - t0
+        if (tr is not None and tr.traced(w)
+                and self.counters["master_exchanges"] <= 64 * len(tr.ranks)):
             tr.slice(-1, "master", f"apply w{w}", t0, env.now - t0)
-        lock.release(req)
-        if tr is not None:
-            tr.counter("master queue", env.now, len(lock.queue))
+        self.lock.release(req)
+        self.queue_length()
 
-    def hog_apply(w: int, payload):
-        for j in range(chunks):
-            token = num.hog_read(w, j, payload) if num is not None else None  # type: ignore[attr-defined]
-            seen = int(version[j])
-            yield mem.transfer(upd_bytes / chunks)  # type: ignore[union-attr]
-            lost = int(version[j]) - seen
-            counters["lost_updates"] += lost
+    def exchange(self, w: int, k: int) -> Generator[simpy.Event, object, None]:
+        """Queue for the lock; holding it, push and pull ``W`` bytes each."""
+        env, acc = self.env, self.acc
+        tq = env.now
+        req = self.lock.request()
+        self.queue_length()
+        yield req
+        ts = env.now
+        acc.master_queue_s[w] += ts - tq
+        xfer = 2 * (self.alpha + self.W * self.beta)
+        yield env.timeout(xfer)
+        self.master_busy_s += xfer
+        if self.num is not None:
+            self.num.exchange(w)
+        acc.comm_s[w] += xfer
+        acc.exposed_comm_s[w] += xfer
+        self.trace(w, k, "comm", "wait master", tq, ts - tq)
+        self.trace(w, k, "comm", "push+pull", ts, xfer)
+        env.process(self.apply(req, w))
+
+    def busy_s(self) -> float:
+        """Seconds the master held the lock, transferring or applying."""
+        return self.master_busy_s
+
+    def run(self) -> RunOutcome:
+        out = super().run()
+        out.counters.pop("lost_updates")
+        out.counters.pop("chunk_updates")
+        return out
+
+
+class _HogwildRun(_AsyncRun):
+    """A lock-free master: shared link, one master thread per exchange, lost updates."""
+
+    def __init__(self, ctx: RunContext) -> None:
+        super().__init__(ctx)
+        self.chunks = int(self.num.chunks) if self.num is not None else 1
+        self.link = SharedPipe(self.env, 1.0 / self.beta)
+        # lock-free: each exchange is applied by its own master thread on one core
+        cores = max(int(ctx.cluster.node.device.cores), 1)
+        self.mem = SharedPipe(self.env, self.mem_bw, self.mem_bw / cores)
+        self.version = np.zeros(self.chunks, dtype=np.int64)
+
+    def apply(self, w: int, payload: np.ndarray | None) -> Generator[simpy.Event, object, None]:
+        """Read-modify-write of the center, chunk by chunk; overlapping writes are lost."""
+        num, counters = self.num, self.counters
+        for j in range(self.chunks):
+            token = num.hog_read(w, j, payload) if num is not None and payload is not None \
+                else None
+            seen = int(self.version[j])
+            yield self.mem.transfer(self.upd_bytes / self.chunks)
+            counters["lost_updates"] += int(self.version[j]) - seen
             counters["chunk_updates"] += 1
-            version[j] += 1
-            if num is not None:
-                num.hog_write(w, j, token)  # type: ignore[attr-defined]
+            self.version[j] += 1
+            if num is not None and token is not None:
+                num.hog_write(w, j, token)
 
-    def worker(w: int):
-        # joining: one exchange with the master each (push the initial weights, pull
-        # the center), served one worker at a time before training starts
-        yield env.timeout((w + 1) * 2 * (alpha + W * beta))
-        for k in range(K):
-            f = float(draws(k)[w])
-            t0 = env.now
-            if num is not None:
-                num.local_step(w, k)  # type: ignore[attr-defined]
-            yield env.timeout(f * t_step)
-            acc.compute_s[w] += f * t_step
-            if traced(w, k):
-                tr.slice(w, "compute", f"step {k}", t0, f * t_step)  # type: ignore[union-attr]
-            if (k + 1) % tau == 0 or k == K - 1:
-                tq = env.now
-                if hog:
-                    payload = num.hog_payload(w) if num is not None else None  # type: ignore[attr-defined]
-                    yield env.timeout(alpha)
-                    yield link.transfer(W)  # type: ignore[union-attr]
-                    env.process(hog_apply(w, payload))
-                    yield env.timeout(alpha)
-                    if num is not None:
-                        num.hog_pull(w)  # type: ignore[attr-defined]
-                    yield link.transfer(W)  # type: ignore[union-attr]
-                    acc.comm_s[w] += env.now - tq
-                    acc.exposed_comm_s[w] += env.now - tq
-                    if traced(w, k):
-                        tr.slice(w, "comm", "exchange (no lock)", tq, env.now - tq)  # type: ignore[union-attr]
-                else:
-                    req = lock.request()
-                    if tr is not None:
-                        tr.counter("master queue", env.now, len(lock.queue))
-                    yield req
-                    ts = env.now
-                    acc.master_queue_s[w] += ts - tq
-                    xfer = 2 * (alpha + W * beta)
-                    yield env.timeout(xfer)
-                    master_busy[0] += xfer
-                    if num is not None:
-                        num.exchange(w)  # type: ignore[attr-defined]
-                    acc.comm_s[w] += xfer
-                    acc.exposed_comm_s[w] += xfer
-                    if traced(w, k):
-                        tr.slice(w, "comm", "wait master", tq, ts - tq)  # type: ignore[union-attr]
-                        tr.slice(w, "comm", "push+pull", ts, xfer)  # type: ignore[union-attr]
-                    env.process(locked_release(req, w))
-                counters["master_exchanges"] += 1
-            done.append(env.now)
-            if num is not None:
-                num.step_done(w, k, env.now)  # type: ignore[attr-defined]
+    def exchange(self, w: int, k: int) -> Generator[simpy.Event, object, None]:
+        """Push ``W`` bytes over the shared link, start the update, pull ``W`` bytes."""
+        env, num = self.env, self.num
+        tq = env.now
+        payload = num.hog_payload(w) if num is not None else None
+        yield env.timeout(self.alpha)
+        yield self.link.transfer(self.W)
+        env.process(self.apply(w, payload))
+        yield env.timeout(self.alpha)
+        if num is not None:
+            num.hog_pull(w)
+        yield self.link.transfer(self.W)
+        self.acc.comm_s[w] += env.now - tq
+        self.acc.exposed_comm_s[w] += env.now - tq
+        self.trace(w, k, "comm", "exchange (no lock)", tq, env.now - tq)
 
-    for w in range(R):
-        env.process(worker(w))
-    env.run()
-    end = float(env.now)
-    if hog:
-        busy = max(link.busy_s, mem.busy_s)  # type: ignore[union-attr]
-        counters["peak_in_flight"] = int(link.peak)  # type: ignore[union-attr]
-    else:
-        busy = master_busy[0]
-    counters["master_busy_fraction"] = busy / end if end > 0 else 0.0
-    if not hog:
-        counters.pop("lost_updates")
-        counters.pop("chunk_updates")
-    return AsyncOutcome(completions_to_iterations(done, R), acc.per_iteration(K), end, counters)
+    def busy_s(self) -> float:
+        """The busier of the master's link and memory; records the peak in flight."""
+        self.counters["peak_in_flight"] = int(self.link.peak)
+        return max(self.link.busy_s, self.mem.busy_s)

@@ -36,8 +36,8 @@ import simpy
 
 from dlscale.perfmodel.training_easgd import MASTER_ARRAYS
 
-from .training_common import Breakdown, RunContext
-from .training_easgd import AsyncOutcome, StepDraws, step_time_s, tau_of
+from .training_common import Breakdown, RunContext, RunOutcome
+from .training_easgd import StepDraws, step_time_s, tau_of
 
 __all__ = ["run_rounds"]
 
@@ -46,7 +46,7 @@ def _blocks(iterations: int, tau: int) -> list[range]:
     return [range(s, min(s + tau, iterations)) for s in range(0, iterations, tau)]
 
 
-def run_rounds(ctx: RunContext) -> AsyncOutcome:
+def run_rounds(ctx: RunContext) -> RunOutcome:
     """Simulate ``easgd`` or ``sync-easgd`` (see module docstring)."""
     alg, R = ctx.algorithm, ctx.ranks
     t_step, tau = step_time_s(ctx), tau_of(ctx)
@@ -82,7 +82,7 @@ def run_rounds(ctx: RunContext) -> AsyncOutcome:
             acc.compute_s += d
             if num is not None:
                 for w in range(R):
-                    num.local_step(w, k)  # type: ignore[attr-defined]
+                    num.local_step(w, k)
         return t
 
     def original():
@@ -153,4 +153,4 @@ def run_rounds(ctx: RunContext) -> AsyncOutcome:
     sizes = np.array([len(s) for s in blocks], dtype=float)
     per_block = np.diff(np.concatenate([[0.0], block_end])) / sizes
     times = np.repeat(per_block, sizes.astype(int))
-    return AsyncOutcome(times, acc.per_iteration(ctx.iterations), sim_end, counters)
+    return RunOutcome(times, acc.per_iteration(ctx.iterations), sim_end, counters)

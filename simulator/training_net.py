@@ -10,8 +10,8 @@ broadcast of Sync EASGD, and a worker's message to the master. Two backends:
     The analytical network model of :mod:`dlscale.perfmodel.netmodel` (each step's
     loads on every level of the topology), exactly as the analytical training model
     uses it, so that without noise the simulation must agree with it.
-``fast`` / ``flow`` (or any object with ``allreduce_s(n_bytes, ranks, algorithm)`` and
-``transfer_s(src, dst, n_bytes)``, the ``NetworkModel`` interface)
+``fast`` / ``flow`` (or any :class:`~dlscale.perfmodel.netapi.NetworkModel`: an object
+with ``max_ranks``, ``allreduce_s``, ``collective_s`` and ``transfer_s``)
     A :class:`~dlscale.simulator.network.SimulatedNetwork` of the cluster's topology:
     each collective is simulated as routed message phases with link contention.
     The rank-0 negotiation (a linear gather plus a binomial broadcast of a few bytes)
@@ -31,23 +31,25 @@ Examples
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from dlscale.perfmodel.contention import hockney_params
 from dlscale.perfmodel.errors import ConfigError, unknown_name
 from dlscale.perfmodel.hardware import Cluster
 from dlscale.perfmodel.msgfactors import effective_hockney
+from dlscale.perfmodel.netapi import NetworkModel
 from dlscale.perfmodel.netmodel import collective_time_s
 from dlscale.perfmodel.training import layout
-from dlscale.perfmodel.training_easgd import master_link
+from dlscale.perfmodel.training_easgd import host_copy_s, master_link
 from dlscale.perfmodel.training_sync import (
+    bit_vector_bytes,
     end_to_end_latency_s,
     negotiation_s,
     workload_allreduce,
 )
 from dlscale.perfmodel.workload import Workload
+
+from .network import SimulatedNetwork
 
 __all__ = ["DEFAULT_NETWORK", "NETWORKS", "TrainingNetwork", "make_training_network"]
 
@@ -65,15 +67,15 @@ class TrainingNetwork:
     ----------
     cluster, workload : Cluster, Workload
     nodes : int
-    backend : str or object
-        ``"analytical"``, ``"fast"``, ``"flow"``, or a network object with
-        ``allreduce_s`` and ``transfer_s`` (and optionally ``collective_s``).
+    backend : str or NetworkModel
+        ``"analytical"``, ``"fast"``, ``"flow"``, or a
+        :class:`~dlscale.perfmodel.netapi.NetworkModel`.
     seed : int
         Seed of the simulated network's placement and routing.
     """
 
     def __init__(self, cluster: Cluster, workload: Workload, nodes: int,
-                 backend: str | object = "analytical", seed: int = 0) -> None:
+                 backend: str | NetworkModel = "analytical", seed: int = 0) -> None:
         self.cluster, self.workload, self.nodes = cluster, workload, int(nodes)
         self.lay = layout(cluster, workload, nodes)
         self.ranks = int(self.lay.ranks[0])
@@ -81,7 +83,7 @@ class TrainingNetwork:
         multi = self.nodes > 1
         self.alpha_s = self.par["inter_alpha_s"] if multi else self.par["intra_alpha_s"]
         self.gamma_s_per_B = self.par["gamma_s_per_B"] / self.lay.share
-        self.sim: object | None = None
+        self.sim: NetworkModel | None = None
         if isinstance(backend, str):
             if backend not in NETWORKS:
                 raise unknown_name("network", backend, NETWORKS)
@@ -92,21 +94,21 @@ class TrainingNetwork:
                 # master-link terms) answer, as they do for the analytical backend
                 self.name = "analytical"
             elif backend != "analytical":
-                from .network import SimulatedNetwork
                 self.sim = SimulatedNetwork.from_cluster(
                     cluster, self.nodes, mode=backend, seed=seed,
                     gamma_s_per_B=self.gamma_s_per_B)
         else:
-            if not (hasattr(backend, "allreduce_s") and hasattr(backend, "transfer_s")):
-                raise ConfigError("network: an object must have allreduce_s and transfer_s "
-                                  f"(the NetworkModel interface), got {type(backend).__name__}")
+            if not isinstance(backend, NetworkModel):
+                raise ConfigError("network: an object must have max_ranks, allreduce_s, "
+                                  "collective_s and transfer_s (the NetworkModel interface), "
+                                  f"got {type(backend).__name__}")
             self.name = type(backend).__name__
             self.sim = backend
         # the simulated ranks: every device, or every k-th device when a rank drives
         # k devices of a node (placed block-wise, one per group of k)
         self.sel: int | list[int] = self.ranks
         if self.sim is not None:
-            cap = getattr(self.sim, "max_ranks", self.ranks)
+            cap = int(self.sim.max_ranks)
             if self.ranks > cap:
                 raise ConfigError(f"network: {self.ranks} ranks ({self.lay.ranks_per_node} per "
                                   f"node) but the simulated topology has {cap} endpoints; use "
@@ -152,8 +154,7 @@ class TrainingNetwork:
             t, _ = workload_allreduce(self.cluster, self.workload, self.lay,
                                       np.array([float(n_bytes)]))
             return float(t[0])
-        return float(self.sim.allreduce_s(float(n_bytes), self.sel,  # type: ignore[attr-defined]
-                                          self.algorithm_for(n_bytes)))
+        return float(self.sim.allreduce_s(float(n_bytes), self.sel, self.algorithm_for(n_bytes)))
 
     def _closed(self, collective: str, algorithm: str, n_bytes: float,
                 gamma_s_per_B: float = 0.0) -> float:
@@ -167,10 +168,10 @@ class TrainingNetwork:
             return 0.0
         if self.workload.grouping == "fusion":
             return float(negotiation_s(np.array([p]), np.array([self.latency_s()]))[0])
-        bits = math.ceil(max(tensors, 1) / 8)
+        bits = bit_vector_bytes(tensors)
         if self.sim is None:
             return self._closed("allreduce", "recursive-doubling", bits)
-        return float(self.sim.allreduce_s(bits, self.sel, "recursive-doubling"))  # type: ignore[attr-defined]
+        return float(self.sim.allreduce_s(bits, self.sel, "recursive-doubling"))
 
     def latency_s(self) -> float:
         """Zero-byte message latency between the first and the last rank."""
@@ -178,13 +179,13 @@ class TrainingNetwork:
             return self.alpha_s
         if self.sim is None:
             return float(end_to_end_latency_s(self.cluster, self.lay)[0])
-        return float(self.sim.transfer_s(0, self._endpoint(self.ranks - 1), 0.0))  # type: ignore[attr-defined]
+        return float(self.sim.transfer_s(0, self._endpoint(self.ranks - 1), 0.0))
 
     def _allgather(self, total_bytes: float) -> float:
         """Seconds of a ring allgather whose result is ``total_bytes`` per rank."""
         if self.ranks < 2:
             return 0.0
-        if self.sim is None or not hasattr(self.sim, "collective_s"):
+        if self.sim is None:
             return self._closed("allgather", "ring", total_bytes)
         return float(self.sim.collective_s("allgather", float(total_bytes),
                                            self.sel, "ring"))
@@ -194,7 +195,7 @@ class TrainingNetwork:
         """Binomial reduce (summing) plus binomial broadcast of ``n_bytes`` over all ranks."""
         if self.ranks < 2:
             return 0.0
-        if self.sim is None or not hasattr(self.sim, "collective_s"):
+        if self.sim is None:
             return (self._closed("reduce", "binomial", n_bytes, self.gamma_s_per_B)
                     + self._closed("broadcast", "binomial", n_bytes))
         sim = self.sim
@@ -215,20 +216,21 @@ class TrainingNetwork:
             # the simulated network's view of a message from the last worker to the
             # master, which sits with rank 0
             w = self._endpoint(self.ranks - 1)
-            lat, beta = self.sim.path_hockney(w, 0)  # type: ignore[attr-defined]
+            if not isinstance(self.sim, SimulatedNetwork):  # any other NetworkModel
+                lat = float(self.sim.transfer_s(w, 0, 0.0))
+                one = float(self.sim.transfer_s(w, 0, 1e9)) - lat
+                return lat, one / 1e9
+            lat, beta = self.sim.path_hockney(w, 0)
             if self.nodes == 1:
                 return lat, beta
-            return effective_hockney(lat, beta, n_bytes, self.cluster.network.message_factors)
+            return effective_hockney(lat, beta, n_bytes, self.sim.message_factors)
         a, b = master_link(self.cluster, algorithm, np.array([self.nodes]),
                            self.lay.ranks_per_node, n_bytes)
         return float(a[0]), float(b[0])
 
     def host_copy_s(self, n_bytes: float) -> float:
         """Device -> host -> device copy of ``n_bytes`` (GPU workers of the original EASGD)."""
-        node = self.cluster.node
-        if node.device.kind != "gpu" or node.host_link is None:
-            return 0.0
-        return 2 * (node.host_link.latency_s + n_bytes / node.host_link.bandwidth_Bps)
+        return host_copy_s(self.cluster.node, n_bytes)
 
 
 def make_training_network(cluster: Cluster, workload: Workload, nodes: int,

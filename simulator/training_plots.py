@@ -30,8 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from dlscale.output import atomic_write_with
-from dlscale.perfmodel.atomicio import plot_format
+from dlscale.perfmodel.atomicio import atomic_write_with, plot_format
 
 from .training_result import TrainingResult
 

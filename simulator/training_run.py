@@ -162,8 +162,8 @@ def simulate_training(cluster: Cluster, workload: Workload, nodes: int, *,
     res.sim_time_s = out.sim_time_s
     res.counters = dict(out.counters)
     if ctx.numerics is not None:
-        res.curve = ctx.numerics.curve  # type: ignore[attr-defined]
-        res.counters.update(ctx.numerics.counters())  # type: ignore[attr-defined]
+        res.curve = ctx.numerics.curve
+        res.counters.update(ctx.numerics.counters())
     res.analytical_iteration_s = float(iteration_times(cluster, workload, nodes).iteration_s[0])
     if efficiency and nodes > 1:
         one = simulate_training(cluster, workload, 1, iterations=min(int(iterations), 20),
@@ -181,6 +181,6 @@ def simulate_training(cluster: Cluster, workload: Workload, nodes: int, *,
                 "traced_ranks": tracer.ranks.tolist()}
         res.trace = tracer.build(meta)
         if isinstance(trace, (str, os.PathLike)):
-            from dlscale.output import atomic_write_text
+            from dlscale.perfmodel.atomicio import atomic_write_text
             atomic_write_text(trace, json.dumps(res.trace, sort_keys=True))
     return res

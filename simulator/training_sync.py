@@ -50,20 +50,9 @@ import simpy
 from dlscale.perfmodel.memory import sparse_gather_bytes
 from dlscale.perfmodel.training_sync import HOROVOD_CYCLE_S, buckets
 
-from .training_common import Breakdown, RunContext, compute_profile
+from .training_common import Breakdown, RunContext, RunOutcome, compute_profile
 
-__all__ = ["SyncOutcome", "run_sync_sgd"]
-
-
-class SyncOutcome:
-    """Iteration times (of the slowest rank) and per-rank breakdown of a synchronous run."""
-
-    def __init__(self, iteration_times_s: np.ndarray, breakdown: dict, sim_time_s: float,
-                 counters: dict) -> None:
-        self.iteration_times_s = iteration_times_s
-        self.breakdown = breakdown
-        self.sim_time_s = sim_time_s
-        self.counters = counters
+__all__ = ["run_sync_sgd"]
 
 
 def _trace_compute(ctx: RunContext, prof, start: np.ndarray, f: np.ndarray,
@@ -84,7 +73,7 @@ def _trace_compute(ctx: RunContext, prof, start: np.ndarray, f: np.ndarray,
         tr.slice(r, "compute", "update", float(end[r]) - u, u)
 
 
-def run_sync_sgd(ctx: RunContext) -> SyncOutcome:
+def run_sync_sgd(ctx: RunContext) -> RunOutcome:
     """Simulate ``ctx.iterations`` iterations of synchronous SGD (see module docstring)."""
     w, net, R = ctx.workload, ctx.net, ctx.ranks
     prof = compute_profile(ctx.cluster, w, ctx.lay)
@@ -164,4 +153,4 @@ def run_sync_sgd(ctx: RunContext) -> SyncOutcome:
     env.process(iterations())
     env.run()
     times = np.diff(np.concatenate([[0.0], iter_end]))
-    return SyncOutcome(times, acc.per_iteration(ctx.iterations), float(iter_end[-1]), counters)
+    return RunOutcome(times, acc.per_iteration(ctx.iterations), float(iter_end[-1]), counters)

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
+from dlscale.commands.simulate_training import add_training_args, run_training
 from dlscale.perfmodel.errors import ConfigError
-from dlscale.simulator.training_cli import add_training_args, run_training
 
 
 def _simulate_parser():

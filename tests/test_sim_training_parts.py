@@ -76,15 +76,28 @@ def test_network_adapter_backends_and_errors():
     with pytest.raises(ConfigError, match="NetworkModel interface"):
         make_training_network(c, w, 4, object())
 
-    class Fixed:
+    class Partial:
         def allreduce_s(self, n_bytes, ranks, algorithm="ring"):
             return 1.0
 
         def transfer_s(self, src, dst, n_bytes):
             return 0.5
 
+    with pytest.raises(ConfigError, match=r"max_ranks, allreduce_s, collective_s and "
+                                          r"transfer_s .*got Partial"):
+        make_training_network(c, w, 4, Partial())
+
+    class Fixed(Partial):
+        max_ranks = 24
+
+        def collective_s(self, collective, n_bytes, ranks, algorithm=None):
+            return 2.0
+
     custom = make_training_network(c, w, 4, Fixed())
     assert custom.allreduce_s(1e6) == 1.0 and custom.latency_s() == 0.5
+    assert custom.allgather_s(1e6) == 2.0 and custom.reduce_broadcast_s(1e6) == 4.0
+    with pytest.raises(ConfigError, match=r"24 ranks .* but the simulated topology has 12"):
+        make_training_network(c, w, 4, type("Small", (Fixed,), {"max_ranks": 12})())
 
 
 def test_perfmodel_analytical_network_plugs_in():

@@ -185,7 +185,7 @@ def test_readme_time_to_target_example_is_the_command_and_its_columns():
     import shlex
     from pathlib import Path
 
-    from dlscale.simulator.training_target_cli import _COLS
+    from dlscale.commands.simulate_target import _COLS
 
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     part = readme.split("#### Time to a target accuracy", 1)[1]

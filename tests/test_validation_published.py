@@ -13,16 +13,15 @@ from functools import cache
 
 import pytest
 
+from dlscale.commands.validate_published import add_published_parser, run_published
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.validation.published import (
     CASE_MODULES,
     Quantity,
-    add_published_parser,
     compare,
     get_case,
     miss_key,
     run_case,
-    run_published,
 )
 
 

@@ -63,6 +63,7 @@ import numpy as np
 from dlscale.perfmodel.catalog import get_cluster, get_workload
 from dlscale.perfmodel.predict import predict
 from dlscale.perfmodel.training import iteration_times
+from dlscale.perfmodel.training_easgd import host_copy_s
 
 from .published import CaseOutput, Curve, Quantity
 
@@ -158,9 +159,8 @@ def _k80_steps() -> dict[str, Any]:
     orig = iteration_times(cluster, rep(w, algorithm="easgd"), 1)
     no_overlap = iteration_times(cluster, rep(w, algorithm="sync-easgd", overlap=False), 1)
     overlap = iteration_times(cluster, rep(w, algorithm="sync-easgd", overlap=True), 1)
-    host = cluster.node.host_link
-    assert host is not None, "k80-8gpu has a host link in the catalog"
-    copy_s = 2 * (host.latency_s + w.gradient_bytes / host.bandwidth_Bps)
+    assert cluster.node.host_link is not None, "k80-8gpu has a host link in the catalog"
+    copy_s = host_copy_s(cluster.node, w.gradient_bytes)
     it = [float(orig.iteration_s[0]), float(no_overlap.iteration_s[0]) + copy_s,
           float(no_overlap.iteration_s[0]), float(overlap.iteration_s[0])]
     comm = [float(orig.comm_s[0]), float(no_overlap.comm_s[0]) + copy_s,

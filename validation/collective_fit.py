@@ -41,6 +41,7 @@ import numpy as np
 
 from dlscale.perfmodel.collectives import ALLREDUCE
 from dlscale.perfmodel.errors import ConfigError, unknown_name
+from dlscale.perfmodel.fitting import hockney_segment_at
 from dlscale.perfmodel.fitting_collectives import (
     CollectiveSegment,
     PiecewiseCollectiveFit,
@@ -128,14 +129,6 @@ def temp_fault_bytes(algorithm: str, n_bytes: Any, p: Any,
     return np.where((n >= threshold_bytes) & (pp > 1), frac * n, 0.0)
 
 
-def _p2p_at(segments: list[dict[str, Any]], m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    starts = np.array([s["min_bytes"] for s in segments[1:]], dtype=np.float64)
-    idx = np.searchsorted(starts, m, side="right")
-    alpha = np.array([s["alpha_s"] for s in segments])[idx]
-    beta = np.array([s["beta_s_per_B"] for s in segments])[idx]
-    return alpha, beta
-
-
 def piecewise_form(name: str, segments: list[dict[str, Any]]) -> Any:
     """Closed form ``name`` whose ``alpha`` and ``beta`` are those of the piecewise
     point-to-point fit at the size of the messages the algorithm sends.
@@ -155,7 +148,7 @@ def piecewise_form(name: str, segments: list[dict[str, Any]]) -> Any:
     def f(n: Any, p: Any, a: float, b: float, g: float = 0.0) -> Any:
         n_arr, p_arr = np.broadcast_arrays(np.asarray(n, float), np.asarray(p, float))
         m = n_arr / p_arr if name in _CHUNKED else n_arr
-        alpha, beta = _p2p_at(segments, np.maximum(m, 1.0))
+        alpha, beta = hockney_segment_at(segments, np.maximum(m, 1.0))
         return (np.asarray(form(n_arr, p_arr, 1.0, 0.0, 0.0)) * a * alpha
                 + np.asarray(form(n_arr, p_arr, 0.0, 1.0, 0.0)) * b * beta
                 + np.asarray(form(n_arr, p_arr, 0.0, 0.0, 1.0)) * g)

@@ -68,6 +68,7 @@ from scipy import integrate, stats
 
 from dlscale.perfmodel.collectives import ring_allreduce_s
 from dlscale.perfmodel.errors import ConfigError
+from dlscale.perfmodel.fitting import hockney_segment_at
 from dlscale.perfmodel.profile import MachineProfile
 
 from .collective_fit import predict_allreduce
@@ -109,11 +110,8 @@ def mva_cycle_s(workers: int, think_s: float, service_s: float) -> float:
 def _segment(entry: dict[str, Any], n_bytes: float) -> tuple[float, float]:
     segs = entry.get("segments") or [{"min_bytes": 0, "alpha_s": entry["latency_s"],
                                       "beta_s_per_B": 1.0 / entry["bandwidth_Bps"]}]
-    chosen = segs[0]
-    for s in segs[1:]:
-        if n_bytes >= s["min_bytes"]:
-            chosen = s
-    return float(chosen["alpha_s"]), float(chosen["beta_s_per_B"])
+    alpha, beta = hockney_segment_at(segs, n_bytes)
+    return float(alpha), float(beta)
 
 
 def p2p_time_s(profile: MachineProfile, n_bytes: float, regime: str = "intra-node") -> float:

@@ -8,8 +8,8 @@ values and the scaling curves for its figure) for one fidelity, and names in
 ``MISSES`` the quantities the model misses, each with its diagnosed cause. This
 module holds the registry, compares prediction with publication
 (:func:`compare`), runs cases (:func:`run_cases`), prints and writes the results,
-draws one figure per paper, and provides ``dlscale validate published``
-(:func:`add_published_parser`, :func:`run_published`).
+and draws one figure per paper. The command ``dlscale validate published`` that
+runs them lives in :mod:`dlscale.commands.validate_published`.
 
 Error and tolerance by kind of quantity (the accuracy target of the issue):
 
@@ -42,10 +42,7 @@ False
 
 from __future__ import annotations
 
-import argparse
 import importlib
-import json
-import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,14 +58,12 @@ __all__ = [
     "CaseOutput",
     "Curve",
     "Quantity",
-    "add_published_parser",
     "compare",
     "get_case",
     "miss_key",
     "plot_case",
     "run_case",
     "run_cases",
-    "run_published",
 ]
 
 #: Case name -> module under dlscale.validation.
@@ -333,7 +328,7 @@ def table_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
 
 def format_results(rows: Sequence[Mapping[str, Any]]) -> str:
     """The results as an aligned text table followed by the notes of the misses."""
-    from dlscale.output import format_table
+    from dlscale.perfmodel.tables import format_table
 
     text = format_table(table_rows(rows))
     notes = [f"- {r['case']}/{r['quantity']} ({r['fidelity']}): {r['note']}"
@@ -351,7 +346,7 @@ def plot_case(name: str, outputs: Sequence[CaseOutput], path: str | Path) -> Pat
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from dlscale.output import atomic_write_with
+    from dlscale.perfmodel.atomicio import atomic_write_with
 
     curves = [c for out in outputs[:1] for c in out.curves]
     mod = get_case(name)
@@ -377,45 +372,3 @@ def plot_case(name: str, outputs: Sequence[CaseOutput], path: str | Path) -> Pat
                                                       dpi=110))
     plt.close(fig)
     return target
-
-
-def add_published_parser(validate_subparsers: Any) -> argparse.ArgumentParser:
-    """Register ``published`` under ``dlscale validate``; returns the sub-parser."""
-    p = validate_subparsers.add_parser(
-        "published",
-        help="reproduce the seed papers' published results, with the errors shown",
-        description="Run every published case (analytical, and simulated where a case "
-                    "offers it), print case, quantity, published and predicted value, "
-                    "error and tolerance, and optionally write JSON and one figure per paper.",
-    )
-    p.add_argument("--case", action="append", choices=sorted(CASE_MODULES), metavar="NAME",
-                   help=f"run only this case (repeatable; one of {', '.join(CASE_MODULES)})")
-    p.add_argument("--format", choices=("table", "json"), default="table",
-                   help="what to print on stdout (default: table)")
-    p.add_argument("--plots", metavar="DIR", help="write one figure per paper (PNG) into DIR")
-    p.add_argument("-o", "--output", metavar="FILE", help="also write the rows as JSON to FILE")
-    p.set_defaults(run=run_published)
-    return p
-
-
-def run_published(args: argparse.Namespace) -> int:
-    """Run ``dlscale validate published``; returns 0 (misses are results, not errors)."""
-    from dlscale.output import atomic_write_text, to_jsonable
-
-    names = list(getattr(args, "case", None) or CASE_MODULES)
-    for n in names:
-        get_case(n)
-    rows, outputs = run_cases(names)
-    doc = {"meta": {"cases": names, "within": sum(r["within"] is True for r in rows),
-                    "compared": sum(r["within"] is not None for r in rows),
-                    "rows": len(rows)},
-           "rows": to_jsonable(rows)}
-    text = json.dumps(doc, indent=1)
-    if getattr(args, "output", None):
-        atomic_write_text(args.output, text + "\n")
-    if getattr(args, "plots", None):
-        for n in names:
-            path = plot_case(n, outputs.get(n, []), Path(args.plots) / f"{n}.png")
-            print(f"wrote {path}", file=sys.stderr)
-    sys.stdout.write(text + "\n" if args.format == "json" else format_results(rows) + "\n")
-    return 0

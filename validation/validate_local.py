@@ -300,7 +300,7 @@ def training_rows(profile: MachineProfile, runs: list[Any],
 
 def write_report(report: dict[str, Any], path: str) -> None:
     """Write the report as JSON, atomically."""
-    from dlscale.output import atomic_write_text
+    from dlscale.perfmodel.atomicio import atomic_write_text
 
     atomic_write_text(path, json.dumps(report, indent=2, allow_nan=False) + "\n")
 
@@ -312,8 +312,7 @@ def plot_validation(report: dict[str, Any], path: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from dlscale.output import atomic_write_with
-    from dlscale.perfmodel.atomicio import plot_format
+    from dlscale.perfmodel.atomicio import atomic_write_with, plot_format
 
     fig, ax = plt.subplots(figsize=(6, 5.5))
     rows = report["rows"]

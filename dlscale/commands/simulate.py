@@ -70,7 +70,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--profile", metavar="FILE",
                    help="machine profile from `dlscale calibrate`: its network and kernel "
                         "figures replace the cluster's")
-    from dlscale.simulator.training_cli import add_training_args
+    from dlscale.commands.simulate_training import add_training_args
 
     add_training_args(p)  # training options; the ones above are shared
     p.set_defaults(run=run)
@@ -124,7 +124,7 @@ def _one_node_count(text: str) -> int:
 
 def run(args: argparse.Namespace) -> int:
     if args.workload is not None:
-        from dlscale.simulator.training_cli import run_training
+        from dlscale.commands.simulate_training import run_training
 
         return run_training(args)
     if not args.size_bytes >= 0:

@@ -58,7 +58,7 @@ def _add_local(sub: Any) -> None:
 
 
 def _add_published(sub: Any) -> None:
-    from dlscale.validation.published import add_published_parser
+    from dlscale.commands.validate_published import add_published_parser
 
     add_published_parser(sub)
 

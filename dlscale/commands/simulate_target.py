@@ -13,14 +13,14 @@ crossings.
 Examples
 --------
 >>> import argparse
->>> from dlscale.simulator.training_cli import add_training_args
+>>> from dlscale.commands.simulate_training import add_training_args
 >>> p = argparse.ArgumentParser()
 >>> p.add_argument("cluster"); p.add_argument("workload", nargs="?")  # doctest: +ELLIPSIS
 _Store...
 >>> add_training_args(p)
 >>> args = p.parse_args(["cori-knl", "googlenet", "--nodes", "4", "--algorithm", "async-sgd",
 ...                      "--target-accuracy", "0.8", "--iterations", "150"])
->>> from dlscale.simulator.training_cli import run_training
+>>> from dlscale.commands.simulate_training import run_training
 >>> run_training(args)  # doctest: +ELLIPSIS
 # cori-knl / googlenet, 4 nodes (4 workers): time to 0.8 test accuracy...
 0
@@ -35,8 +35,7 @@ from typing import Any
 
 from dlscale.output import format_table, to_jsonable, write_rows
 from dlscale.perfmodel.errors import ConfigError
-
-from .training_target import TargetReport, TargetSpec, grid, time_to_target
+from dlscale.simulator.training_target import TargetReport, TargetSpec, grid, time_to_target
 
 __all__ = ["check_target_args", "run_target"]
 
@@ -122,7 +121,7 @@ def run_target(args: argparse.Namespace, cluster: Any, workload: Any, network: s
                                        "target_accuracy": spec.target_accuracy,
                                        "seeds": rep.seeds, "tuned": rep.tuned})
     if args.plot:
-        from .training_plots import plot_target
+        from dlscale.simulator.training_plots import plot_target
 
         plot_target(args.plot, rep, f"{workload.name} on {cluster.name}, {nodes} nodes "
                                     "(simulated)")

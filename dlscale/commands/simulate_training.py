@@ -31,9 +31,8 @@ from typing import Any
 from dlscale.output import format_table, to_jsonable, write_rows
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.workload import ALGORITHMS
-
-from .training_net import DEFAULT_NETWORK, NETWORKS
-from .training_result import TrainingResult
+from dlscale.simulator.training_net import DEFAULT_NETWORK, NETWORKS
+from dlscale.simulator.training_result import TrainingResult
 
 __all__ = ["COLUMNS", "add_training_args", "run_training"]
 
@@ -110,7 +109,7 @@ def _nodes(value: Any) -> list[int]:
         return [2]
     if isinstance(value, int):
         return [value]
-    from dlscale.commands.common import parse_nodes
+    from dlscale.node_counts import parse_nodes
     return parse_nodes(str(value))
 
 
@@ -123,8 +122,7 @@ def run_training(args: argparse.Namespace) -> int:
     import dataclasses
 
     from dlscale.perfmodel.config import load_cluster, load_workload
-
-    from .training_run import simulate_training
+    from dlscale.simulator.training_run import simulate_training
 
     if not getattr(args, "workload", None):
         raise ConfigError("workload: simulated training needs a WORKLOAD (preset or TOML)")
@@ -141,7 +139,7 @@ def run_training(args: argparse.Namespace) -> int:
     for a in algs:
         if a is not None and a not in ALGORITHMS:
             raise ConfigError(f"--compare: unknown algorithm {a!r}; valid: {', '.join(ALGORITHMS)}")
-    from .training_target_cli import check_target_args, run_target
+    from dlscale.commands.simulate_target import check_target_args, run_target
 
     target = check_target_args(args, nodes)
     for flag, v, low in (("--eval-every", getattr(args, "eval_every", None), 1),
@@ -158,8 +156,8 @@ def run_training(args: argparse.Namespace) -> int:
         cosim["hidden"] = args.hidden
     if getattr(args, "cosim_model", None):
         cosim["model"] = args.cosim_model
-    from .stragglers import make_noise
-    from .training_cosim import check_cosim_options
+    from dlscale.simulator.stragglers import make_noise
+    from dlscale.simulator.training_cosim import check_cosim_options
 
     if args.seed < 0:
         raise ConfigError(f"--seed: must be an integer >= 0, got {args.seed}")
@@ -207,7 +205,7 @@ def run_training(args: argparse.Namespace) -> int:
     if args.output:
         write_rows(args.output, rows, meta)
     if args.plot:
-        from .training_plots import plot_accuracy, plot_training_scaling
+        from dlscale.simulator.training_plots import plot_accuracy, plot_training_scaling
         title = f"{workload.name} on {cluster.name} (simulated)"
         if args.cosim:
             plot_accuracy(args.plot, runs, title)

@@ -1,0 +1,158 @@
+"""Imports run one way: kernels <- perfmodel <- simulator <- validation <- API <- CLI.
+
+The design (``shared/DESIGN.md``, "Layers and data flow") says no layer imports one
+above it. This test walks every module of the package with :mod:`ast` and lists each
+import of a ``dlscale`` module that sits in a higher layer than the importer --
+module-level, function-level, relative (``from ..x import``) and
+``importlib.import_module("dlscale....")`` with a literal name alike. The layers, by
+the package a module lives in:
+
+====  ==========================================  ===========================
+rank  packages                                    role
+====  ==========================================  ===========================
+0     ``dlscale.kernels``                         numba kernels, arrays in/out
+1     ``dlscale.perfmodel``                       config, catalogs, closed forms
+2     ``dlscale.simulator``                       discrete-event simulation
+3     ``dlscale.validation``                      measurements, published cases
+4     ``dlscale`` (its own modules: ``api``,      Python API: sweeps, plans,
+      ``sweep*``, ``plan``, ``study*``, ...)      studies, results, plots
+5     ``dlscale.cli``, ``dlscale.commands``,      command line (argparse)
+      ``dlscale.__main__``
+====  ==========================================  ===========================
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: Source folder -> import name of the package it installs as (pyproject's package-dir).
+PACKAGE_DIRS = {"kernels": "dlscale.kernels", "perfmodel": "dlscale.perfmodel",
+                "simulator": "dlscale.simulator", "validation": "dlscale.validation",
+                "dlscale": "dlscale"}
+
+#: Import-name prefix -> layer rank; the longest matching prefix wins.
+LAYERS = {"dlscale.kernels": 0, "dlscale.perfmodel": 1, "dlscale.simulator": 2,
+          "dlscale.validation": 3, "dlscale": 4, "dlscale.cli": 5, "dlscale.commands": 5,
+          "dlscale.__main__": 5}
+
+
+def layer(module: str) -> int | None:
+    """Layer rank of a dotted module name, or None outside ``dlscale``.
+
+    >>> layer("dlscale.perfmodel.units"), layer("dlscale.commands.predict"), layer("numpy")
+    (1, 5, None)
+    >>> layer("dlscale"), layer("dlscale.api")
+    (4, 4)
+    """
+    best = None
+    for prefix, rank in LAYERS.items():
+        if (module == prefix or module.startswith(prefix + ".")) and (
+                best is None or len(prefix) > len(best[0])):
+            best = (prefix, rank)
+    return None if best is None else best[1]
+
+
+def modules() -> list[tuple[str, Path]]:
+    """Every source module as (dotted name, path)."""
+    out = []
+    for folder, package in PACKAGE_DIRS.items():
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            rel = path.relative_to(ROOT / folder).with_suffix("")
+            parts = [p for p in rel.parts if p != "__init__"]
+            out.append((".".join([package, *parts]), path))
+    return out
+
+
+def imported_names(name: str, path: Path) -> list[tuple[int, str]]:
+    """(line, dotted module name) of each import in the module, at any depth."""
+    is_package = path.name == "__init__.py"
+    package = name if is_package else name.rpartition(".")[0]
+    out: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[:len(base) - (node.level - 1)]
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            # ``from pkg import sub`` may name a submodule: count the deepest candidate.
+            out += [(node.lineno, f"{mod}.{a.name}") for a in node.names]
+        elif (isinstance(node, ast.Call) and node.args
+              and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)
+              and getattr(node.func, "attr", getattr(node.func, "id", None)) == "import_module"):
+            out.append((node.lineno, node.args[0].value))
+        elif (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.JoinedStr)
+              and getattr(node.func, "attr", getattr(node.func, "id", None)) == "import_module"):
+            head = node.args[0].values[0] if node.args[0].values else None
+            if isinstance(head, ast.Constant) and isinstance(head.value, str):
+                out.append((node.lineno, head.value.rstrip(".")))  # the literal prefix
+    return out
+
+
+def violations() -> list[str]:
+    """Each import of a higher layer, as ``path:line: importer imports name``."""
+    found = []
+    for name, path in modules():
+        own = layer(name)
+        assert own is not None
+        for line, target in imported_names(name, path):
+            rank = layer(target)
+            if rank is not None and rank > own:
+                found.append(f"{path.relative_to(ROOT)}:{line}: {name} (layer {own}) "
+                             f"imports {target} (layer {rank})")
+    return found
+
+
+def test_every_layer_is_found():
+    names = [n for n, _ in modules()]
+    for prefix in ("dlscale.kernels.", "dlscale.perfmodel.", "dlscale.simulator.",
+                   "dlscale.validation.", "dlscale.commands.", "dlscale.api"):
+        assert any(n.startswith(prefix) for n in names), prefix
+
+
+def test_imports_run_down_the_layers():
+    found = violations()
+    assert not found, "imports up the layers:\n" + "\n".join(found)
+
+
+def test_checker_sees_function_level_and_relative_imports(tmp_path):
+    src = tmp_path / "x.py"
+    src.write_text("def f():\n    from ..commands.common import parse_nodes\n"
+                   "    import importlib\n    importlib.import_module('dlscale.cli')\n")
+    names = imported_names("dlscale.simulator.x", src)
+    assert (2, "dlscale.commands.common.parse_nodes") in names
+    assert (4, "dlscale.cli") in names
+    assert [layer(n) for _, n in names] == [5, None, 5]
+
+
+@pytest.mark.parametrize("module,expected", [("dlscale.kernels.sgd", 0),
+                                             ("dlscale.output", 4), ("dlscale.cli", 5)])
+def test_layer_ranks(module, expected):
+    assert layer(module) == expected
+
+
+def private_imports() -> list[str]:
+    """Each ``from dlscale.<other package> import _name``: a private name used across packages."""
+    found = []
+    for name, path in modules():
+        own_package = name.rpartition(".")[0] if path.name != "__init__.py" else name
+        for line, target in imported_names(name, path):
+            mod, _, leaf = target.rpartition(".")
+            if (leaf.startswith("_") and not leaf.startswith("__") and mod.startswith("dlscale")
+                    and layer(mod) != layer(own_package)):
+                found.append(f"{path.relative_to(ROOT)}:{line}: {name} imports {target}")
+    return found
+
+
+def test_no_private_names_across_layers():
+    """One formula, one place: a layer calls another's public functions, not its helpers."""
+    found = private_imports()
+    assert not found, "private names imported across layers:\n" + "\n".join(found)

@@ -7,9 +7,11 @@ Each paper is one *case* module (``case_you_sc17``, ``case_cavdar_isc19``,
 values and the scaling curves for its figure) for one fidelity, and names in
 ``MISSES`` the quantities the model misses, each with its diagnosed cause. This
 module holds the registry, compares prediction with publication
-(:func:`compare`), runs cases (:func:`run_cases`), prints and writes the results,
-draws one figure per paper, and provides ``dlscale validate published``
-(:func:`add_published_parser`, :func:`run_published`).
+(:func:`compare`), runs cases (:func:`run_cases`), draws one figure per paper, and
+provides ``dlscale validate published`` (:func:`add_published_parser`,
+:func:`run_published`); :mod:`.report` formats the results, :mod:`.accounting`
+counts them (distinct quantities, consistency checks, efficiency bias, recorded
+misses) and :mod:`.readme` writes them into ``validation/README.md``.
 
 Error and tolerance by kind of quantity (the accuracy target of the issue):
 
@@ -46,7 +48,7 @@ import argparse
 import importlib
 import json
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,6 +57,7 @@ from dlscale.perfmodel.errors import ConfigError, unknown_name
 
 __all__ = [
     "CASE_MODULES",
+    "CHECKS",
     "FIDELITIES",
     "KINDS",
     "ROW_KEYS",
@@ -98,9 +101,13 @@ KINDS: dict[str, tuple[str, float, str]] = {
     "ordering": ("ordering", 0.0, "right"),
 }
 
+#: What a quantity's row checks: the model ("published") or only arithmetic on a
+#: cited input ("consistency", outside the count).
+CHECKS = ("published", "consistency")
+
 #: Keys of a result row, in column order.
 ROW_KEYS = ("case", "paper", "quantity", "kind", "published", "predicted", "unit", "error",
-            "error_unit", "tolerance", "within", "fidelity", "note", "source")
+            "error_unit", "tolerance", "within", "fidelity", "note", "source", "group", "check")
 
 
 @dataclass(frozen=True)
@@ -121,6 +128,16 @@ class Quantity:
         Unit of ``published`` (``""`` for fractions, factors and orderings).
     source : str
         Where the number comes from (a section of published-results.md).
+    group : str
+        The distinct published quantity this row checks (default: ``name``). Two
+        quantities with one group are one published figure stated twice (a throughput
+        the paper derives from a stated time, a speed-up that is a ratio of stated
+        times) and count once (:mod:`.accounting`).
+    check : {"published", "consistency"}
+        ``"consistency"``: the published number is an arithmetic restatement of a
+        cited input (e.g. a buffer of ``vocab x hidden x 4`` bytes where vocab and
+        hidden are the inputs), so agreeing with it checks the arithmetic, not the
+        model; shown, labelled, and kept outside the count.
     """
 
     name: str
@@ -128,10 +145,14 @@ class Quantity:
     published: float | str | None
     unit: str
     source: str
+    group: str = ""
+    check: str = "published"
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise unknown_name("quantity kind", self.kind, KINDS)
+        if self.check not in CHECKS:
+            raise unknown_name("quantity check", self.check, CHECKS)
 
 
 @dataclass(frozen=True)
@@ -203,7 +224,7 @@ def compare(case: str, paper: str, q: Quantity, predicted: Any, fidelity: str = 
         "published": q.published,
         "predicted": None, "unit": q.unit, "error": None, "error_unit": measure,
         "tolerance": label, "within": False, "fidelity": fidelity, "note": note,
-        "source": q.source,
+        "source": q.source, "group": q.group or q.name, "check": q.check,
     }
     if q.published is None:
         row.update(predicted=predicted, within=None, tolerance="",
@@ -286,64 +307,6 @@ def run_cases(names: Iterable[str] | None = None, fidelities: Sequence[str] = FI
     return rows, outputs
 
 
-def _fmt(value: Any, unit: str, kind: str) -> str:
-    if value is None:
-        return "n/a"
-    if isinstance(value, str):
-        return value
-    if kind in ("efficiency", "fraction"):
-        return f"{100 * value:.1f}%"
-    if unit == "bytes":
-        return f"{value / 2**30:.3g} GiB" if value >= 2**30 else f"{value / 1e6:.3g} MB"
-    if abs(value) >= 1e7:
-        text = f"{value:.3g}"
-    else:
-        text = f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
-    return f"{text} {unit}".rstrip()
-
-
-def _fmt_error(row: Mapping[str, Any]) -> str:
-    err, unit = row["error"], row["error_unit"]
-    if err is None:
-        return "n/a"
-    if unit == "pp":
-        return f"{err:+.1f} pp"
-    if unit == "relative":
-        return f"{100 * err:+.1f}%"
-    if unit == "difference":
-        return f"{err:+g}"
-    return str(err)
-
-
-def table_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
-    """Rows formatted for the text table (units, percentages, signs)."""
-    out = []
-    for r in rows:
-        kind = r["kind"]
-        out.append({
-            "case": r["case"], "quantity": r["quantity"],
-            "published": _fmt(r["published"], r["unit"], kind),
-            "predicted": _fmt(r["predicted"], r["unit"], kind),
-            "error": _fmt_error(r), "tol": r["tolerance"],
-            "within": {True: "yes", False: "MISS", None: "-"}[r["within"]],
-            "fidelity": r["fidelity"],
-        })
-    return out
-
-
-def format_results(rows: Sequence[Mapping[str, Any]]) -> str:
-    """The results as an aligned text table followed by the notes of the misses."""
-    from dlscale.output import format_table
-
-    text = format_table(table_rows(rows))
-    notes = [f"- {r['case']}/{r['quantity']} ({r['fidelity']}): {r['note']}"
-             for r in rows if r["within"] is not True]
-    n_in = sum(r["within"] is True for r in rows)
-    n_all = sum(r["within"] is not None for r in rows)
-    summary = f"\n{n_in} of {n_all} published values within tolerance."
-    return text + summary + ("\n\nMisses (with their causes) and predictions:\n" + "\n".join(notes) if notes else "")
-
-
 def plot_case(name: str, outputs: Sequence[CaseOutput], path: str | Path) -> Path:
     """Draw the paper's figure (one panel per curve) to ``path``, atomically."""
     import matplotlib
@@ -394,6 +357,11 @@ def add_published_parser(validate_subparsers: Any) -> argparse.ArgumentParser:
                    help="what to print on stdout (default: table)")
     p.add_argument("--plots", metavar="DIR", help="write one figure per paper (PNG) into DIR")
     p.add_argument("-o", "--output", metavar="FILE", help="also write the rows as JSON to FILE")
+    p.add_argument("--write-readme", nargs="?", const="", default=None,
+                   metavar="README.md",
+                   help="regenerate the results block of the validation README (default: the "
+                        "README.md next to the validation package, i.e. validation/README.md "
+                        "in a source checkout; needs every case, so not with --case)")
     p.set_defaults(run=run_published)
     return p
 
@@ -402,13 +370,26 @@ def run_published(args: argparse.Namespace) -> int:
     """Run ``dlscale validate published``; returns 0 (misses are results, not errors)."""
     from dlscale.output import atomic_write_text, to_jsonable
 
+    from .accounting import summarize
+
     names = list(getattr(args, "case", None) or CASE_MODULES)
     for n in names:
         get_case(n)
+    readme = getattr(args, "write_readme", None)
+    if readme is not None:
+        from .readme import README, replace_block
+
+        if getattr(args, "case", None):
+            raise ConfigError(f"--write-readme: the README shows every case; drop --case "
+                              f"(got {', '.join(names)})")
+        readme = README if readme == "" else Path(readme)
+        from dlscale.perfmodel.config import read_utf8
+
+        replace_block(read_utf8(readme, "README"), "")  # no block: refused before any work
     rows, outputs = run_cases(names)
     doc = {"meta": {"cases": names, "within": sum(r["within"] is True for r in rows),
                     "compared": sum(r["within"] is not None for r in rows),
-                    "rows": len(rows)},
+                    "rows": len(rows), **summarize(rows)},
            "rows": to_jsonable(rows)}
     text = json.dumps(doc, indent=1)
     if getattr(args, "output", None):
@@ -417,5 +398,11 @@ def run_published(args: argparse.Namespace) -> int:
         for n in names:
             path = plot_case(n, outputs.get(n, []), Path(args.plots) / f"{n}.png")
             print(f"wrote {path}", file=sys.stderr)
+    if readme is not None:
+        from .readme import write_readme
+
+        print(f"wrote {write_readme(rows, readme)}", file=sys.stderr)
+    from .report import format_results
+
     sys.stdout.write(text + "\n" if args.format == "json" else format_results(rows) + "\n")
     return 0

@@ -279,3 +279,24 @@ def test_write_readme_replaces_only_the_generated_block(tmp_path, capsys) -> Non
     text = path.read_text(encoding="utf-8")
     assert text.startswith(f"# head\n{BEGIN}\n```\ncase ") and text.endswith(f"{END}\ntail\n")
     assert "distinct published quantities within tolerance" in text and "stale text" not in text
+
+
+def test_diagnose_checks_every_claim_against_the_model(capsys) -> None:
+    # validation/diagnose.py: each configuration behind a miss, taken apart; its
+    # diagnosis' claim (compute- or memory-bound, compute-dominated, fits) must hold.
+    from dlscale.validation.diagnose import CLAIMS, CONFIGS, diagnose, main
+
+    for cfg in CONFIGS:
+        assert cfg.claim in CLAIMS
+        assert set(cfg.misses) <= set(get_case(cfg.case).MISSES), cfg.label
+    rows = {r["config"]: r for r in diagnose()}
+    laanait = rows["FCN fp16, batch 4, 1 Summit node"]
+    # issue 13 item 4: Laanait's FLOP/s is compute-bound, not HBM-bound
+    assert laanait["bound"] == "compute" and laanait["flop_ms"] > 10 * laanait["mem_ms"]
+    for r in rows.values():
+        assert r["roofline_ms"] >= max(r["flop_ms"], r["mem_ms"]) * (1 - 1e-9)
+        assert r["roofline_ms"] <= (r["flop_ms"] + r["mem_ms"]) * (1 + 1e-9)
+        assert r["compute_ms"] >= r["roofline_ms"] * (1 - 1e-9)
+    assert main(["--case", "laanait-summit"]) == 0
+    out = capsys.readouterr().out
+    assert "compute-bound holds" in out and "flop_ms" in out

@@ -2,7 +2,9 @@
 
 A cluster or a workload is given either as the name of a built-in preset
 (``summit``, ``resnet50``) or as a path to a TOML file. A file may start from a
-preset with ``base = "summit"`` and change only some fields. Keys carry their units
+preset with ``base = "summit"``, or from another file of the same kind with
+``base = "summit-fast.toml"`` (relative to the file; chains are followed, a cycle
+is an error), and change only some fields. Keys carry their units
 (``bandwidth_GBps``, ``latency_us``, ``memory_GiB``); see :mod:`.tomlmap`. Both are
 parsed once, at the edge, into the frozen dataclasses of :mod:`.hardware` and
 :mod:`.workload`; every error names the file, the dotted field, the value and what
@@ -51,7 +53,8 @@ def read_toml(path: str | Path) -> dict[str, Any]:
                 if kind == "a GraphML" else "")
         raise ConfigError(f"{path}: is {kind} file, not TOML{hint}")
     try:
-        return tomllib.loads(text)
+        data: dict[str, Any] = tomllib.loads(text)
+        return data
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: TOML syntax error: {exc}") from None
     except RecursionError:
@@ -121,14 +124,37 @@ def _load(tp: type, kind: str, spec: str | Path | Any) -> Any:
     spec = str(spec)
     if not _is_file_spec(spec):
         return _preset(tp, spec, kind)
-    table = read_toml(spec)
-    where = f"{spec}: {kind}"
+    return _load_file(tp, kind, Path(spec), ())
+
+
+def _load_file(tp: type, kind: str, path: Path, chain: tuple[Path, ...]) -> Any:
+    """Build ``tp`` from the TOML file ``path``, starting from its ``base`` if any.
+
+    ``base`` is a preset name or the path of another TOML file of the same kind,
+    relative to the file that names it; ``chain`` holds the files already on the way
+    (a file met twice is a cycle).
+    """
+    me = path.resolve()
+    if me in chain:
+        names = " -> ".join(str(p) for p in (*chain[chain.index(me):], me))
+        raise ConfigError(f"{chain[-1]}: {kind}.base: cycle {names}; a base file may not "
+                          f"lead back to a file that starts from it")
+    table = read_toml(path)
+    where = f"{path}: {kind}"
     base = None
     if "base" in table:
-        base_name = table.pop("base")
-        if not isinstance(base_name, str):
-            raise ConfigError(f"{where}.base: expected a preset name, got {base_name!r}")
-        base = _preset(tp, base_name, f"{where}.base")
+        name = table.pop("base")
+        if not isinstance(name, str) or not name:
+            raise ConfigError(f"{where}.base: expected a preset name or the path of a TOML "
+                              f"file (relative to this file), got {name!r}")
+        target = Path(name) if Path(name).is_absolute() else path.parent / name
+        if name.endswith(".toml") or "/" in name or target.is_file():
+            if not target.is_file():
+                raise ConfigError(f"{where}.base: file not found: {target} (a base path is "
+                                  f"relative to the file that names it)")
+            base = _load_file(tp, kind, target, (*chain, me))
+        else:
+            base = _preset(tp, name, f"{where}.base")
     return build(tp, table, where, base=base, lookup=_preset)
 
 
@@ -156,7 +182,8 @@ def load_cluster(spec: str | Path | Cluster, profile: str | Path | None = None) 
 
 def load_workload(spec: str | Path | Workload) -> Workload:
     """A workload from a preset name, a TOML path, or a Workload (returned as is)."""
-    return _load(Workload, "workload", spec)
+    workload: Workload = _load(Workload, "workload", spec)
+    return workload
 
 
 def _nest(overrides: Mapping[str, Any]) -> dict[str, Any]:

@@ -57,6 +57,8 @@ def files(tmp_path: Path) -> Path:
     (tmp_path / "st.toml").write_text('cluster = "summit"\nworkload = "resnet50"\nnodes = [1]\n')
     (tmp_path / "dup.toml").write_text('cluster = "summit"\nworkload = "resnet50"\nnodes = [1]\n'
                                        '[vary]\ntau = [2, 2]\n')
+    (tmp_path / "cyc-a.toml").write_text('base = "cyc-b.toml"\n')
+    (tmp_path / "cyc-b.toml").write_text('base = "cyc-a.toml"\n')
     return tmp_path
 
 
@@ -110,6 +112,9 @@ CASES = {
     "GraphML where TOML": (["predict", "{d}/directed.graphml", "resnet50", "--nodes", "1"],
                            "is a GraphML file, not TOML"),
     "duplicate vary value": (["sweep", "{d}/dup.toml"], "vary.tau: value 2 is given twice"),
+    # issue 13: base files
+    "base file cycle": (["predict", "{d}/cyc-a.toml", "resnet50", "--nodes", "1"],
+                        r"cluster\.base: cycle .*cyc-a\.toml -> .*cyc-b\.toml -> .*cyc-a\.toml"),
 }
 
 

@@ -75,3 +75,40 @@ def test_overrides_by_dotted_path_keep_the_rest():
     assert c2.node.device == c.node.device
     with pytest.raises(ConfigError, match=r"cluster\.network\.topology\.max_nodes: expected an integer, got 'many'"):
         apply_overrides(c, {"network.topology.max_nodes": "many"})
+
+
+def test_base_may_be_another_file_relative_to_the_one_naming_it(tmp_path) -> None:
+    from dlscale.perfmodel.config import load_cluster, load_workload
+
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "fast.toml").write_text(
+        'base = "summit"\n[network.link]\nbandwidth_GBps = 25.0\n')
+    (tmp_path / "mine.toml").write_text('base = "sub/fast.toml"\nname = "mine"\n')
+    c = load_cluster(tmp_path / "mine.toml")
+    assert c.name == "mine" and c.network.link.bandwidth_Bps == 25e9
+    assert c.node == load_cluster("summit").node
+    (tmp_path / "w1.toml").write_text('base = "resnet50"\nbatch_per_device = 64\n')
+    (tmp_path / "w2.toml").write_text('base = "w1.toml"\nprecision = "fp16"\n')
+    w = load_workload(str(tmp_path / "w2.toml"))
+    assert (w.batch_per_device, w.precision, w.model.name) == (64, "fp16", "resnet50")
+
+
+def test_base_file_errors_name_the_field_and_value(tmp_path) -> None:
+    from dlscale.perfmodel.config import load_cluster
+
+    (tmp_path / "a.toml").write_text('base = "b.toml"\n')
+    (tmp_path / "b.toml").write_text('base = "a.toml"\n')
+    with pytest.raises(ConfigError, match=r"cluster\.base: cycle .*a\.toml -> .*b\.toml -> "
+                                          r".*a\.toml"):
+        load_cluster(tmp_path / "a.toml")
+    (tmp_path / "self.toml").write_text('base = "self.toml"\n')
+    with pytest.raises(ConfigError, match=r"cluster\.base: cycle"):
+        load_cluster(tmp_path / "self.toml")
+    (tmp_path / "missing.toml").write_text('base = "gone.toml"\n')
+    with pytest.raises(ConfigError, match=r"missing\.toml: cluster\.base: file not found: "
+                                          r".*gone\.toml \(a base path is relative"):
+        load_cluster(tmp_path / "missing.toml")
+    (tmp_path / "num.toml").write_text("base = 3\n")
+    with pytest.raises(ConfigError, match=r"cluster\.base: expected a preset name or the path "
+                                          r"of a TOML file .*got 3"):
+        load_cluster(tmp_path / "num.toml")

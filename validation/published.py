@@ -7,9 +7,11 @@ Each paper is one *case* module (``case_you_sc17``, ``case_cavdar_isc19``,
 values and the scaling curves for its figure) for one fidelity, and names in
 ``MISSES`` the quantities the model misses, each with its diagnosed cause. This
 module holds the registry, compares prediction with publication
-(:func:`compare`), runs cases (:func:`run_cases`), prints and writes the results,
-and draws one figure per paper. The command ``dlscale validate published`` that
-runs them lives in :mod:`dlscale.commands.validate_published`.
+(:func:`compare`), runs cases (:func:`run_cases`) and draws one figure per paper;
+:mod:`.report` formats the results, :mod:`.accounting` counts them (distinct
+quantities, consistency checks, efficiency bias, recorded misses) and :mod:`.readme`
+writes them into ``validation/README.md``. The command ``dlscale validate published``
+that runs them lives in :mod:`dlscale.commands.validate_published`.
 
 Error and tolerance by kind of quantity (the accuracy target of the issue):
 
@@ -43,7 +45,7 @@ False
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,6 +54,7 @@ from dlscale.perfmodel.errors import ConfigError, unknown_name
 
 __all__ = [
     "CASE_MODULES",
+    "CHECKS",
     "FIDELITIES",
     "KINDS",
     "ROW_KEYS",
@@ -93,9 +96,13 @@ KINDS: dict[str, tuple[str, float, str]] = {
     "ordering": ("ordering", 0.0, "right"),
 }
 
+#: What a quantity's row checks: the model ("published") or only arithmetic on a
+#: cited input ("consistency", outside the count).
+CHECKS = ("published", "consistency")
+
 #: Keys of a result row, in column order.
 ROW_KEYS = ("case", "paper", "quantity", "kind", "published", "predicted", "unit", "error",
-            "error_unit", "tolerance", "within", "fidelity", "note", "source")
+            "error_unit", "tolerance", "within", "fidelity", "note", "source", "group", "check")
 
 
 @dataclass(frozen=True)
@@ -116,6 +123,16 @@ class Quantity:
         Unit of ``published`` (``""`` for fractions, factors and orderings).
     source : str
         Where the number comes from (a section of published-results.md).
+    group : str
+        The distinct published quantity this row checks (default: ``name``). Two
+        quantities with one group are one published figure stated twice (a throughput
+        the paper derives from a stated time, a speed-up that is a ratio of stated
+        times) and count once (:mod:`.accounting`).
+    check : {"published", "consistency"}
+        ``"consistency"``: the published number is an arithmetic restatement of a
+        cited input (e.g. a buffer of ``vocab x hidden x 4`` bytes where vocab and
+        hidden are the inputs), so agreeing with it checks the arithmetic, not the
+        model; shown, labelled, and kept outside the count.
     """
 
     name: str
@@ -123,10 +140,14 @@ class Quantity:
     published: float | str | None
     unit: str
     source: str
+    group: str = ""
+    check: str = "published"
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise unknown_name("quantity kind", self.kind, KINDS)
+        if self.check not in CHECKS:
+            raise unknown_name("quantity check", self.check, CHECKS)
 
 
 @dataclass(frozen=True)
@@ -198,7 +219,7 @@ def compare(case: str, paper: str, q: Quantity, predicted: Any, fidelity: str = 
         "published": q.published,
         "predicted": None, "unit": q.unit, "error": None, "error_unit": measure,
         "tolerance": label, "within": False, "fidelity": fidelity, "note": note,
-        "source": q.source,
+        "source": q.source, "group": q.group or q.name, "check": q.check,
     }
     if q.published is None:
         row.update(predicted=predicted, within=None, tolerance="",
@@ -281,64 +302,6 @@ def run_cases(names: Iterable[str] | None = None, fidelities: Sequence[str] = FI
     return rows, outputs
 
 
-def _fmt(value: Any, unit: str, kind: str) -> str:
-    if value is None:
-        return "n/a"
-    if isinstance(value, str):
-        return value
-    if kind in ("efficiency", "fraction"):
-        return f"{100 * value:.1f}%"
-    if unit == "bytes":
-        return f"{value / 2**30:.3g} GiB" if value >= 2**30 else f"{value / 1e6:.3g} MB"
-    if abs(value) >= 1e7:
-        text = f"{value:.3g}"
-    else:
-        text = f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
-    return f"{text} {unit}".rstrip()
-
-
-def _fmt_error(row: Mapping[str, Any]) -> str:
-    err, unit = row["error"], row["error_unit"]
-    if err is None:
-        return "n/a"
-    if unit == "pp":
-        return f"{err:+.1f} pp"
-    if unit == "relative":
-        return f"{100 * err:+.1f}%"
-    if unit == "difference":
-        return f"{err:+g}"
-    return str(err)
-
-
-def table_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
-    """Rows formatted for the text table (units, percentages, signs)."""
-    out = []
-    for r in rows:
-        kind = r["kind"]
-        out.append({
-            "case": r["case"], "quantity": r["quantity"],
-            "published": _fmt(r["published"], r["unit"], kind),
-            "predicted": _fmt(r["predicted"], r["unit"], kind),
-            "error": _fmt_error(r), "tol": r["tolerance"],
-            "within": {True: "yes", False: "MISS", None: "-"}[r["within"]],
-            "fidelity": r["fidelity"],
-        })
-    return out
-
-
-def format_results(rows: Sequence[Mapping[str, Any]]) -> str:
-    """The results as an aligned text table followed by the notes of the misses."""
-    from dlscale.perfmodel.tables import format_table
-
-    text = format_table(table_rows(rows))
-    notes = [f"- {r['case']}/{r['quantity']} ({r['fidelity']}): {r['note']}"
-             for r in rows if r["within"] is not True]
-    n_in = sum(r["within"] is True for r in rows)
-    n_all = sum(r["within"] is not None for r in rows)
-    summary = f"\n{n_in} of {n_all} published values within tolerance."
-    return text + summary + ("\n\nMisses (with their causes) and predictions:\n" + "\n".join(notes) if notes else "")
-
-
 def plot_case(name: str, outputs: Sequence[CaseOutput], path: str | Path) -> Path:
     """Draw the paper's figure (one panel per curve) to ``path``, atomically."""
     import matplotlib
@@ -372,3 +335,4 @@ def plot_case(name: str, outputs: Sequence[CaseOutput], path: str | Path) -> Pat
                                                       dpi=110))
     plt.close(fig)
     return target
+

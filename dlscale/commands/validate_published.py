@@ -11,7 +11,7 @@ Examples
 >>> p = argparse.ArgumentParser()
 >>> sub = add_published_parser(p.add_subparsers(dest="what"))
 >>> sorted(a.dest for a in sub._actions if a.dest != "help")
-['case', 'format', 'output', 'plots']
+['case', 'format', 'output', 'plots', 'write_readme']
 """
 
 from __future__ import annotations
@@ -23,13 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from dlscale.output import atomic_write_text, to_jsonable
-from dlscale.validation.published import (
-    CASE_MODULES,
-    format_results,
-    get_case,
-    plot_case,
-    run_cases,
-)
+from dlscale.perfmodel.config import read_utf8
+from dlscale.perfmodel.errors import ConfigError
+from dlscale.validation.accounting import summarize
+from dlscale.validation.published import CASE_MODULES, get_case, plot_case, run_cases
+from dlscale.validation.readme import README, replace_block, write_readme
+from dlscale.validation.report import format_results
 
 __all__ = ["add_published_parser", "run_published"]
 
@@ -49,6 +48,11 @@ def add_published_parser(validate_subparsers: Any) -> argparse.ArgumentParser:
                    help="what to print on stdout (default: table)")
     p.add_argument("--plots", metavar="DIR", help="write one figure per paper (PNG) into DIR")
     p.add_argument("-o", "--output", metavar="FILE", help="also write the rows as JSON to FILE")
+    p.add_argument("--write-readme", nargs="?", const="", default=None,
+                   metavar="README.md",
+                   help="regenerate the results block of the validation README (default: the "
+                        "README.md next to the validation package, i.e. validation/README.md "
+                        "in a source checkout; needs every case, so not with --case)")
     p.set_defaults(run=run_published)
     return p
 
@@ -58,10 +62,17 @@ def run_published(args: argparse.Namespace) -> int:
     names = list(getattr(args, "case", None) or CASE_MODULES)
     for n in names:
         get_case(n)
+    readme = getattr(args, "write_readme", None)
+    if readme is not None:
+        if getattr(args, "case", None):
+            raise ConfigError(f"--write-readme: the README shows every case; drop --case "
+                              f"(got {', '.join(names)})")
+        readme = README if readme == "" else Path(readme)
+        replace_block(read_utf8(readme, "README"), "")  # no block: refused before any work
     rows, outputs = run_cases(names)
     doc = {"meta": {"cases": names, "within": sum(r["within"] is True for r in rows),
                     "compared": sum(r["within"] is not None for r in rows),
-                    "rows": len(rows)},
+                    "rows": len(rows), **summarize(rows)},
            "rows": to_jsonable(rows)}
     text = json.dumps(doc, indent=1)
     if getattr(args, "output", None):
@@ -70,5 +81,7 @@ def run_published(args: argparse.Namespace) -> int:
         for n in names:
             path = plot_case(n, outputs.get(n, []), Path(args.plots) / f"{n}.png")
             print(f"wrote {path}", file=sys.stderr)
+    if readme is not None:
+        print(f"wrote {write_readme(rows, readme)}", file=sys.stderr)
     sys.stdout.write(text + "\n" if args.format == "json" else format_results(rows) + "\n")
     return 0

@@ -18,6 +18,7 @@ Examples
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -25,6 +26,7 @@ from typing import Any
 
 from .errors import ConfigError
 from .hardware import Cluster, Device, Link, NodeSpec
+from .runtime import Runtime
 from .tomlmap import build
 from .workload import Model, Workload
 
@@ -98,6 +100,7 @@ def _preset(tp: type, name: str, where: str) -> Any:
         Model: catalog.get_model,
         Cluster: catalog.get_cluster,
         Workload: catalog.get_workload,
+        Runtime: catalog.get_runtime,
     }
     if tp not in getters:
         raise ConfigError(f"{where}: a preset name is not allowed here, got {name!r}")
@@ -149,6 +152,10 @@ def load_cluster(spec: str | Path | Cluster, profile: str | Path | None = None) 
         from .profile import apply_profile, load_profile
 
         cluster = apply_profile(cluster, load_profile(profile))
+        # the profile's network figures are measured through the stack: no transport
+        # efficiency on top of them
+        cluster = dataclasses.replace(
+            cluster, runtime=dataclasses.replace(cluster.runtime, links_measured=True))
     return cluster
 
 

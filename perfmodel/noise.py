@@ -33,6 +33,7 @@ Examples
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from dataclasses import dataclass, field
@@ -47,9 +48,10 @@ __all__ = ["MAX_SIGMA", "NOISE_MODELS", "Empirical", "Lognormal", "NoNoise", "No
            "expected_max_factor", "make_noise"]
 
 #: Quadrature grid of the lognormal expected maximum: z from -10 to 10 in steps of
-#: 1/400 (the integrand ``P phi(z) Phi(z)^(P-1) exp(sigma z)`` is below 1e-20 of its
-#: peak outside it for P <= 10^7 and sigma <= 2).
-_Z = np.linspace(-10.0, 10.0, 8001)
+#: 0.01 (the integrand ``P phi(z) Phi(z)^(P-1) exp(sigma z)`` is below 1e-20 of its
+#: peak outside it for P <= 10^7 and sigma <= 2; a grid 4 times finer changes the
+#: result by less than 1e-15).
+_Z = np.linspace(-10.0, 10.0, 2001)
 
 #: Largest lognormal ``sigma`` accepted. At ``sigma = 2`` the median factor is already
 #: ``exp(-2) = 0.14`` and the variance ``exp(4) - 1 = 54``: the mean of one is carried
@@ -102,13 +104,15 @@ class Lognormal:
         >>> Lognormal(0.1).expected_max([1, 2, 1000]).round(4).tolist()
         [1.0, 1.0564, 1.3768]
         """
-        p = np.maximum(np.asarray(ranks, dtype=float), 1.0)
+        p_all = np.maximum(np.asarray(ranks, dtype=float), 1.0)
+        p, inverse = np.unique(p_all, return_inverse=True)  # one integral per rank count
         z = _Z
         log_pdf = -0.5 * z ** 2 - 0.5 * math.log(2 * math.pi)
         logs = (np.log(p)[..., None] + log_pdf + (p[..., None] - 1) * log_ndtr(z)
                 + self.sigma * z - 0.5 * self.sigma ** 2)
-        out: np.ndarray = np.trapezoid(np.exp(logs), z, axis=-1)
-        return np.where(p <= 1, 1.0, out)
+        out = np.where(p <= 1, 1.0, np.trapezoid(np.exp(logs), z, axis=-1))
+        got: np.ndarray = out[inverse].reshape(p_all.shape)
+        return got
 
 
 @dataclass(frozen=True)
@@ -197,6 +201,25 @@ NOISE_MODELS = ("none", "lognormal", "empirical")
 
 
 def make_noise(spec: str | Noise | None) -> Noise:
+    """A noise model from a spec (see :func:`_parse`); a string spec is parsed once
+    (an empirical file read once per run), so a cluster may carry it cheaply.
+
+    Examples
+    --------
+    >>> make_noise("lognormal:0.05") is make_noise("lognormal:0.05")
+    True
+    """
+    if isinstance(spec, str):
+        return _parse_cached(spec)
+    return _parse(spec)
+
+
+@functools.lru_cache(maxsize=64)
+def _parse_cached(spec: str) -> Noise:
+    return _parse(spec)
+
+
+def _parse(spec: str | Noise | None) -> Noise:
     """A noise model from ``"none"``, ``"lognormal:SIGMA"`` or ``"empirical:FILE"``.
 
     Examples

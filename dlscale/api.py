@@ -117,7 +117,8 @@ def predict(cluster: str | Path | Cluster, workload: str | Path | Workload,
     rows = raw.to_rows()
     for row in rows:
         add_training_metrics(row, c, w)
-    out = PredictResult(rows, {"cluster": c.name, "workload": w.name, "fidelity": "analytical"})
+    out = PredictResult(rows, {"cluster": c.name, "workload": w.name, "fidelity": "analytical",
+                               "runtime": c.runtime.name})
     out.raw = raw
     return out
 

@@ -175,7 +175,9 @@ def _evaluate(req: PlanRequest, fn: Evaluator) -> list[dict[str, Any]]:
                     rate = float(got["samples_per_s"])
                     t = req.samples / rate if rate > 0 else math.inf
                     row = {"cluster": cluster.name, "topology": cluster.network.topology.family,
-                           "algorithm": algo, "collective": coll, "nodes": n,
+                           "algorithm": algo, "collective": coll,
+                           "allreduce": got.get("allreduce", ""),
+                           "runtime": cluster.runtime.name, "nodes": n,
                            "devices": got.get("devices", n * cluster.node.devices_per_node),
                            "iteration_s": got.get("iteration_s"), "samples_per_s": rate,
                            "efficiency": got.get("efficiency"), "time_s": t,
@@ -236,7 +238,8 @@ def plan(workload: Workload | str, clusters: Sequence[Cluster | str], *,
          algorithms: Sequence[str] | None = None, collectives: Sequence[str] | None = None,
          nodes: Sequence[int] | None = None, rank_by: str = "cost",
          evaluator: str | Evaluator = "analytical",
-         overrides: Mapping[str, Any] | None = None) -> PlanResult:
+         overrides: Mapping[str, Any] | None = None,
+         runtime: str | None = None) -> PlanResult:
     """Search clusters x node counts x algorithms; rank the plans that meet every limit.
 
     Parameters
@@ -256,8 +259,9 @@ def plan(workload: Workload | str, clusters: Sequence[Cluster | str], *,
     prices : mapping, optional
         Cluster name -> price per node-hour, overriding the cluster files.
     algorithms, collectives : sequence of str, optional
-        Training and allreduce algorithms to try (default: the workload's algorithm,
-        every collective).
+        Training and allreduce algorithms to try (default: the workload's algorithm
+        and collective; ``"auto"`` is each cluster's software stack's own choice, named
+        per row in ``allreduce``).
     nodes : sequence of int, optional
         Node counts to try (default: doubling up to each cluster's size).
     rank_by : str
@@ -267,13 +271,18 @@ def plan(workload: Workload | str, clusters: Sequence[Cluster | str], *,
         ``"analytical"`` (default), ``"simulated"``, ``"module:function"`` or a function.
     overrides : mapping, optional
         Dotted-path workload overrides applied first (``{"batch_per_device": 64}``).
+    runtime : str, optional
+        Software stack every cluster runs (default: each cluster's own,
+        :mod:`dlscale.perfmodel.catalog.runtimes`).
     """
     w = load_workload(workload)
     if overrides:
         w = apply_overrides(w, overrides, "workload")
     if not clusters:
         raise ConfigError("clusters: give at least one cluster")
-    cl = [load_cluster(c) for c in clusters]
+    from dlscale.perfmodel.catalog.runtimes import apply_runtime
+
+    cl = [apply_runtime(load_cluster(c), runtime) for c in clusters]
     fn = resolve_evaluator(evaluator)
     if epochs is not None and samples is not None:
         raise ConfigError("target: give epochs or samples, not both")
@@ -288,7 +297,7 @@ def plan(workload: Workload | str, clusters: Sequence[Cluster | str], *,
     if rank_by not in RANK_BY:
         raise unknown_name("rank_by", rank_by, RANK_BY)
     algorithms = list(algorithms or [w.algorithm])
-    collectives = list(collectives or COLLECTIVES)
+    collectives = list(collectives or [w.collective])
     for a in algorithms:
         if a not in ALGORITHMS:
             raise unknown_name("algorithms", a, ALGORITHMS)

@@ -31,7 +31,7 @@ Evaluator = Callable[[Cluster, Workload, list[int], list[int]], list[dict[str, A
 
 #: Result columns after the parameters, in table order (evaluators may add more; those
 #: go to the JSON files only).
-COLUMNS = ("nodes", "network", "devices", "iteration_s", "compute_s", "comm_s", "exposed_comm_s",
+COLUMNS = ("nodes", "network", "runtime", "devices", "iteration_s", "compute_s", "comm_s", "exposed_comm_s",
            "samples_per_s", "efficiency", "memory_per_device_bytes", "fits", "bottleneck",
            "allreduce", "network_limit",
            "time_to_train_s", "node_hours", "cost", "error")
@@ -42,7 +42,8 @@ def analytical(cluster: Cluster, workload: Workload, nodes: list[int],
     """The closed-form model, one vectorized call over the node counts."""
     from dlscale.perfmodel.predict import predict
 
-    return [{**row, "network": "analytical"} for row in predict(cluster, workload, nodes).to_rows()]
+    return [{**row, "network": "analytical", "runtime": cluster.runtime.name}
+            for row in predict(cluster, workload, nodes).to_rows()]
 
 
 def simulated(cluster: Cluster, workload: Workload, nodes: list[int],
@@ -58,7 +59,8 @@ def simulated(cluster: Cluster, workload: Workload, nodes: list[int],
     for n, seed in zip(nodes, seeds, strict=True):
         result = simulate(cluster, workload, n, seed=seed)   # the API's default network
         got = result.to_rows() if hasattr(result, "to_rows") else [dict(result)]
-        rows.append({**got[-1], "network": getattr(result, "network", None)})
+        rows.append({**got[-1], "network": getattr(result, "network", None),
+                     "runtime": cluster.runtime.name})
     return rows
 
 

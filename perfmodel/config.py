@@ -20,6 +20,7 @@ Examples
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -28,6 +29,7 @@ from typing import Any
 from .errors import ConfigError
 from .hardware import Cluster, Device, Link, NodeSpec
 from .msgfactors import MessageFactors, get_message_factors
+from .runtime import Runtime
 from .tomlmap import build
 from .workload import Model, Workload
 
@@ -103,6 +105,7 @@ def _preset(tp: type, name: str, where: str) -> Any:
         Cluster: catalog.get_cluster,
         Workload: catalog.get_workload,
         MessageFactors: get_message_factors,
+        Runtime: catalog.get_runtime,
     }
     if tp not in getters:
         raise ConfigError(f"{where}: a preset name is not allowed here, got {name!r}")
@@ -177,6 +180,10 @@ def load_cluster(spec: str | Path | Cluster, profile: str | Path | None = None) 
         from .profile import apply_profile, load_profile
 
         cluster = apply_profile(cluster, load_profile(profile))
+        # the profile's network figures are measured through the stack: no transport
+        # efficiency on top of them
+        cluster = dataclasses.replace(
+            cluster, runtime=dataclasses.replace(cluster.runtime, links_measured=True))
     return cluster
 
 

@@ -21,6 +21,7 @@ from typing import Protocol, runtime_checkable
 
 from .errors import ConfigError
 from .msgfactors import MessageFactors
+from .runtime import Runtime
 
 __all__ = [
     "PRECISIONS",
@@ -425,6 +426,12 @@ class NetworkSpec:
         return self.topology.max_nodes
 
 
+def _default_runtime() -> Runtime:
+    from .catalog.runtimes import DEFAULT_RUNTIME
+
+    return DEFAULT_RUNTIME
+
+
 @dataclass(frozen=True)
 class Cluster:
     """A machine: identical nodes on one network.
@@ -442,6 +449,19 @@ class Cluster:
     network: NetworkSpec
     price_per_node_hour: float = 0.0
     source: str = ""
+    #: The software stack the machine runs (:mod:`.catalog.runtimes`); a description
+    #: that names none gets :data:`~.catalog.runtimes.DEFAULT_RUNTIME`.
+    runtime: Runtime = field(default_factory=_default_runtime)
+    #: Per-rank compute-time noise (OS noise, stragglers) of the machine: ``"none"``,
+    #: ``"lognormal:SIGMA"`` or ``"empirical:FILE"`` (:mod:`.noise`). ``predict``
+    #: charges a synchronous iteration its expected largest factor over the ranks;
+    #: ``simulate`` draws it per rank unless ``--noise`` says otherwise.
+    noise: str = "none"
+
+    def __post_init__(self) -> None:
+        from .noise import make_noise
+
+        make_noise(self.noise)  # one clear line for a bad spec, before any work
 
     @property
     def max_nodes(self) -> int:

@@ -174,11 +174,14 @@ def iteration_times(cluster: Cluster, workload: Workload, nodes: ArrayLike, *,
     ``network`` (a :class:`~dlscale.perfmodel.netapi.NetworkModel`): synchronous SGD
     asks it for its bucket and bit-vector allreduces (see
     :func:`~dlscale.perfmodel.training_sync.sync_sgd_times`); the EASGD family does
-    not take one (:class:`ConfigError`).
+    not take one (:class:`ConfigError`). Inter-node links are charged as the
+    cluster's runtime's transport delivers them (:func:`.runtime.with_transport`).
     """
+    from .runtime import with_transport
     from .training_easgd import easgd_times
     from .training_sync import sync_sgd_times
 
+    cluster = with_transport(cluster)
     if workload.algorithm != "sync-sgd" and network is not None:
         raise ConfigError(f"network: only sync-sgd takes a network model, got algorithm "
                           f"{workload.algorithm!r}")

@@ -8,8 +8,9 @@ One iteration of one rank:
    than the threshold is a bucket on its own; threshold 0: one bucket per layer).
    A bucket is ready when the backward pass has produced its earliest layer's
    gradient (with ``overlap=False``: when the whole backward pass is done);
-3. a bucket's allreduce starts when it is ready, plus the wait for Horovod's
-   background cycle (half of ``HOROVOD_CYCLE_S`` on average), and when the previous
+3. a bucket's allreduce starts when it is ready, plus the wait for the runtime's
+   background cycle (half of ``runtime.cycle_s`` on average, Horovod's
+   ``HOROVOD_CYCLE_TIME``; 0 for stacks without one), and when the previous
    bucket's allreduce has finished; it costs its orchestration plus the allreduce
    (``workload.collective`` over all ranks, :func:`workload_allreduce`: the steps of
    the algorithm with their loads on every level of the topology,
@@ -25,16 +26,24 @@ graph-aware bit-vector allreduce are asked of it (``network.allreduce_s(n_bytes,
 ranks, algorithm)``, once per bucket size and node count, its own reduction cost);
 the rank-0 negotiation and the sparse allgather keep their closed forms.
 
-``iteration = forward + max(backward, end of the last message) + update``;
-exposed communication = ``iteration - (forward + backward + update)``.
+``iteration = forward + max(backward, end of the last message) + update``, each
+compute term times the expected largest noise factor over the ranks (the cluster's
+``noise``, :mod:`.noise`; 1 without noise); exposed communication = ``iteration -``
+that slowest rank's ``(forward + backward + update)``.
 
-Orchestration per bucket (Laanait et al. 2019 and the Horovod design):
+Orchestration per bucket (Laanait et al. 2019, the Horovod design, and the cluster's
+runtime, :mod:`.runtime`):
 
-- ``grouping="fusion"``: stock Horovod negotiates through rank 0: a gather of the
-  ready-tensor requests (MPICH's ``MPI_Gatherv`` is linear: the root takes ``P - 1``
-  messages, ``(P - 1) alpha``) and a binomial broadcast of the response
-  (``ceil(log2 P) alpha``), with ``alpha`` the latency of the path from the first
-  to the last rank (:func:`negotiation_s`);
+- ``grouping="fusion"`` with a ``"rank0"`` runtime (Horovod before its response
+  cache): negotiation through rank 0: a gather of the ready-tensor requests (MPICH's
+  ``MPI_Gatherv`` is linear: the root takes ``P - 1`` messages, ``(P - 1) alpha``)
+  and a binomial broadcast of the response (``ceil(log2 P) alpha``), with ``alpha``
+  the latency of the path from the first to the last rank (:func:`negotiation_s`);
+- ``grouping="fusion"`` with a ``"cache"`` runtime (Horovod 0.16.1 and later, steady
+  state: every tensor's response is cached): one recursive-doubling allreduce of the
+  cache bit vector (:func:`coordination_bytes`);
+- ``grouping="fusion"`` with a ``"none"`` runtime (MPI, MLSL, NCCL or Gloo driven by
+  the framework in a fixed order): nothing;
 - ``grouping="graph-aware"``: decentralized: one recursive-doubling allreduce of a
   bit vector with one bit per gradient tensor of the model.
 
@@ -57,12 +66,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .collectives import AUTO_CANDIDATES, fastest
+from .catalog.runtimes import HOROVOD_CYCLE_S
+from .collectives import fastest
 from .compute import layer_times, update_s
 from .contention import hockney_params
 from .hardware import Cluster
 from .memory import sparse_gather_bytes
 from .netmodel import limiting_level, path_hockney, time_per_node_count
+from .noise import expected_max_factor
+from .runtime import Runtime, cache_bitvector_bytes, mpich_short, with_transport
 from .training import IterationTimes, Layout
 from .workload import Workload
 
@@ -70,13 +82,8 @@ if TYPE_CHECKING:
     from .netapi import NetworkModel
 
 __all__ = ["HOROVOD_CYCLE_S", "Buckets", "auto_choice", "bit_vector_bytes", "buckets",
-           "collective_summary", "end_to_end_latency_s",
-           "negotiation_s", "sync_sgd_times", "workload_allreduce"]
-
-#: Horovod background-loop cycle: HOROVOD_CYCLE_TIME default 5 ms in Horovod up to
-#: 0.20 (docs/tensor-fusion; the 0.21.0 release notes, PR #2468, lowered it to 1 ms).
-#: The 2017-2019 papers this project reproduces ran the 5 ms releases.
-HOROVOD_CYCLE_S = 5e-3
+           "collective_summary", "coordination_bytes", "end_to_end_latency_s", "negotiation_s", "sync_sgd_times",
+           "workload_allreduce"]
 
 
 @dataclass(frozen=True)
@@ -99,10 +106,14 @@ class Buckets:
     tensors: int
 
 
-def buckets(workload: Workload) -> Buckets:
-    """Pack dense gradients into fusion buckets, from the last layer backwards."""
+def buckets(workload: Workload, runtime: Runtime | None = None) -> Buckets:
+    """Pack dense gradients into fusion buckets, from the last layer backwards.
+
+    ``runtime``: its ``fusion_cap_bytes`` caps the workload's threshold."""
     e = workload.bytes_per_element
     thr = workload.fusion_threshold_bytes
+    if runtime is not None:
+        thr = runtime.fusion_threshold(thr)
     sizes: list[float] = []
     firsts: list[int] = []
     cur, first, tensors = 0.0, -1, 0
@@ -131,31 +142,47 @@ def workload_allreduce(cluster: Cluster, workload: Workload, lay: Layout,
     ``n_bytes`` broadcasts against the node counts ``(N,)`` (e.g. a column ``(B, 1)``
     of bucket sizes). The workload's ``collective`` is costed by
     :func:`.netmodel.collective_time_s` (the per-level loads of its steps on the
-    cluster's topology); ``"auto"`` takes, per size and node count, the least time
-    of :data:`.collectives.AUTO_CANDIDATES` by the same model, and names it.
+    cluster's topology, its links as the runtime's transport delivers them,
+    :func:`.runtime.with_transport`); ``"auto"`` is the runtime's own choice among its
+    algorithms per size and rank count: MPICH's documented thresholds
+    (``selection="mpich"``, :func:`.runtime.mpich_short`) or, for a library that
+    tunes by measurement or its own cost model (NCCL, Intel MPI), the least time of
+    its algorithms by the same network model (``selection="model"``).
 
     Examples
     --------
     >>> from dlscale.perfmodel.catalog import get_cluster, get_workload
     >>> from dlscale.perfmodel.training import layout
     >>> c, w = get_cluster("summit"), get_workload("resnet50")
+    >>> w = dataclasses.replace(w, collective="ring")
     >>> t, names = workload_allreduce(c, w, layout(c, w, [2, 64]), np.array([[1e8]]))
     >>> names.tolist(), bool(t[0, 1] > t[0, 0])
     ([['ring', 'ring']], True)
     """
+    cluster = with_transport(cluster)
+    rt = cluster.runtime
     gamma = hockney_params(cluster)["gamma_s_per_B"] / lay.share
     r = lay.ranks_per_node
-    cands = AUTO_CANDIDATES if workload.collective == "auto" else (workload.collective,)
+    shape = np.broadcast_shapes(np.shape(n_bytes), np.shape(lay.nodes))
+    if workload.collective == "auto" and rt.selection == "mpich":
+        t_rd, t_rab = (time_per_node_count(cluster, "allreduce", a, n_bytes, lay.nodes, r, gamma)
+                       for a in ("recursive-doubling", "rabenseifner"))
+        short = np.broadcast_to(mpich_short(np.asarray(n_bytes), lay.ranks,
+                                            workload.bytes_per_element, rt.short_msg_bytes),
+                                shape)
+        return (np.broadcast_to(np.where(short, t_rd, t_rab), shape),
+                np.where(short, "recursive-doubling", "rabenseifner"))
+    cands = rt.algorithms if workload.collective == "auto" else (workload.collective,)
     times = {a: time_per_node_count(cluster, "allreduce", a, n_bytes, lay.nodes, r, gamma)
              for a in cands}
     best, names = fastest(times)
-    shape = np.broadcast_shapes(np.shape(n_bytes), np.shape(lay.nodes))
     return (np.broadcast_to(np.asarray(best, dtype=float), shape),
             np.broadcast_to(np.asarray(names), shape))
 
 
 def auto_choice(cluster: Cluster, workload: Workload, lay: Layout) -> list[np.ndarray]:
-    """Algorithm ``"auto"`` picks for each gradient bucket (rows) at each node count.
+    """Algorithm ``"auto"`` (the cluster's runtime's rule) picks for each gradient
+    bucket (rows) at each node count.
 
     Examples
     --------
@@ -163,10 +190,10 @@ def auto_choice(cluster: Cluster, workload: Workload, lay: Layout) -> list[np.nd
     >>> from dlscale.perfmodel.training import layout
     >>> w = get_workload("resnet50")
     >>> c = get_cluster("summit")
-    >>> auto_choice(c, w, layout(c, w, [1, 256]))[0].tolist()
-    ['ring', 'hierarchical']
+    >>> auto_choice(c, w, layout(c, w, [1, 512]))[0].tolist()
+    ['ring', 'double-binary-tree']
     """
-    bk = buckets(workload)
+    bk = buckets(workload, cluster.runtime)
     auto = dataclasses.replace(workload, collective="auto")
     names = workload_allreduce(cluster, auto, lay, bk.bytes[:, None])[1]
     return [np.atleast_1d(row) for row in np.atleast_2d(names)]
@@ -187,7 +214,8 @@ def collective_summary(cluster: Cluster, workload: Workload,
     >>> [x.tolist() for x in collective_summary(c, w, layout(c, w, [1, 2, 64]))]
     [['', 'rabenseifner', 'rabenseifner'], ['', 'host', 'L1-L2']]
     """
-    bk = buckets(workload)
+    cluster = with_transport(cluster)
+    bk = buckets(workload, cluster.runtime)
     n = len(lay.nodes)
     if not len(bk.bytes):
         return np.full(n, "", dtype=object), np.full(n, "", dtype=object)
@@ -232,23 +260,43 @@ def bit_vector_bytes(tensors: int) -> float:
 
 
 def end_to_end_latency_s(cluster: Cluster, lay: Layout) -> np.ndarray:
-    """Zero-byte latency from the first to the last rank, at each node count."""
+    """Zero-byte latency from the first to the last rank, at each node count (over
+    the runtime's transport)."""
+    cluster = with_transport(cluster)
     return np.array([path_hockney(cluster, int(n), lay.ranks_per_node, 0, int(p) - 1)[0]
                      for n, p in zip(lay.nodes, lay.ranks, strict=True)])
 
 
-def _network_costs(network: NetworkModel, workload: Workload, bk: Buckets,
+def coordination_bytes(workload: Workload, runtime: Runtime, tensors: int) -> float:
+    """Bytes of the bit-vector allreduce that coordinates one bucket, 0 where the
+    coordination is not one: graph-aware grouping (one bit per tensor, in bytes) or
+    Horovod's response cache (:func:`.runtime.cache_bitvector_bytes`).
+
+    Examples
+    --------
+    >>> from dlscale.perfmodel.catalog import get_runtime, get_workload
+    >>> w = get_workload("resnet50")
+    >>> [coordination_bytes(w, get_runtime(n), 161) for n in ("horovod-nccl", "mpi")]
+    [24.0, 0.0]
+    """
+    if workload.grouping == "graph-aware":
+        return bit_vector_bytes(tensors)
+    if runtime.coordination == "cache":
+        return cache_bitvector_bytes(tensors)
+    return 0.0
+
+
+def _network_costs(network: NetworkModel, workload: Workload, bk: Buckets, bits: float,
                    ranks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Bucket allreduces ``(B, N)`` and graph-aware negotiation ``(N,)`` from ``network``."""
+    """Bucket allreduces ``(B, N)`` and bit-vector coordination ``(N,)`` from ``network``."""
     ar = np.zeros((len(bk.bytes), len(ranks)))
     neg = np.zeros(len(ranks))
-    bits = bit_vector_bytes(bk.tensors)
     for j, p in enumerate(ranks.astype(int).tolist()):
         if p < 2:
             continue
         for b, nb in enumerate(bk.bytes.tolist()):
             ar[b, j] = network.allreduce_s(float(nb), p, workload.collective)
-        if workload.grouping == "graph-aware":
+        if bits > 0:
             neg[j] = network.allreduce_s(bits, p, "recursive-doubling")
     return ar, neg
 
@@ -257,9 +305,13 @@ def sync_sgd_times(cluster: Cluster, workload: Workload, lay: Layout, *,
                    network: NetworkModel | None = None) -> IterationTimes:
     """Iteration times of synchronous SGD for the node counts of ``lay``.
 
-    ``network``: answers the bucket and bit-vector allreduces instead of the closed
-    forms (see the module docstring); it must hold ``max(lay.ranks)`` ranks.
+    The cluster's runtime sets the coordination of each bucket, the background cycle
+    and the fusion cap (:mod:`.runtime`). ``network``: answers the bucket and
+    bit-vector allreduces instead of the closed forms (see the module docstring); it
+    must hold ``max(lay.ranks)`` ranks.
     """
+    cluster = with_transport(cluster)
+    rt = cluster.runtime
     dev = cluster.node.device
     weak = workload.scaling == "weak"
     batch = lay.batch_per_rank[0] if weak else lay.batch_per_rank
@@ -267,22 +319,29 @@ def sync_sgd_times(cluster: Cluster, workload: Workload, lay: Layout, *,
     fwd = lt.forward_s.sum(axis=-1)
     bwd_cum = np.cumsum(lt.backward_s[..., ::-1], axis=-1)[..., ::-1]   # time to finish layer i
     bwd = bwd_cum[..., 0]
-    upd = update_s(workload.model.params, dev, workload.momentum > 0, lay.share)
-    compute = np.broadcast_to(fwd + bwd + upd, lay.nodes.shape).astype(float)
+    upd_s = update_s(workload.model.params, dev, workload.momentum > 0, lay.share)
+    compute = np.broadcast_to(fwd + bwd + upd_s, lay.nodes.shape).astype(float)
+    # the slowest rank sets every synchronous step: its expected compute factor over
+    # the ranks (1 without noise; :mod:`.noise`, the distribution the simulator draws)
+    slow = expected_max_factor(cluster.noise, lay.ranks)
+    fwd, bwd, upd = fwd * slow, bwd * slow, upd_s * slow
+    bwd_cum = bwd_cum * slow[..., None]          # (N, L): per node count and layer
 
     par = hockney_params(cluster)
     p = lay.ranks
     multi = p > 1
-    bk = buckets(workload)
+    bk = buckets(workload, rt)
+    bits = coordination_bytes(workload, rt, bk.tensors)
     if network is not None:
-        net_ar, neg = _network_costs(network, workload, bk, np.atleast_1d(p))
-    if workload.grouping == "fusion":
-        neg = negotiation_s(p, end_to_end_latency_s(cluster, lay))
-    elif network is None:
-        bits = bit_vector_bytes(bk.tensors)
+        net_ar, neg = _network_costs(network, workload, bk, bits, np.atleast_1d(p))
+    elif bits > 0:
         neg = time_per_node_count(cluster, "allreduce", "recursive-doubling", bits, lay.nodes,
                                   lay.ranks_per_node)
-    wait = np.where(multi, HOROVOD_CYCLE_S / 2, 0.0)
+    if workload.grouping == "fusion" and rt.coordination == "rank0":
+        neg = negotiation_s(p, end_to_end_latency_s(cluster, lay))
+    elif bits == 0:
+        neg = np.zeros(lay.nodes.shape)
+    wait = np.where(multi, rt.cycle_s / 2, 0.0)
 
     end = np.zeros(lay.nodes.shape)
     comm = np.zeros(lay.nodes.shape)
@@ -310,5 +369,7 @@ def sync_sgd_times(cluster: Cluster, workload: Workload, lay: Layout, *,
     end = np.where(multi, end, 0.0)
     iteration = fwd + np.maximum(bwd, end) + upd
     iteration = np.broadcast_to(iteration, lay.nodes.shape).astype(float)
-    return IterationTimes(iteration, compute, comm, iteration - compute,
+    # exposed: the communication after the slowest rank's compute (its wait for the
+    # stragglers, (slow - 1) x compute, is neither compute nor communication)
+    return IterationTimes(iteration, compute, comm, iteration - compute * slow,
                           lay.global_batch / iteration)

@@ -38,8 +38,9 @@ ALGORITHMS = (
 )
 
 #: Allreduce algorithms, by their shared short names. ``"auto"``: per message size and
-#: rank count the one of the others with the least predicted time, as the tuners of
-#: MPI and NCCL libraries choose (see :func:`dlscale.perfmodel.collectives.best_allreduce`).
+#: rank count the algorithm the cluster's software stack selects among its own
+#: (:mod:`dlscale.perfmodel.runtime`: MPICH's thresholds, or the least predicted time
+#: of the library's algorithms where it tunes by measurement, as NCCL does).
 COLLECTIVES = (
     "ring",
     "recursive-doubling",
@@ -189,7 +190,7 @@ class Workload:
     batch_per_device: int
     precision: str = "fp32"
     algorithm: str = "sync-sgd"
-    collective: str = "ring"
+    collective: str = "auto"
     fusion_threshold_bytes: float = 64 * 1024 * 1024
     grouping: str = "fusion"
     tau: int = 1

@@ -39,10 +39,11 @@ from dlscale.perfmodel.hardware import Cluster
 from dlscale.perfmodel.msgfactors import effective_hockney
 from dlscale.perfmodel.netapi import NetworkModel
 from dlscale.perfmodel.netmodel import collective_time_s
+from dlscale.perfmodel.runtime import with_transport
 from dlscale.perfmodel.training import layout
 from dlscale.perfmodel.training_easgd import host_copy_s, master_link
 from dlscale.perfmodel.training_sync import (
-    bit_vector_bytes,
+    coordination_bytes,
     end_to_end_latency_s,
     negotiation_s,
     workload_allreduce,
@@ -76,6 +77,9 @@ class TrainingNetwork:
 
     def __init__(self, cluster: Cluster, workload: Workload, nodes: int,
                  backend: str | NetworkModel = "analytical", seed: int = 0) -> None:
+        # the inter-node links as the runtime's transport delivers them, for the
+        # closed forms and the simulated topology alike
+        cluster = with_transport(cluster)
         self.cluster, self.workload, self.nodes = cluster, workload, int(nodes)
         self.lay = layout(cluster, workload, nodes)
         self.ranks = int(self.lay.ranks[0])
@@ -162,13 +166,17 @@ class TrainingNetwork:
                                        self.nodes, self.lay.ranks_per_node, gamma_s_per_B))
 
     def negotiation_s(self, tensors: int) -> float:
-        """Orchestration of one bucket: rank-0 gather + broadcast, or bit-vector allreduce."""
+        """Coordination of one bucket: rank-0 gather + broadcast, a bit-vector allreduce
+        (graph-aware grouping, Horovod's response cache), or nothing (the runtime's)."""
         p = self.ranks
         if p < 2:
             return 0.0
-        if self.workload.grouping == "fusion":
+        rt = self.cluster.runtime
+        if self.workload.grouping == "fusion" and rt.coordination == "rank0":
             return float(negotiation_s(np.array([p]), np.array([self.latency_s()]))[0])
-        bits = bit_vector_bytes(tensors)
+        bits = coordination_bytes(self.workload, rt, tensors)
+        if bits == 0:
+            return 0.0
         if self.sim is None:
             return self._closed("allreduce", "recursive-doubling", bits)
         return float(self.sim.allreduce_s(bits, self.sel, "recursive-doubling"))

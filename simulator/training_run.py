@@ -96,7 +96,7 @@ def _run(ctx: RunContext):
 def simulate_training(cluster: Cluster, workload: Workload, nodes: int, *,
                       algorithm: str | None = None, iterations: int = 20, seed: int = 0,
                       mode: str = "timing", network: str | object = DEFAULT_NETWORK,
-                      noise: str | Noise | None = "none", trace: bool | str = False,
+                      noise: str | Noise | None = None, trace: bool | str = False,
                       efficiency: bool = True, cosim_options: dict | None = None,
                       trace_ranks: int = 16, trace_iterations: int = 5) -> TrainingResult:
     """Simulate ``iterations`` iterations of ``workload`` on ``nodes`` nodes of ``cluster``.
@@ -119,8 +119,9 @@ def simulate_training(cluster: Cluster, workload: Workload, nodes: int, *,
         runs the real kernels in the order the events decide.
     network : {"analytical", "fast", "flow"} or a NetworkModel object
         Who answers communication times (:mod:`.training_net`).
-    noise : str or noise model
-        ``"none"``, ``"lognormal:SIGMA"``, ``"empirical:FILE"`` (:mod:`.stragglers`).
+    noise : str or noise model, optional
+        ``"none"``, ``"lognormal:SIGMA"``, ``"empirical:FILE"`` (:mod:`.stragglers`);
+        ``None``: the cluster's ``noise``.
     trace : bool or path
         Record a Chrome trace (``result.trace``); a path also writes it (atomically).
     efficiency : bool
@@ -131,7 +132,7 @@ def simulate_training(cluster: Cluster, workload: Workload, nodes: int, *,
         How many ranks and iterations the trace covers.
     """
     workload = _check(cluster, workload, nodes, algorithm, iterations, mode, network, seed)
-    nz = make_noise(noise)
+    nz = make_noise(cluster.noise if noise is None else noise)
     if mode == "cosim":
         from .training_cosim import check_cosim_options
 

@@ -125,7 +125,7 @@ def test_unknown_model_and_workload():
 def test_workload_presets():
     for name, w in WORKLOADS.items():
         assert w.model is MODELS[name]
-        assert (w.algorithm, w.collective) == ("sync-sgd", "ring")
+        assert (w.algorithm, w.collective) == ("sync-sgd", "auto")
         assert w.source.strip()
     assert get_workload("resnet50").batch_per_device == 32
     fcn = get_workload("fcn-summit")

@@ -102,10 +102,13 @@ def test_network_adapter_backends_and_errors():
 
 def test_perfmodel_analytical_network_plugs_in():
     from dlscale.perfmodel.netapi import AnalyticalNetwork
+    from dlscale.perfmodel.runtime import with_transport
 
     c, w = get_cluster("summit"), get_workload("resnet50")
     gamma = 3.0 / c.node.device.training_memory_bandwidth_Bps   # as hockney_params
-    net = make_training_network(c, w, 4, AnalyticalNetwork(c, gamma_s_per_B=gamma))
+    # a network object answers as built: from the links the stack's transport delivers
+    net = make_training_network(c, w, 4, AnalyticalNetwork(with_transport(c),
+                                                           gamma_s_per_B=gamma))
     assert net.name == "AnalyticalNetwork"
     assert net.allreduce_s(50e6) == pytest.approx(
         make_training_network(c, w, 4, "analytical").allreduce_s(50e6), rel=1e-6)

@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from dlscale.perfmodel.catalog import get_cluster, get_workload
+from dlscale.perfmodel.catalog import RUNTIMES, get_cluster, get_workload
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.simulator.training_run import simulate_training
 
@@ -47,6 +47,12 @@ def test_same_seed_same_trace_bit_for_bit(tmp_path):
 
 def test_trace_shows_layers_negotiation_and_allreduce():
     r = simulate_training(SUMMIT, RESNET, 2, iterations=2, trace=True, efficiency=False,
+                          trace_ranks=3)
+    names = {e["name"] for e in r.trace["traceEvents"] if e["ph"] == "X"}
+    # Summit's stack: Horovod with the response cache
+    assert {"fwd conv1", "bwd fc1000", "agree (response cache bit vector)", "update"} <= names
+    legacy = dataclasses.replace(SUMMIT, runtime=RUNTIMES["horovod-legacy-nccl"])
+    r = simulate_training(legacy, RESNET, 2, iterations=2, trace=True, efficiency=False,
                           trace_ranks=3)
     names = {e["name"] for e in r.trace["traceEvents"] if e["ph"] == "X"}
     assert {"fwd conv1", "bwd fc1000", "negotiate (rank 0)", "update"} <= names

@@ -101,8 +101,8 @@ MISSES: dict[str, str] = {
     "weak_efficiency_1200_ranks": (
         "the model's communication is small next to compute: the densified 69 MB "
         "embedding plus the rest (61 M parameters, 245 MB in 128 MB buckets) take "
-        "67 ms of allreduce per iteration (the tuner's double binary tree at 1,200 "
-        "ranks; the ring 70 ms), half of it hidden, against a 2.8 s step of 178 "
+        "68 ms of allreduce per iteration (the ring, the fastest of Intel MPI's "
+        "algorithms at 1,200 ranks, runtime horovod-intel-mpi), half of it hidden, against a 2.8 s step of 178 "
         "sentence pairs on half a socket; the paper's 9% loss comes from what the "
         "model lacks: Horovod's per-tensor negotiation of hundreds of Transformer "
         "tensors per step, TensorFlow's CPU op scheduling between ranks sharing a "

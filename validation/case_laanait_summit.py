@@ -15,7 +15,10 @@ Inputs: the catalog's ``summit`` cluster (described once) and ``fcn-summit``
 workload (mixed precision, graph-aware grouping, batch 4 per GPU;
 the FCN's size and batch are catalog assumptions A1-A5, see
 :mod:`dlscale.perfmodel.catalog.models_fcn`). The case sets only the node count and,
-for the stock-Horovod prediction, ``grouping="fusion"``, and the allreduce rule L4.
+for the stock-Horovod prediction, ``grouping="fusion"`` with the Horovod of the
+paper's time (``runtime = "horovod-legacy-nccl"``: rank-0 negotiation; the response
+cache that replaced it came from this work, Horovod PR #902, 2019), and the allreduce
+rule L4.
 Assumptions:
 
 L1. 27,600 GPUs = 4,600 nodes of 6 V100 (OLCF guide: 6 GPUs per node), one rank per
@@ -52,7 +55,7 @@ from typing import Any
 
 import numpy as np
 
-from dlscale.perfmodel.catalog import get_cluster, get_workload
+from dlscale.perfmodel.catalog import get_cluster, get_runtime, get_workload
 from dlscale.perfmodel.predict import predict
 from dlscale.perfmodel.training import layout
 from dlscale.perfmodel.training_sync import auto_choice
@@ -127,7 +130,8 @@ def run(fidelity: str = "analytical") -> CaseOutput:
     nodes = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, NODES])
     rep = dataclasses.replace
     ga = predict(cluster, w, nodes)
-    stock = predict(cluster, rep(w, grouping="fusion"), nodes)
+    legacy = rep(cluster, runtime=get_runtime("horovod-legacy-nccl"))
+    stock = predict(legacy, rep(w, grouping="fusion"), nodes)
     ring = predict(cluster, rep(w, collective="ring"), NODES)
     hier = predict(cluster, rep(w, collective="hierarchical"), NODES)
     dbt = predict(cluster, rep(w, collective="double-binary-tree"), NODES)

@@ -7,7 +7,7 @@ from typing import Any
 
 from dlscale.commands.common import add_output_args, emit
 
-KINDS = ("devices", "machines", "networks", "models", "topologies", "algorithms")
+KINDS = ("devices", "machines", "networks", "models", "topologies", "algorithms", "runtimes")
 
 
 def add_parser(sub: Any) -> None:

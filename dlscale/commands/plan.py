@@ -11,12 +11,14 @@ import argparse
 import math
 from typing import Any
 
+from dlscale.commands.runtime_args import add_runtime_arg
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.workload import ALGORITHMS, COLLECTIVES
 
 __all__ = ["add_parser", "run"]
 
-COLUMNS = ("rank", "cluster", "topology", "algorithm", "collective", "nodes", "devices",
+COLUMNS = ("rank", "cluster", "topology", "runtime", "algorithm", "collective", "allreduce",
+           "nodes", "devices",
            "time_h", "samples_per_s", "efficiency", "node_hours", "cost", "bottleneck")
 
 
@@ -72,11 +74,14 @@ def add_parser(sub: Any) -> None:
     g.add_argument("--max-power-kw", type=float, metavar="KW")
     g = p.add_argument_group("search")
     g.add_argument("--algorithms", help=f"training algorithms, comma-separated ({', '.join(ALGORITHMS)})")
-    g.add_argument("--collectives", help=f"allreduce algorithms (default all: {', '.join(COLLECTIVES)})")
+    g.add_argument("--collectives", help=f"allreduce algorithms to try, comma-separated "
+                                         f"({', '.join(COLLECTIVES)}; default: the workload's, "
+                                         f"auto = each cluster's software stack's choice)")
     g.add_argument("--nodes", help="node counts, as in predict (default: doubling to each size)")
     g.add_argument("--batch", type=int, metavar="N", help="samples per device per iteration")
     g.add_argument("--rank-by", default="cost",
                    choices=("cost", "node_hours", "time", "nodes", "efficiency"))
+    add_runtime_arg(p)
     p.add_argument("--top", type=int, default=10, metavar="N", help="plans to print (default 10)")
     p.add_argument("-o", "--output", default="plan.json", metavar="FILE",
                    help="JSON file to write (default: plan.json)")
@@ -107,7 +112,8 @@ def run(args: argparse.Namespace) -> int:
         algorithms=_names(args.algorithms, ALGORITHMS, "--algorithms") if args.algorithms else None,
         collectives=_names(args.collectives, COLLECTIVES, "--collectives") if args.collectives else None,
         nodes=parse_nodes(args.nodes) if args.nodes is not None else None, rank_by=args.rank_by,
-        overrides={"batch_per_device": args.batch} if args.batch else None)
+        overrides={"batch_per_device": args.batch} if args.batch else None,
+        runtime=args.runtime)
     res.to_json(args.output)
     m = res.meta
     print(f"plan for {m['workload']}: {m['samples']:.4g} samples, {m['candidates']} candidates "

@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from typing import Any
 
 from dlscale.commands.common import add_output_args, emit, parse_nodes
+from dlscale.commands.runtime_args import (
+    add_runtime_arg,
+    allreduce_summary,
+    apply_runtime,
+    collective_label,
+)
 from dlscale.perfmodel.config import apply_overrides, load_cluster, load_workload
 from dlscale.perfmodel.workload import ALGORITHMS, COLLECTIVES, GROUPINGS
 
@@ -31,6 +38,11 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--precision", choices=("fp32", "fp16", "fp64"), help="training precision")
     p.add_argument("--batch", type=int, metavar="N", help="samples per device per iteration")
     p.add_argument("--profile", metavar="FILE", help="machine profile from `dlscale calibrate`")
+    add_runtime_arg(p)
+    p.add_argument("--noise", metavar="SPEC",
+                   help="per-rank compute noise: none, lognormal:SIGMA, empirical:FILE; each "
+                        "iteration is charged its expected slowest rank (default: the "
+                        "cluster's, none for the presets)")
     p.add_argument("--plot", metavar="FILE.png", help="write a scaling plot")
     add_output_args(p)
     p.set_defaults(run=run)
@@ -47,7 +59,9 @@ def workload_overrides(args: argparse.Namespace) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> int:
     from dlscale.perfmodel.predict import predict
 
-    cluster = load_cluster(args.cluster, args.profile)
+    cluster = apply_runtime(load_cluster(args.cluster, args.profile), args.runtime)
+    if args.noise is not None:
+        cluster = dataclasses.replace(cluster, noise=args.noise)
     workload = load_workload(args.workload)
     overrides = workload_overrides(args)
     if overrides:
@@ -57,14 +71,18 @@ def run(args: argparse.Namespace) -> int:
     rows = result.to_rows()
     meta = {"cluster": cluster.name, "workload": workload.name, "model": workload.model.name,
             "algorithm": workload.algorithm, "collective": workload.collective,
+            "runtime": cluster.runtime.name, "allreduce_chosen": allreduce_summary(rows),
+            "noise": cluster.noise,
             "precision": workload.precision, "batch_per_device": workload.batch_per_device,
             "fidelity": "analytical"}
-    header = (f"{workload.name} ({workload.algorithm}, {workload.collective}, {workload.precision}, "
-              f"batch {workload.batch_per_device}/device) on {cluster.name}")
+    header = (f"{workload.name} ({workload.algorithm}, {collective_label(workload.collective, cluster)}, "
+              f"{workload.precision}, batch {workload.batch_per_device}/device) on {cluster.name}, "
+              f"runtime {cluster.runtime.name}")
+    chosen = allreduce_summary(rows) if workload.algorithm == "sync-sgd" else ""
     cols = [c for c in COLUMNS if c in rows[0] and (c != "note" or any(r[c] for r in rows))]
     emit(args, rows, meta, cols, header)
     if args.plot:
         from dlscale.plots import plot_scaling
 
-        plot_scaling(args.plot, rows, header)
+        plot_scaling(args.plot, rows, header + (f"\nallreduce: {chosen}" if chosen else ""))
     return 0

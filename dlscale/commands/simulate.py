@@ -70,8 +70,10 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--profile", metavar="FILE",
                    help="machine profile from `dlscale calibrate`: its network and kernel "
                         "figures replace the cluster's")
+    from dlscale.commands.runtime_args import add_runtime_arg
     from dlscale.commands.simulate_training import add_training_args
 
+    add_runtime_arg(p)  # the software stack of a training run (with WORKLOAD)
     add_training_args(p)  # training options; the ones above are shared
     p.set_defaults(run=run)
 
@@ -127,6 +129,9 @@ def run(args: argparse.Namespace) -> int:
         from dlscale.commands.simulate_training import run_training
 
         return run_training(args)
+    if getattr(args, "runtime", None) is not None:
+        raise ConfigError("--runtime: the software stack applies to training runs (CLUSTER "
+                          "WORKLOAD); one collective runs on the links as described")
     if not args.size_bytes >= 0:
         raise ConfigError(f"--size-bytes: must be >= 0, got {args.size_bytes!r}")
     if args.top < 0:

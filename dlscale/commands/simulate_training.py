@@ -37,7 +37,7 @@ from dlscale.simulator.training_result import TrainingResult
 __all__ = ["COLUMNS", "add_training_args", "run_training"]
 
 #: Table columns (those a run has).
-COLUMNS = ("nodes", "ranks", "algorithm", "iteration_s", "iteration_std_s", "compute_s",
+COLUMNS = ("nodes", "ranks", "algorithm", "allreduce", "iteration_s", "iteration_std_s", "compute_s",
            "comm_s", "exposed_comm_s", "straggler_wait_s", "master_queue_s", "samples_per_s",
            "efficiency", "analytical_iteration_s", "memory_per_device_bytes", "fits",
            "final_accuracy", "lost_updates")
@@ -59,9 +59,9 @@ def add_training_args(parser: argparse.ArgumentParser) -> None:
          help="iterations (asynchronous: steps per worker; default 20); with "
               "--target-accuracy the cap (default 300)")
     _add(parser, "--seed", type=int, default=0, help="seed of noise, placement, data")
-    _add(parser, "--noise", default="none",
+    _add(parser, "--noise", default=None,
          help="straggler model: none, lognormal:SIGMA (0 <= SIGMA <= 2), empirical:FILE "
-              "(default none)")
+              "(default: the cluster's noise, none for the presets)")
     _add(parser, "--network", choices=NETWORKS, default=None,
          help="who answers communication times: analytical (closed forms), fast or "
               "flow (simulated topology; default: --mode if given, else fast)")
@@ -126,7 +126,10 @@ def run_training(args: argparse.Namespace) -> int:
 
     if not getattr(args, "workload", None):
         raise ConfigError("workload: simulated training needs a WORKLOAD (preset or TOML)")
-    cluster = load_cluster(args.cluster, getattr(args, "profile", None))
+    from dlscale.commands.runtime_args import apply_runtime, collective_label
+
+    cluster = apply_runtime(load_cluster(args.cluster, getattr(args, "profile", None)),
+                            getattr(args, "runtime", None))
     workload = load_workload(args.workload)
     if getattr(args, "tau", None) is not None:
         workload = dataclasses.replace(workload, tau=int(args.tau))
@@ -161,6 +164,8 @@ def run_training(args: argparse.Namespace) -> int:
 
     if args.seed < 0:
         raise ConfigError(f"--seed: must be an integer >= 0, got {args.seed}")
+    if args.noise is None:
+        args.noise = cluster.noise
     noise = make_noise(args.noise)
     if target:
         alg_list = [a or workload.algorithm for a in algs]
@@ -182,8 +187,11 @@ def run_training(args: argparse.Namespace) -> int:
             mode="cosim" if args.cosim else "timing", network=network, noise=noise,
             trace=(args.trace if (args.trace and last) else False), cosim_options=cosim))
     rows = _rows(runs)
+    from dlscale.commands.runtime_args import allreduce_summary
+
     meta = {"cluster": cluster.name, "workload": workload.name, "network": network,
-            "seed": args.seed, "noise": args.noise, "iterations": iterations,
+            "runtime": cluster.runtime.name, "collective": workload.collective,
+            "allreduce_chosen": allreduce_summary(rows), "seed": args.seed, "noise": args.noise, "iterations": iterations,
             "mode": "cosim" if args.cosim else "timing"}
     if args.format == "json":
         doc = {"meta": meta, "runs": [r.to_dict() for r in runs]}
@@ -191,7 +199,9 @@ def run_training(args: argparse.Namespace) -> int:
     else:
         cols = [c for c in COLUMNS if any(c in r for r in rows)]
         print(f"# {cluster.name} / {workload.name}: simulated ({meta['mode']}, network "
-              f"{network}, noise {args.noise}, seed {args.seed})")
+              f"{network}, noise {args.noise}, seed {args.seed}); runtime "
+              f"{cluster.runtime.name}, allreduce "
+              f"{collective_label(workload.collective, cluster)}")
         print(format_table(rows, cols))
         for r in runs:
             if not r.fits:
@@ -206,7 +216,10 @@ def run_training(args: argparse.Namespace) -> int:
         write_rows(args.output, rows, meta)
     if args.plot:
         from dlscale.simulator.training_plots import plot_accuracy, plot_training_scaling
-        title = f"{workload.name} on {cluster.name} (simulated)"
+        title = (f"{workload.name} on {cluster.name} (simulated), runtime "
+                 f"{cluster.runtime.name}")
+        if meta["allreduce_chosen"]:
+            title += f"\nallreduce: {meta['allreduce_chosen']}"
         if args.cosim:
             plot_accuracy(args.plot, runs, title)
         else:

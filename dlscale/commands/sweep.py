@@ -75,12 +75,13 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(rows_to_csv(rows))
     elif args.format == "table":
         cols = ["point", "fidelity", *params, "nodes", "iteration_s", "samples_per_s",
-                "efficiency", "time_to_train_s", "cost", "status"]
+                "efficiency", "allreduce", "time_to_train_s", "cost", "status"]
         if study.fidelity == "cosim":  # time to the study's target accuracy
             cols[cols.index("time_to_train_s")] = "time_to_target_s"
         shown = rows if len(rows) <= 40 else rows[:20] + rows[-20:]
+        runtimes = ", ".join(sorted({str(r["runtime"]) for r in rows if r.get("runtime")}))
         print(f"study {study.name}: {len(study)} points, {result.meta['failures']} failed, "
-              f"fidelity {study.fidelity}")
+              f"fidelity {study.fidelity}" + (f", runtime {runtimes}" if runtimes else ""))
         print(format_table(shown, cols))
         if len(rows) > 40:
             print(f"... {len(rows) - 40} more rows in {result.meta['out_dir']}/results.csv")

@@ -26,6 +26,7 @@ from .links import LINKS
 from .models import MODELS
 from .nodes import NODES
 from .rows import CATALOG_KINDS, catalog_rows
+from .runtimes import RUNTIMES, get_runtime, runtime_rows
 from .workloads import WORKLOADS
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "MODELS",
     "NETWORKS",
     "NODES",
+    "RUNTIMES",
     "WORKLOADS",
     "catalog_rows",
     "get_cluster",
@@ -44,7 +46,9 @@ __all__ = [
     "get_link",
     "get_model",
     "get_node",
+    "get_runtime",
     "get_workload",
+    "runtime_rows",
 ]
 
 

@@ -21,6 +21,7 @@ from ..hardware import Cluster, Crossbar, Dragonfly, FatTree, NetworkSpec
 from ..units import ns
 from .links import LINKS
 from .nodes import NODES
+from .runtimes import RUNTIMES
 
 __all__ = ["CLUSTERS", "NETWORKS"]
 
@@ -89,43 +90,74 @@ def _server(name: str) -> NetworkSpec:
                        source="single server")
 
 
+# --- software stacks (runtime) ----------------------------------------------------------
+# Summit: Horovod over NCCL, the stack OLCF documents for distributed deep learning on
+# Summit (OLCF Summit user guide, "Deep learning": IBM Watson ML CE / Horovod with
+# NCCL) and the one Laanait et al. 2019 (arXiv 1909.11150) ran and extended; its
+# response cache came from that work (Horovod PR #902, 2019).
+SUMMIT_STACK = RUNTIMES["horovod-nccl"]
+# Stampede2: Horovod over Intel MPI, TACC's default MPI (TACC Stampede2 user guide,
+# "impi" default module); Cavdar et al. ISC 2019 (arXiv 1905.04035) ran Horovod there.
+# Codreanu et al. 2017 ran Intel Caffe + MLSL on the SKX nodes (authors' run notes):
+# ``--runtime mlsl`` for that stack.
+STAMPEDE2_STACK = RUNTIMES["horovod-intel-mpi"]
+# Cori KNL and the K80 server: You, Buluc, Demmel SC'17 (arXiv 1708.02983) wrote their
+# own MPI code (Cray MPICH on Cori, NERSC Cori docs; MPI between the GPUs' host
+# processes), no framework coordinator.
+CORI_STACK = RUNTIMES["mpi"]
+# Generic GPU servers and clusters: Horovod over NCCL, NVIDIA's recommended
+# multi-GPU data-parallel stack of the V100/P100 era (NVIDIA NGC TensorFlow container
+# docs, Horovod + NCCL), assumed.
+GPU_STACK = RUNTIMES["horovod-nccl"]
+
 NETWORKS: dict[str, NetworkSpec] = {
     net.name: net for net in (SUMMIT_NET, CORI_NET, STAMPEDE2_FABRIC, GPU_EDR_NET)
 }
 
 CLUSTERS: dict[str, Cluster] = {
     "summit": Cluster("summit", NODES["summit"], SUMMIT_NET,
-                      source="OLCF Summit user guide; TOP500 June 2018"),
+                      source="OLCF Summit user guide; TOP500 June 2018", runtime=SUMMIT_STACK),
     "cori-knl": Cluster("cori-knl", NODES["cori-knl"], CORI_NET,
-                        source="NERSC Cori KNL configuration; TOP500 Nov 2016"),
+                        source="NERSC Cori KNL configuration; TOP500 Nov 2016",
+                        runtime=CORI_STACK),
     "cori-knl-flat": Cluster("cori-knl-flat", NODES["cori-knl-flat"], CORI_NET,
-                             source="NERSC Cori KNL configuration (flat mode)"),
+                             source="NERSC Cori KNL configuration (flat mode)",
+                             runtime=CORI_STACK),
     "stampede2-knl": Cluster("stampede2-knl", NODES["stampede2-knl"],
                              _partition(STAMPEDE2_FABRIC, 4200),
-                             source="TACC Stampede2 user guide (4,200 KNL nodes)"),
+                             source="TACC Stampede2 user guide (4,200 KNL nodes)",
+                             runtime=STAMPEDE2_STACK),
     "stampede2-skx": Cluster("stampede2-skx", NODES["stampede2-skx"],
                              _partition(STAMPEDE2_FABRIC, 1736),
-                             source="TACC Stampede2 user guide (1,736 SKX nodes)"),
+                             source="TACC Stampede2 user guide (1,736 SKX nodes)",
+                             runtime=STAMPEDE2_STACK),
     # AWS EC2 p2.8xlarge: 8 K80 GPUs (4 boards), $7.20 per hour on demand (us-east-1,
     # AWS EC2 pricing page, 2017).
     "k80-8gpu": Cluster("k80-8gpu", NODES["k80-8gpu"], _server("k80-8gpu"),
                         price_per_node_hour=7.20,
-                        source="You, Buluc, Demmel SC'17; price: AWS p2.8xlarge on demand"),
+                        source="You, Buluc, Demmel SC'17; price: AWS p2.8xlarge on demand",
+                        runtime=CORI_STACK),
     "p100-cluster": Cluster("p100-cluster", NODES["p100-4x-edr"], GPU_EDR_NET,
-                            source="generic 4 x P100 + EDR nodes; 648-node 2-level fat tree"),
+                            source="generic 4 x P100 + EDR nodes; 648-node 2-level fat tree",
+                            runtime=GPU_STACK),
     "dgx1-p100": Cluster("dgx1-p100", NODES["dgx1-p100"], _server("dgx1-p100"),
-                         source="NVIDIA DGX-1 (P100) datasheet"),
+                         source="NVIDIA DGX-1 (P100) datasheet", runtime=GPU_STACK),
     # AWS EC2 p3.16xlarge: 8 V100 SXM2 16 GB with NVLink, $24.48 per hour on demand
     # (us-east-1, AWS EC2 pricing page, 2018).
     "dgx1-v100": Cluster("dgx1-v100", NODES["dgx1-v100"], _server("dgx1-v100"),
                          price_per_node_hour=24.48,
-                         source="NVIDIA DGX-1 (V100) datasheet; price: AWS p3.16xlarge on demand"),
+                         source="NVIDIA DGX-1 (V100) datasheet; price: AWS p3.16xlarge on demand",
+                         runtime=GPU_STACK),
     "pcie-4xp100": Cluster("pcie-4xp100", NODES["pcie-4xp100"], _server("pcie-4xp100"),
-                           source="generic 4 x P100 PCIe server"),
+                           source="generic 4 x P100 PCIe server",
+                           runtime=GPU_STACK),
     "pcie-8xp100": Cluster("pcie-8xp100", NODES["pcie-8xp100"], _server("pcie-8xp100"),
-                           source="generic 8 x P100 PCIe server"),
+                           source="generic 8 x P100 PCIe server",
+                           runtime=GPU_STACK),
     "pcie-4xv100": Cluster("pcie-4xv100", NODES["pcie-4xv100"], _server("pcie-4xv100"),
-                           source="generic 4 x V100 PCIe server"),
+                           source="generic 4 x V100 PCIe server",
+                           runtime=GPU_STACK),
     "pcie-8xv100": Cluster("pcie-8xv100", NODES["pcie-8xv100"], _server("pcie-8xv100"),
-                           source="generic 8 x V100 PCIe server"),
+                           source="generic 8 x V100 PCIe server",
+                           runtime=GPU_STACK),
 }

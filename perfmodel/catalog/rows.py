@@ -25,7 +25,7 @@ from ..workload import ALGORITHMS, COLLECTIVES, GROUPINGS
 __all__ = ["CATALOG_KINDS", "DESCRIPTIONS", "catalog_rows"]
 
 CATALOG_KINDS = ("devices", "machines", "networks", "models", "topologies", "algorithms",
-                 "links", "nodes", "workloads")
+                 "links", "nodes", "workloads", "runtimes")
 
 #: One-line descriptions of the topology families and algorithm names.
 DESCRIPTIONS: dict[str, str] = {
@@ -82,8 +82,15 @@ def _machines() -> list[dict[str, Any]]:
         "devices_per_node": c.node.devices_per_node, "intra_link": c.node.intra_link.name,
         "nic": c.node.nic.name, "nic_GBps": _r(c.node.nic.bandwidth_Bps / 1e9),
         "topology": c.network.topology.family, "network": c.network.name,
+        "runtime": c.runtime.name,
         "price_per_node_hour": c.price_per_node_hour, "source": c.source,
     } for c in CLUSTERS.values()]
+
+
+def _runtimes() -> list[dict[str, Any]]:
+    from .runtimes import runtime_rows
+
+    return runtime_rows()
 
 
 def _links() -> list[dict[str, Any]]:
@@ -147,7 +154,7 @@ def _algorithms() -> list[dict[str, Any]]:
 _BUILDERS = {
     "devices": _devices, "machines": _machines, "networks": _networks, "models": _models,
     "topologies": _topologies, "algorithms": _algorithms, "links": _links, "nodes": _nodes,
-    "workloads": _workloads,
+    "workloads": _workloads, "runtimes": _runtimes,
 }
 
 

@@ -1,6 +1,8 @@
 """Preset training setups, one per catalog model (same names).
 
-Every preset trains with synchronous SGD and a ring allreduce; batch per device and
+Every preset trains with synchronous SGD and ``collective="auto"``: the allreduce the
+cluster's software stack selects itself per message size and rank count
+(:mod:`.runtimes`; ``--collective ring`` and the others are what-ifs); batch per device and
 precision are the published defaults of the model's reference training recipe,
 cited next to each. Override any field with ``dataclasses.replace`` or in a
 workload TOML file (``base = "resnet50"``).
@@ -9,7 +11,7 @@ Examples
 --------
 >>> w = WORKLOADS["resnet50"]
 >>> w.batch_per_device, w.precision, w.algorithm, w.collective
-(32, 'fp32', 'sync-sgd', 'ring')
+(32, 'fp32', 'sync-sgd', 'auto')
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ __all__ = ["WORKLOADS"]
 
 def _preset(name: str, batch: int, source: str, **kw: object) -> Workload:
     return Workload(name=name, model=MODELS[name], batch_per_device=batch,
-                    algorithm="sync-sgd", collective="ring", source=source, **kw)  # type: ignore[arg-type]
+                    algorithm="sync-sgd", collective="auto", source=source, **kw)  # type: ignore[arg-type]
 
 
 WORKLOADS: dict[str, Workload] = {

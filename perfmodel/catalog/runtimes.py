@@ -1,0 +1,173 @@
+"""Software stacks: each runtime's terms with the public source of every figure.
+
+See :mod:`dlscale.perfmodel.runtime` for what each term means. Which stack each
+machine ran is in :mod:`.clusters` (``Cluster.runtime``), with its citation.
+
+Sources used below:
+
+- Horovod cycle: ``HOROVOD_CYCLE_TIME`` default 5 ms up to 0.20 (docs/tensor-fusion;
+  the 0.21.0 release notes, PR #2468, lowered it to 1 ms). The 2017-2019 papers this
+  project reproduces ran the 5 ms releases.
+- Horovod fusion: ``HOROVOD_FUSION_THRESHOLD`` default 64 MiB (docs/tensor-fusion);
+  the workload's ``fusion_threshold_bytes`` is that setting, so no cap here.
+- Horovod coordination: through rank 0 (Sergeev & Del Balso, arXiv 1802.05799,
+  section 4; ``MPI_Gatherv`` of requests, ``MPI_Bcast`` of responses) until the
+  response cache, PR #902 "Enable faster worker coordination via response caching"
+  (merged March 2019, Horovod 0.16.1; default ``HOROVOD_CACHE_CAPACITY`` 1024): once a
+  tensor's response is cached, "the only communication you need to do ... is perform
+  a bitwise AND" across workers (maintainer, horovod issue #2202), an
+  ``MPI_Allreduce`` with ``MPI_BAND`` (``MPIController::CrossRankBitwiseAnd``).
+- NCCL algorithms: ring, and double binary trees from NCCL 2.4 (NVIDIA developer blog,
+  "Massively scale your deep learning training with NCCL 2.4", Feb 2019); NCCL picks
+  per size and rank count by its own latency/bandwidth model of each algorithm
+  (src/graph/tuning.cc), which this project stands in for with its network model.
+- MPICH allreduce selection: ``MPIR_CVAR_ALLREDUCE_SHORT_MSG_SIZE`` default 2048 bytes;
+  recursive doubling at or below it (or with fewer elements than the largest power
+  of two of ranks), Rabenseifner's reduce-scatter + allgather above
+  (src/mpi/coll/allreduce.c, MPICH 3.x; Thakur, Rabenseifner, Gropp, IJHPCA 2005).
+  Cray MPICH and MVAPICH2 derive from it.
+- Intel MPI: ``I_MPI_ADJUST_ALLREDUCE`` offers recursive doubling, Rabenseifner,
+  reduce + broadcast, topology-aware variants, binomial and ring (Intel MPI Library
+  developer reference, "I_MPI_ADJUST family"); its default selection tables are
+  tuned by measurement and not published, so the model's least time among these
+  stands in for them (assumed).
+- Intel MLSL: built on Intel MPI, driven by the framework per learnable layer (Intel
+  Caffe's multinode mode issues one MLSL operation per layer's gradient, with no
+  coordinator and no cycle; Intel MLSL developer guide, 2017-2018), assumed from
+  its documentation, not measured.
+- PyTorch DistributedDataParallel: 25 MB buckets (``bucket_cap_mb=25``, PyTorch
+  docs, torch.nn.parallel.DistributedDataParallel), gradients reduced in a fixed
+  order with no coordinator or background cycle.
+- Gloo (Caffe2, PyTorch's gloo backend): ring and recursive halving-doubling
+  allreduce (gloo/allreduce_ring.h, allreduce_halving_doubling.h; Goyal et al.,
+  arXiv 1706.02677, section 4, halving/doubling between servers); TCP transport
+  (Gloo's default ``gloo/transport/tcp``; an ibverbs transport exists but is not the
+  default).
+
+Examples
+--------
+>>> RUNTIMES["horovod-nccl"].algorithms
+('ring', 'double-binary-tree')
+>>> get_runtime("hvd")
+Traceback (most recent call last):
+...
+dlscale.perfmodel.errors.ConfigError: runtime: unknown name 'hvd'; valid: gloo, horovod-intel-mpi, horovod-legacy-mpi, horovod-legacy-nccl, horovod-mpi, horovod-nccl, mlsl, mpi, nccl
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+from ..errors import ConfigError, unknown_name
+from ..hardware import Cluster
+from ..runtime import TRANSPORT_EFFICIENCY, Runtime
+
+__all__ = ["DEFAULT_RUNTIME", "RUNTIMES", "apply_runtime", "get_runtime", "runtime_rows"]
+
+INF = math.inf
+#: Horovod's background-loop cycle in the 2017-2019 releases (docs/tensor-fusion).
+HOROVOD_CYCLE_S = 5e-3
+NCCL_ALGS = ("ring", "double-binary-tree")
+MPICH_ALGS = ("recursive-doubling", "rabenseifner")
+INTEL_MPI_ALGS = ("recursive-doubling", "rabenseifner", "binomial-tree", "ring",
+                  "hierarchical")
+GLOO_ALGS = ("ring", "rabenseifner")
+
+_HVD = "Horovod docs/tensor-fusion (5 ms cycle, 64 MiB fusion)"
+_CACHE = "Horovod PR #902 response cache (0.16.1, 2019), issue #2202"
+_RANK0 = "Sergeev & Del Balso 2018 (rank-0 coordination)"
+_NCCL = "NCCL 2.4 blog (ring + double binary tree), src/graph/tuning.cc"
+_MPICH = "MPICH src/mpi/coll/allreduce.c (short msg 2048 B)"
+
+RUNTIMES: dict[str, Runtime] = {r.name: r for r in (
+    Runtime("horovod-nccl", "Horovod >= 0.16.1 (response cache) + NCCL >= 2.4", "cache",
+            HOROVOD_CYCLE_S, INF, NCCL_ALGS, "model", "rdma",
+            source=f"{_HVD}; {_CACHE}; {_NCCL}"),
+    Runtime("horovod-mpi", "Horovod >= 0.16.1 (response cache) + MPICH-family MPI",
+            "cache", HOROVOD_CYCLE_S, INF, MPICH_ALGS, "mpich", "rdma",
+            source=f"{_HVD}; {_CACHE}; {_MPICH}"),
+    Runtime("horovod-intel-mpi", "Horovod >= 0.16.1 (response cache) + Intel MPI", "cache",
+            HOROVOD_CYCLE_S, INF, INTEL_MPI_ALGS, "model", "rdma",
+            source=f"{_HVD}; {_CACHE}; Intel MPI I_MPI_ADJUST_ALLREDUCE (tables not "
+                   "public: model's fastest, assumed)"),
+    Runtime("horovod-legacy-nccl", "Horovod <= 0.16.0 (rank-0 negotiation) + NCCL >= 2.4",
+            "rank0", HOROVOD_CYCLE_S, INF, NCCL_ALGS, "model", "rdma",
+            source=f"{_HVD}; {_RANK0}; {_NCCL}"),
+    Runtime("horovod-legacy-mpi", "Horovod <= 0.16.0 (rank-0 negotiation) + MPICH-family MPI",
+            "rank0", HOROVOD_CYCLE_S, INF, MPICH_ALGS, "mpich", "rdma",
+            source=f"{_HVD}; {_RANK0}; {_MPICH}"),
+    Runtime("nccl", "framework-driven NCCL >= 2.4 (PyTorch DDP, 25 MB buckets)", "none",
+            0.0, 25 * 1024**2, NCCL_ALGS, "model", "rdma",
+            source=f"PyTorch DDP docs (bucket_cap_mb=25); {_NCCL}"),
+    Runtime("mpi", "MPI_Allreduce called by the application (MPICH, Cray MPICH, MVAPICH2)",
+            "none", 0.0, INF, MPICH_ALGS, "mpich", "rdma", source=_MPICH),
+    Runtime("mlsl", "Intel MLSL on Intel MPI (Intel Caffe multinode, one message per layer)",
+            "none", 0.0, 0.0, INTEL_MPI_ALGS, "model", "rdma",
+            source="Intel MLSL developer guide; Intel MPI I_MPI_ADJUST_ALLREDUCE "
+                   "(tables not public: model's fastest, assumed)"),
+    Runtime("gloo", "Gloo over TCP (Caffe2, PyTorch gloo backend)", "none", 0.0, INF,
+            GLOO_ALGS, "model", "tcp",
+            source="gloo allreduce_ring / allreduce_halving_doubling; Goyal et al. 2017 "
+                   "sec. 4; gloo/transport/tcp"),
+)}
+
+#: The stack of a cluster description that names none (a user's TOML file without a
+#: ``runtime`` key and without a ``base``): Horovod over MPI, the most common stack
+#: of the published HPC runs this project reproduces (assumed).
+DEFAULT_RUNTIME = RUNTIMES["horovod-mpi"]
+
+
+def get_runtime(name: str) -> Runtime:
+    """The runtime called ``name`` (see :data:`RUNTIMES`)."""
+    if name not in RUNTIMES:
+        raise unknown_name("runtime", name, RUNTIMES)
+    return RUNTIMES[name]
+
+
+def runtime_rows() -> list[dict[str, Any]]:
+    """One row per runtime, every term with its figure (``dlscale catalog runtimes``).
+
+    Examples
+    --------
+    >>> row = runtime_rows()[0]
+    >>> row["name"], row["cycle_ms"], row["auto_rule"]
+    ('horovod-nccl', 5.0, 'model fastest of ring, double-binary-tree')
+    """
+    rows = []
+    for rt in RUNTIMES.values():
+        cap = rt.fusion_cap_bytes
+        rule = (f"mpich (<= {rt.short_msg_bytes:g} B: recursive-doubling, else rabenseifner)"
+                if rt.selection == "mpich" else f"model fastest of {', '.join(rt.algorithms)}")
+        rows.append({
+            "name": rt.name, "stack": rt.stack, "coordination": rt.coordination,
+            "cycle_ms": rt.cycle_s * 1e3,
+            "fusion_cap": "workload's" if math.isinf(cap) else
+                          ("per layer" if cap == 0 else f"{cap / 1024**2:g} MiB"),
+            "auto_rule": rule, "transport": rt.transport,
+            "transport_efficiency": round(TRANSPORT_EFFICIENCY[rt.transport], 3),
+            "compute_slowdown": "not modelled", "source": rt.source})
+    return rows
+
+
+
+def apply_runtime(cluster: Cluster, name: str | None, field: str = "runtime") -> Cluster:
+    """``cluster`` running the stack ``name`` (unchanged for ``None``); an unknown
+    name is refused with ``field`` named.
+
+    Examples
+    --------
+    >>> from dlscale.perfmodel.catalog import get_cluster
+    >>> apply_runtime(get_cluster("summit"), "gloo").runtime.name
+    'gloo'
+    """
+    if name is None:
+        return cluster
+    try:
+        rt = get_runtime(name)
+    except ConfigError as exc:
+        raise ConfigError(str(exc).replace("runtime:", f"{field}:", 1)) from None
+    # measured link figures (a calibrate profile) stay measured under another stack
+    return dataclasses.replace(cluster, runtime=dataclasses.replace(
+        rt, links_measured=cluster.runtime.links_measured))

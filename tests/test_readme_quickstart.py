@@ -1,0 +1,38 @@
+"""The README's first example shows what the tool prints: the stack's own allreduce
+choice, then the flat ring as a what-if, with the figures the text quotes."""
+
+import re
+from pathlib import Path
+
+from dlscale.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text()
+SECTION = README.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+
+
+def _row(table: str, nodes: str) -> list[str]:
+    return next(ln.split() for ln in table.splitlines() if ln.split()[:1] == [nodes])
+
+
+def test_quick_start_tables_are_the_tools_output(capsys):
+    shown = re.findall(r"```text\n(.*?)```", SECTION, re.S)
+    assert len(shown) == 2
+    assert main(["predict", "summit", "resnet50", "--nodes", "1-4608"]) == 0
+    assert capsys.readouterr().out == shown[0]
+    assert "dlscale predict summit resnet50 --nodes 1-4608 --collective ring" in SECTION
+    assert main(["predict", "summit", "resnet50", "--nodes", "1-4608", "--collective",
+                 "ring"]) == 0
+    assert capsys.readouterr().out == shown[1]
+    # the sentence quotes the 27,648-GPU rows of both tables
+    auto, ring = _row(shown[0], "4608"), _row(shown[1], "4608")
+    assert f"efficiency of {auto[7]} ({float(auto[2]):.3f} s" in SECTION
+    assert f"falls to {ring[7]}\n({float(ring[2]):.3f} s)" in SECTION
+    assert auto[-2] == "double-binary-tree" and ring[-2] == "ring"
+
+
+def test_quick_start_legacy_horovod_figure(capsys):
+    assert main(["predict", "summit", "resnet50", "--nodes", "4608", "--runtime",
+                 "horovod-legacy-nccl"]) == 0
+    eff = capsys.readouterr().out.splitlines()[-1].split()[7]
+    assert f"the same run gives {eff}." in SECTION

@@ -9,7 +9,16 @@ from dlscale.perfmodel.profile import MachineProfile
 from dlscale.validation.compute_snapshot import compute_drift, refreshed_profile
 from dlscale.validation.local_model import predict_training
 from dlscale.validation.mpi_training import TrainingResult
-from dlscale.validation.validate_local import split_runs, split_sizes, summarize, training_rows
+from dlscale.validation.validate_local import (
+    HELD_OUT_FACTOR,
+    merge_rounds,
+    relative_spread,
+    split_runs,
+    split_sizes,
+    summarize,
+    training_rows,
+    verdict,
+)
 from tests.mpi_helpers import mpi_or_skip, run_command
 
 
@@ -30,7 +39,11 @@ def test_validate_is_a_parser_with_sub_commands():
 
 def test_split_keeps_fit_and_held_out_apart():
     fit_sizes, held_sizes = split_sizes(1024, 64 << 20)
-    assert fit_sizes[0] == 1024 and fit_sizes[-1] == 64 << 20 and held_sizes[0] == 2048
+    assert fit_sizes[0] == 1024 and fit_sizes[-1] == 64 << 20 and held_sizes[0] == 3072
+    # the held-out grid (fixed for issue 16): 3 x each fit size, between it and the next
+    assert held_sizes == [HELD_OUT_FACTOR * n for n in fit_sizes[:-1]]
+    assert all(a < h < b for a, h, b in zip(fit_sizes, held_sizes, fit_sizes[1:], strict=False))
+    assert all(h % 8 == 0 for h in held_sizes)  # whole float64 elements
     assert not set(fit_sizes) & set(held_sizes)
     runs = [{"ranks": k, "sizes_bytes": fit_sizes + held_sizes,
              "times_s": [1.0] * (len(fit_sizes) + len(held_sizes))} for k in (2, 3, 4)]
@@ -44,22 +57,48 @@ def test_split_keeps_fit_and_held_out_apart():
 
 
 def test_summary_and_report_lines():
-    rows = [{"kind": "allreduce", "case": "allreduce 2 KiB p=2", "measured_s": 1e-5,
-             "predicted_s": 1.05e-5, "error": 0.05},
-            {"kind": "allreduce", "case": "allreduce 8 KiB p=2", "measured_s": 2e-5,
-             "predicted_s": 1.6e-5, "error": -0.2},
+    rows = [{"kind": "allreduce", "case": "allreduce 3 KiB p=2", "measured_s": 1e-5,
+             "predicted_s": 1.05e-5, "error": 0.05, "spread": 0.02},
+            {"kind": "allreduce", "case": "allreduce 12 KiB p=2", "measured_s": 2e-5,
+             "predicted_s": 1.6e-5, "error": -0.2, "spread": 0.03},
+            {"kind": "allreduce", "case": "allreduce 48 KiB p=2", "measured_s": 2e-5,
+             "predicted_s": 4e-5, "error": 1.0, "spread": 0.4},
             {"kind": "training", "case": "sgd-ring p=2", "measured_s": 1e-4,
-             "predicted_s": 1.1e-4, "error": 0.1, "accuracy": 0.9}]
+             "predicted_s": 1.1e-4, "error": 0.1, "predicted_profile_s": 1.12e-4,
+             "error_profile": 0.12, "spread": 0.01, "accuracy": 0.9}]
+    for r in rows:
+        r["verdict"] = verdict(r.get("error_profile", r["error"]), r["spread"],
+                               0.10 if r["kind"] == "allreduce" else 0.15)
+    assert [r["verdict"] for r in rows] == ["pass", "miss", "unsettled", "pass"]
     summary = summarize(rows)
+    # the unsettled case (its own spread 40% > 10%) is left out of the median
     assert summary["allreduce"]["median_abs_error"] == pytest.approx(0.125)
-    assert summary["allreduce"]["worst_case"] == "allreduce 8 KiB p=2"
+    assert summary["allreduce"]["unsettled"] == 1 and summary["allreduce"]["cases"] == 2
+    assert summary["allreduce"]["worst_case"] == "allreduce 12 KiB p=2"
     assert summary["allreduce"]["meets_target"] is False
+    # training is judged on the profile-only prediction (12%), not the refreshed one
+    assert summary["training"]["median_abs_error"] == pytest.approx(0.12)
     assert summary["training"]["meets_target"] is True
+    refreshed = summarize(rows, "error")
+    assert refreshed["training"]["median_abs_error"] == pytest.approx(0.10)
     lines = validate_cmd.report_lines({"rows": rows, "summary": summary, "notes": ["one host"]})
-    assert "error_%" in lines[0] and "sgd-ring p=2" in lines[0]
-    assert lines[1].startswith("allreduce: 2 cases, median |error| 12.5%, worst 20.0% (allreduce 8 KiB p=2); MISSES")
-    assert lines[2].startswith("training: 1 cases") and "meets the 15% target" in lines[2]
+    assert "error_%" in lines[0] and "spread_%" in lines[0] and "unsettled" in lines[0]
+    assert lines[1].startswith("allreduce (profile-only prediction): 2 settled cases, median "
+                               "|error| 12.5%, worst 20.0% (allreduce 12 KiB p=2); MISSES")
+    assert lines[1].endswith("1 unsettled (spread above the target) left out")
+    assert lines[2].startswith("training (profile-only prediction): 1 settled cases")
+    assert "meets the 15% target" in lines[2]
     assert lines[-1] == "note: one host"
+
+
+def test_spread_is_the_rounds_own_repeatability():
+    assert relative_spread([1.0, 1.0, 1.0]) == 0.0
+    assert relative_spread([1.0, 1.2, 0.8, 1.0]) == pytest.approx(0.1)
+    a = {"ranks": 2, "sizes_bytes": [8, 16], "times_s": [1.0, 2.0]}
+    m = merge_rounds([a, {**a, "times_s": [1.5, 2.0]}, {**a, "times_s": [0.5, 2.2]}])
+    assert m["round_spread"] == [pytest.approx(0.5), pytest.approx(0.0)]
+    fit, held = split_runs([m], [8], [2])
+    assert held[0]["round_spread"] == [0.0] and "round_spread" in fit[0]
 
 
 def _bare_profile(compute_s=1e-4):
@@ -114,13 +153,14 @@ def test_training_rows_take_the_median_over_rounds_and_keep_the_profile_only_pre
     assert row["predicted_profile_s"] == alone
     assert row["error_profile"] == pytest.approx(alone / 1.3e-4 - 1)
     assert row["compute_drift"] == pytest.approx(0.5)  # median of 0.5, 1.0, 0.5
-    summary = summarize([row], "error_profile")["training"]
+    assert row["spread"] == pytest.approx(relative_spread([1.2e-4, 2.5e-4, 1.3e-4]))
+    summary = summarize([row])["training"]  # judged on the profile-only prediction
     assert summary["median_abs_error"] == pytest.approx(abs(row["error_profile"]), abs=1e-6)
     lines = validate_cmd.report_lines({"rows": [row], "summary": summarize([row]),
-                                       "summary_profile_only": {"training": summary}})
-    assert "profile_only_%" in lines[0] and "drift_%" in lines[0]
-    assert lines[2].startswith("training from the calibration-time profile alone "
-                               "(compute figure drifted +50.0% .. +50.0% since)")
+                                       "summary_refreshed": summarize([row], "error")})
+    assert "refreshed_%" in lines[0] and "drift_%" in lines[0]
+    assert lines[2].startswith("diagnostic: training with compute figures re-measured next "
+                               "to each run (they drifted +50.0% .. +50.0% since")
 
 
 @pytest.mark.mpi
@@ -136,7 +176,8 @@ def test_validate_local_quick_on_two_ranks(tmp_path):
     kinds = {r["kind"] for r in report["rows"]}
     assert kinds == {"allreduce", "training"}
     held = [r for r in report["rows"] if r["kind"] == "allreduce"]
-    assert sorted(r["size_bytes"] for r in held) == [2048, 8192]  # exactly the held-out sizes
+    assert sorted(r["size_bytes"] for r in held) == [3072, 12288]  # exactly the held-out sizes
+    assert all(r["verdict"] in ("pass", "miss", "unsettled") and "spread" in r for r in held)
     fitted = report["profile"]["collectives"]["allreduce"]["measurements"]
     assert sorted(fitted[0]["sizes_bytes"]) == [1024, 4096, 16384]
     ring = report["profile"]["collectives"]["ring_allreduce"]  # the project's ring, fitted
@@ -147,7 +188,27 @@ def test_validate_local_quick_on_two_ranks(tmp_path):
     assert all(len(r["runs_s"]) == 2 and "error_profile" in r and "compute_drift" in r
                for r in training)
     assert len(report["training"]) == 8
-    assert set(report["summary_profile_only"]) == {"training"}
+    assert set(report["summary_refreshed"]) == {"allreduce", "training"}
+    assert report["judged_on"].startswith("the calibration-time profile alone")
     assert set(report["summary"]) == {"allreduce", "training"}
     assert png.stat().st_size > 1000
     assert "median |error|" in proc.stdout and "inter-node does not exist" in proc.stdout
+
+
+def test_more_ranks_than_cores_is_refused_before_any_work(monkeypatch):
+    import dlscale.validation.validate_local as vl
+    from dlscale.perfmodel.errors import ConfigError
+
+    class Comm:
+        def Get_size(self):
+            return 3
+
+        def __getattr__(self, name):
+            raise AssertionError(f"no MPI work expected, called {name}")
+
+    monkeypatch.setattr(vl, "_cores", lambda: 2)
+    with pytest.raises(ConfigError, match=r"3 ranks on 2 cores would oversubscribe them; run "
+                                          r"`mpiexec -n 2` .* --oversubscribe"):
+        vl.validate_local(Comm())
+    args = _parser().parse_args(["validate", "local", "--oversubscribe"])
+    assert args.oversubscribe is True

@@ -159,3 +159,13 @@ def test_calibrated_segments_become_factors():
     assert t1 > collective_time_s(base.cluster, "allreduce", "ring", 1e8, 8, 1)
     with pytest.raises(ConfigError, match=r"segments\[0\].beta_s_per_B"):
         from_segments([{"min_bytes": 0, "alpha_s": 1e-6, "beta_s_per_B": 0.0}], 1e-6, 1e9)
+
+
+def test_catalog_lists_every_range_of_every_preset():
+    from dlscale.perfmodel.catalog import catalog_rows
+
+    rows = catalog_rows("message-factors")
+    assert len(rows) == sum(len(f.min_bytes) for f in MESSAGE_FACTORS.values())
+    top = [r for r in rows if r["name"] == "smpi-default" and r["from_bytes"] == 65472]
+    assert top == [{"name": "smpi-default", "from_bytes": 65472, "latency_factor": 11.6436,
+                    "bandwidth_factor": 0.940694, "source": SMPI.source}]

@@ -7,7 +7,8 @@ from typing import Any
 
 from dlscale.commands.common import add_output_args, emit
 
-KINDS = ("devices", "machines", "networks", "models", "topologies", "algorithms", "runtimes")
+KINDS = ("devices", "machines", "networks", "models", "topologies", "algorithms", "runtimes",
+         "message-factors")
 
 
 def add_parser(sub: Any) -> None:

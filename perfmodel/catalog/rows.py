@@ -25,7 +25,7 @@ from ..workload import ALGORITHMS, COLLECTIVES, GROUPINGS
 __all__ = ["CATALOG_KINDS", "DESCRIPTIONS", "catalog_rows"]
 
 CATALOG_KINDS = ("devices", "machines", "networks", "models", "topologies", "algorithms",
-                 "links", "nodes", "workloads", "runtimes")
+                 "links", "nodes", "workloads", "runtimes", "message-factors")
 
 #: One-line descriptions of the topology families and algorithm names.
 DESCRIPTIONS: dict[str, str] = {
@@ -93,6 +93,15 @@ def _runtimes() -> list[dict[str, Any]]:
     return runtime_rows()
 
 
+def _message_factors() -> list[dict[str, Any]]:
+    from ..msgfactors import MESSAGE_FACTORS
+
+    return [{"name": f.name, "from_bytes": int(lo), "latency_factor": lat,
+             "bandwidth_factor": bw, "source": f.source}
+            for f in MESSAGE_FACTORS.values()
+            for lo, lat, bw in zip(f.min_bytes, f.latency, f.bandwidth, strict=True)]
+
+
 def _links() -> list[dict[str, Any]]:
     from .links import LINKS
 
@@ -154,7 +163,7 @@ def _algorithms() -> list[dict[str, Any]]:
 _BUILDERS = {
     "devices": _devices, "machines": _machines, "networks": _networks, "models": _models,
     "topologies": _topologies, "algorithms": _algorithms, "links": _links, "nodes": _nodes,
-    "workloads": _workloads, "runtimes": _runtimes,
+    "workloads": _workloads, "runtimes": _runtimes, "message-factors": _message_factors,
 }
 
 

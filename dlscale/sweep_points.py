@@ -31,7 +31,8 @@ Evaluator = Callable[[Cluster, Workload, list[int], list[int]], list[dict[str, A
 
 #: Result columns after the parameters, in table order (evaluators may add more; those
 #: go to the JSON files only).
-COLUMNS = ("nodes", "network", "devices", "iteration_s", "compute_s", "comm_s", "exposed_comm_s",
+COLUMNS = ("nodes", "network", "devices", "ranks", "iteration_s", "compute_s", "backward_s",
+           "comm_s", "exposed_comm_s",
            "samples_per_s", "efficiency", "memory_per_device_bytes", "fits", "bottleneck",
            "allreduce", "network_limit",
            "time_to_train_s", "node_hours", "cost", "error")

@@ -39,7 +39,7 @@ __all__ = ["COLUMNS", "add_training_args", "run_training"]
 
 #: Table columns (those a run has).
 COLUMNS = ("nodes", "ranks", "algorithm", "iteration_s", "iteration_std_s", "compute_s",
-           "comm_s", "exposed_comm_s", "straggler_wait_s", "master_queue_s", "samples_per_s",
+           "backward_s", "comm_s", "exposed_comm_s", "straggler_wait_s", "master_queue_s", "samples_per_s",
            "efficiency", "analytical_iteration_s", "memory_per_device_bytes", "fits",
            "final_accuracy", "lost_updates")
 

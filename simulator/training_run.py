@@ -32,7 +32,7 @@ from dlscale.perfmodel.training import iteration_times, layout
 from dlscale.perfmodel.workload import ALGORITHMS, Workload
 
 from .stragglers import Noise, make_noise
-from .training_common import RunContext
+from .training_common import RunContext, compute_profile
 from .training_net import DEFAULT_NETWORK, NETWORKS, make_training_network
 from .training_result import TrainingResult
 from .training_trace import TraceRecorder
@@ -159,6 +159,7 @@ def simulate_training(cluster: Cluster, workload: Workload, nodes: int, *,
     res.iteration_times_s = out.iteration_times_s
     res.samples_per_iteration = float(lay.global_batch[0])
     res.breakdown = out.breakdown
+    res.backward_s = float(compute_profile(cluster, workload, lay).backward_s)
     res.sim_time_s = out.sim_time_s
     res.counters = dict(out.counters)
     if ctx.numerics is not None:

@@ -74,8 +74,9 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "csv":
         sys.stdout.write(rows_to_csv(rows))
     elif args.format == "table":
-        cols = ["point", "fidelity", *params, "nodes", "iteration_s", "samples_per_s",
-                "efficiency", "time_to_train_s", "cost", "status"]
+        cols = ["point", "fidelity", *params, "nodes", "ranks", "iteration_s", "backward_s",
+                "exposed_comm_s", "samples_per_s", "efficiency", "time_to_train_s", "cost",
+                "status"]
         if study.fidelity == "cosim":  # time to the study's target accuracy
             cols[cols.index("time_to_train_s")] = "time_to_target_s"
         shown = rows if len(rows) <= 40 else rows[:20] + rows[-20:]

@@ -107,3 +107,18 @@ def test_sweep_rows_carry_ranks_backward_and_exposed_comm() -> None:
     rows = analytical(get_cluster("summit"), get_workload("resnet50"), [1, 2], [0, 0])
     assert [r["ranks"] for r in rows] == [6, 12]
     assert all(0 < r["backward_s"] < r["compute_s"] for r in rows)
+
+
+def test_plan_takes_baseline_and_global_batch(tmp_path, capsys) -> None:
+    out = tmp_path / "plan.json"
+    base = ["plan", "resnet50", "--cluster", "summit", "--nodes", "1,16", "--collectives",
+            "ring", "-o", str(out)]
+    assert main(base) == 0
+    node = {r["nodes"]: r["efficiency"] for r in json.loads(out.read_text())["rows"]}
+    assert main([*base, "--baseline", "device"]) == 0
+    dev = {r["nodes"]: r["efficiency"] for r in json.loads(out.read_text())["rows"]}
+    assert node[1] == 1.0 and dev[1] < 1.0 and dev[16] < node[16]
+    assert main([*base, "--global-batch", "4096"]) == 0   # 683 per GPU on one node: no fit
+    rows = json.loads(out.read_text())["rows"]
+    assert [r["nodes"] for r in rows] == [16] and rows[0]["devices"] == 96
+    capsys.readouterr()

@@ -46,6 +46,15 @@ def _prices(items: list[str]) -> dict[str, float]:
     return out
 
 
+def _against_one_device(cluster: Any, workload: Any, nodes: list[int],
+                        seeds: list[int]) -> list[dict[str, Any]]:
+    """The analytical evaluator with efficiency against one device (``--baseline device``)."""
+    from dlscale.perfmodel.predict import predict
+
+    return [{**row, "network": "analytical"}
+            for row in predict(cluster, workload, nodes, baseline="device").to_rows()]
+
+
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "plan",
@@ -75,6 +84,11 @@ def add_parser(sub: Any) -> None:
     g.add_argument("--collectives", help=f"allreduce algorithms (default all: {', '.join(COLLECTIVES)})")
     g.add_argument("--nodes", help="node counts, as in predict (default: doubling to each size)")
     g.add_argument("--batch", type=int, metavar="N", help="samples per device per iteration")
+    g.add_argument("--global-batch", type=int, metavar="N",
+                   help="strong scaling: N samples per iteration over all devices")
+    g.add_argument("--baseline", choices=("node", "device"), default="node",
+                   help="efficiency (and --min-efficiency) against one node (default) or one "
+                        "device alone")
     g.add_argument("--rank-by", default="cost",
                    choices=("cost", "node_hours", "time", "nodes", "efficiency"))
     p.add_argument("--top", type=int, default=10, metavar="N", help="plans to print (default 10)")
@@ -85,6 +99,7 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from dlscale.commands.common import parse_nodes
+    from dlscale.commands.predict import workload_overrides
     from dlscale.output import format_table
     from dlscale.plan import plan
 
@@ -107,7 +122,8 @@ def run(args: argparse.Namespace) -> int:
         algorithms=_names(args.algorithms, ALGORITHMS, "--algorithms") if args.algorithms else None,
         collectives=_names(args.collectives, COLLECTIVES, "--collectives") if args.collectives else None,
         nodes=parse_nodes(args.nodes) if args.nodes is not None else None, rank_by=args.rank_by,
-        overrides={"batch_per_device": args.batch} if args.batch else None)
+        overrides=workload_overrides(args) or None,
+        evaluator="analytical" if args.baseline == "node" else _against_one_device)
     res.to_json(args.output)
     m = res.meta
     print(f"plan for {m['workload']}: {m['samples']:.4g} samples, {m['candidates']} candidates "

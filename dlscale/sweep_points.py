@@ -24,7 +24,7 @@ from dlscale.perfmodel.workload import Workload
 from dlscale.study import split_params
 
 __all__ = ["COLUMNS", "EVALUATORS", "EXECUTORS", "Evaluator", "add_training_metrics",
-           "analytical", "materialize", "mpi_preflight", "resolve_evaluator", "simulated"]
+           "analytical", "analytical_one_device", "materialize", "mpi_preflight", "resolve_evaluator", "simulated"]
 
 
 Evaluator = Callable[[Cluster, Workload, list[int], list[int]], list[dict[str, Any]]]
@@ -44,6 +44,15 @@ def analytical(cluster: Cluster, workload: Workload, nodes: list[int],
     from dlscale.perfmodel.predict import predict
 
     return [{**row, "network": "analytical"} for row in predict(cluster, workload, nodes).to_rows()]
+
+
+def analytical_one_device(cluster: Cluster, workload: Workload, nodes: list[int],
+                          seeds: list[int]) -> list[dict[str, Any]]:
+    """The closed-form model with efficiency against one device alone (``--baseline device``)."""
+    from dlscale.perfmodel.predict import predict
+
+    return [{**row, "network": "analytical"}
+            for row in predict(cluster, workload, nodes, baseline="device").to_rows()]
 
 
 def simulated(cluster: Cluster, workload: Workload, nodes: list[int],

@@ -122,3 +122,20 @@ def test_plan_takes_baseline_and_global_batch(tmp_path, capsys) -> None:
     rows = json.loads(out.read_text())["rows"]
     assert [r["nodes"] for r in rows] == [16] and rows[0]["devices"] == 96
     capsys.readouterr()
+
+
+def test_sweep_baseline_device_is_its_own_study(tmp_path, capsys) -> None:
+    study = tmp_path / "st.toml"
+    study.write_text('name = "bl"\ncluster = "summit"\nworkload = "resnet50"\nnodes = [1, 4]\n')
+    common = ["sweep", str(study), "--quiet", "--no-plots", "--executor", "serial",
+              "--format", "none"]
+    assert main([*common, "-o", str(tmp_path / "node")]) == 0
+    assert main([*common, "-o", str(tmp_path / "dev"), "--baseline", "device"]) == 0
+    node = json.loads((tmp_path / "node" / "results.json").read_text())["rows"]
+    dev = json.loads((tmp_path / "dev" / "results.json").read_text())["rows"]
+    assert node[0]["efficiency"] == 1.0 and dev[0]["efficiency"] < 1.0
+    assert [r["samples_per_s"] for r in node] == [r["samples_per_s"] for r in dev]
+    assert node[0]["key"] != dev[0]["key"]
+    # resuming the node-baseline folder with the other baseline is refused
+    assert main([*common, "-o", str(tmp_path / "node"), "--baseline", "device", "--resume"]) == 2
+    assert "baseline 'device' here, None there" in capsys.readouterr().err

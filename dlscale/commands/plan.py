@@ -46,15 +46,6 @@ def _prices(items: list[str]) -> dict[str, float]:
     return out
 
 
-def _against_one_device(cluster: Any, workload: Any, nodes: list[int],
-                        seeds: list[int]) -> list[dict[str, Any]]:
-    """The analytical evaluator with efficiency against one device (``--baseline device``)."""
-    from dlscale.perfmodel.predict import predict
-
-    return [{**row, "network": "analytical"}
-            for row in predict(cluster, workload, nodes, baseline="device").to_rows()]
-
-
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "plan",
@@ -102,6 +93,7 @@ def run(args: argparse.Namespace) -> int:
     from dlscale.commands.predict import workload_overrides
     from dlscale.output import format_table
     from dlscale.plan import plan
+    from dlscale.sweep_points import analytical_one_device
 
     if args.top < 0:
         raise ConfigError(f"--top: must be an integer >= 0, got {args.top}")
@@ -123,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
         collectives=_names(args.collectives, COLLECTIVES, "--collectives") if args.collectives else None,
         nodes=parse_nodes(args.nodes) if args.nodes is not None else None, rank_by=args.rank_by,
         overrides=workload_overrides(args) or None,
-        evaluator="analytical" if args.baseline == "node" else _against_one_device)
+        evaluator="analytical" if args.baseline == "node" else analytical_one_device)
     res.to_json(args.output)
     m = res.meta
     print(f"plan for {m['workload']}: {m['samples']:.4g} samples, {m['candidates']} candidates "

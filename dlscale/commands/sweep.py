@@ -53,6 +53,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--no-plots", action="store_true", help="do not draw plots")
     p.add_argument("--evaluator", metavar="MODULE:FUNC",
                    help="replace the analytical model with FUNC(cluster, workload, nodes, seeds)")
+    p.add_argument("--baseline", choices=("node", "device"), default="node",
+                   help="analytical fidelity: efficiency against one node (default) or one "
+                        "device alone")
     p.add_argument("--format", choices=("table", "csv", "none"), default="table",
                    help="what to print on stdout at the end (default: a summary table)")
     p.add_argument("--profile", metavar="FILE",
@@ -68,7 +71,8 @@ def run(args: argparse.Namespace) -> int:
     evaluators = {"analytical": args.evaluator} if args.evaluator else None
     result = run_sweep(study, args.output, executor=args.executor, jobs=args.jobs,
                        resume=args.resume, quiet=args.quiet, evaluators=evaluators,
-                       plots=not args.no_plots, profile=args.profile, force=args.force)
+                       plots=not args.no_plots, profile=args.profile, force=args.force,
+                       baseline=args.baseline)
     rows = result.rows
     params = result.meta["parameters"]
     if args.format == "csv":

@@ -99,6 +99,8 @@ def add_training_args(parser: argparse.ArgumentParser) -> None:
          help="write a Chrome trace (representative ranks, first iterations)")
     _add(parser, "--plot", metavar="FILE.png", default=None,
          help="write the scaling + breakdown plot (or the accuracy plot with --cosim)")
+    _add(parser, "--baseline", choices=("node", "device"), default="node",
+         help="efficiency against a one-node simulation (default) or one device alone")
     _add(parser, "--format", choices=("table", "json"), default="table",
          help="what to print (default: table)")
     _add(parser, "-o", "--output", metavar="FILE", default=None,
@@ -182,11 +184,13 @@ def run_training(args: argparse.Namespace) -> int:
         runs.append(simulate_training(
             cluster, workload, n, algorithm=a, iterations=iterations, seed=args.seed,
             mode="cosim" if args.cosim else "timing", network=network, noise=noise,
-            trace=(args.trace if (args.trace and last) else False), cosim_options=cosim))
+            trace=(args.trace if (args.trace and last) else False), cosim_options=cosim,
+            baseline=getattr(args, "baseline", "node")))
     rows = _rows(runs)
     meta = {"cluster": cluster.name, "workload": workload.name, "network": network,
             "seed": args.seed, "noise": args.noise, "iterations": iterations,
-            "mode": "cosim" if args.cosim else "timing"}
+            "mode": "cosim" if args.cosim else "timing",
+            "baseline": getattr(args, "baseline", "node")}
     if args.format == "json":
         doc = {"meta": meta, "runs": [r.to_dict() for r in runs]}
         sys.stdout.write(json.dumps(to_jsonable(doc), indent=2) + "\n")

@@ -28,6 +28,7 @@ import numpy as np
 from dlscale.perfmodel.errors import ConfigError, unknown_name
 from dlscale.perfmodel.hardware import Cluster
 from dlscale.perfmodel.memory import memory_per_rank
+from dlscale.perfmodel.predict import one_device
 from dlscale.perfmodel.training import iteration_times, layout
 from dlscale.perfmodel.workload import ALGORITHMS, Workload
 
@@ -98,7 +99,8 @@ def simulate_training(cluster: Cluster, workload: Workload, nodes: int, *,
                       mode: str = "timing", network: str | object = DEFAULT_NETWORK,
                       noise: str | Noise | None = "none", trace: bool | str = False,
                       efficiency: bool = True, cosim_options: dict | None = None,
-                      trace_ranks: int = 16, trace_iterations: int = 5) -> TrainingResult:
+                      trace_ranks: int = 16, trace_iterations: int = 5,
+                      baseline: str = "node") -> TrainingResult:
     """Simulate ``iterations`` iterations of ``workload`` on ``nodes`` nodes of ``cluster``.
 
     Parameters
@@ -129,8 +131,16 @@ def simulate_training(cluster: Cluster, workload: Workload, nodes: int, *,
         Co-simulation settings (:class:`~.training_cosim.CosimOptions` fields).
     trace_ranks, trace_iterations : int
         How many ranks and iterations the trace covers.
+    baseline : {"node", "device"}
+        What the efficiency is measured against: a one-node simulation, or one of a
+        single device running the workload's ranks per device
+        (:func:`dlscale.perfmodel.predict.one_device`), same settings.
     """
     workload = _check(cluster, workload, nodes, algorithm, iterations, mode, network, seed)
+    if baseline not in ("node", "device"):
+        raise unknown_name("baseline", baseline, ("node", "device"))
+    base_cluster, base_workload = (cluster, workload) if baseline == "node" \
+        else one_device(cluster, workload)
     nz = make_noise(noise)
     if mode == "cosim":
         from .training_cosim import check_cosim_options
@@ -166,13 +176,15 @@ def simulate_training(cluster: Cluster, workload: Workload, nodes: int, *,
         res.curve = ctx.numerics.curve  # type: ignore[attr-defined]
         res.counters.update(ctx.numerics.counters())  # type: ignore[attr-defined]
     res.analytical_iteration_s = float(iteration_times(cluster, workload, nodes).iteration_s[0])
-    if efficiency and nodes > 1:
-        one = simulate_training(cluster, workload, 1, iterations=min(int(iterations), 20),
+    if efficiency and (nodes > 1 or baseline == "device"):
+        one = simulate_training(base_cluster, base_workload, 1,
+                                iterations=min(int(iterations), 20),
                                 seed=seed, mode="timing", network="analytical"
                                 if not isinstance(network, str) else network,
                                 noise=nz, efficiency=False)
+        units = nodes * (1 if baseline == "node" else cluster.node.devices_per_node)
         if one.fits and one.samples_per_s > 0:
-            res.efficiency = res.samples_per_s / (nodes * one.samples_per_s)
+            res.efficiency = res.samples_per_s / (units * one.samples_per_s)
     elif nodes == 1:
         res.efficiency = 1.0
     if tracer is not None:

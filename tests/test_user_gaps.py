@@ -139,3 +139,20 @@ def test_sweep_baseline_device_is_its_own_study(tmp_path, capsys) -> None:
     # resuming the node-baseline folder with the other baseline is refused
     assert main([*common, "-o", str(tmp_path / "node"), "--baseline", "device", "--resume"]) == 2
     assert "baseline 'device' here, None there" in capsys.readouterr().err
+
+
+def test_simulate_baseline_device(capsys) -> None:
+    from dlscale.simulator.training_run import simulate_training
+
+    c, w = get_cluster("summit"), get_workload("resnet50")
+    sim = simulate_training(c, w, 2, iterations=2, baseline="device")
+    node = simulate_training(c, w, 2, iterations=2)
+    ref = predict(c, w, [2], baseline="device")
+    assert sim.efficiency == pytest.approx(float(ref.efficiency[0]), rel=0.02)
+    assert sim.efficiency < node.efficiency
+    assert simulate_training(c, w, 1, iterations=2, baseline="device").efficiency < 1.0
+    assert main(["simulate", "summit", "resnet50", "--nodes", "2", "--iterations", "2",
+                 "--baseline", "device", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["meta"]["baseline"] == "device"
+    assert doc["runs"][0]["efficiency"] == pytest.approx(sim.efficiency)

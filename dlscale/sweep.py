@@ -237,7 +237,8 @@ def run_sweep(study: Study, out_dir: str | Path | None = None, *, executor: str 
               jobs: int | None = None, resume: bool = False, quiet: bool = False,
               evaluators: Mapping[str, Evaluator | str] | None = None,
               chunk_groups: int | None = None, plots: bool = True,
-              profile: str | Path | None = None, force: bool = False) -> SweepResult:
+              profile: str | Path | None = None, force: bool = False,
+              baseline: str = "node") -> SweepResult:
     """Run every point of ``study``; return the sorted rows.
 
     Parameters
@@ -270,6 +271,10 @@ def run_sweep(study: Study, out_dir: str | Path | None = None, *, executor: str 
         Use ``out_dir`` even if it holds the results of another study (without
         ``resume`` they are replaced; with it, only points whose keys match are kept,
         which, the key covering the whole study, are points of this study).
+    baseline : {"node", "device"}
+        What the analytical efficiency is measured against (one device alone:
+        :func:`~dlscale.sweep_points.analytical_one_device`); part of the folder's
+        identity and the points' keys, so results of the two are never mixed.
 
     Raises
     ------
@@ -284,6 +289,14 @@ def run_sweep(study: Study, out_dir: str | Path | None = None, *, executor: str 
         raise ConfigError(f"jobs: must be >= 1, got {jobs!r}")
     if executor == "mpi" and (note := mpi_preflight()):
         print(f"dlscale sweep: {note}", file=sys.stderr)
+    if baseline not in ("node", "device"):
+        raise unknown_name("baseline", baseline, ("node", "device"))
+    if baseline == "device":
+        if study.fidelity != "analytical" or (evaluators or {}).get("analytical"):
+            raise ConfigError(f"baseline: 'device' applies to the built-in analytical model "
+                              f"only, got fidelity {study.fidelity!r}"
+                              + (" with another evaluator" if evaluators else ""))
+        evaluators = {"analytical": "dlscale.sweep_points:analytical_one_device"}
     evals: dict[str, Evaluator | str] = {**EVALUATORS, **(evaluators or {})}
     if study.fidelity == "cosim" and "cosim" not in evals:
         evals["cosim"] = _cosim_evaluator(study)
@@ -308,6 +321,8 @@ def run_sweep(study: Study, out_dir: str | Path | None = None, *, executor: str 
     ident = {"study": study.name, "cluster": study.cluster, "workload": study.workload,
              "seed": study.seed, "fidelity": study.fidelity, "network": _network_of(study.fidelity),
              "target": base.get("@target"), "profile": base.get("@profile")}
+    if baseline == "device":  # another efficiency: resume keys and stamp differ
+        base["@baseline"] = ident["baseline"] = "device"
     with FolderLock(out):
         check_stamp(out, ident, force)
         write_stamp(out, ident)
@@ -386,9 +401,9 @@ def _run_locked(study: Study, out: Path, base: dict[str, Any],
         stop_pool(pool, interrupted)
         bar.close()
     if study.fidelity == "hybrid":  # only the current best N simulated points
-        keep = {_key(base, p, n, "simulated") for p, _i, n in _ranked(study, base, done)}
+        best = {_key(base, p, n, "simulated") for p, _i, n in _ranked(study, base, done)}
         done = {k: v for k, v in done.items()
-                if v[0]["fidelity"] != "simulated" or k in keep}
+                if v[0]["fidelity"] != "simulated" or k in best}
     order = {"analytical": 0, "simulated": 1}
     recs = sorted(done.values(), key=lambda r: (r[0]["point"], order.get(r[0]["fidelity"], 2)))
     rows = [r[0] for r in recs]

@@ -24,14 +24,15 @@ from dlscale.perfmodel.workload import Workload
 from dlscale.study import split_params
 
 __all__ = ["COLUMNS", "EVALUATORS", "EXECUTORS", "Evaluator", "add_training_metrics",
-           "analytical", "materialize", "mpi_preflight", "resolve_evaluator", "simulated"]
+           "analytical", "analytical_one_device", "materialize", "mpi_preflight", "resolve_evaluator", "simulated"]
 
 
 Evaluator = Callable[[Cluster, Workload, list[int], list[int]], list[dict[str, Any]]]
 
 #: Result columns after the parameters, in table order (evaluators may add more; those
 #: go to the JSON files only).
-COLUMNS = ("nodes", "network", "runtime", "devices", "iteration_s", "compute_s", "comm_s", "exposed_comm_s",
+COLUMNS = ("nodes", "network", "runtime", "devices", "ranks", "iteration_s", "compute_s",
+           "backward_s", "comm_s", "exposed_comm_s",
            "samples_per_s", "efficiency", "memory_per_device_bytes", "fits", "bottleneck",
            "allreduce", "network_limit",
            "time_to_train_s", "node_hours", "cost", "error")
@@ -44,6 +45,15 @@ def analytical(cluster: Cluster, workload: Workload, nodes: list[int],
 
     return [{**row, "network": "analytical", "runtime": cluster.runtime.name}
             for row in predict(cluster, workload, nodes).to_rows()]
+
+
+def analytical_one_device(cluster: Cluster, workload: Workload, nodes: list[int],
+                          seeds: list[int]) -> list[dict[str, Any]]:
+    """The closed-form model with efficiency against one device alone (``--baseline device``)."""
+    from dlscale.perfmodel.predict import predict
+
+    return [{**row, "network": "analytical"}
+            for row in predict(cluster, workload, nodes, baseline="device").to_rows()]
 
 
 def simulated(cluster: Cluster, workload: Workload, nodes: list[int],

@@ -31,6 +31,7 @@ dlscale.perfmodel.errors.ConfigError: nodes: must be >= 1 (cluster 'toy' holds 1
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 from dataclasses import dataclass, field
@@ -41,6 +42,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .atomicio import atomic_write_text
+from .compute import layer_times
+from .errors import ConfigError
 from .hardware import Cluster
 from .memory import memory_per_rank
 from .row_notes import row_notes
@@ -48,11 +51,11 @@ from .training import check_nodes, efficiency, iteration_times, layout
 from .training_sync import collective_summary
 from .workload import Workload
 
-__all__ = ["ROW_KEYS", "Prediction", "predict"]
+__all__ = ["BASELINES", "ROW_KEYS", "Prediction", "one_device", "predict"]
 
 #: Keys of :meth:`Prediction.to_rows`, in column order.
-ROW_KEYS = ("nodes", "devices", "ranks", "global_batch", "iteration_s", "compute_s", "comm_s",
-            "exposed_comm_s", "samples_per_s", "efficiency", "memory_per_device_bytes", "fits",
+ROW_KEYS = ("nodes", "devices", "ranks", "global_batch", "iteration_s", "compute_s",
+            "backward_s", "comm_s", "exposed_comm_s", "samples_per_s", "efficiency", "memory_per_device_bytes", "fits",
             "bottleneck", "allreduce", "network_limit", "note")
 
 
@@ -72,6 +75,9 @@ class Prediction:
         Time of one iteration (see :class:`.training.IterationTimes`).
     compute_s : ndarray
         Forward + backward + update of one rank.
+    backward_s : ndarray
+        The backward pass of one rank (part of ``compute_s``; the collectives of
+        synchronous SGD overlap it).
     comm_s : ndarray
         Time the collectives of one iteration take (negotiation, transfer and
         reduction), hidden behind compute or not.
@@ -85,7 +91,9 @@ class Prediction:
     efficiency : ndarray
         Scaling efficiency ``samples_per_s / (nodes x samples_per_s at 1 node)``
         (weak scaling: fixed batch per device; strong scaling: fixed global batch, so
-        this is the speed-up over one node divided by the node count).
+        this is the speed-up over one node divided by the node count); with
+        ``baseline="device"``, ``samples_per_s / (devices x samples_per_s of one
+        device alone)``.
     memory_per_device_bytes : ndarray
         Bytes one device holds (its ranks' parameters, gradients, optimizer state,
         activations and buffers; see :mod:`.memory`).
@@ -109,6 +117,12 @@ class Prediction:
     note : ndarray of str
         Why an efficiency is above 1, or why throughput fell below the previous node
         count's (:mod:`.row_notes`); ``""`` elsewhere.
+    baseline : {"node", "device"}
+        What ``efficiency`` is measured against: one node, or one device alone.
+    baseline_fits : bool
+        Whether the baseline run (its ranks, and in strong scaling the whole global
+        batch) fits the device memory; when it does not, the efficiencies compare
+        with a run that could not happen.
     """
 
     cluster: str
@@ -133,6 +147,9 @@ class Prediction:
     allreduce: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=object))
     network_limit: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=object))
     note: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=object))
+    backward_s: np.ndarray = field(default_factory=lambda: np.empty(0))
+    baseline: str = "node"
+    baseline_fits: bool = True
 
     def __len__(self) -> int:
         return int(self.nodes.size)
@@ -146,7 +163,8 @@ class Prediction:
         """Names of what was predicted."""
         return {"cluster": self.cluster, "workload": self.workload, "algorithm": self.algorithm,
                 "collective": self.collective, "scaling": self.scaling,
-                "memory_resource": self.memory_resource, "fidelity": "analytical"}
+                "memory_resource": self.memory_resource, "fidelity": "analytical",
+                "baseline": self.baseline, "baseline_fits": str(self.baseline_fits).lower()}
 
     def to_csv(self, path: str | Path) -> None:
         """Write the rows as CSV, atomically (temp file in the same folder, then rename)."""
@@ -161,14 +179,50 @@ class Prediction:
         atomic_write_text(path, json.dumps({"meta": self.meta(), "rows": self.to_rows()}, indent=1))
 
 
-def predict(cluster: Cluster, workload: Workload, nodes: ArrayLike) -> Prediction:
+#: What efficiency may be measured against.
+BASELINES = ("node", "device")
+
+
+def one_device(cluster: Cluster, workload: Workload) -> tuple[Cluster, Workload]:
+    """The cluster cut down to one device per node, and the workload's ranks on it.
+
+    Raises :class:`ConfigError` when a rank spans several devices (fewer ranks than
+    devices per node) or the ranks do not divide evenly over the devices.
+    """
+    dpn = cluster.node.devices_per_node
+    rpn = workload.ranks_per_node or dpn
+    if rpn % dpn:
+        raise ConfigError(
+            f"baseline: 'device' needs a whole number of ranks per device; workload "
+            f"{workload.name!r} runs {rpn} ranks per node on {dpn} devices (use 'node')")
+    node = dataclasses.replace(cluster.node, devices_per_node=1)
+    return (dataclasses.replace(cluster, node=node),
+            dataclasses.replace(workload, ranks_per_node=rpn // dpn))
+
+
+def _baseline(cluster: Cluster, workload: Workload, baseline: str) -> tuple[float, bool]:
+    """Samples/s of the baseline run (one node, or one device) and whether it fits."""
+    if baseline == "device":
+        cluster, workload = one_device(cluster, workload)
+    times = iteration_times(cluster, workload, [1])
+    lay = layout(cluster, workload, [1])
+    mem = memory_per_rank(workload, cluster, lay.ranks, lay.batch_per_rank)
+    return float(times.samples_per_s[0]), bool(np.all(mem.fits))
+
+
+def predict(cluster: Cluster, workload: Workload, nodes: ArrayLike,
+            baseline: str = "node") -> Prediction:
     """Predict ``workload`` on ``cluster`` at every node count in ``nodes``.
 
     Node counts must be integers in ``1..cluster.max_nodes``; a bad one raises
     :class:`~dlscale.perfmodel.errors.ConfigError` naming it and the limit before
     anything is computed. The one-node run that efficiencies are measured against is
-    computed in the same vectorized call.
+    computed in the same vectorized call; ``baseline="device"`` measures them against
+    one device alone instead (a one-device node running the workload's ranks per
+    device).
     """
+    if baseline not in BASELINES:
+        raise ConfigError(f"baseline: must be one of {', '.join(BASELINES)}, got {baseline!r}")
     n = check_nodes(cluster, nodes)
     both = np.concatenate(([1], n))
     times = iteration_times(cluster, workload, both)
@@ -184,8 +238,12 @@ def predict(cluster: Cluster, workload: Workload, nodes: ArrayLike) -> Predictio
         used, limit = collective_summary(cluster, workload, lay)
     else:
         used = limit = np.full(len(n), "", dtype=object)
-    eff = efficiency(sps, n, float(times.samples_per_s[0]))
-    notes = row_notes(cluster, workload, lay, sps, eff, used, limit)
+    node_eff = efficiency(sps, n, float(times.samples_per_s[0]))
+    base_sps, base_fits = _baseline(cluster, workload, baseline)
+    eff = node_eff if baseline == "node" else efficiency(sps, lay.devices, base_sps)
+    notes = row_notes(cluster, workload, lay, sps, node_eff, used, limit)
+    backward = layer_times(workload.model, cluster.node.device, workload.precision,
+                           lay.batch_per_rank, lay.share).backward_s.sum(axis=-1)
     return Prediction(
         cluster=cluster.name, workload=workload.name, algorithm=workload.algorithm,
         collective=workload.collective, scaling=workload.scaling,
@@ -196,4 +254,6 @@ def predict(cluster: Cluster, workload: Workload, nodes: ArrayLike) -> Predictio
         efficiency=eff,
         memory_per_device_bytes=mem.per_device_bytes, fits=mem.fits, bottleneck=bottleneck,
         memory_resource=mem.resource, allreduce=used, network_limit=limit, note=notes,
+        backward_s=np.asarray(backward, dtype=float), baseline=baseline,
+        baseline_fits=base_fits,
     )

@@ -71,6 +71,9 @@ class TrainingResult:
         Simulated time of the whole run.
     trace : dict or None
         Chrome trace when asked for.
+    backward_s : float or None
+        One rank's backward pass per iteration (local step) before straggler noise:
+        the compute profile the simulation scales by each rank's noise factor.
     """
 
     cluster: str
@@ -94,6 +97,7 @@ class TrainingResult:
     counters: dict = field(default_factory=dict)
     sim_time_s: float = 0.0
     trace: dict | None = None
+    backward_s: float | None = None
 
     @property
     def iteration_s(self) -> float:
@@ -132,6 +136,8 @@ class TrainingResult:
             row.update(iteration_s=self.iteration_s, iteration_std_s=self.iteration_std_s,
                        samples_per_s=self.samples_per_s)
             row.update(self.summary())
+            if self.backward_s is not None:
+                row["backward_s"] = self.backward_s
             if self.efficiency is not None:
                 row["efficiency"] = self.efficiency
             if self.analytical_iteration_s is not None:

@@ -28,11 +28,12 @@ import numpy as np
 from dlscale.perfmodel.errors import ConfigError, unknown_name
 from dlscale.perfmodel.hardware import Cluster
 from dlscale.perfmodel.memory import memory_per_rank
+from dlscale.perfmodel.predict import one_device
 from dlscale.perfmodel.training import iteration_times, layout
 from dlscale.perfmodel.workload import ALGORITHMS, Workload
 
 from .stragglers import Noise, make_noise
-from .training_common import RunContext
+from .training_common import RunContext, compute_profile
 from .training_net import DEFAULT_NETWORK, NETWORKS, make_training_network
 from .training_result import TrainingResult
 from .training_trace import TraceRecorder
@@ -98,7 +99,8 @@ def simulate_training(cluster: Cluster, workload: Workload, nodes: int, *,
                       mode: str = "timing", network: str | object = DEFAULT_NETWORK,
                       noise: str | Noise | None = None, trace: bool | str = False,
                       efficiency: bool = True, cosim_options: dict | None = None,
-                      trace_ranks: int = 16, trace_iterations: int = 5) -> TrainingResult:
+                      trace_ranks: int = 16, trace_iterations: int = 5,
+                      baseline: str = "node") -> TrainingResult:
     """Simulate ``iterations`` iterations of ``workload`` on ``nodes`` nodes of ``cluster``.
 
     Parameters
@@ -130,8 +132,16 @@ def simulate_training(cluster: Cluster, workload: Workload, nodes: int, *,
         Co-simulation settings (:class:`~.training_cosim.CosimOptions` fields).
     trace_ranks, trace_iterations : int
         How many ranks and iterations the trace covers.
+    baseline : {"node", "device"}
+        What the efficiency is measured against: a one-node simulation, or one of a
+        single device running the workload's ranks per device
+        (:func:`dlscale.perfmodel.predict.one_device`), same settings.
     """
     workload = _check(cluster, workload, nodes, algorithm, iterations, mode, network, seed)
+    if baseline not in ("node", "device"):
+        raise unknown_name("baseline", baseline, ("node", "device"))
+    base_cluster, base_workload = (cluster, workload) if baseline == "node" \
+        else one_device(cluster, workload)
     nz = make_noise(cluster.noise if noise is None else noise)
     if mode == "cosim":
         from .training_cosim import check_cosim_options
@@ -160,19 +170,22 @@ def simulate_training(cluster: Cluster, workload: Workload, nodes: int, *,
     res.iteration_times_s = out.iteration_times_s
     res.samples_per_iteration = float(lay.global_batch[0])
     res.breakdown = out.breakdown
+    res.backward_s = float(compute_profile(cluster, workload, lay).backward_s)
     res.sim_time_s = out.sim_time_s
     res.counters = dict(out.counters)
     if ctx.numerics is not None:
         res.curve = ctx.numerics.curve
         res.counters.update(ctx.numerics.counters())
     res.analytical_iteration_s = float(iteration_times(cluster, workload, nodes).iteration_s[0])
-    if efficiency and nodes > 1:
-        one = simulate_training(cluster, workload, 1, iterations=min(int(iterations), 20),
+    if efficiency and (nodes > 1 or baseline == "device"):
+        one = simulate_training(base_cluster, base_workload, 1,
+                                iterations=min(int(iterations), 20),
                                 seed=seed, mode="timing", network="analytical"
                                 if not isinstance(network, str) else network,
                                 noise=nz, efficiency=False)
+        units = nodes * (1 if baseline == "node" else cluster.node.devices_per_node)
         if one.fits and one.samples_per_s > 0:
-            res.efficiency = res.samples_per_s / (nodes * one.samples_per_s)
+            res.efficiency = res.samples_per_s / (units * one.samples_per_s)
     elif nodes == 1:
         res.efficiency = 1.0
     if tracer is not None:

@@ -79,6 +79,11 @@ def add_parser(sub: Any) -> None:
                                          f"auto = each cluster's software stack's choice)")
     g.add_argument("--nodes", help="node counts, as in predict (default: doubling to each size)")
     g.add_argument("--batch", type=int, metavar="N", help="samples per device per iteration")
+    g.add_argument("--global-batch", type=int, metavar="N",
+                   help="strong scaling: N samples per iteration over all devices")
+    g.add_argument("--baseline", choices=("node", "device"), default="node",
+                   help="efficiency (and --min-efficiency) against one node (default) or one "
+                        "device alone")
     g.add_argument("--rank-by", default="cost",
                    choices=("cost", "node_hours", "time", "nodes", "efficiency"))
     add_runtime_arg(p)
@@ -90,8 +95,10 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from dlscale.commands.common import parse_nodes
+    from dlscale.commands.predict import workload_overrides
     from dlscale.output import format_table
     from dlscale.plan import plan
+    from dlscale.sweep_points import analytical_one_device
 
     if args.top < 0:
         raise ConfigError(f"--top: must be an integer >= 0, got {args.top}")
@@ -112,7 +119,8 @@ def run(args: argparse.Namespace) -> int:
         algorithms=_names(args.algorithms, ALGORITHMS, "--algorithms") if args.algorithms else None,
         collectives=_names(args.collectives, COLLECTIVES, "--collectives") if args.collectives else None,
         nodes=parse_nodes(args.nodes) if args.nodes is not None else None, rank_by=args.rank_by,
-        overrides={"batch_per_device": args.batch} if args.batch else None,
+        overrides=workload_overrides(args) or None,
+        evaluator="analytical" if args.baseline == "node" else analytical_one_device,
         runtime=args.runtime)
     res.to_json(args.output)
     m = res.meta

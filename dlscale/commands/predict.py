@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import sys
 from typing import Any
 
 from dlscale.commands.common import add_output_args, emit, parse_nodes
@@ -14,10 +15,13 @@ from dlscale.commands.runtime_args import (
     collective_label,
 )
 from dlscale.perfmodel.config import apply_overrides, load_cluster, load_workload
+from dlscale.perfmodel.errors import ConfigError
+from dlscale.perfmodel.predict import BASELINES
 from dlscale.perfmodel.workload import ALGORITHMS, COLLECTIVES, GROUPINGS
 
-COLUMNS = ("nodes", "devices", "iteration_s", "compute_s", "comm_s", "exposed_comm_s",
-           "samples_per_s", "efficiency", "fits", "allreduce", "network_limit", "note")
+COLUMNS = ("nodes", "devices", "ranks", "iteration_s", "compute_s", "backward_s", "comm_s",
+           "exposed_comm_s", "samples_per_s", "efficiency", "fits", "allreduce", "network_limit",
+           "note")
 
 
 def add_parser(sub: Any) -> None:
@@ -37,6 +41,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--grouping", choices=GROUPINGS, help="gradient fusion or graph-aware grouping")
     p.add_argument("--precision", choices=("fp32", "fp16", "fp64"), help="training precision")
     p.add_argument("--batch", type=int, metavar="N", help="samples per device per iteration")
+    add_scaling_args(p)
     p.add_argument("--profile", metavar="FILE", help="machine profile from `dlscale calibrate`")
     add_runtime_arg(p)
     p.add_argument("--noise", metavar="SPEC",
@@ -48,12 +53,40 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(run=run)
 
 
+def add_scaling_args(p: argparse.ArgumentParser) -> None:
+    """``--global-batch`` (strong scaling) and ``--baseline`` (efficiency against what)."""
+    p.add_argument("--global-batch", type=int, metavar="N",
+                   help="strong scaling: N samples per iteration over all devices, so each "
+                        "device gets N / devices (default: the workload's scaling)")
+    p.add_argument("--baseline", choices=BASELINES, default="node",
+                   help="efficiency against one node (default) or one device alone")
+
+
 def workload_overrides(args: argparse.Namespace) -> dict[str, Any]:
     """Workload fields set on the command line."""
     names = {"algorithm": "algorithm", "collective": "collective", "grouping": "grouping",
              "precision": "precision", "batch": "batch_per_device"}
-    return {field: getattr(args, arg) for arg, field in names.items()
-            if getattr(args, arg, None) is not None}
+    out = {field: getattr(args, arg) for arg, field in names.items()
+           if getattr(args, arg, None) is not None}
+    gb = getattr(args, "global_batch", None)
+    if gb is not None:
+        if gb < 1:
+            raise ConfigError(f"--global-batch: must be an integer >= 1 (samples per iteration "
+                              f"over all devices), got {gb}")
+        out.update(scaling="strong", global_batch=gb)
+    return out
+
+
+def baseline_line(pred: Any) -> str:
+    """A line flagging a baseline that does not fit in memory ("" when it fits)."""
+    if pred.baseline_fits:
+        return ""
+    what = "one device" if pred.baseline == "device" else "one node"
+    batch = (f"the whole global batch of {int(pred.global_batch[0])} samples"
+             if pred.scaling == "strong" else "its batch")
+    return (f"note: the baseline ({what} running {batch}) does not fit in "
+            f"{pred.memory_resource}; its efficiencies compare with a run that could not "
+            f"happen")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -67,18 +100,27 @@ def run(args: argparse.Namespace) -> int:
     if overrides:
         workload = apply_overrides(workload, overrides, "command line")
     nodes = parse_nodes(f"1-{cluster.max_nodes}" if args.nodes is None else args.nodes)
-    result = predict(cluster, workload, nodes)
+    result = predict(cluster, workload, nodes, baseline=args.baseline)
     rows = result.to_rows()
     meta = {"cluster": cluster.name, "workload": workload.name, "model": workload.model.name,
             "algorithm": workload.algorithm, "collective": workload.collective,
             "runtime": cluster.runtime.name, "allreduce_chosen": allreduce_summary(rows),
             "noise": cluster.noise,
             "precision": workload.precision, "batch_per_device": workload.batch_per_device,
-            "fidelity": "analytical"}
-    header = (f"{workload.name} ({workload.algorithm}, {collective_label(workload.collective, cluster)}, "
-              f"{workload.precision}, batch {workload.batch_per_device}/device) on {cluster.name}, "
-              f"runtime {cluster.runtime.name}")
+            "fidelity": "analytical", "scaling": workload.scaling,
+            "baseline": result.baseline, "baseline_fits": result.baseline_fits}
+    batch = (f"global batch {workload.global_batch}" if workload.scaling == "strong"
+             else f"batch {workload.batch_per_device}/device")
+    header = (f"{workload.name} ({workload.algorithm}, "
+              f"{collective_label(workload.collective, cluster)}, {workload.precision}, "
+              f"{batch}) on {cluster.name}, runtime {cluster.runtime.name}"
+              + ("" if args.baseline == "node" else ", efficiency against one device"))
     chosen = allreduce_summary(rows) if workload.algorithm == "sync-sgd" else ""
+    flag = baseline_line(result)
+    if flag and args.format == "table":
+        header += "\n" + flag
+    elif flag:
+        print(flag, file=sys.stderr)
     cols = [c for c in COLUMNS if c in rows[0] and (c != "note" or any(r[c] for r in rows))]
     emit(args, rows, meta, cols, header)
     if args.plot:

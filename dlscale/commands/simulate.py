@@ -70,6 +70,11 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--profile", metavar="FILE",
                    help="machine profile from `dlscale calibrate`: its network and kernel "
                         "figures replace the cluster's")
+    g = p.add_argument_group("training workload settings (with a WORKLOAD), as in predict")
+    g.add_argument("--batch", type=int, metavar="N", help="samples per device per iteration")
+    g.add_argument("--precision", choices=("fp32", "fp16", "fp64"), help="training precision")
+    g.add_argument("--global-batch", type=int, metavar="N",
+                   help="strong scaling: N samples per iteration over all devices")
     from dlscale.commands.runtime_args import add_runtime_arg
     from dlscale.commands.simulate_training import add_training_args
 
@@ -124,14 +129,31 @@ def _one_node_count(text: str) -> int:
     return nodes[0]
 
 
+def _apply_workload_flags(args: argparse.Namespace) -> None:
+    """``--batch``, ``--precision``, ``--global-batch`` applied to the workload, as predict does."""
+    from dlscale.commands.predict import workload_overrides
+    from dlscale.perfmodel.config import apply_overrides, load_workload
+
+    names = {"batch": args.batch, "precision": args.precision,
+             "global_batch": getattr(args, "global_batch", None)}
+    overrides = workload_overrides(argparse.Namespace(**names))
+    if overrides:
+        args.workload = apply_overrides(load_workload(args.workload), overrides, "command line")
+
+
 def run(args: argparse.Namespace) -> int:
     if args.workload is not None:
         from dlscale.commands.simulate_training import run_training
 
+        _apply_workload_flags(args)
         return run_training(args)
     if getattr(args, "runtime", None) is not None:
         raise ConfigError("--runtime: the software stack applies to training runs (CLUSTER "
                           "WORKLOAD); one collective runs on the links as described")
+    for flag in ("batch", "precision", "global_batch"):
+        if getattr(args, flag, None) is not None:
+            raise ConfigError(f"--{flag.replace('_', '-')}: sets the training workload; "
+                              f"give a WORKLOAD (simulate CLUSTER WORKLOAD), got only {args.cluster!r}")
     if not args.size_bytes >= 0:
         raise ConfigError(f"--size-bytes: must be >= 0, got {args.size_bytes!r}")
     if args.top < 0:

@@ -37,8 +37,9 @@ from dlscale.simulator.training_result import TrainingResult
 __all__ = ["COLUMNS", "add_training_args", "run_training"]
 
 #: Table columns (those a run has).
-COLUMNS = ("nodes", "ranks", "algorithm", "allreduce", "iteration_s", "iteration_std_s", "compute_s",
-           "comm_s", "exposed_comm_s", "straggler_wait_s", "master_queue_s", "samples_per_s",
+COLUMNS = ("nodes", "ranks", "algorithm", "allreduce", "iteration_s", "iteration_std_s",
+           "compute_s", "backward_s", "comm_s", "exposed_comm_s", "straggler_wait_s",
+           "master_queue_s", "samples_per_s",
            "efficiency", "analytical_iteration_s", "memory_per_device_bytes", "fits",
            "final_accuracy", "lost_updates")
 
@@ -98,6 +99,8 @@ def add_training_args(parser: argparse.ArgumentParser) -> None:
          help="write a Chrome trace (representative ranks, first iterations)")
     _add(parser, "--plot", metavar="FILE.png", default=None,
          help="write the scaling + breakdown plot (or the accuracy plot with --cosim)")
+    _add(parser, "--baseline", choices=("node", "device"), default="node",
+         help="efficiency against a one-node simulation (default) or one device alone")
     _add(parser, "--format", choices=("table", "json"), default="table",
          help="what to print (default: table)")
     _add(parser, "-o", "--output", metavar="FILE", default=None,
@@ -185,14 +188,16 @@ def run_training(args: argparse.Namespace) -> int:
         runs.append(simulate_training(
             cluster, workload, n, algorithm=a, iterations=iterations, seed=args.seed,
             mode="cosim" if args.cosim else "timing", network=network, noise=noise,
-            trace=(args.trace if (args.trace and last) else False), cosim_options=cosim))
+            trace=(args.trace if (args.trace and last) else False), cosim_options=cosim,
+            baseline=getattr(args, "baseline", "node")))
     rows = _rows(runs)
     from dlscale.commands.runtime_args import allreduce_summary
 
     meta = {"cluster": cluster.name, "workload": workload.name, "network": network,
             "runtime": cluster.runtime.name, "collective": workload.collective,
-            "allreduce_chosen": allreduce_summary(rows), "seed": args.seed, "noise": args.noise, "iterations": iterations,
-            "mode": "cosim" if args.cosim else "timing"}
+            "allreduce_chosen": allreduce_summary(rows), "seed": args.seed, "noise": args.noise,
+            "iterations": iterations, "mode": "cosim" if args.cosim else "timing",
+            "baseline": getattr(args, "baseline", "node")}
     if args.format == "json":
         doc = {"meta": meta, "runs": [r.to_dict() for r in runs]}
         sys.stdout.write(json.dumps(to_jsonable(doc), indent=2) + "\n")

@@ -53,6 +53,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--no-plots", action="store_true", help="do not draw plots")
     p.add_argument("--evaluator", metavar="MODULE:FUNC",
                    help="replace the analytical model with FUNC(cluster, workload, nodes, seeds)")
+    p.add_argument("--baseline", choices=("node", "device"), default="node",
+                   help="analytical fidelity: efficiency against one node (default) or one "
+                        "device alone")
     p.add_argument("--format", choices=("table", "csv", "none"), default="table",
                    help="what to print on stdout at the end (default: a summary table)")
     p.add_argument("--profile", metavar="FILE",
@@ -68,14 +71,16 @@ def run(args: argparse.Namespace) -> int:
     evaluators = {"analytical": args.evaluator} if args.evaluator else None
     result = run_sweep(study, args.output, executor=args.executor, jobs=args.jobs,
                        resume=args.resume, quiet=args.quiet, evaluators=evaluators,
-                       plots=not args.no_plots, profile=args.profile, force=args.force)
+                       plots=not args.no_plots, profile=args.profile, force=args.force,
+                       baseline=args.baseline)
     rows = result.rows
     params = result.meta["parameters"]
     if args.format == "csv":
         sys.stdout.write(rows_to_csv(rows))
     elif args.format == "table":
-        cols = ["point", "fidelity", *params, "nodes", "iteration_s", "samples_per_s",
-                "efficiency", "allreduce", "time_to_train_s", "cost", "status"]
+        cols = ["point", "fidelity", *params, "nodes", "ranks", "iteration_s", "backward_s",
+                "exposed_comm_s", "samples_per_s", "efficiency", "allreduce", "time_to_train_s",
+                "cost", "status"]
         if study.fidelity == "cosim":  # time to the study's target accuracy
             cols[cols.index("time_to_train_s")] = "time_to_target_s"
         shown = rows if len(rows) <= 40 else rows[:20] + rows[-20:]

@@ -206,8 +206,10 @@ def plot_study(study: Study, rows: Sequence[Mapping[str, Any]], out_dir: str | P
     paths = []
     for kind in choose_plots(study):
         if kind == "scaling":
+            stacks = ", ".join(sorted({str(r["runtime"]) for r in rows if r.get("runtime")}))
             paths.append(plot_scaling_groups(out_dir / "scaling.png", rows, params,
-                                             f"{study.name}: scaling"))
+                                             f"{study.name}: scaling"
+                                             + (f" (runtime {stacks})" if stacks else "")))
         elif kind == "heatmap":
             names = study.heatmap or (study.param_names[:2] if len(study.param_names) >= 2
                                       else [*study.param_names[:1], "nodes"])

@@ -71,6 +71,11 @@ class NoNoise:
         """Factors of ones (consumes no random numbers)."""
         return np.ones(shape)
 
+    @property
+    def spec(self) -> str:
+        """The spec that makes this model (a ``Cluster.noise`` value)."""
+        return "none"
+
     def expected_max(self, ranks: ArrayLike) -> np.ndarray:
         """1 for every rank count."""
         return np.ones(np.shape(ranks))
@@ -93,6 +98,11 @@ class Lognormal:
         """``exp(sigma z - sigma^2 / 2)`` of shape ``shape``."""
         z = rng.standard_normal(shape)
         return np.exp(self.sigma * z - 0.5 * self.sigma ** 2)
+
+    @property
+    def spec(self) -> str:
+        """The spec that makes this model (a ``Cluster.noise`` value)."""
+        return f"lognormal:{self.sigma!r}"
 
     def expected_max(self, ranks: ArrayLike) -> np.ndarray:
         """``E[max of P factors]``: ``int exp(sigma z - sigma^2/2) P phi(z) Phi(z)^(P-1)
@@ -164,6 +174,11 @@ class Empirical:
         """Resample with replacement."""
         out: np.ndarray = self.sample[rng.integers(0, self.sample.size, size=shape)]
         return out
+
+    @property
+    def spec(self) -> str:
+        """The spec that makes this model (``""`` for a sample given as an array)."""
+        return f"empirical:{self.source}" if self.source else ""
 
     def expected_max(self, ranks: ArrayLike) -> np.ndarray:
         """``E[max of P draws with replacement]``, exactly: with the sample sorted,

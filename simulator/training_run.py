@@ -176,7 +176,10 @@ def simulate_training(cluster: Cluster, workload: Workload, nodes: int, *,
     if ctx.numerics is not None:
         res.curve = ctx.numerics.curve
         res.counters.update(ctx.numerics.counters())
-    res.analytical_iteration_s = float(iteration_times(cluster, workload, nodes).iteration_s[0])
+    # the analytical reference with the run's noise (its expected slowest rank), where
+    # the noise has a spec (not a sample given as an array)
+    ref = dataclasses.replace(cluster, noise=nz.spec) if nz.spec else cluster
+    res.analytical_iteration_s = float(iteration_times(ref, workload, nodes).iteration_s[0])
     if efficiency and (nodes > 1 or baseline == "device"):
         one = simulate_training(base_cluster, base_workload, 1,
                                 iterations=min(int(iterations), 20),

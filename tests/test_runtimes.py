@@ -139,6 +139,11 @@ def test_expected_slowest_rank_matches_the_simulated_draws():
         sim = simulate_training(c, w, n, iterations=150, network="analytical",
                                 efficiency=False)
         assert sim.iteration_s == pytest.approx(p, rel=0.01)
+        assert sim.analytical_iteration_s == pytest.approx(p, rel=1e-12)
+    # the run's own --noise (not the cluster's) sets the analytical reference too
+    sim = simulate_training(SUMMIT, w, 4, iterations=2, network="analytical",
+                            noise="lognormal:0.05", efficiency=False)
+    assert sim.analytical_iteration_s == pytest.approx(pred[1], rel=1e-12)
     assert pred[1] > iteration_times(SUMMIT, w, [4]).iteration_s[0]
 
 

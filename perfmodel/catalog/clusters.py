@@ -102,8 +102,9 @@ SUMMIT_STACK = RUNTIMES["horovod-nccl"]
 # ``--runtime mlsl`` for that stack.
 STAMPEDE2_STACK = RUNTIMES["horovod-intel-mpi"]
 # Cori KNL and the K80 server: You, Buluc, Demmel SC'17 (arXiv 1708.02983) wrote their
-# own MPI code (Cray MPICH on Cori, NERSC Cori docs; MPI between the GPUs' host
-# processes), no framework coordinator.
+# own MPI code, no framework coordinator: Cray MPICH on Cori (NERSC Cori docs); on the
+# K80 server MPI between the GPUs' host processes (assumed: the paper's GPU runs name
+# no communication library).
 CORI_STACK = RUNTIMES["mpi"]
 # Generic GPU servers and clusters: Horovod over NCCL, NVIDIA's recommended
 # multi-GPU data-parallel stack of the V100/P100 era (NVIDIA NGC TensorFlow container

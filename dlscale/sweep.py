@@ -386,9 +386,9 @@ def _run_locked(study: Study, out: Path, base: dict[str, Any],
         stop_pool(pool, interrupted)
         bar.close()
     if study.fidelity == "hybrid":  # only the current best N simulated points
-        keep = {_key(base, p, n, "simulated") for p, _i, n in _ranked(study, base, done)}
+        best = {_key(base, p, n, "simulated") for p, _i, n in _ranked(study, base, done)}
         done = {k: v for k, v in done.items()
-                if v[0]["fidelity"] != "simulated" or k in keep}
+                if v[0]["fidelity"] != "simulated" or k in best}
     order = {"analytical": 0, "simulated": 1}
     recs = sorted(done.values(), key=lambda r: (r[0]["point"], order.get(r[0]["fidelity"], 2)))
     rows = [r[0] for r in recs]

@@ -167,12 +167,12 @@ def plot_format(path: str | Path, what: str = "--plot") -> str:
     return ext
 
 
-def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
     """Write ``data`` to ``path`` (see the module docstring for what happens where)."""
     atomic_write_with(path, lambda tmp: Path(tmp).write_bytes(data))
 
 
-def atomic_write_text(path: str | Path, text: str) -> None:
+def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
     """Write ``text`` (UTF-8) to ``path`` (see the module docstring)."""
     atomic_write_bytes(path, text.encode("utf-8"))
 
@@ -196,7 +196,7 @@ def _write_special(target: Path, writer: Callable[[str], Any]) -> None:
             shutil.copyfileobj(src, dst)
 
 
-def atomic_write_with(path: str | Path, writer: Callable[[str], Any]) -> None:
+def atomic_write_with(path: str | os.PathLike[str], writer: Callable[[str], Any]) -> None:
     """Call ``writer(tmp_path)`` (e.g. ``fig.savefig``), then put the file at ``path``.
 
     A regular file (or a new path) is replaced by a rename of a temporary file beside

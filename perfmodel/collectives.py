@@ -89,7 +89,7 @@ def _check(n_bytes: ArrayLike, p: ArrayLike, *params: Param,
 
 
 def _ceil_log2(p: np.ndarray) -> np.ndarray:
-    return np.ceil(np.log2(p))
+    return np.asarray(np.ceil(np.log2(p)))
 
 
 def _pow2_split(p: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

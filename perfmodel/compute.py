@@ -75,7 +75,7 @@ class LayerTimes:
     @property
     def total_s(self) -> np.ndarray:
         """Forward plus backward seconds, summed over layers (shape ``()`` or ``(N,)``)."""
-        return self.forward_s.sum(axis=-1) + self.backward_s.sum(axis=-1)
+        return np.asarray(self.forward_s.sum(axis=-1) + self.backward_s.sum(axis=-1))
 
 
 def _precision_bytes(precision: str) -> int:

@@ -21,12 +21,14 @@ from __future__ import annotations
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from .errors import ConfigError
 from .hardware import Cluster, Device, Link, NodeSpec
 from .tomlmap import build
 from .workload import Model, Workload
+
+_T = TypeVar("_T")
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -50,7 +52,8 @@ def read_toml(path: str | Path) -> dict[str, Any]:
                 if kind == "a GraphML" else "")
         raise ConfigError(f"{path}: is {kind} file, not TOML{hint}")
     try:
-        return tomllib.loads(text)
+        doc: dict[str, Any] = tomllib.loads(text)
+        return doc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: TOML syntax error: {exc}") from None
     except RecursionError:
@@ -113,12 +116,13 @@ def _is_file_spec(spec: str) -> bool:
     return spec.endswith(".toml") or "/" in spec or Path(spec).is_file()
 
 
-def _load(tp: type, kind: str, spec: str | Path | Any) -> Any:
+def _load(tp: type[_T], kind: str, spec: str | Path | _T) -> _T:
     if isinstance(spec, tp):
         return spec
     spec = str(spec)
     if not _is_file_spec(spec):
-        return _preset(tp, spec, kind)
+        preset: _T = _preset(tp, spec, kind)
+        return preset
     table = read_toml(spec)
     where = f"{spec}: {kind}"
     base = None
@@ -127,7 +131,8 @@ def _load(tp: type, kind: str, spec: str | Path | Any) -> Any:
         if not isinstance(base_name, str):
             raise ConfigError(f"{where}.base: expected a preset name, got {base_name!r}")
         base = _preset(tp, base_name, f"{where}.base")
-    return build(tp, table, where, base=base, lookup=_preset)
+    built: _T = build(tp, table, where, base=base, lookup=_preset)
+    return built
 
 
 def load_cluster(spec: str | Path | Cluster, profile: str | Path | None = None) -> Cluster:

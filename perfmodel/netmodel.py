@@ -110,7 +110,7 @@ def _shape_key(topology: Topology) -> Topology:
     return topology
 
 
-def _assemble(loads: list, repeat: list[int], reduce: list[bool], scale: list[float],
+def _assemble(loads: list[StepLoad], repeat: list[int], reduce: list[bool], scale: list[float],
               device_links: bool, dbt_depth: int = 0) -> CollectivePlan:
     levels = tuple(sorted({lvl for s in loads for lvl in s.load}))
     S = len(loads)
@@ -174,7 +174,7 @@ def plan_collective(topology: Topology, nodes: int, ranks_per_node: int, device_
         groups = [np.flatnonzero(inverse == g) for g in np.argsort(first)]
     phases = build_schedule(collective, algorithm, p, 1.0, groups=groups,
                             inter_algorithm=inter_algorithm, segments=max(segments, 1))
-    memo: dict[bytes, object] = {}
+    memo: dict[bytes, StepLoad] = {}
     loads, repeat, reduce, scale = [], [], [], []
     for ph in phases:
         if len(ph.nbytes) == 0:
@@ -205,7 +205,7 @@ def _latency(cluster: Cluster, device_links: bool, inter: np.ndarray,
 
 @lru_cache(maxsize=1 << 16)
 def _path_load(topology: Topology, nodes: int, ranks_per_node: int, device_links: bool,
-               src: int, dst: int):
+               src: int, dst: int) -> StepLoad:
     return step_load(topology, nodes, ranks_per_node, device_links, np.array([src]),
                      np.array([dst]), np.ones(1))
 
@@ -340,7 +340,7 @@ def _sum_steps(cluster: Cluster, plan: CollectivePlan, n: np.ndarray,
     lat = _latency(cluster, plan.device_links, plan.inter, plan.hops)
     busy = (plan.load * _betas(cluster, plan.levels)).max(axis=1, initial=0.0)
     nn = np.asarray(n, dtype=float)[..., None]
-    return (plan.repeat * (lat + nn * busy + gamma_s_per_B * nn * plan.recv)).sum(axis=-1)
+    return np.asarray((plan.repeat * (lat + nn * busy + gamma_s_per_B * nn * plan.recv)).sum(axis=-1))
 
 
 def limiting_level(cluster: Cluster, collective: str, algorithm: str, nodes: int,

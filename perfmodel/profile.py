@@ -188,8 +188,8 @@ def _check_segments(where: str, segments: Any, keys: tuple[str, ...]) -> None:
             raise ConfigError(f"{where}[{i}]: must be an object, got {seg!r}")
         for key in keys:
             v = seg.get(key)
-            ok = isinstance(v, (int, float)) and not isinstance(v, bool)
-            if not (ok and math.isfinite(v) and v >= 0):
+            if not (isinstance(v, (int, float)) and not isinstance(v, bool)
+                    and math.isfinite(v) and v >= 0):
                 raise ConfigError(f"{where}[{i}].{key}: must be a finite number >= 0, got {v!r}")
 
 

@@ -28,6 +28,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .errors import ConfigError, unknown_name
 
@@ -52,7 +53,8 @@ class Phase:
         return self.src.tobytes() + b"|" + self.dst.tobytes()
 
 
-def _phase(src, dst, nbytes, reduce=False, repeat=1, label="") -> Phase:
+def _phase(src: ArrayLike, dst: ArrayLike, nbytes: ArrayLike, reduce: bool = False,
+           repeat: int = 1, label: str = "") -> Phase:
     src = np.asarray(src, dtype=np.int64)
     dst = np.asarray(dst, dtype=np.int64)
     nb = np.broadcast_to(np.asarray(nbytes, dtype=float), src.shape).copy()

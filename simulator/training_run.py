@@ -28,6 +28,7 @@ import numpy as np
 from dlscale.perfmodel.errors import ConfigError, unknown_name
 from dlscale.perfmodel.hardware import Cluster
 from dlscale.perfmodel.memory import memory_per_rank
+from dlscale.perfmodel.netapi import NetworkModel
 from dlscale.perfmodel.training import iteration_times, layout
 from dlscale.perfmodel.workload import ALGORITHMS, Workload
 
@@ -95,7 +96,7 @@ def _run(ctx: RunContext):
 
 def simulate_training(cluster: Cluster, workload: Workload, nodes: int, *,
                       algorithm: str | None = None, iterations: int = 20, seed: int = 0,
-                      mode: str = "timing", network: str | object = DEFAULT_NETWORK,
+                      mode: str = "timing", network: str | NetworkModel = DEFAULT_NETWORK,
                       noise: str | Noise | None = "none", trace: bool | str = False,
                       efficiency: bool = True, cosim_options: dict | None = None,
                       trace_ranks: int = 16, trace_iterations: int = 5) -> TrainingResult:

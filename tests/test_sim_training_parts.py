@@ -83,8 +83,8 @@ def test_network_adapter_backends_and_errors():
         def transfer_s(self, src, dst, n_bytes):
             return 0.5
 
-    with pytest.raises(ConfigError, match="max_ranks, allreduce_s, collective_s and "
-                                          "transfer_s .*got Partial"):
+    with pytest.raises(ConfigError, match=r"max_ranks, allreduce_s, collective_s and "
+                                          r"transfer_s .*got Partial"):
         make_training_network(c, w, 4, Partial())
 
     class Fixed(Partial):
@@ -96,7 +96,7 @@ def test_network_adapter_backends_and_errors():
     custom = make_training_network(c, w, 4, Fixed())
     assert custom.allreduce_s(1e6) == 1.0 and custom.latency_s() == 0.5
     assert custom.allgather_s(1e6) == 2.0 and custom.reduce_broadcast_s(1e6) == 4.0
-    with pytest.raises(ConfigError, match="24 ranks .* but the simulated topology has 12"):
+    with pytest.raises(ConfigError, match=r"24 ranks .* but the simulated topology has 12"):
         make_training_network(c, w, 4, type("Small", (Fixed,), {"max_ranks": 12})())
 
 

@@ -221,6 +221,18 @@ def path_hockney(cluster: Cluster, nodes: int, ranks_per_node: int, src: int,
                  dst: int) -> tuple[float, float]:
     """``(alpha_s, beta_s_per_B)`` of one uncontended message between two ranks.
 
+    Parameters
+    ----------
+    cluster : Cluster
+        The machine.
+    nodes, ranks_per_node, src, dst : int
+        Nodes, ranks per node (placed block-wise), and the two rank ids.
+
+    Returns
+    -------
+    tuple of (float, float)
+        ``alpha_s`` (latencies along the path), ``beta_s_per_B`` (its slowest link).
+
     Examples
     --------
     >>> from dlscale.perfmodel.catalog import get_cluster
@@ -278,6 +290,32 @@ def collective_time_s(cluster: Cluster, collective: str, algorithm: str,
     Vectorized over ``n_bytes``; ``ranks`` (default all) takes the first ``ranks``
     ranks only, or the ranks of these ids (in the collective's order). See the
     module docstring for the model.
+
+    Parameters
+    ----------
+    cluster : Cluster
+        The machine; its topology sets the loads of each step on each level.
+    collective, algorithm, inter_algorithm : str
+        A collective and algorithm of :data:`.netapi.COLLECTIVE_ALGORITHMS`; the flat
+        algorithm among node leaders for ``hierarchical`` (default ring).
+    n_bytes : float or ndarray
+        Bytes of each rank's vector (of the gathered result for allgather).
+    nodes, ranks_per_node : int
+        Nodes and ranks per node.
+    gamma_s_per_B : float, optional
+        Reduction cost per byte (default 0).
+    ranks : int or sequence of int, optional
+        The ranks taking part (default all).
+
+    Returns
+    -------
+    float or ndarray
+        Seconds, the shape of ``n_bytes``.
+
+    Raises
+    ------
+    ConfigError
+        An unknown collective or algorithm (listing the valid ones) or bad ranks.
 
     Examples
     --------
@@ -379,6 +417,22 @@ def time_per_node_count(cluster: Cluster, collective: str, algorithm: str,
     ``n_bytes`` broadcasts against ``(N,)`` (one size per node count, or a column of
     sizes ``(B, 1)`` for all); ``gamma_s_per_B`` is a scalar or one per node count.
     Returns seconds of shape ``broadcast(n_bytes, (N,))``.
+
+    Parameters
+    ----------
+    cluster, collective, algorithm, ranks_per_node, inter_algorithm
+        As in :func:`collective_time_s`.
+    n_bytes : array_like
+        Sizes, broadcast against the node counts.
+    nodes : array_like of int
+        Node counts, shape ``(N,)``.
+    gamma_s_per_B : float or ndarray, optional
+        Reduction cost per byte, scalar or one per node count.
+
+    Returns
+    -------
+    ndarray
+        Seconds, shape ``broadcast(n_bytes, (N,))``.
 
     Examples
     --------

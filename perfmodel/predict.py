@@ -168,6 +168,28 @@ def predict(cluster: Cluster, workload: Workload, nodes: ArrayLike) -> Predictio
     :class:`~dlscale.perfmodel.errors.ConfigError` naming it and the limit before
     anything is computed. The one-node run that efficiencies are measured against is
     computed in the same vectorized call.
+
+    Parameters
+    ----------
+    cluster : Cluster
+        The machine (:func:`~dlscale.perfmodel.config.load_cluster`).
+    workload : Workload
+        Model, batch, precision, algorithm and collective
+        (:func:`~dlscale.perfmodel.config.load_workload`).
+    nodes : int or array_like of int
+        Node counts, each in ``1..cluster.max_nodes``.
+
+    Returns
+    -------
+    Prediction
+        One row per node count: time per iteration and its parts, throughput,
+        efficiency, memory, the chosen collective and the level that limits it.
+
+    Raises
+    ------
+    ConfigError
+        A node count outside ``1..cluster.max_nodes`` or a workload that the
+        cluster cannot run (its message names the field and what is allowed).
     """
     n = check_nodes(cluster, nodes)
     both = np.concatenate(([1], n))

@@ -258,6 +258,23 @@ def save_profile(profile: MachineProfile, path: str | os.PathLike[str]) -> Path:
     renamed over ``path`` (:func:`~dlscale.perfmodel.atomicio.atomic_write_with`: a
     symbolic link is written through, a device or FIFO written directly, the mode
     is that of any new file), so a reader never sees half a file.
+
+    Parameters
+    ----------
+    profile : MachineProfile
+        What ``dlscale calibrate`` measured.
+    path : str or PathLike
+        Where to write it.
+
+    Returns
+    -------
+    Path
+        ``path``.
+
+    Raises
+    ------
+    ConfigError
+        A path that cannot be written (a folder, a missing permission).
     """
     from .atomicio import atomic_write_with
 
@@ -278,6 +295,20 @@ def load_profile(path: str | os.PathLike[str]) -> MachineProfile:
 
     Raises :class:`ConfigError` naming the file and the field for a missing file,
     invalid JSON, a different schema version or a bad field.
+
+    Parameters
+    ----------
+    path : str or PathLike
+        A profile JSON file.
+
+    Returns
+    -------
+    MachineProfile
+
+    Raises
+    ------
+    ConfigError
+        See above.
     """
     p = Path(path)
     try:
@@ -324,6 +355,18 @@ def apply_profile(cluster: Cluster, profile: MachineProfile) -> Cluster:
       peaks (at most 1).
 
     Nothing else changes; the input is not modified.
+
+    Parameters
+    ----------
+    cluster : Cluster
+        The description to start from (not modified).
+    profile : MachineProfile
+        The measurements.
+
+    Returns
+    -------
+    Cluster
+        The copy with measured figures.
 
     Examples
     --------

@@ -173,6 +173,18 @@ def double_binary_tree_edges(p: int) -> tuple[np.ndarray, np.ndarray, int]:
     parent in the reduce, parent to child in the broadcast); ``depth`` is the trees'
     depth ``D`` (the pipeline runs ``segments + D - 1`` steps per direction).
 
+    Parameters
+    ----------
+    p : int
+        Ranks.
+
+    Returns
+    -------
+    child, parent : ndarray of int64
+        Both trees' edges.
+    depth : int
+        Depth ``D`` of the trees.
+
     Examples
     --------
     >>> c, par, d = double_binary_tree_edges(4)
@@ -302,6 +314,17 @@ def build_schedule(collective: str, algorithm: str, ranks: int, n_bytes: float, 
         Flat algorithm among node leaders in ``hierarchical``.
     segments : int
         Pipeline segments per tree in ``double-binary-tree``.
+
+    Returns
+    -------
+    list of Phase
+        The steps in order, each a set of ``(src, dst, bytes)`` messages that run
+        together (``repeat`` times, ``reduce`` when the receiver reduces).
+
+    Raises
+    ------
+    ConfigError
+        An unknown collective or algorithm (listing the valid ones) or a bad count.
 
     Examples
     --------

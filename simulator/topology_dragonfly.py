@@ -70,6 +70,19 @@ def dragonfly_graph(
     routing : {"minimal", "valiant"}
         Recorded on the graph for :mod:`~dlscale.simulator.routing`.
 
+    Returns
+    -------
+    networkx.Graph
+        Hosts ``0..hosts-1`` (``kind="host"``) and switches or routers; edges with
+        ``bandwidth_Bps``, ``latency_s`` and ``level``; the router's description in
+        ``G.graph["routing"]``.
+
+    Raises
+    ------
+    ConfigError
+        A non-positive count, an unknown ``routing``, ``hosts`` beyond what the network holds, or a bad link
+        figure.
+
     Examples
     --------
     >>> G = dragonfly_graph(3, 2, 1, 1)

@@ -69,7 +69,7 @@ def _check(cluster: Cluster, workload: Workload, nodes: int, algorithm: str | No
         raise ConfigError(f"workload: must be a Workload, got {type(workload).__name__}")
     if isinstance(nodes, bool) or not isinstance(nodes, (int, np.integer)):
         raise ConfigError(f"nodes: must be an integer, got {nodes!r}")
-    cluster.check_nodes(int(nodes)) if hasattr(cluster, "check_nodes") else None
+    cluster.check_nodes(int(nodes))
     if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)) \
             or iterations < 1:
         raise ConfigError(f"iterations: must be an integer >= 1, got {iterations!r}")
@@ -130,6 +130,19 @@ def simulate_training(cluster: Cluster, workload: Workload, nodes: int, *,
         Co-simulation settings (:class:`~.training_cosim.CosimOptions` fields).
     trace_ranks, trace_iterations : int
         How many ranks and iterations the trace covers.
+
+    Returns
+    -------
+    TrainingResult
+        Iteration times, per-rank breakdown, throughput, efficiency, memory verdict,
+        counters, the analytical prediction for comparison, and in co-simulation the
+        accuracy curve; ``fits=False`` (nothing simulated) when the memory verdict
+        says the configuration does not fit.
+
+    Raises
+    ------
+    ConfigError
+        A bad argument (naming it and what is allowed), before any simulation.
     """
     workload = _check(cluster, workload, nodes, algorithm, iterations, mode, network, seed)
     nz = make_noise(noise)

@@ -45,7 +45,28 @@ __all__ = ["PlanResult", "PredictResult", "ResultTable", "SimulateResult", "Swee
 def load_cluster(spec: str | Path | Cluster, overrides: Mapping[str, Any] | None = None,
                  profile: str | Path | None = None) -> Cluster:
     """A cluster from a preset name, a TOML file or an object, with dotted-path overrides
-    and, optionally, a machine profile from ``dlscale calibrate`` applied."""
+    and, optionally, a machine profile from ``dlscale calibrate`` applied.
+
+    Parameters
+    ----------
+    spec : str, Path or Cluster
+        A catalog name, a TOML file or a Cluster.
+    overrides : mapping of str to value, optional
+        Dotted path -> value, in the TOML keys and units
+        (``{"node.nic.bandwidth_GBps": 25}``).
+    profile : str or Path, optional
+        A calibration profile whose measurements replace catalog figures.
+
+    Returns
+    -------
+    Cluster
+
+    Raises
+    ------
+    ConfigError
+        An unknown name, a bad file, key or value (each naming the field), or a bad
+        override path.
+    """
     cluster = _config.load_cluster(spec)
     if overrides:
         cluster = _config.apply_overrides(cluster, overrides, "cluster")
@@ -54,7 +75,25 @@ def load_cluster(spec: str | Path | Cluster, overrides: Mapping[str, Any] | None
 
 def load_workload(spec: str | Path | Workload,
                   overrides: Mapping[str, Any] | None = None) -> Workload:
-    """A workload from a preset name, a TOML file or an object, with dotted-path overrides."""
+    """A workload from a preset name, a TOML file or an object, with dotted-path overrides.
+
+    Parameters
+    ----------
+    spec : str, Path or Workload
+        A catalog name, a TOML file or a Workload.
+    overrides : mapping of str to value, optional
+        Dotted path -> value (``{"batch_per_device": 64}``).
+
+    Returns
+    -------
+    Workload
+
+    Raises
+    ------
+    ConfigError
+        An unknown name, a bad file, key or value (each naming the field), or a bad
+        override path.
+    """
     workload = _config.load_workload(spec)
     if overrides:
         workload = _config.apply_overrides(workload, overrides, "workload")
@@ -107,6 +146,27 @@ def predict(cluster: str | Path | Cluster, workload: str | Path | Workload,
 
     ``nodes`` is a count, a list, a string like ``"1-4608"`` or None (doubling up
     to the cluster's size).
+
+    Parameters
+    ----------
+    cluster, workload : str, Path or object
+        As :func:`load_cluster` and :func:`load_workload` take them.
+    nodes : int, str, sequence of int or None, optional
+        Node counts.
+    cluster_overrides, workload_overrides : mapping, optional
+        Dotted-path overrides applied to each.
+    profile : str or Path, optional
+        A calibration profile applied to the cluster.
+
+    Returns
+    -------
+    PredictResult
+        One row per node count (``.rows``, ``.to_csv()``, ``.to_json()``, ...).
+
+    Raises
+    ------
+    ConfigError
+        A bad cluster, workload, override or node count, before any work.
     """
     from dlscale.perfmodel.predict import predict as _predict
     from dlscale.sweep import add_training_metrics
@@ -129,7 +189,33 @@ def simulate(cluster: str | Path | Cluster, workload: str | Path | Workload,
              workload_overrides: Mapping[str, Any] | None = None,
              **options: Any) -> SimulateResult:
     """Simulate with the discrete-event model (``dlscale.simulator.simulate``), one run
-    per node count, all with ``seed``; ``options`` go to the simulator."""
+    per node count, all with ``seed``; ``options`` go to the simulator.
+
+    Parameters
+    ----------
+    cluster, workload : str, Path or object
+        As :func:`load_cluster` and :func:`load_workload` take them.
+    nodes : int, str or sequence of int
+        Node counts, one run each.
+    seed : int, optional
+        Seed of every run (same seed, same result, bit for bit).
+    cluster_overrides, workload_overrides : mapping, optional
+        Dotted-path overrides applied to each.
+    **options
+        Keyword arguments of :func:`dlscale.simulator.simulate_training`
+        (``algorithm``, ``iterations``, ``network``, ``noise``, ``mode``, ...).
+
+    Returns
+    -------
+    SimulateResult
+        One row per node count; ``.raw`` holds the simulator's
+        :class:`~dlscale.simulator.TrainingResult` of each.
+
+    Raises
+    ------
+    ConfigError
+        A bad cluster, workload, override, node count or option, before any work.
+    """
     from dlscale.sweep import add_training_metrics
 
     try:
@@ -159,7 +245,26 @@ def sweep(study: str | Path | Study | Mapping[str, Any], out_dir: str | Path | N
     """Run a study (file path, parsed :class:`~dlscale.study.Study`, or a table with
     the file's keys) -> :class:`~dlscale.sweep.SweepResult`. ``options`` are those of
     :func:`dlscale.sweep.run_sweep` (``executor``, ``jobs``, ``resume``, ``quiet``,
-    ``evaluators``, ``plots``). A table needs ``out_dir``."""
+    ``evaluators``, ``plots``). A table needs ``out_dir``.
+
+    Parameters
+    ----------
+    study : str, Path, Study or mapping
+        The study.
+    out_dir : str or Path, optional
+        Where the results go (default: the study's own; required for a table).
+    **options
+        Keyword arguments of :func:`dlscale.sweep.run_sweep`.
+
+    Returns
+    -------
+    SweepResult
+
+    Raises
+    ------
+    DlscaleError
+        A bad study (ConfigError), a table without ``out_dir``, or a bad option.
+    """
     if isinstance(study, Mapping):
         if out_dir is None:
             raise DlscaleError("sweep: a study given as a table needs out_dir")
@@ -172,5 +277,24 @@ def sweep(study: str | Path | Study | Mapping[str, Any], out_dir: str | Path | N
 
 def plan(workload: str | Path | Workload, clusters: Sequence[str | Path | Cluster],
          **options: Any) -> PlanResult:
-    """Capacity planning; the options are those of :func:`dlscale.plan.plan`."""
+    """Capacity planning; the options are those of :func:`dlscale.plan.plan`.
+
+    Parameters
+    ----------
+    workload : str, Path or Workload
+        What to train.
+    clusters : sequence of str, Path or Cluster
+        The candidate machines.
+    **options
+        Keyword arguments of :func:`dlscale.plan.plan` (limits, budgets, ranking).
+
+    Returns
+    -------
+    PlanResult
+
+    Raises
+    ------
+    ConfigError
+        A bad workload, cluster or option.
+    """
     return _plan(workload, list(clusters), **options)

@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from dlscale.perfmodel.config import apply_overrides, load_cluster, load_workload
@@ -229,7 +230,7 @@ def _explain(cands: list[dict[str, Any]], bounds: Mapping[str, float]) -> list[s
     return lines
 
 
-def plan(workload: Workload | str, clusters: Sequence[Cluster | str], *,
+def plan(workload: Workload | str | Path, clusters: Sequence[Cluster | str | Path], *,
          epochs: float | None = None, samples: float | None = None,
          deadline_s: float | None = None, throughput: float | None = None,
          min_efficiency: float | None = None, max_nodes: int | None = None,
@@ -244,9 +245,9 @@ def plan(workload: Workload | str, clusters: Sequence[Cluster | str], *,
 
     Parameters
     ----------
-    workload : Workload or str
+    workload : Workload, str or Path
         Preset name, TOML path or object.
-    clusters : sequence of Cluster or str
+    clusters : sequence of Cluster, str or Path
         The hardware on offer.
     epochs, samples : float, optional
         How much to train (default: the workload's ``epochs`` over its data set).
@@ -301,9 +302,9 @@ def plan(workload: Workload | str, clusters: Sequence[Cluster | str], *,
     for a in algorithms:
         if a not in ALGORITHMS:
             raise unknown_name("algorithms", a, ALGORITHMS)
-    for c in collectives:
-        if c not in COLLECTIVES:
-            raise unknown_name("collectives", c, COLLECTIVES)
+    for coll in collectives:
+        if coll not in COLLECTIVES:
+            raise unknown_name("collectives", coll, COLLECTIVES)
     prices = dict(prices or {})
     for name in prices:
         if name not in {c.name for c in cl}:

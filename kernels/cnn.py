@@ -73,9 +73,10 @@ class CNNShape:
 
 
 @njit(cache=True)
-def _cnn(p, g, X, y, side, F, H, n_out, tiny, grad):
+def _cnn(p: np.ndarray, g: np.ndarray, X: np.ndarray, y: np.ndarray, side: int, F: int, H: int,
+         n_out: int, tiny: float, grad: bool) -> tuple[float, int]:
     """Loss (sum over the batch) and hits; the batch-mean gradient into ``g`` if ``grad``."""
-    B = X.shape[0]
+    B: int = X.shape[0]
     c = side - 2
     q = c // 2
     nf = F * q * q
@@ -97,12 +98,12 @@ def _cnn(p, g, X, y, side, F, H, n_out, tiny, grad):
     for i in range(B):
         for f in range(F):                       # convolution + ReLU
             for r in range(c):
-                for s in range(c):
+                for s1 in range(c):
                     acc = p[okb + f]
                     for u in range(3):
                         for v in range(3):
-                            acc += p[f * 9 + u * 3 + v] * X[i, (r + u) * side + s + v]
-                    Z[f, r, s] = acc if acc > 0 else 0.0
+                            acc += p[f * 9 + u * 3 + v] * X[i, (r + u) * side + s1 + v]
+                    Z[f, r, s1] = acc if acc > 0 else 0.0
         for f in range(F):                       # 2x2 average pooling
             for a in range(q):
                 for b in range(q):
@@ -166,7 +167,8 @@ def _cnn(p, g, X, y, side, F, H, n_out, tiny, grad):
     return loss, hits
 
 
-def _check(params: np.ndarray, X: np.ndarray, y: np.ndarray, shape: CNNShape) -> tuple:
+def _check(params: np.ndarray, X: np.ndarray, y: np.ndarray,
+           shape: CNNShape) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     if not isinstance(shape, CNNShape):
         raise TypeError(f"shape: must be a CNNShape, got {type(shape).__name__}")
     p = check_float_array("params", params, ndim=1)
@@ -214,7 +216,7 @@ def cnn_loss_and_grad(params: np.ndarray, grad: np.ndarray, X: np.ndarray, y: np
     check_writeable("grad", grad)
     loss, _ = _cnn(p, g, x, yy, shape.side, shape.filters, shape.n_hidden, shape.n_out,
                    float(np.finfo(p.dtype).tiny), True)
-    return float(loss) / max(x.shape[0], 1)
+    return float(loss) / max(int(x.shape[0]), 1)
 
 
 def cnn_accuracy(params: np.ndarray, X: np.ndarray, y: np.ndarray, shape: CNNShape) -> float:
@@ -224,4 +226,4 @@ def cnn_accuracy(params: np.ndarray, X: np.ndarray, y: np.ndarray, shape: CNNSha
         return 0.0
     _, hits = _cnn(p, np.empty(0), x, yy, shape.side, shape.filters, shape.n_hidden,
                    shape.n_out, 0.0, False)
-    return hits / x.shape[0]
+    return int(hits) / int(x.shape[0])

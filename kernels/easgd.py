@@ -48,25 +48,25 @@ __all__ = [
 
 
 @njit(cache=True)
-def _worker(x, g, c, lr, rho):
+def _worker(x: np.ndarray, g: np.ndarray, c: np.ndarray, lr: float, rho: float) -> None:
     for i in range(x.size):
         x[i] = x[i] - lr * (g[i] + rho * (x[i] - c[i]))
 
 
 @njit(cache=True)
-def _center_async(c, x, a):
+def _center_async(c: np.ndarray, x: np.ndarray, a: float) -> None:
     for i in range(c.size):
         c[i] = c[i] + a * (x[i] - c[i])
 
 
 @njit(cache=True)
-def _center_sync(c, s, a, p):
+def _center_sync(c: np.ndarray, s: np.ndarray, a: float, p: float) -> None:
     for i in range(c.size):
         c[i] = c[i] + a * (s[i] - p * c[i])
 
 
 @njit(cache=True)
-def _exchange(x, c, alpha):
+def _exchange(x: np.ndarray, c: np.ndarray, alpha: float) -> None:
     for i in range(x.size):
         d = alpha * (x[i] - c[i])
         x[i] = x[i] - d
@@ -74,7 +74,7 @@ def _exchange(x, c, alpha):
 
 
 @njit(cache=True)
-def _measgd(x, v, g, c, lr, rho, mu):
+def _measgd(x: np.ndarray, v: np.ndarray, g: np.ndarray, c: np.ndarray, lr: float, rho: float, mu: float) -> None:
     for i in range(x.size):
         vi = mu * v[i] - lr * g[i]
         v[i] = vi
@@ -82,7 +82,7 @@ def _measgd(x, v, g, c, lr, rho, mu):
 
 
 @njit(cache=True)
-def _lookahead(out, x, v, mu):
+def _lookahead(out: np.ndarray, x: np.ndarray, v: np.ndarray, mu: float) -> None:
     for i in range(x.size):
         out[i] = x[i] + mu * v[i]
 

@@ -31,14 +31,14 @@ __all__ = ["FusionPlan", "fusion_groups", "make_plan", "pack_group", "unpack_gro
 
 
 @njit(cache=True)
-def _copy_in(buf, offset, src):
+def _copy_in(buf: np.ndarray, offset: int, src: np.ndarray) -> None:
     dst = buf[offset: offset + src.size]  # a view: range(size) loops vectorize
     for i in range(src.size):
         dst[i] = src[i]
 
 
 @njit(cache=True)
-def _copy_out(dst, buf, offset):
+def _copy_out(dst: np.ndarray, buf: np.ndarray, offset: int) -> None:
     src = buf[offset: offset + dst.size]
     for i in range(dst.size):
         dst[i] = src[i]

@@ -31,21 +31,21 @@ __all__ = ["LostUpdates", "hogwild_easgd_center_update", "hogwild_lost_updates",
 
 
 @njit(parallel=True, cache=True)
-def _center(c, workers, a):
+def _center(c: np.ndarray, workers: np.ndarray, a: float) -> None:
     for k in prange(workers.shape[0]):
         for i in range(c.size):
             c[i] = c[i] + a * (workers[k, i] - c[i])
 
 
 @njit(parallel=True, cache=True)
-def _sgd(x, grads, lr):
+def _sgd(x: np.ndarray, grads: np.ndarray, lr: float) -> None:
     for k in prange(grads.shape[0]):
         for i in range(x.size):
             x[i] = x[i] - lr * grads[k, i]
 
 
 @njit(parallel=True, cache=True)
-def _increment(target, n_threads, passes):
+def _increment(target: np.ndarray, n_threads: int, passes: int) -> None:
     for _k in prange(n_threads):
         for _s in range(passes):
             for i in range(target.size):

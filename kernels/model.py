@@ -65,7 +65,7 @@ class ModelShape:
 
 
 @njit(cache=True)
-def _affine(X, W, b):
+def _affine(X: np.ndarray, W: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``X @ W + b`` (loops in i-k-j order, so the inner loop is contiguous)."""
     Z = np.empty((X.shape[0], W.shape[1]), dtype=X.dtype)
     for i in range(X.shape[0]):
@@ -79,7 +79,7 @@ def _affine(X, W, b):
 
 
 @njit(cache=True)
-def _mm_tn(A, B, out):
+def _mm_tn(A: np.ndarray, B: np.ndarray, out: np.ndarray) -> None:
     """``out[:] = (A.T @ B).ravel()`` for C-contiguous ``A (m, p)``, ``B (m, q)``."""
     p = A.shape[1]
     q = B.shape[1]
@@ -93,7 +93,7 @@ def _mm_tn(A, B, out):
 
 
 @njit(cache=True)
-def _mm_nt(A, B):
+def _mm_nt(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     """``A @ B.T`` for C-contiguous ``A (m, q)``, ``B (p, q)``."""
     C = np.empty((A.shape[0], B.shape[0]), dtype=A.dtype)
     for i in range(A.shape[0]):
@@ -106,7 +106,7 @@ def _mm_nt(A, B):
 
 
 @njit(cache=True)
-def _colsum(D, out):
+def _colsum(D: np.ndarray, out: np.ndarray) -> None:
     for j in range(D.shape[1]):
         out[j] = 0.0
     for i in range(D.shape[0]):
@@ -115,7 +115,7 @@ def _colsum(D, out):
 
 
 @njit(cache=True)
-def _logits(p, X, n_in, h, n_out):
+def _logits(p: np.ndarray, X: np.ndarray, n_in: int, h: int, n_out: int) -> tuple[np.ndarray, np.ndarray]:
     """Logits and the hidden pre-activation ``Z`` (``Z`` is empty for softmax regression)."""
     if h == 0:
         W = p[: n_in * n_out].reshape((n_in, n_out))
@@ -135,8 +135,9 @@ def _logits(p, X, n_in, h, n_out):
 
 
 @njit(cache=True)
-def _loss_grad(p, g, X, y, n_in, h, n_out, tiny):
-    B = X.shape[0]
+def _loss_grad(p: np.ndarray, g: np.ndarray, X: np.ndarray, y: np.ndarray, n_in: int, h: int, n_out: int,
+               tiny: float) -> float:
+    B: int = X.shape[0]
     L, Z = _logits(p, X, n_in, h, n_out)
     loss = 0.0
     D = np.empty_like(L)
@@ -158,7 +159,7 @@ def _loss_grad(p, g, X, y, n_in, h, n_out, tiny):
     if h == 0:
         _mm_tn(X, D, g[: n_in * n_out])
         _colsum(D, g[n_in * n_out:])
-        return loss / max(B, 1)
+        return float(loss) / max(B, 1)
     o = n_in * h
     W2 = p[o + h: o + h + h * n_out].reshape((h, n_out))
     H = np.empty_like(Z)
@@ -174,11 +175,11 @@ def _loss_grad(p, g, X, y, n_in, h, n_out, tiny):
                 dZ[i, j] = 0.0
     _mm_tn(X, dZ, g[:o])
     _colsum(dZ, g[o: o + h])
-    return loss / max(B, 1)
+    return float(loss) / max(B, 1)
 
 
 @njit(cache=True)
-def _accuracy(p, X, y, n_in, h, n_out):
+def _accuracy(p: np.ndarray, X: np.ndarray, y: np.ndarray, n_in: int, h: int, n_out: int) -> int:
     L, _ = _logits(p, X, n_in, h, n_out)
     hits = 0
     for i in range(X.shape[0]):
@@ -191,7 +192,8 @@ def _accuracy(p, X, y, n_in, h, n_out):
     return hits
 
 
-def _check(params: np.ndarray, X: np.ndarray, y: np.ndarray | None, shape: ModelShape) -> tuple:
+def _check(params: np.ndarray, X: np.ndarray, y: np.ndarray | None,
+           shape: ModelShape) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     if not isinstance(shape, ModelShape):
         raise TypeError(f"shape: must be a ModelShape, got {type(shape).__name__}")
     p = check_float_array("params", params, ndim=1)
@@ -203,7 +205,7 @@ def _check(params: np.ndarray, X: np.ndarray, y: np.ndarray | None, shape: Model
     if x.dtype != p.dtype:
         raise TypeError(f"X: dtype {x.dtype} does not match params dtype {p.dtype}")
     if y is None:
-        return p, x, None
+        return p, x, np.empty(0, dtype=np.int64)
     if not isinstance(y, np.ndarray) or y.dtype.kind not in "iu" or y.shape != (x.shape[0],):
         raise ValueError(f"y: must be an integer array of shape ({x.shape[0]},)")
     if y.size and (y.min() < 0 or y.max() >= shape.n_out):
@@ -254,4 +256,4 @@ def accuracy(params: np.ndarray, X: np.ndarray, y: np.ndarray, shape: ModelShape
     p, x, yy = _check(params, X, y, shape)
     if x.shape[0] == 0:
         return 0.0
-    return _accuracy(p, x, yy, shape.n_in, shape.n_hidden, shape.n_out) / x.shape[0]
+    return int(_accuracy(p, x, yy, shape.n_in, shape.n_hidden, shape.n_out)) / int(x.shape[0])

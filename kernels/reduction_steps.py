@@ -56,19 +56,19 @@ def chunk_bounds(n: int, p: int) -> np.ndarray:
 # Loops run over 1-D views with ``range(view.size)`` (non-negative indices), which
 # LLVM vectorizes; ``range(lo, hi)`` on the full row does not vectorize.
 @njit(cache=True)
-def _add(dst, src):
+def _add(dst: np.ndarray, src: np.ndarray) -> None:
     for i in range(dst.size):
         dst[i] += src[i]
 
 
 @njit(cache=True)
-def _copy(dst, src):
+def _copy(dst: np.ndarray, src: np.ndarray) -> None:
     for i in range(dst.size):
         dst[i] = src[i]
 
 
 @njit(cache=True)
-def _ring_rs(bufs, ranks, bounds, step, sent):
+def _ring_rs(bufs: np.ndarray, ranks: np.ndarray, bounds: np.ndarray, step: int, sent: np.ndarray) -> None:
     p = ranks.size
     for r in range(p):
         c = (r - step + p) % p
@@ -81,7 +81,7 @@ def _ring_rs(bufs, ranks, bounds, step, sent):
 
 
 @njit(cache=True)
-def _ring_ag(bufs, ranks, bounds, step, sent):
+def _ring_ag(bufs: np.ndarray, ranks: np.ndarray, bounds: np.ndarray, step: int, sent: np.ndarray) -> None:
     p = ranks.size
     for r in range(p):
         c = (r + 1 - step + p) % p
@@ -94,7 +94,7 @@ def _ring_ag(bufs, ranks, bounds, step, sent):
 
 
 @njit(cache=True)
-def _tree_reduce(bufs, ranks, mask, sent):
+def _tree_reduce(bufs: np.ndarray, ranks: np.ndarray, mask: int, sent: np.ndarray) -> None:
     p = ranks.size
     n = bufs.shape[1]
     for r in range(mask, p, 2 * mask):
@@ -105,7 +105,7 @@ def _tree_reduce(bufs, ranks, mask, sent):
 
 
 @njit(cache=True)
-def _tree_bcast(bufs, ranks, mask, sent):
+def _tree_bcast(bufs: np.ndarray, ranks: np.ndarray, mask: int, sent: np.ndarray) -> None:
     p = ranks.size
     n = bufs.shape[1]
     for r in range(0, p - mask, 2 * mask):
@@ -116,7 +116,7 @@ def _tree_bcast(bufs, ranks, mask, sent):
 
 
 @njit(cache=True)
-def _pair_full(bufs, src, dst, add, sent):
+def _pair_full(bufs: np.ndarray, src: int, dst: int, add: bool, sent: np.ndarray) -> None:
     n = bufs.shape[1]
     if add:
         _add(bufs[dst], bufs[src])
@@ -126,7 +126,7 @@ def _pair_full(bufs, src, dst, add, sent):
 
 
 @njit(cache=True)
-def _halving(bufs, act, lo, hi, mask, sent):
+def _halving(bufs: np.ndarray, act: np.ndarray, lo: np.ndarray, hi: np.ndarray, mask: int, sent: np.ndarray) -> None:
     for v in range(act.size):
         u = v ^ mask
         if v < u:
@@ -144,7 +144,7 @@ def _halving(bufs, act, lo, hi, mask, sent):
 
 
 @njit(cache=True)
-def _doubling(bufs, act, lo, hi, mask, sent):
+def _doubling(bufs: np.ndarray, act: np.ndarray, lo: np.ndarray, hi: np.ndarray, mask: int, sent: np.ndarray) -> None:
     for v in range(act.size):
         u = v ^ mask
         if v < u:

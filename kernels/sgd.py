@@ -27,13 +27,13 @@ __all__ = ["momentum_sgd_update", "sgd_update"]
 
 
 @njit(cache=True)
-def _sgd(x, g, lr, wd):
+def _sgd(x: np.ndarray, g: np.ndarray, lr: float, wd: float) -> None:
     for i in range(x.size):
         x[i] = x[i] - lr * (g[i] + wd * x[i])
 
 
 @njit(cache=True)
-def _momentum(x, v, g, lr, mu, wd, nesterov):
+def _momentum(x: np.ndarray, v: np.ndarray, g: np.ndarray, lr: float, mu: float, wd: float, nesterov: bool) -> None:
     if nesterov:
         for i in range(x.size):
             d = g[i] + wd * x[i]

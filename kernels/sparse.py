@@ -30,7 +30,7 @@ __all__ = ["dense_bytes", "densify", "indexed_slices_bytes", "scatter_add", "spa
 
 
 @njit(cache=True)
-def _scatter_add(dense, indices, values):
+def _scatter_add(dense: np.ndarray, indices: np.ndarray, values: np.ndarray) -> None:
     dim = dense.shape[1]
     for k in range(indices.size):
         row = indices[k]
@@ -39,7 +39,7 @@ def _scatter_add(dense, indices, values):
 
 
 @njit(cache=True)
-def _copy_rows(out, offset, values):
+def _copy_rows(out: np.ndarray, offset: int, values: np.ndarray) -> None:
     for k in range(values.shape[0]):
         for j in range(values.shape[1]):
             out[offset + k, j] = values[k, j]

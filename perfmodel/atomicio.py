@@ -92,6 +92,23 @@ def check_output_path(path: str | Path | None, what: str = "output") -> Path | N
     creates a temporary file beside the target and removes it, so nothing is left
     behind and nothing at the path is changed.
 
+    Parameters
+    ----------
+    path : str, Path or None
+        The output (None: no output, nothing to check).
+    what : str, optional
+        The option that names it, for the message (``"-o"``).
+
+    Returns
+    -------
+    Path or None
+        ``path`` as a Path.
+
+    Raises
+    ------
+    ConfigError
+        A folder, an empty name, or a place no file can be created.
+
     Examples
     --------
     >>> check_output_path("", "--plot")
@@ -150,6 +167,23 @@ def _stat(path: Path, what: str) -> os.stat_result | None:
 def plot_format(path: str | Path, what: str = "--plot") -> str:
     """The format a plot is written in: its extension, one of :data:`PLOT_FORMATS`.
 
+    Parameters
+    ----------
+    path : str or Path
+        The plot's file name.
+    what : str, optional
+        The option that names it, for the message.
+
+    Returns
+    -------
+    str
+        The format (the extension, lower case).
+
+    Raises
+    ------
+    ConfigError
+        An extension not in :data:`PLOT_FORMATS`.
+
     Examples
     --------
     >>> plot_format("scaling.svg"), plot_format("a/b.PNG")
@@ -167,13 +201,39 @@ def plot_format(path: str | Path, what: str = "--plot") -> str:
     return ext
 
 
-def atomic_write_bytes(path: str | Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` (see the module docstring for what happens where)."""
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write ``data`` to ``path`` (see the module docstring for what happens where).
+
+    Parameters
+    ----------
+    path : str or PathLike
+        Destination.
+    data : bytes
+        The content.
+
+    Raises
+    ------
+    ConfigError
+        See :func:`atomic_write_with`.
+    """
     atomic_write_with(path, lambda tmp: Path(tmp).write_bytes(data))
 
 
-def atomic_write_text(path: str | Path, text: str) -> None:
-    """Write ``text`` (UTF-8) to ``path`` (see the module docstring)."""
+def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` (see the module docstring).
+
+    Parameters
+    ----------
+    path : str or PathLike
+        Destination.
+    text : str
+        The content, written as UTF-8.
+
+    Raises
+    ------
+    ConfigError
+        See :func:`atomic_write_with`.
+    """
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
@@ -196,13 +256,25 @@ def _write_special(target: Path, writer: Callable[[str], Any]) -> None:
             shutil.copyfileobj(src, dst)
 
 
-def atomic_write_with(path: str | Path, writer: Callable[[str], Any]) -> None:
+def atomic_write_with(path: str | os.PathLike[str], writer: Callable[[str], Any]) -> None:
     """Call ``writer(tmp_path)`` (e.g. ``fig.savefig``), then put the file at ``path``.
 
     A regular file (or a new path) is replaced by a rename of a temporary file beside
     it; a symbolic link is written through to its target the same way; a FIFO or
     device is written directly. A folder or a place no file can be created is a
     :class:`ConfigError`, as is any other failure to write (with the reason).
+
+    Parameters
+    ----------
+    path : str or PathLike
+        Destination.
+    writer : callable
+        Called once with the temporary file's path; writes the content there.
+
+    Raises
+    ------
+    ConfigError
+        A folder, an empty name, or a failure to write (with the reason).
     """
     if str(path) == "":
         raise ConfigError("output: an empty file name; give a file name")

@@ -40,7 +40,22 @@ from collections.abc import Callable, Mapping
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .errors import ConfigError, unknown_name
+from .collective_primitives import (
+    Param,
+    Seconds,
+    _ceil_log2,
+    _check,
+    _out,
+    _pow2_split,
+    allgather_s,
+    broadcast_s,
+    fastest,
+    gather_s,
+    parameter_server_s,
+    reduce_s,
+    reduce_scatter_s,
+)
+from .errors import unknown_name
 
 __all__ = [
     "ALLREDUCE",
@@ -63,47 +78,28 @@ __all__ = [
     "ring_allreduce_s",
 ]
 
-Seconds = float | np.ndarray
-#: A Hockney parameter: a scalar, or an array broadcast with ``n_bytes`` and ``p``.
-Param = float | np.ndarray
-
-
-def _out(x: np.ndarray) -> Seconds:
-    return float(x) if np.ndim(x) == 0 else x
-
-
-def _check(n_bytes: ArrayLike, p: ArrayLike, *params: Param,
-           names: tuple[str, ...] = ("alpha_s", "beta_s_per_B", "gamma_s_per_B"),
-           ranks: str = "p") -> tuple[np.ndarray, np.ndarray]:
-    n = np.asarray(n_bytes, dtype=float)
-    if np.any(~np.isfinite(n)) or np.any(n < 0):
-        raise ConfigError(f"n_bytes: must be finite and >= 0, got {n_bytes!r}")
-    pa = np.asarray(p, dtype=float)
-    if np.any(~np.isfinite(pa)) or np.any(pa < 1) or np.any(pa != np.floor(pa)):
-        raise ConfigError(f"{ranks}: must be integers >= 1, got {p!r}")
-    for name, value in zip(names, params, strict=False):
-        v = np.asarray(value, dtype=float)
-        if np.any(~np.isfinite(v)) or np.any(v < 0):
-            raise ConfigError(f"{name}: must be finite and >= 0, got {value!r}")
-    return n, pa
-
-
-def _ceil_log2(p: np.ndarray) -> np.ndarray:
-    return np.ceil(np.log2(p))
-
-
-def _pow2_split(p: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(p', log2 p', extra)``: largest power of two <= p and whether p exceeds it."""
-    k = np.floor(np.log2(p))
-    p2 = np.exp2(k)
-    return p2, k, (p > p2).astype(float)
-
-
 def ring_allreduce_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: Param, beta_s_per_B: Param,
                      gamma_s_per_B: Param = 0.0) -> Seconds:
     """Ring allreduce: reduce-scatter then allgather, ``2(p-1)`` steps of ``n/p``.
 
     ``2(p-1) alpha + 2 (p-1)/p n beta + (p-1)/p n gamma`` (Patarasuk & Yuan 2009).
+
+    Parameters
+    ----------
+    n_bytes, p : float or array_like
+        Bytes of each rank's vector; ranks (integers >= 1). Broadcast together.
+    alpha_s, beta_s_per_B, gamma_s_per_B : float or array_like
+        Latency (s), inverse bandwidth (s/B), reduction cost (s/B; default 0).
+
+    Returns
+    -------
+    float or ndarray
+        Seconds (see :mod:`.collectives`).
+
+    Raises
+    ------
+    ConfigError
+        A negative or non-finite argument, or ``p`` not an integer >= 1.
 
     Examples
     --------
@@ -123,6 +119,23 @@ def recursive_doubling_allreduce_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: Pa
 
     Power of two: ``log2 p (alpha + n beta + n gamma)``. Otherwise (MPICH) ``log2 p'
     (alpha + n beta + n gamma) + 2 alpha + 2 n beta + n gamma``.
+
+    Parameters
+    ----------
+    n_bytes, p : float or array_like
+        Bytes of each rank's vector; ranks (integers >= 1). Broadcast together.
+    alpha_s, beta_s_per_B, gamma_s_per_B : float or array_like
+        Latency (s), inverse bandwidth (s/B), reduction cost (s/B; default 0).
+
+    Returns
+    -------
+    float or ndarray
+        Seconds (see :mod:`.collectives`).
+
+    Raises
+    ------
+    ConfigError
+        A negative or non-finite argument, or ``p`` not an integer >= 1.
 
     Examples
     --------
@@ -145,6 +158,23 @@ def rabenseifner_allreduce_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: Param,
     Power of two: ``2 log2 p alpha + 2 (p-1)/p n beta + (p-1)/p n gamma``; otherwise
     the MPICH fold (see the module docstring) around the ``p'`` form.
 
+    Parameters
+    ----------
+    n_bytes, p : float or array_like
+        Bytes of each rank's vector; ranks (integers >= 1). Broadcast together.
+    alpha_s, beta_s_per_B, gamma_s_per_B : float or array_like
+        Latency (s), inverse bandwidth (s/B), reduction cost (s/B; default 0).
+
+    Returns
+    -------
+    float or ndarray
+        Seconds (see :mod:`.collectives`).
+
+    Raises
+    ------
+    ConfigError
+        A negative or non-finite argument, or ``p`` not an integer >= 1.
+
     Examples
     --------
     >>> round(rabenseifner_allreduce_s(1e6, 4, 1e-6, 1e-9), 12)  # 4 alpha + 1.5 n beta
@@ -158,48 +188,28 @@ def rabenseifner_allreduce_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: Param,
     return _out(core + extra * fold)
 
 
-def reduce_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: Param, beta_s_per_B: Param,
-             gamma_s_per_B: Param = 0.0) -> Seconds:
-    """Binomial-tree reduce to one root: ``ceil(log2 p) (alpha + n beta + n gamma)``.
-
-    Examples
-    --------
-    >>> round(reduce_s(1e3, 5, 1e-6, 1e-9), 12)
-    6e-06
-    """
-    n, p = _check(n_bytes, p, alpha_s, beta_s_per_B, gamma_s_per_B)
-    return _out(_ceil_log2(p) * (alpha_s + n * beta_s_per_B + n * gamma_s_per_B))
-
-
-def broadcast_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: Param, beta_s_per_B: Param,
-                algorithm: str = "binomial") -> Seconds:
-    """Broadcast from one root.
-
-    ``"binomial"``: ``ceil(log2 p) (alpha + n beta)``. ``"scatter-allgather"`` (van de
-    Geijn, for long messages): binomial scatter ``ceil(log2 p) alpha + (p-1)/p n
-    beta`` then ring allgather ``(p-1) alpha + (p-1)/p n beta``.
-
-    Examples
-    --------
-    >>> round(broadcast_s(1e3, 4, 1e-6, 1e-9), 12)
-    4e-06
-    >>> broadcast_s(4e6, 4, 0.0, 1e-9, "scatter-allgather")
-    0.006
-    """
-    n, p = _check(n_bytes, p, alpha_s, beta_s_per_B)
-    if algorithm == "binomial":
-        return _out(_ceil_log2(p) * (alpha_s + n * beta_s_per_B))
-    if algorithm == "scatter-allgather":
-        f = (p - 1) / p
-        return _out((_ceil_log2(p) + p - 1) * alpha_s + 2 * f * n * beta_s_per_B)
-    raise unknown_name("broadcast algorithm", algorithm, ("binomial", "scatter-allgather"))
-
-
 def binomial_tree_allreduce_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: Param,
                               beta_s_per_B: Param, gamma_s_per_B: Param = 0.0) -> Seconds:
     """Binomial reduce then binomial broadcast.
 
     ``2 ceil(log2 p) (alpha + n beta) + ceil(log2 p) n gamma``.
+
+    Parameters
+    ----------
+    n_bytes, p : float or array_like
+        Bytes of each rank's vector; ranks (integers >= 1). Broadcast together.
+    alpha_s, beta_s_per_B, gamma_s_per_B : float or array_like
+        Latency (s), inverse bandwidth (s/B), reduction cost (s/B; default 0).
+
+    Returns
+    -------
+    float or ndarray
+        Seconds (see :mod:`.collectives`).
+
+    Raises
+    ------
+    ConfigError
+        A negative or non-finite argument, or ``p`` not an integer >= 1.
 
     Examples
     --------
@@ -238,6 +248,23 @@ def double_binary_tree_allreduce_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: Pa
     ``(sqrt((D-1) alpha) + sqrt(n b))^2``, or ``D (alpha + n b)`` when one segment
     is best. Bandwidth limit (``alpha -> 0``): ``2 n beta + n gamma``.
 
+    Parameters
+    ----------
+    n_bytes, p : float or array_like
+        Bytes of each rank's vector; ranks (integers >= 1). Broadcast together.
+    alpha_s, beta_s_per_B, gamma_s_per_B : float or array_like
+        Latency (s), inverse bandwidth (s/B), reduction cost (s/B; default 0).
+
+    Returns
+    -------
+    float or ndarray
+        Seconds (see :mod:`.collectives`).
+
+    Raises
+    ------
+    ConfigError
+        A negative or non-finite argument, or ``p`` not an integer >= 1.
+
     Examples
     --------
     >>> round(double_binary_tree_allreduce_s(1e6, 8, 0.0, 1e-9), 12)  # 2 n beta
@@ -268,6 +295,26 @@ def allreduce_s(name: str, n_bytes: ArrayLike, p: ArrayLike, alpha_s: Param,
 
     ``"auto"``: the fastest flat algorithm (:func:`auto_allreduce_s`).
 
+    Parameters
+    ----------
+    name : str
+        A key of :data:`ALLREDUCE`, or ``"auto"``.
+    n_bytes, p : float or array_like
+        Bytes of each rank's vector; ranks (integers >= 1). Broadcast together.
+    alpha_s, beta_s_per_B, gamma_s_per_B : float or array_like
+        Latency (s), inverse bandwidth (s/B), reduction cost (s/B; default 0).
+
+    Returns
+    -------
+    float or ndarray
+        Seconds (see :mod:`.collectives`).
+
+    Raises
+    ------
+    ConfigError
+        A negative or non-finite argument, ``p`` not an integer >= 1,
+        or an unknown ``name`` (the message lists the valid ones).
+
     Examples
     --------
     >>> allreduce_s("ring", 1e6, 2, 0.0, 1e-9)
@@ -288,27 +335,6 @@ def allreduce_s(name: str, n_bytes: ArrayLike, p: ArrayLike, alpha_s: Param,
 
 #: Candidates of ``"auto"`` in tie-break order (the first of equal times wins).
 AUTO_CANDIDATES = (*ALLREDUCE, "hierarchical")
-
-
-def fastest(times: Mapping[str, ArrayLike]) -> tuple[Seconds, str | np.ndarray]:
-    """Element-wise least time of named candidates and the name that achieves it.
-
-    ``times`` maps a name to seconds (arrays broadcast together). Returns the minimum
-    (``np.minimum`` over the candidates) and the chosen names (``np.argmin``; a
-    ``str`` for scalar input, an array of ``str`` otherwise); ties go to the first.
-
-    Examples
-    --------
-    >>> fastest({"a": [1.0, 5.0], "b": [2.0, 3.0]})
-    (array([1., 3.]), array(['a', 'b'], dtype='<U1'))
-    """
-    if not times:
-        raise ConfigError("times: need at least one candidate")
-    names = np.asarray(list(times))
-    stack = np.stack(np.broadcast_arrays(*(np.asarray(t, dtype=float) for t in times.values())))
-    best = np.minimum.reduce(stack, axis=0)
-    chosen = names[np.argmin(stack, axis=0)]
-    return _out(best), (str(chosen) if chosen.ndim == 0 else chosen)
 
 
 def best_allreduce(n_bytes: ArrayLike, p: ArrayLike, alpha_s: Param,
@@ -336,6 +362,30 @@ def best_allreduce(n_bytes: ArrayLike, p: ArrayLike, alpha_s: Param,
     with NCCL 2.4", Feb 2019; NCCL's src/graph/tuning.cc). Here the tuner's cost
     model is the closed forms themselves.
 
+    Parameters
+    ----------
+    n_bytes, p, alpha_s, gamma_s_per_B : float or array_like
+        As in the module docstring.
+    beta_s_per_B : float, array_like or mapping of str to float
+        One inverse bandwidth, or one per flat candidate's name.
+    ranks_per_node, intra, inter : optional
+        Ranks per node and ``(alpha_s, beta_s_per_B)`` inside and between nodes:
+        with all three, ``hierarchical`` is a candidate too.
+    inter_algorithm : str, optional
+        Flat algorithm among node leaders for ``hierarchical`` (default ring).
+
+    Returns
+    -------
+    time_s : float or ndarray
+        Seconds of the fastest algorithm.
+    name : str or ndarray of str
+        Its name.
+
+    Raises
+    ------
+    ConfigError
+        A bad argument or an unknown ``inter_algorithm``.
+
     Examples
     --------
     Tiny messages on many ranks favour a log-latency algorithm; large ones a
@@ -361,6 +411,23 @@ def auto_allreduce_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: Param, beta_s_pe
                      gamma_s_per_B: Param = 0.0) -> Seconds:
     """Time of the fastest flat allreduce (:func:`best_allreduce` without hierarchical).
 
+    Parameters
+    ----------
+    n_bytes, p : float or array_like
+        Bytes of each rank's vector; ranks (integers >= 1). Broadcast together.
+    alpha_s, beta_s_per_B, gamma_s_per_B : float or array_like
+        Latency (s), inverse bandwidth (s/B), reduction cost (s/B; default 0).
+
+    Returns
+    -------
+    float or ndarray
+        Seconds (see :mod:`.collectives`).
+
+    Raises
+    ------
+    ConfigError
+        A negative or non-finite argument, or ``p`` not an integer >= 1.
+
     Examples
     --------
     >>> auto_allreduce_s(1e6, 4, 1e-6, 1e-9) == rabenseifner_allreduce_s(1e6, 4, 1e-6, 1e-9)
@@ -381,6 +448,27 @@ def hierarchical_allreduce_s(n_bytes: ArrayLike, nodes: ArrayLike, ranks_per_nod
     ``inter = (a_e, b_e)`` and ``r = ranks_per_node``. With one rank per node it is
     the flat ``inter_algorithm`` over the nodes.
 
+    Parameters
+    ----------
+    n_bytes, nodes, ranks_per_node : float or array_like
+        Bytes of each rank's vector; nodes (one leader each); ranks per node.
+    intra, inter : tuple of (float, float)
+        ``(alpha_s, beta_s_per_B)`` inside a node and between nodes.
+    gamma_s_per_B : float or array_like, optional
+        Reduction cost per byte (default 0).
+    inter_algorithm : str, optional
+        Flat allreduce among the leaders, a key of :data:`ALLREDUCE` (default ring).
+
+    Returns
+    -------
+    float or ndarray
+        Seconds.
+
+    Raises
+    ------
+    ConfigError
+        A bad argument or an unknown ``inter_algorithm``.
+
     Examples
     --------
     >>> hierarchical_allreduce_s(1e6, 2, 4, (0.0, 1e-10), (0.0, 1e-9))  # 4 n b_i + n b_e
@@ -397,59 +485,3 @@ def hierarchical_allreduce_s(n_bytes: ArrayLike, nodes: ArrayLike, ranks_per_nod
     return _out(local + np.asarray(allreduce_s(inter_algorithm, n, nd, a_e, b_e, gamma_s_per_B)))
 
 
-def reduce_scatter_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: Param, beta_s_per_B: Param,
-                     gamma_s_per_B: Param = 0.0) -> Seconds:
-    """Ring reduce-scatter of an ``n``-byte vector: ``(p-1) alpha + (p-1)/p n (beta + gamma)``.
-
-    Examples
-    --------
-    >>> reduce_scatter_s(4e6, 4, 0.0, 1e-9, 1e-9)
-    0.006
-    """
-    n, p = _check(n_bytes, p, alpha_s, beta_s_per_B, gamma_s_per_B)
-    return _out((p - 1) * alpha_s + (p - 1) / p * n * (beta_s_per_B + gamma_s_per_B))
-
-
-def allgather_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: Param, beta_s_per_B: Param) -> Seconds:
-    """Ring allgather of ``n`` bytes in all (``n / p`` from each rank).
-
-    ``(p-1) alpha + (p-1)/p n beta``.
-
-    Examples
-    --------
-    >>> allgather_s(4e6, 4, 1e-6, 1e-9)
-    0.003003
-    """
-    n, p = _check(n_bytes, p, alpha_s, beta_s_per_B)
-    return _out((p - 1) * alpha_s + (p - 1) / p * n * beta_s_per_B)
-
-
-def gather_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: Param, beta_s_per_B: Param) -> Seconds:
-    """Binomial gather of ``n`` bytes in all to one root: ``ceil(log2 p) alpha + (p-1)/p n beta``.
-
-    Examples
-    --------
-    >>> gather_s(4e6, 4, 1e-6, 1e-9)
-    0.003002
-    """
-    n, p = _check(n_bytes, p, alpha_s, beta_s_per_B)
-    return _out(_ceil_log2(p) * alpha_s + (p - 1) / p * n * beta_s_per_B)
-
-
-def parameter_server_s(n_bytes: ArrayLike, workers: ArrayLike, alpha_s: Param,
-                       beta_s_per_B: Param, server_update_s_per_B: Param = 0.0) -> Seconds:
-    """One round in which every worker pushes ``n`` bytes and pulls ``n`` bytes back.
-
-    The server is a separate process whose link is the bottleneck: it serves the
-    workers one at a time (blocking send/receive pairs), applying each push at
-    ``server_update_s_per_B``: ``workers (2 alpha + 2 n beta + n u)``. One worker
-    still pays one exchange.
-
-    Examples
-    --------
-    >>> round(parameter_server_s(1e6, 4, 1e-6, 1e-9, 1e-10), 12)  # 4 (2 us + 2 ms + 0.1 ms)
-    0.008408
-    """
-    n, w = _check(n_bytes, workers, alpha_s, beta_s_per_B, server_update_s_per_B,
-                  names=("alpha_s", "beta_s_per_B", "server_update_s_per_B"), ranks="workers")
-    return _out(w * (2 * alpha_s + 2 * n * beta_s_per_B + n * server_update_s_per_B))

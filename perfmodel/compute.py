@@ -75,7 +75,7 @@ class LayerTimes:
     @property
     def total_s(self) -> np.ndarray:
         """Forward plus backward seconds, summed over layers (shape ``()`` or ``(N,)``)."""
-        return self.forward_s.sum(axis=-1) + self.backward_s.sum(axis=-1)
+        return np.asarray(self.forward_s.sum(axis=-1) + self.backward_s.sum(axis=-1))
 
 
 def _precision_bytes(precision: str) -> int:
@@ -129,6 +129,22 @@ def update_s(params: float, device: Device, momentum: bool = True, share: float 
 
     Streams the weights (read, write) and the gradient (read), and with momentum the
     velocity (read, write): 5 or 3 arrays of 4 bytes, at the memory bandwidth.
+
+    Parameters
+    ----------
+    params : float
+        Weights updated.
+    device : Device
+        Its training memory bandwidth.
+    momentum : bool, optional
+        Whether a velocity array is read and written too (default True).
+    share : float, optional
+        Devices the rank drives (its bandwidth is ``share`` times one device's).
+
+    Returns
+    -------
+    float
+        Seconds.
 
     Examples
     --------

@@ -24,7 +24,7 @@ import dataclasses
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from .errors import ConfigError
 from .hardware import Cluster, Device, Link, NodeSpec
@@ -32,6 +32,8 @@ from .msgfactors import MessageFactors, get_message_factors
 from .runtime import Runtime
 from .tomlmap import build
 from .workload import Model, Workload
+
+_T = TypeVar("_T")
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -45,6 +47,22 @@ def read_toml(path: str | Path) -> dict[str, Any]:
     """Parse a TOML file; a missing file or a syntax error is a ConfigError.
 
     The syntax error names the file and the line.
+
+    Parameters
+    ----------
+    path : str or Path
+        The TOML file.
+
+    Returns
+    -------
+    dict
+        The parsed document.
+
+    Raises
+    ------
+    ConfigError
+        A missing, unreadable or non-UTF-8 file, an XML (GraphML) file, or a TOML
+        syntax error (with the file and line).
     """
     path = Path(path)
     text = read_utf8(path, "TOML")
@@ -66,6 +84,23 @@ def read_toml(path: str | Path) -> dict[str, Any]:
 def read_utf8(path: str | Path, kind: str = "text") -> str:
     """The text of a file that must be UTF-8; a missing, unreadable, binary or non-UTF-8
     file is a one-line :class:`ConfigError` naming it.
+
+    Parameters
+    ----------
+    path : str or Path
+        The file.
+    kind : str, optional
+        What the file is, for the message (``"TOML"``, ``"JSON"``).
+
+    Returns
+    -------
+    str
+        Its text.
+
+    Raises
+    ------
+    ConfigError
+        A missing, unreadable, binary or non-UTF-8 file.
 
     Examples
     --------
@@ -121,13 +156,15 @@ def _is_file_spec(spec: str) -> bool:
     return spec.endswith(".toml") or "/" in spec or Path(spec).is_file()
 
 
-def _load(tp: type, kind: str, spec: str | Path | Any) -> Any:
+def _load(tp: type[_T], kind: str, spec: str | Path | _T) -> _T:
     if isinstance(spec, tp):
         return spec
     spec = str(spec)
     if not _is_file_spec(spec):
-        return _preset(tp, spec, kind)
-    return _load_file(tp, kind, Path(spec), ())
+        preset: _T = _preset(tp, spec, kind)
+        return preset
+    loaded: _T = _load_file(tp, kind, Path(spec), ())
+    return loaded
 
 
 def _load_file(tp: type, kind: str, path: Path, chain: tuple[Path, ...]) -> Any:
@@ -168,6 +205,24 @@ def load_cluster(spec: str | Path | Cluster, profile: str | Path | None = None) 
     measured network and kernel figures replace the description's
     (:func:`dlscale.perfmodel.profile.apply_profile`).
 
+    Parameters
+    ----------
+    spec : str, Path or Cluster
+        A catalog name (``dlscale catalog clusters``), a TOML file, or a Cluster.
+    profile : str or Path, optional
+        A calibration profile (JSON) whose measurements replace catalog figures.
+
+    Returns
+    -------
+    Cluster
+        Validated, in SI units.
+
+    Raises
+    ------
+    ConfigError
+        An unknown name (with the valid ones and the closest), a bad file, an
+        unknown key or a bad value (naming the dotted field), or a bad profile.
+
     Examples
     --------
     >>> load_cluster("sumit")
@@ -188,7 +243,29 @@ def load_cluster(spec: str | Path | Cluster, profile: str | Path | None = None) 
 
 
 def load_workload(spec: str | Path | Workload) -> Workload:
-    """A workload from a preset name, a TOML path, or a Workload (returned as is)."""
+    """A workload from a preset name, a TOML path, or a Workload (returned as is).
+
+    Parameters
+    ----------
+    spec : str, Path or Workload
+        A catalog name (``dlscale catalog workloads``), a TOML file, or a Workload.
+
+    Returns
+    -------
+    Workload
+        Validated, in SI units.
+
+    Raises
+    ------
+    ConfigError
+        An unknown name (with the valid ones and the closest), a bad file, an
+        unknown key or a bad value (naming the dotted field).
+
+    Examples
+    --------
+    >>> load_workload("resnet50").precision
+    'fp32'
+    """
     workload: Workload = _load(Workload, "workload", spec)
     return workload
 
@@ -216,6 +293,25 @@ def apply_overrides(obj: Any, overrides: Mapping[str, Any], where: str | None = 
     Paths use the same keys as the TOML files, units included
     (``"network.topology.max_nodes"``, ``"node.nic.bandwidth_GBps"``,
     ``"batch_per_device"``).
+
+    Parameters
+    ----------
+    obj : Cluster, Workload or another config dataclass
+        What to change (it is not modified).
+    overrides : mapping of str to value
+        Dotted path -> new value, in the TOML files' keys and units.
+    where : str, optional
+        Name of ``obj`` in messages (default: its kind).
+
+    Returns
+    -------
+    same type as ``obj``
+        The changed copy, validated again.
+
+    Raises
+    ------
+    ConfigError
+        An unknown path (with the valid keys) or a bad value.
 
     Examples
     --------

@@ -35,6 +35,17 @@ def hockney_params(cluster: Cluster) -> dict[str, float]:
     reads, one write, as in STREAM's ``a = b + c``) per byte reduced, at the
     device's training-memory bandwidth.
 
+    Parameters
+    ----------
+    cluster : Cluster
+        The machine.
+
+    Returns
+    -------
+    dict of str to float
+        ``intra_alpha_s``, ``intra_beta_s_per_B``, ``inter_alpha_s``,
+        ``nic_alpha_s``, ``inter_beta_s_per_B`` and ``gamma_s_per_B``.
+
     Examples
     --------
     >>> from dlscale.perfmodel.hardware import (

@@ -30,6 +30,18 @@ class OutOfMemoryError(DlscaleError):
 def closest(name: str, valid: Iterable[str]) -> str:
     """Return ``" (did you mean 'x'?)"`` for the closest valid name, or ``""``.
 
+    Parameters
+    ----------
+    name : str
+        What was given.
+    valid : iterable of str
+        The valid names.
+
+    Returns
+    -------
+    str
+        The hint, or ``""`` when no name is close.
+
     Examples
     --------
     >>> closest("sumit", ["summit", "cori-knl"])
@@ -43,6 +55,20 @@ def closest(name: str, valid: Iterable[str]) -> str:
 
 def unknown_name(field: str, value: str, valid: Iterable[str]) -> ConfigError:
     """Build the error for a name that is not in a registry.
+
+    Parameters
+    ----------
+    field : str
+        The field or option, as the user wrote it.
+    value : str
+        The unknown name.
+    valid : iterable of str
+        The valid names (listed sorted in the message).
+
+    Returns
+    -------
+    ConfigError
+        To raise.
 
     Examples
     --------

@@ -173,6 +173,22 @@ def fit_hockney(sizes_bytes: Any, times_s: Any) -> HockneyFit:
 
     Minimises the sum of squared *relative* errors with ``alpha, beta >= 0``.
 
+    Parameters
+    ----------
+    sizes_bytes, times_s : array_like
+        Measured sizes and one-way times, one time per size.
+
+    Returns
+    -------
+    HockneyFit
+        ``alpha_s``, ``beta_s_per_B`` and the per-size errors.
+
+    Raises
+    ------
+    ConfigError
+        Fewer than 2 measurements, mismatched lengths, or a negative or
+        non-finite value.
+
     Examples
     --------
     >>> round(fit_hockney([0, 1000], [1e-6, 2e-6]).beta_s_per_B, 15)
@@ -309,6 +325,24 @@ def fit_piecewise_hockney(
     splitting a pure line with 2 % noise in about one case in five (the split
     fit still follows the data).
 
+    Parameters
+    ----------
+    sizes_bytes, times_s : array_like
+        Measured sizes and one-way times.
+    max_segments, min_points : int, optional
+        At most this many segments, each with at least this many sizes.
+    min_gain : float, optional
+        Least relative drop of the BIC for one more segment.
+
+    Returns
+    -------
+    PiecewiseHockneyFit
+
+    Raises
+    ------
+    ConfigError
+        Too few measurements or a bad value.
+
     Examples
     --------
     >>> import numpy as np
@@ -395,6 +429,24 @@ def fit_loggp(
     the smallest size; ``o`` is the measured send overhead; ``L`` is the
     intercept of the ping-pong one-way time ``L + 2 o + (n-1) G`` fitted over the
     smaller half of the sizes with ``G`` held fixed (``L >= 0``).
+
+    Parameters
+    ----------
+    sizes_bytes, one_way_s : array_like
+        Ping-pong sizes and one-way times.
+    stream_sizes_bytes, stream_per_msg_s : array_like
+        Streaming sizes and time per message.
+    send_overhead_s : float
+        Measured send overhead ``o``.
+
+    Returns
+    -------
+    LogGPFit
+
+    Raises
+    ------
+    ConfigError
+        Too few measurements or a bad value.
 
     Examples
     --------

@@ -238,7 +238,7 @@ class PiecewiseCollectiveFit:
             idx = np.broadcast_to(np.asarray(segment_index, dtype=np.intp), n.shape)
         f = np.array([[s.latency_factor, s.bandwidth_factor, s.reduction_factor]
                       for s in self.segments])[idx]
-        return np.sum(terms * f, axis=1) + np.asarray(offset_s, dtype=np.float64).ravel()
+        return np.asarray(np.sum(terms * f, axis=1) + np.asarray(offset_s, dtype=np.float64).ravel())
 
     def segment_of(self, n_bytes: Any) -> np.ndarray:
         """Index of the last segment starting at or below each size."""

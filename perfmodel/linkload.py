@@ -134,7 +134,7 @@ def dragonfly_parallel_link(src_host: np.ndarray, dst_host: np.ndarray,
     >>> dragonfly_parallel_link(np.array([0, 1]), np.array([5, 5]), 4).tolist()
     [1, 0]
     """
-    return (src_host * 7919 + dst_host) % max(links_per_pair, 1)
+    return np.asarray((src_host * 7919 + dst_host) % max(links_per_pair, 1))
 
 
 def _max_by(keys: np.ndarray, weight: np.ndarray) -> float:
@@ -316,6 +316,11 @@ def step_load(topology: Topology, nodes: int, ranks_per_node: int, device_links:
 
 def level_bandwidths_Bps(cluster: Cluster) -> dict[str, float]:
     """Bandwidth per direction of one link of each level of ``cluster`` (see above).
+
+    Parameters
+    ----------
+    cluster : Cluster
+        The machine.
 
     Examples
     --------

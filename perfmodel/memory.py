@@ -87,7 +87,20 @@ def _embedding_shape(workload: Workload) -> tuple[float, float]:
 
 
 def sparse_rows_per_rank(workload: Workload, batch: ArrayLike | None = None) -> np.ndarray:
-    """Rows of the IndexedSlices gradient one rank contributes: ``vocab + t b``."""
+    """Rows of the IndexedSlices gradient one rank contributes: ``vocab + t b``.
+
+    Parameters
+    ----------
+    workload : Workload
+        Its sparse (embedding) layer: vocabulary and tokens per sample.
+    batch : array_like, optional
+        Samples per rank (default ``workload.batch_per_device``).
+
+    Returns
+    -------
+    ndarray
+        Rows per rank.
+    """
     vocab, _ = _embedding_shape(workload)
     b = workload.batch_per_device if batch is None else batch
     rows = vocab + workload.model.sparse_rows_per_sample * np.asarray(b, dtype=float)
@@ -96,7 +109,22 @@ def sparse_rows_per_rank(workload: Workload, batch: ArrayLike | None = None) -> 
 
 def sparse_gather_bytes(workload: Workload, ranks: ArrayLike,
                         batch: ArrayLike | None = None) -> float | np.ndarray:
-    """Bytes of the allgathered IndexedSlices on every rank: ``P R (h e + 8)``."""
+    """Bytes of the allgathered IndexedSlices on every rank: ``P R (h e + 8)``.
+
+    Parameters
+    ----------
+    workload : Workload
+        Its sparse layer and precision.
+    ranks : array_like
+        Ranks ``P`` that contribute.
+    batch : array_like, optional
+        Samples per rank (default ``workload.batch_per_device``).
+
+    Returns
+    -------
+    float or ndarray
+        Bytes held on every rank after the allgather.
+    """
     _, hidden = _embedding_shape(workload)
     row = hidden * workload.bytes_per_element + INDEX_BYTES
     out = np.asarray(ranks, dtype=float) * sparse_rows_per_rank(workload, batch) * row
@@ -105,7 +133,18 @@ def sparse_gather_bytes(workload: Workload, ranks: ArrayLike,
 
 
 def dense_embedding_bytes(workload: Workload) -> float:
-    """Bytes of the densified embedding gradient: ``vocab h e`` = sparse params x e."""
+    """Bytes of the densified embedding gradient: ``vocab h e`` = sparse params x e.
+
+    Parameters
+    ----------
+    workload : Workload
+        Its sparse layer and precision.
+
+    Returns
+    -------
+    float
+        Bytes (0 without a sparse layer).
+    """
     return float(workload.model.sparse_params * workload.bytes_per_element)
 
 
@@ -163,6 +202,24 @@ def memory_per_rank(workload: Workload, cluster: Cluster, ranks: ArrayLike,
 
     ``batch`` (samples per rank, same shape as ``ranks`` or scalar) defaults to
     ``workload.batch_per_device``.
+
+    Parameters
+    ----------
+    workload : Workload
+        Model, precision, optimizer state, algorithm.
+    cluster : Cluster
+        Its device memory (MCDRAM and DDR on a KNL) and node memory.
+    ranks : array_like of int
+        Total ranks.
+    batch : array_like, optional
+        Samples per rank.
+
+    Returns
+    -------
+    MemoryVerdict
+        Bytes per rank by part (parameters, gradients, optimizer, activations,
+        buffers), the resource that holds them, its capacity, whether they fit and
+        by how much they fall short.
 
     Examples
     --------

@@ -147,6 +147,15 @@ def effective_hockney(alpha_s: float, beta_s_per_B: float, n_bytes: float | None
     """``(f_lat(n) alpha, beta / f_bw(n))``: the Hockney pair that gives a message of
     ``n_bytes`` its factored time (unchanged without factors or size).
 
+    Parameters
+    ----------
+    alpha_s, beta_s_per_B : float
+        The path's latency and inverse bandwidth.
+    n_bytes : float or None
+        The message size (None: no factors).
+    factors : MessageFactors or None
+        The per-size factors (None: none).
+
     Examples
     --------
     >>> a, b = effective_hockney(1e-6, 1e-10, 1e5, MESSAGE_FACTORS["smpi-default"])
@@ -192,6 +201,11 @@ MESSAGE_FACTORS: dict[str, MessageFactors] = {
 
 def get_message_factors(name: str) -> MessageFactors:
     """A preset of :data:`MESSAGE_FACTORS` by name.
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`MESSAGE_FACTORS`.
 
     Examples
     --------

@@ -114,7 +114,7 @@ def _shape_key(topology: Topology) -> Topology:
     return topology
 
 
-def _assemble(loads: list, repeat: list[int], reduce: list[bool], scale: list[float],
+def _assemble(loads: list[StepLoad], repeat: list[int], reduce: list[bool], scale: list[float],
               device_links: bool, dbt_depth: int = 0) -> CollectivePlan:
     levels = tuple(sorted({lvl for s in loads for lvl in s.load}))
     S = len(loads)
@@ -178,7 +178,7 @@ def plan_collective(topology: Topology, nodes: int, ranks_per_node: int, device_
         groups = [np.flatnonzero(inverse == g) for g in np.argsort(first)]
     phases = build_schedule(collective, algorithm, p, 1.0, groups=groups,
                             inter_algorithm=inter_algorithm, segments=max(segments, 1))
-    memo: dict[bytes, object] = {}
+    memo: dict[bytes, StepLoad] = {}
     loads, repeat, reduce, scale = [], [], [], []
     for ph in phases:
         if len(ph.nbytes) == 0:
@@ -209,14 +209,24 @@ def _latency(cluster: Cluster, device_links: bool, inter: np.ndarray,
 
 @lru_cache(maxsize=1 << 16)
 def _path_load(topology: Topology, nodes: int, ranks_per_node: int, device_links: bool,
-               src: int, dst: int):
+               src: int, dst: int) -> StepLoad:
     return step_load(topology, nodes, ranks_per_node, device_links, np.array([src]),
                      np.array([dst]), np.ones(1))
 
 
 def path_load(cluster: Cluster, nodes: int, ranks_per_node: int, src: int,
               dst: int) -> StepLoad:
-    """Per-level loads of one message between two ranks (cached per topology shape)."""
+    """Per-level loads of one message between two ranks (cached per topology shape).
+
+    Parameters
+    ----------
+    cluster : Cluster
+        The machine.
+    nodes, ranks_per_node : int
+        Ranks placed block-wise.
+    src, dst : int
+        The two ranks.
+    """
     dev = _device_links(cluster, ranks_per_node)
     return _path_load(_shape_key(cluster.network.topology), nodes, ranks_per_node, dev, src, dst)
 
@@ -224,6 +234,18 @@ def path_load(cluster: Cluster, nodes: int, ranks_per_node: int, src: int,
 def path_hockney(cluster: Cluster, nodes: int, ranks_per_node: int, src: int,
                  dst: int) -> tuple[float, float]:
     """``(alpha_s, beta_s_per_B)`` of one uncontended message between two ranks.
+
+    Parameters
+    ----------
+    cluster : Cluster
+        The machine.
+    nodes, ranks_per_node, src, dst : int
+        Nodes, ranks per node (placed block-wise), and the two rank ids.
+
+    Returns
+    -------
+    tuple of (float, float)
+        ``alpha_s`` (latencies along the path), ``beta_s_per_B`` (its slowest link).
 
     Examples
     --------
@@ -248,6 +270,17 @@ def dbt_segments(depth: int, n_bytes: float, alpha_s: float, beta_s_per_B: float
     The ``k`` that minimises ``(D - 1 + k)(alpha + n beta / k)``, rounded, in
     ``1..max_segments``; ``alpha`` and ``beta`` of the path between the first and
     the last rank.
+
+    Parameters
+    ----------
+    depth : int
+        Depth of the double binary tree.
+    n_bytes : float
+        Vector size.
+    alpha_s, beta_s_per_B : float
+        Hockney figures of the first-to-last path.
+    max_segments : int
+        Cap on the segments.
 
     Examples
     --------
@@ -282,6 +315,32 @@ def collective_time_s(cluster: Cluster, collective: str, algorithm: str,
     Vectorized over ``n_bytes``; ``ranks`` (default all) takes the first ``ranks``
     ranks only, or the ranks of these ids (in the collective's order). See the
     module docstring for the model.
+
+    Parameters
+    ----------
+    cluster : Cluster
+        The machine; its topology sets the loads of each step on each level.
+    collective, algorithm, inter_algorithm : str
+        A collective and algorithm of :data:`.netapi.COLLECTIVE_ALGORITHMS`; the flat
+        algorithm among node leaders for ``hierarchical`` (default ring).
+    n_bytes : float or ndarray
+        Bytes of each rank's vector (of the gathered result for allgather).
+    nodes, ranks_per_node : int
+        Nodes and ranks per node.
+    gamma_s_per_B : float, optional
+        Reduction cost per byte (default 0).
+    ranks : int or sequence of int, optional
+        The ranks taking part (default all).
+
+    Returns
+    -------
+    float or ndarray
+        Seconds, the shape of ``n_bytes``.
+
+    Raises
+    ------
+    ConfigError
+        An unknown collective or algorithm (listing the valid ones) or bad ranks.
 
     Examples
     --------
@@ -351,7 +410,7 @@ def _sum_steps(cluster: Cluster, plan: CollectivePlan, n: np.ndarray,
     busy = (plan.load * _betas(cluster, plan.levels)).max(axis=1, initial=0.0)
     nn = np.asarray(n, dtype=float)[..., None]
     step = _step_s(cluster, lat, busy, plan.size, nn) + gamma_s_per_B * nn * plan.recv
-    return (plan.repeat * step).sum(axis=-1)
+    return np.asarray((plan.repeat * step).sum(axis=-1))
 
 
 def _step_s(cluster: Cluster, lat: np.ndarray, busy: np.ndarray, size: np.ndarray | None,
@@ -360,10 +419,10 @@ def _step_s(cluster: Cluster, lat: np.ndarray, busy: np.ndarray, size: np.ndarra
     each step's largest message picking the factors)."""
     factors = cluster.network.message_factors
     if factors is None:
-        return lat + nn * busy
+        return np.asarray(lat + nn * busy)
     m = nn * (1.0 if size is None else size)
     fl, fb = factors.at(m)
-    return fl * lat + nn * busy / fb
+    return np.asarray(fl * lat + nn * busy / fb)
 
 
 def limiting_level(cluster: Cluster, collective: str, algorithm: str, nodes: int,
@@ -371,6 +430,17 @@ def limiting_level(cluster: Cluster, collective: str, algorithm: str, nodes: int
     """The level whose links set most of the collective's bandwidth time.
 
     ``"latency"`` when no step moves bytes (one rank).
+
+    Parameters
+    ----------
+    cluster : Cluster
+        The machine.
+    collective, algorithm : str
+        The collective and its algorithm.
+    nodes, ranks_per_node : int
+        Ranks placed block-wise.
+    inter_algorithm : str
+        Flat algorithm among node leaders for ``hierarchical``.
 
     Examples
     --------
@@ -402,6 +472,22 @@ def time_per_node_count(cluster: Cluster, collective: str, algorithm: str,
     ``n_bytes`` broadcasts against ``(N,)`` (one size per node count, or a column of
     sizes ``(B, 1)`` for all); ``gamma_s_per_B`` is a scalar or one per node count.
     Returns seconds of shape ``broadcast(n_bytes, (N,))``.
+
+    Parameters
+    ----------
+    cluster, collective, algorithm, ranks_per_node, inter_algorithm
+        As in :func:`collective_time_s`.
+    n_bytes : array_like
+        Sizes, broadcast against the node counts.
+    nodes : array_like of int
+        Node counts, shape ``(N,)``.
+    gamma_s_per_B : float or ndarray, optional
+        Reduction cost per byte, scalar or one per node count.
+
+    Returns
+    -------
+    ndarray
+        Seconds, shape ``broadcast(n_bytes, (N,))``.
 
     Examples
     --------

@@ -51,6 +51,18 @@ def hockney_s(n_bytes: ArrayLike, alpha_s: float, beta_s_per_B: float) -> float 
 
     A zero-byte message still costs ``alpha``.
 
+    Parameters
+    ----------
+    n_bytes : array_like
+        Message sizes.
+    alpha_s, beta_s_per_B : float
+        Latency and inverse bandwidth.
+
+    Returns
+    -------
+    float or ndarray
+        Seconds.
+
     Examples
     --------
     >>> hockney_s([0, 1000], 2e-6, 1e-9)

@@ -220,6 +220,30 @@ def predict(cluster: Cluster, workload: Workload, nodes: ArrayLike,
     computed in the same vectorized call; ``baseline="device"`` measures them against
     one device alone instead (a one-device node running the workload's ranks per
     device).
+
+    Parameters
+    ----------
+    cluster : Cluster
+        The machine (:func:`~dlscale.perfmodel.config.load_cluster`).
+    workload : Workload
+        Model, batch, precision, algorithm and collective
+        (:func:`~dlscale.perfmodel.config.load_workload`).
+    nodes : int or array_like of int
+        Node counts, each in ``1..cluster.max_nodes``.
+    baseline : {"node", "device"}
+        What the efficiency is measured against.
+
+    Returns
+    -------
+    Prediction
+        One row per node count: time per iteration and its parts, throughput,
+        efficiency, memory, the chosen collective and the level that limits it.
+
+    Raises
+    ------
+    ConfigError
+        A node count outside ``1..cluster.max_nodes`` or a workload that the
+        cluster cannot run (its message names the field and what is allowed).
     """
     if baseline not in BASELINES:
         raise ConfigError(f"baseline: must be one of {', '.join(BASELINES)}, got {baseline!r}")

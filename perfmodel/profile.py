@@ -189,8 +189,8 @@ def _check_segments(where: str, segments: Any, keys: tuple[str, ...]) -> None:
             raise ConfigError(f"{where}[{i}]: must be an object, got {seg!r}")
         for key in keys:
             v = seg.get(key)
-            ok = isinstance(v, (int, float)) and not isinstance(v, bool)
-            if not (ok and math.isfinite(v) and v >= 0):
+            if not (isinstance(v, (int, float)) and not isinstance(v, bool)
+                    and math.isfinite(v) and v >= 0):
                 raise ConfigError(f"{where}[{i}].{key}: must be a finite number >= 0, got {v!r}")
 
 
@@ -259,6 +259,23 @@ def save_profile(profile: MachineProfile, path: str | os.PathLike[str]) -> Path:
     renamed over ``path`` (:func:`~dlscale.perfmodel.atomicio.atomic_write_with`: a
     symbolic link is written through, a device or FIFO written directly, the mode
     is that of any new file), so a reader never sees half a file.
+
+    Parameters
+    ----------
+    profile : MachineProfile
+        What ``dlscale calibrate`` measured.
+    path : str or PathLike
+        Where to write it.
+
+    Returns
+    -------
+    Path
+        ``path``.
+
+    Raises
+    ------
+    ConfigError
+        A path that cannot be written (a folder, a missing permission).
     """
     from .atomicio import atomic_write_with
 
@@ -279,6 +296,20 @@ def load_profile(path: str | os.PathLike[str]) -> MachineProfile:
 
     Raises :class:`ConfigError` naming the file and the field for a missing file,
     invalid JSON, a different schema version or a bad field.
+
+    Parameters
+    ----------
+    path : str or PathLike
+        A profile JSON file.
+
+    Returns
+    -------
+    MachineProfile
+
+    Raises
+    ------
+    ConfigError
+        See above.
     """
     p = Path(path)
     try:
@@ -328,6 +359,18 @@ def apply_profile(cluster: Cluster, profile: MachineProfile) -> Cluster:
       peaks (at most 1).
 
     Nothing else changes; the input is not modified.
+
+    Parameters
+    ----------
+    cluster : Cluster
+        The description to start from (not modified).
+    profile : MachineProfile
+        The measurements.
+
+    Returns
+    -------
+    Cluster
+        The copy with measured figures.
 
     Examples
     --------

@@ -28,6 +28,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .errors import ConfigError, unknown_name
 
@@ -52,7 +53,8 @@ class Phase:
         return self.src.tobytes() + b"|" + self.dst.tobytes()
 
 
-def _phase(src, dst, nbytes, reduce=False, repeat=1, label="") -> Phase:
+def _phase(src: ArrayLike, dst: ArrayLike, nbytes: ArrayLike, reduce: bool = False,
+           repeat: int = 1, label: str = "") -> Phase:
     src = np.asarray(src, dtype=np.int64)
     dst = np.asarray(dst, dtype=np.int64)
     nb = np.broadcast_to(np.asarray(nbytes, dtype=float), src.shape).copy()
@@ -170,6 +172,18 @@ def double_binary_tree_edges(p: int) -> tuple[np.ndarray, np.ndarray, int]:
     In the pipeline's steady state every edge carries one segment per step (child to
     parent in the reduce, parent to child in the broadcast); ``depth`` is the trees'
     depth ``D`` (the pipeline runs ``segments + D - 1`` steps per direction).
+
+    Parameters
+    ----------
+    p : int
+        Ranks.
+
+    Returns
+    -------
+    child, parent : ndarray of int64
+        Both trees' edges.
+    depth : int
+        Depth ``D`` of the trees.
 
     Examples
     --------
@@ -300,6 +314,17 @@ def build_schedule(collective: str, algorithm: str, ranks: int, n_bytes: float, 
         Flat algorithm among node leaders in ``hierarchical``.
     segments : int
         Pipeline segments per tree in ``double-binary-tree``.
+
+    Returns
+    -------
+    list of Phase
+        The steps in order, each a set of ``(src, dst, bytes)`` messages that run
+        together (``repeat`` times, ``reduce`` when the receiver reduces).
+
+    Raises
+    ------
+    ConfigError
+        An unknown collective or algorithm (listing the valid ones) or a bad count.
 
     Examples
     --------

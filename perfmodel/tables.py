@@ -31,7 +31,18 @@ __all__ = ["format_table", "format_value", "rows_to_csv", "to_jsonable", "write_
 
 
 def to_jsonable(value: Any) -> Any:
-    """Convert numpy scalars/arrays, tuples and non-finite floats for JSON."""
+    """Convert numpy scalars/arrays, tuples and non-finite floats for JSON.
+
+    Parameters
+    ----------
+    value : object
+        A number, array, mapping or sequence (nested).
+
+    Returns
+    -------
+    object
+        Plain lists, dicts, ints, floats, strings; ``None`` for NaN and infinities.
+    """
     if hasattr(value, "tolist"):
         value = value.tolist()
     if isinstance(value, Mapping):
@@ -45,6 +56,17 @@ def to_jsonable(value: Any) -> Any:
 
 def format_value(value: Any) -> str:
     """Short human form of a table cell.
+
+    Parameters
+    ----------
+    value : object
+        A cell.
+
+    Returns
+    -------
+    str
+        3 or 4 significant figures, ``1,234,567`` from 1e3 to 1e12, ``yes``/``no``
+        for bools.
 
     Examples
     --------
@@ -69,7 +91,20 @@ def format_value(value: Any) -> str:
 
 
 def format_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None) -> str:
-    """Rows of dicts as an aligned text table (numbers right-aligned)."""
+    """Rows of dicts as an aligned text table (numbers right-aligned).
+
+    Parameters
+    ----------
+    rows : sequence of mapping
+        Result rows (dicts).
+    columns : sequence of str, optional
+        Columns to show, in order (default: the first row's keys).
+
+    Returns
+    -------
+    str
+        The table, a header line first; ``"(no rows)"`` for none.
+    """
     if not rows:
         return "(no rows)"
     columns = list(columns or rows[0].keys())
@@ -90,7 +125,18 @@ def format_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | Non
 
 
 def rows_to_csv(rows: Sequence[Mapping[str, Any]]) -> str:
-    """Rows of dicts as CSV text with a header line."""
+    """Rows of dicts as CSV text with a header line.
+
+    Parameters
+    ----------
+    rows : sequence of mapping
+        Result rows (dicts); the first row's keys are the header.
+
+    Returns
+    -------
+    str
+        CSV text (empty for no rows).
+    """
     buf = io.StringIO()
     if rows:
         writer = csv.DictWriter(buf, fieldnames=list(rows[0].keys()), lineterminator="\n")
@@ -104,6 +150,20 @@ def write_rows(path: str | Path, rows: Sequence[Mapping[str, Any]], meta: Mappin
     """Write rows to ``path`` as CSV (``.csv``) or JSON (anything else), atomically.
 
     JSON holds ``{"meta": ..., "rows": [...]}``.
+
+    Parameters
+    ----------
+    path : str or Path
+        Output file; ``.csv`` for CSV, anything else for JSON.
+    rows : sequence of mapping
+        Result rows (dicts); for CSV the first row's keys are the header.
+    meta : mapping, optional
+        What the rows describe (JSON only).
+
+    Raises
+    ------
+    ConfigError
+        A path that cannot be written.
     """
     path = Path(path)
     if path.suffix.lower() == ".csv":

@@ -54,6 +54,27 @@ def _si_split(field: str) -> tuple[str, str] | None:
 def resolve_key(cls: type, key: str, where: str) -> tuple[str, float]:
     """Map a TOML key of ``cls`` to ``(field name, factor to SI)``.
 
+    Parameters
+    ----------
+    cls : type
+        The dataclass the TOML table builds.
+    key : str
+        The key as written (stem plus unit).
+    where : str
+        Dotted path of the table, for the message.
+
+    Returns
+    -------
+    field : str
+        The dataclass field.
+    factor : float
+        Multiplier to SI.
+
+    Raises
+    ------
+    ConfigError
+        An unknown key (listing the valid ones with their units, and the closest).
+
     Examples
     --------
     >>> from dlscale.perfmodel.hardware import Link

@@ -114,6 +114,23 @@ class IterationTimes:
 def check_nodes(cluster: Cluster, nodes: ArrayLike) -> np.ndarray:
     """Node counts as a 1-D int array, or :class:`ConfigError` naming the bad value.
 
+    Parameters
+    ----------
+    cluster : Cluster
+        The machine; its ``max_nodes`` bounds the counts.
+    nodes : int or array_like of int
+        Node counts.
+
+    Returns
+    -------
+    ndarray of int64
+        The counts, 1-D.
+
+    Raises
+    ------
+    ConfigError
+        A count that is not an integer in ``1..cluster.max_nodes``.
+
     Examples
     --------
     >>> from dlscale.perfmodel.hardware import (
@@ -145,7 +162,28 @@ def check_nodes(cluster: Cluster, nodes: ArrayLike) -> np.ndarray:
 
 
 def layout(cluster: Cluster, workload: Workload, nodes: ArrayLike) -> Layout:
-    """Ranks, devices and per-rank batch for each node count (see module docstring)."""
+    """Ranks, devices and per-rank batch for each node count (see module docstring).
+
+    Parameters
+    ----------
+    cluster : Cluster
+        The machine.
+    workload : Workload
+        Batch per device, ranks per node, weak or strong scaling.
+    nodes : int or array_like of int
+        Node counts.
+
+    Returns
+    -------
+    Layout
+        Arrays over the node counts: ranks, ranks per node, devices per rank
+        (``share``), batch per rank and global batch.
+
+    Raises
+    ------
+    ConfigError
+        A bad node count, or a strong-scaling global batch smaller than the ranks.
+    """
     n = check_nodes(cluster, nodes).astype(float)
     dpn = cluster.node.devices_per_node
     rpn = workload.ranks_per_node or dpn
@@ -176,6 +214,29 @@ def iteration_times(cluster: Cluster, workload: Workload, nodes: ArrayLike, *,
     :func:`~dlscale.perfmodel.training_sync.sync_sgd_times`); the EASGD family does
     not take one (:class:`ConfigError`). Inter-node links are charged as the
     cluster's runtime's transport delivers them (:func:`.runtime.with_transport`).
+
+    Parameters
+    ----------
+    cluster : Cluster
+        The machine.
+    workload : Workload
+        What is trained and how (its ``algorithm`` picks the model).
+    nodes : int or array_like of int
+        Node counts.
+    network : NetworkModel, optional
+        Who answers the collectives of synchronous SGD (default: the analytical
+        network model of :mod:`.netmodel` on ``cluster``).
+
+    Returns
+    -------
+    IterationTimes
+        Arrays over the node counts: iteration, compute, communication and exposed
+        communication seconds, and samples per second.
+
+    Raises
+    ------
+    ConfigError
+        A bad node count, or ``network`` with an algorithm other than sync-sgd.
     """
     from .runtime import with_transport
     from .training_easgd import easgd_times
@@ -194,6 +255,20 @@ def iteration_times(cluster: Cluster, workload: Workload, nodes: ArrayLike, *,
 def efficiency(samples_per_s: ArrayLike, nodes: ArrayLike, one_node_samples_per_s: float
                ) -> np.ndarray:
     """Scaling efficiency ``samples_per_s / (nodes x one_node_samples_per_s)``.
+
+    Parameters
+    ----------
+    samples_per_s : array_like
+        Throughput at each node count.
+    nodes : array_like
+        The node counts.
+    one_node_samples_per_s : float
+        Throughput of one node.
+
+    Returns
+    -------
+    ndarray
+        Efficiency per node count (1.0 is linear scaling).
 
     Examples
     --------

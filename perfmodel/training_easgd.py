@@ -83,6 +83,22 @@ def master_link(cluster: Cluster, algorithm: str, nodes: np.ndarray,
     nodes the network's per-size factors (:mod:`.msgfactors`) are applied: the
     effective ``(f_lat(n) alpha, beta / f_bw(n))``.
 
+    Parameters
+    ----------
+    cluster : Cluster
+        The machine.
+    algorithm : str
+        The EASGD-family or asynchronous SGD algorithm.
+    nodes : ndarray of int
+        Node counts.
+    ranks_per_node : int
+        Ranks per node.
+
+    Returns
+    -------
+    alpha_s, beta_s_per_B : ndarray
+        One per node count.
+
     Examples
     --------
     >>> from dlscale.perfmodel.catalog import get_cluster
@@ -139,7 +155,22 @@ def host_copy_s(node: NodeSpec, n_bytes: float) -> float:
 
 
 def easgd_times(cluster: Cluster, workload: Workload, lay: Layout) -> IterationTimes:
-    """Iteration times of the EASGD family and the asynchronous SGD baselines."""
+    """Iteration times of the EASGD family and the asynchronous SGD baselines.
+
+    Parameters
+    ----------
+    cluster : Cluster
+        The machine.
+    workload : Workload
+        What is trained and how.
+    lay : Layout
+        Ranks and batches per node count (:func:`.training.layout`).
+
+    Returns
+    -------
+    IterationTimes
+        Arrays over the node counts (see the module docstring for the model).
+    """
     alg = workload.algorithm
     node, dev = cluster.node, cluster.node.device
     lt = layer_times(workload.model, dev, workload.precision, lay.batch_per_rank, lay.share)

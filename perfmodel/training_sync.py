@@ -109,7 +109,19 @@ class Buckets:
 def buckets(workload: Workload, runtime: Runtime | None = None) -> Buckets:
     """Pack dense gradients into fusion buckets, from the last layer backwards.
 
-    ``runtime``: its ``fusion_cap_bytes`` caps the workload's threshold."""
+    Parameters
+    ----------
+    workload : Workload
+        Model layers, precision, ``fusion_threshold_bytes`` and sparse layers.
+    runtime : Runtime, optional
+        Its ``fusion_cap_bytes`` caps the workload's threshold.
+
+    Returns
+    -------
+    Buckets
+        Bytes of each bucket, the earliest layer of each (it is ready when the
+        backward pass has finished that layer), and the dense tensor count.
+    """
     e = workload.bytes_per_element
     thr = workload.fusion_threshold_bytes
     if runtime is not None:
@@ -149,6 +161,24 @@ def workload_allreduce(cluster: Cluster, workload: Workload, lay: Layout,
     tunes by measurement or its own cost model (NCCL, Intel MPI), the least time of
     its algorithms by the same network model (``selection="model"``).
 
+    Parameters
+    ----------
+    cluster : Cluster
+        The machine.
+    workload : Workload
+        What is trained and how.
+    lay : Layout
+        Ranks and batches per node count (:func:`.training.layout`).
+    n_bytes : ndarray
+        Message sizes, broadcast against ``(N,)``.
+
+    Returns
+    -------
+    time_s : ndarray
+        Seconds of each allreduce.
+    algorithm : ndarray of str
+        The algorithm costed (``"auto"``'s choice where the workload says auto).
+
     Examples
     --------
     >>> from dlscale.perfmodel.catalog import get_cluster, get_workload
@@ -184,6 +214,20 @@ def auto_choice(cluster: Cluster, workload: Workload, lay: Layout) -> list[np.nd
     """Algorithm ``"auto"`` (the cluster's runtime's rule) picks for each gradient
     bucket (rows) at each node count.
 
+    Parameters
+    ----------
+    cluster : Cluster
+        The machine.
+    workload : Workload
+        What is trained and how.
+    lay : Layout
+        Ranks and batches per node count (:func:`.training.layout`).
+
+    Returns
+    -------
+    list of ndarray of str
+        One array per bucket, one name per node count.
+
     Examples
     --------
     >>> from dlscale.perfmodel.catalog import get_cluster, get_workload
@@ -204,6 +248,20 @@ def collective_summary(cluster: Cluster, workload: Workload,
     """Per node count: the algorithm of the largest gradient bucket's allreduce (what
     ``"auto"`` picked, or the workload's collective) and the topology level that limits
     its bandwidth time (:func:`.netmodel.limiting_level`; ``""`` on one rank).
+
+    Parameters
+    ----------
+    cluster : Cluster
+        The machine.
+    workload : Workload
+        What is trained and how.
+    lay : Layout
+        Ranks and batches per node count (:func:`.training.layout`).
+
+    Returns
+    -------
+    algorithm, level : ndarray of str
+        One per node count.
 
     Examples
     --------
@@ -234,6 +292,18 @@ def negotiation_s(p: np.ndarray, alpha_s: np.ndarray) -> np.ndarray:
     response a binomial broadcast (``ceil(log2 p)`` latencies); ``alpha`` is the
     zero-byte latency between the first and the last rank. 0 for one rank.
 
+    Parameters
+    ----------
+    p : ndarray
+        Ranks, per node count.
+    alpha_s : ndarray
+        Zero-byte latency from the first to the last rank, per node count.
+
+    Returns
+    -------
+    ndarray
+        Seconds per bucket.
+
     Examples
     --------
     >>> (negotiation_s(np.array([1, 8]), np.array([1e-6, 1e-6])) * 1e6).round(9).tolist()
@@ -251,6 +321,16 @@ def bit_vector_bytes(tensors: int) -> float:
     decentralized orchestration; Horovod's response cache agrees by an allreduce of a
     bit vector: ``reference/published-results.md`` Sec. 4). At least one byte.
 
+    Parameters
+    ----------
+    tensors : int
+        Dense gradient tensors of the model.
+
+    Returns
+    -------
+    float
+        Bytes, ``ceil(max(tensors, 1) / 8)``.
+
     Examples
     --------
     >>> bit_vector_bytes(161), bit_vector_bytes(0)
@@ -260,8 +340,21 @@ def bit_vector_bytes(tensors: int) -> float:
 
 
 def end_to_end_latency_s(cluster: Cluster, lay: Layout) -> np.ndarray:
-    """Zero-byte latency from the first to the last rank, at each node count (over
-    the runtime's transport)."""
+    """Zero-byte latency from the first to the last rank, at each node count.
+
+    Parameters
+    ----------
+    cluster : Cluster
+        The machine.
+    lay : Layout
+        Ranks per node count.
+
+    Returns
+    -------
+    ndarray
+        Seconds per node count (:func:`.netmodel.path_hockney`, over the
+        runtime's transport).
+    """
     cluster = with_transport(cluster)
     return np.array([path_hockney(cluster, int(n), lay.ranks_per_node, 0, int(p) - 1)[0]
                      for n, p in zip(lay.nodes, lay.ranks, strict=True)])
@@ -306,9 +399,24 @@ def sync_sgd_times(cluster: Cluster, workload: Workload, lay: Layout, *,
     """Iteration times of synchronous SGD for the node counts of ``lay``.
 
     The cluster's runtime sets the coordination of each bucket, the background cycle
-    and the fusion cap (:mod:`.runtime`). ``network``: answers the bucket and
-    bit-vector allreduces instead of the closed forms (see the module docstring); it
-    must hold ``max(lay.ranks)`` ranks.
+    and the fusion cap (:mod:`.runtime`). ``network``: answers the bucket and bit-vector allreduces instead of the closed
+    forms (see the module docstring); it must hold ``max(lay.ranks)`` ranks.
+
+    Parameters
+    ----------
+    cluster : Cluster
+        The machine.
+    workload : Workload
+        What is trained and how.
+    lay : Layout
+        Ranks and batches per node count (:func:`.training.layout`).
+    network : NetworkModel, optional
+        Who answers the allreduces (default: the closed forms of :mod:`.netmodel`).
+
+    Returns
+    -------
+    IterationTimes
+        Arrays over the node counts.
     """
     cluster = with_transport(cluster)
     rt = cluster.runtime

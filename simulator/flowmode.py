@@ -81,7 +81,7 @@ def prepare_flow(phases: list[Phase], table: LinkTable, router, rank_nodes: np.n
         subs = np.bincount(rt.pair, minlength=n_msg)
         pool = np.maximum(pool, np.bincount(ph.src, weights=subs, minlength=n_ranks)
                           .astype(np.int64))
-        red = np.zeros(n_ranks)
+        red: np.ndarray = np.zeros(n_ranks)
         if ph.reduce and gamma_s_per_B > 0 and n_msg:
             red = gamma_s_per_B * np.bincount(ph.dst, weights=ph.nbytes, minlength=n_ranks)
         reduce_s.append(red)

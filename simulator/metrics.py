@@ -203,6 +203,17 @@ def _endpoint_diameter(G: nx.Graph, ends: list, chunk: int = 256) -> int:
 def topology_metrics(G: nx.Graph) -> TopologyMetrics:
     """Metrics of a topology graph (exact for built-in families where stated).
 
+    Parameters
+    ----------
+    G : networkx.Graph
+        A topology graph (a built-in family or a user's).
+
+    Returns
+    -------
+    TopologyMetrics
+        Endpoints, switches, diameter in hops, bisection bandwidth and links per
+        level.
+
     Examples
     --------
     >>> from dlscale.simulator.topology_torus import torus_graph

@@ -20,6 +20,7 @@ Examples
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import networkx as nx
 import numpy as np
@@ -200,7 +201,7 @@ class SimulatedNetwork:
         inter = self.path_hockney(first, int(other[0])) if len(other) else None
         intra = self.path_hockney(first, int(same[0])) if len(same) else None
         a, b = inter if inter is not None else intra  # type: ignore[misc]
-        hier = {}
+        hier: dict[str, Any] = {}
         if inter is not None and intra is not None:
             hier = {"ranks_per_node": int(counts.max()), "intra": intra, "inter": inter,
                     "inter_algorithm": self.inter_algorithm}

@@ -50,6 +50,25 @@ def _locality_order(G: nx.Graph, ends: list) -> list:
 def place(G: nx.Graph, policy: str = "linear", seed: int | None = 0) -> np.ndarray:
     """Node labels of the endpoints in rank order (rank ``r`` runs on ``out[r]``).
 
+    Parameters
+    ----------
+    G : networkx.Graph
+        A topology graph.
+    policy : str, optional
+        One of :data:`PLACEMENTS`: ``linear``, ``random`` or ``topology``.
+    seed : int or None, optional
+        Seed of the ``random`` policy.
+
+    Returns
+    -------
+    ndarray
+        Endpoint labels in rank order.
+
+    Raises
+    ------
+    ConfigError
+        An unknown policy (listing the valid ones).
+
     Examples
     --------
     >>> from dlscale.simulator.topology_torus import torus_graph

@@ -61,6 +61,25 @@ def _switch_count(cluster: Cluster, nodes: int) -> int:
 def network_graph(cluster: Cluster, nodes: int) -> nx.Graph:
     """The inter-node network of the first ``nodes`` nodes, hosts ``0..nodes-1``.
 
+    Parameters
+    ----------
+    cluster : Cluster
+        The machine; its ``network.topology`` family picks the builder.
+    nodes : int
+        Nodes to build, ``1..cluster.max_nodes``.
+
+    Returns
+    -------
+    networkx.Graph
+        Hosts ``0..nodes-1``, the switches or routers they reach, and the router's
+        description in ``G.graph["routing"]``.
+
+    Raises
+    ------
+    ConfigError
+        A bad node count, or a network too large to build (more than
+        :data:`MAX_GRAPH_ELEMENTS` switches; the analytical model needs no graph).
+
     Examples
     --------
     >>> from dlscale.perfmodel.hardware import (Cluster, Device, Link, NetworkSpec,
@@ -151,6 +170,18 @@ def cluster_graph(cluster: Cluster, nodes: int, node_graph: nx.Graph | None = No
         every node. Default: none with one device per node (the host is the endpoint),
         otherwise :func:`~dlscale.simulator.topology_intranode.star_node_graph` on the
         node's ``intra_link``.
+
+    Returns
+    -------
+    networkx.Graph
+        The network of :func:`network_graph` with ``node_graph`` copied into every
+        node; the endpoints (``kind="device"``, or the hosts) carry their ``node``;
+        the router's description in ``G.graph["routing"]``.
+
+    Raises
+    ------
+    ConfigError
+        A bad node count or a network too large to build.
 
     Examples
     --------

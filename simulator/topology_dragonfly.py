@@ -76,6 +76,19 @@ def dragonfly_graph(
         groups, so the routes and their loads are the same); Valiant routing, which
         detours through any group, always builds all.
 
+    Returns
+    -------
+    networkx.Graph
+        Hosts ``0..hosts-1`` (``kind="host"``) and switches or routers; edges with
+        ``bandwidth_Bps``, ``latency_s`` and ``level``; the router's description in
+        ``G.graph["routing"]``.
+
+    Raises
+    ------
+    ConfigError
+        A non-positive count, an unknown ``routing``, ``hosts`` beyond what the network holds, or a bad link
+        figure.
+
     Examples
     --------
     >>> G = dragonfly_graph(3, 2, 1, 1)

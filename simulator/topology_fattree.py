@@ -65,6 +65,19 @@ def xgft_graph(
     host_latency_s, hop_latency_s : float
         Latency of a host-leaf link and of a switch-switch link.
 
+    Returns
+    -------
+    networkx.Graph
+        Hosts ``0..hosts-1`` (``kind="host"``) and switches or routers; edges with
+        ``bandwidth_Bps``, ``latency_s`` and ``level``; the router's description in
+        ``G.graph["routing"]``.
+
+    Raises
+    ------
+    ConfigError
+        A non-positive count, ``hosts`` beyond what the network holds, or a bad link
+        figure.
+
     Examples
     --------
     >>> G = xgft_graph((2, 2), (1, 2))
@@ -117,6 +130,26 @@ def fat_tree_graph(k: int, **links: float) -> nx.Graph:
     switches, ``k**3/4`` hosts; non-blocking. Link keyword arguments as in
     :func:`xgft_graph`.
 
+    Parameters
+    ----------
+    k : int
+        Switch radix, even and >= 2.
+    **links : float
+        ``host_bandwidth_Bps``, ``link_bandwidth_Bps``, ``host_latency_s``,
+        ``hop_latency_s`` (as in :func:`xgft_graph`).
+
+    Returns
+    -------
+    networkx.Graph
+        Hosts ``0..k**3/4 - 1`` (``kind="host"``), switches with their ``level``;
+        edges with ``bandwidth_Bps``, ``latency_s``, ``level``; the fat-tree router's
+        description in ``G.graph["routing"]``.
+
+    Raises
+    ------
+    ConfigError
+        An odd or non-positive ``k``, or a bad link figure.
+
     Examples
     --------
     >>> G = fat_tree_graph(4)
@@ -142,6 +175,27 @@ def multilevel_fat_tree_graph(
 
     ``host_bandwidth_Bps`` is per rail. Stampede2's Omni-Path tree (28 nodes per leaf,
     20 uplinks, Stampede2 user guide) tapers 28:20 at the leaves.
+
+    Parameters
+    ----------
+    tree : FatTree
+        Levels, nodes per leaf, ``(down, up)`` ports per level, rails.
+    nodes : int
+        Hosts to build (the tree is built as far as they reach).
+    host_bandwidth_Bps, link_bandwidth_Bps : float
+        Host link per rail; switch-to-switch link.
+    host_latency_s, hop_latency_s : float, optional
+        Latency of a host link and of a switch hop.
+
+    Returns
+    -------
+    networkx.Graph
+        As :func:`xgft_graph`, hosts ``0..nodes-1``.
+
+    Raises
+    ------
+    ConfigError
+        ``nodes`` outside ``1..tree.max_nodes`` or a bad link figure.
 
     Examples
     --------

@@ -33,6 +33,16 @@ ENDPOINT_KINDS = ("device", "host")
 def endpoints(G: nx.Graph) -> list:
     """Nodes ranks run on: the ``device`` nodes if any, else the ``host`` nodes, in order.
 
+    Parameters
+    ----------
+    G : networkx.Graph
+        A topology graph.
+
+    Returns
+    -------
+    list
+        Node labels, in the graph's node order.
+
     Examples
     --------
     >>> from dlscale.simulator.topology_torus import torus_graph
@@ -53,6 +63,21 @@ def validate_graph(G: nx.Graph) -> nx.Graph:
     Checks: undirected simple graph, at least two nodes of kind host or device,
     connected, every edge with a finite ``bandwidth_Bps > 0`` and ``latency_s >= 0``.
     A missing ``level`` is set to ``"link"``.
+
+    Parameters
+    ----------
+    G : networkx.Graph
+        A topology graph.
+
+    Returns
+    -------
+    networkx.Graph
+        ``G`` itself, with missing edge levels filled in.
+
+    Raises
+    ------
+    ConfigError
+        The first fault found, naming the node or edge and the attribute.
 
     Examples
     --------
@@ -94,6 +119,23 @@ def read_graphml_topology(path: str | os.PathLike) -> nx.Graph:
 
     Edge attributes ``bandwidth_Bps`` and ``latency_s`` may be stored as strings or
     numbers; they are converted to float. Routing uses shortest paths.
+
+    Parameters
+    ----------
+    path : str or PathLike
+        A GraphML file: nodes with ``kind`` (``host``, ``device``, ``switch``),
+        edges with ``bandwidth_Bps`` and ``latency_s`` (``level`` optional).
+
+    Returns
+    -------
+    networkx.Graph
+        The validated graph (:func:`validate_graph`); routed by equal-cost
+        multipath.
+
+    Raises
+    ------
+    ConfigError
+        An unreadable or malformed file, or a graph :func:`validate_graph` refuses.
 
     Examples
     --------

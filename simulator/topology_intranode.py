@@ -34,6 +34,22 @@ def star_node_graph(devices: int, link_Bps: float, latency_s: float = 0.0) -> nx
     every device has ``link_Bps`` per direction to every other (through the hub) and
     to the network.
 
+    Parameters
+    ----------
+    devices : int
+        Devices in the node.
+    link_Bps : float
+        Each device's link to the hub, per direction.
+    latency_s : float, optional
+        Latency of that link.
+
+    Returns
+    -------
+    networkx.Graph
+        The node's devices (``kind="device"``), its NIC (``"nic"``) and switches;
+        edges with ``bandwidth_Bps``, ``latency_s``, ``level``. A template for
+        :func:`~dlscale.simulator.topology_cluster.cluster_graph`.
+
     Examples
     --------
     >>> star_node_graph(4, 10e9).number_of_edges()
@@ -64,6 +80,23 @@ def summit_node_graph(
     between each GPU and its CPU (two bricks of 25 GB/s), X-Bus 64 GB/s between the
     sockets, and the dual-port ConnectX-5 on PCIe Gen4 x8 to each socket
     ("socket direct", 16 GB/s) -- OLCF Summit User Guide, "Node architecture".
+
+    Parameters
+    ----------
+    sockets, gpus_per_socket : int, optional
+        POWER9 sockets and V100 GPUs on each (Summit: 2 and 3).
+    nvlink_Bps, xbus_Bps, nic_pcie_Bps : float, optional
+        NVLink (GPU-GPU and GPU-CPU), socket-to-socket X-Bus, and each socket's
+        PCIe link to the NIC, per direction.
+    nvlink_latency_s : float, optional
+        Latency of an NVLink hop.
+
+    Returns
+    -------
+    networkx.Graph
+        The node's devices (``kind="device"``), its NIC (``"nic"``) and switches;
+        edges with ``bandwidth_Bps``, ``latency_s``, ``level``. A template for
+        :func:`~dlscale.simulator.topology_cluster.cluster_graph`.
 
     Examples
     --------
@@ -100,6 +133,22 @@ def pcie_box_graph(
     Defaults: PCIe 3.0 x16, 15.75 GB/s per direction (PCI-SIG), two QPI links
     of 9.6 GT/s (38.4 GB/s, Intel Xeon E5 v4 datasheet) between the sockets.
 
+    Parameters
+    ----------
+    gpus, gpus_per_switch : int, optional
+        GPUs, and GPUs behind each PCIe switch (one switch per socket).
+    pcie_Bps, socket_link_Bps : float, optional
+        PCIe link and socket-to-socket link, per direction.
+    latency_s : float, optional
+        Latency of a PCIe hop.
+
+    Returns
+    -------
+    networkx.Graph
+        The node's devices (``kind="device"``), its NIC (``"nic"``) and switches;
+        edges with ``bandwidth_Bps``, ``latency_s``, ``level``. A template for
+        :func:`~dlscale.simulator.topology_cluster.cluster_graph`.
+
     Examples
     --------
     >>> G = pcie_box_graph(4, 4)
@@ -130,6 +179,20 @@ def knl_node_graph(parts: int = 1, *, mcdram_Bps: float = 450e9, nic_Bps: float 
     The parts share MCDRAM: each reaches the shared ``memory`` node on a link of
     ``mcdram_Bps / parts`` (its share; about 450 GB/s STREAM triad on a 7250,
     Intel Xeon Phi 7250 product brief). The NIC hangs off the memory node.
+
+    Parameters
+    ----------
+    parts : int, optional
+        Ranks the chip is split into (1, 2 or 4: all-to-all, SNC-2, quadrant/SNC-4).
+    mcdram_Bps, nic_Bps : float, optional
+        MCDRAM bandwidth shared by the parts, and the NIC's.
+
+    Returns
+    -------
+    networkx.Graph
+        The node's devices (``kind="device"``), its NIC (``"nic"``) and switches;
+        edges with ``bandwidth_Bps``, ``latency_s``, ``level``. A template for
+        :func:`~dlscale.simulator.topology_cluster.cluster_graph`.
 
     Examples
     --------

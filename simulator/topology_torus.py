@@ -63,6 +63,30 @@ def torus_graph(
 
     Host ``i`` attaches to router ``N_hosts + i``; all routers are built.
 
+    Parameters
+    ----------
+    dims : tuple of int
+        Routers per dimension (a ring of 2 is one link of multiplicity 2).
+    hosts : int, optional
+        Hosts to attach, in snake order (default: one per router).
+    host_bandwidth_Bps, link_bandwidth_Bps : float, optional
+        Host link and router-to-router link, per direction.
+    host_latency_s, hop_latency_s : float, optional
+        Latency of a host link and of a router hop.
+
+    Returns
+    -------
+    networkx.Graph
+        Hosts ``0..hosts-1`` and routers; edges with ``bandwidth_Bps``,
+        ``latency_s``, ``level`` (``"host"``, ``"torus"``); the dimension-order
+        router's description in ``G.graph["routing"]``.
+
+    Raises
+    ------
+    ConfigError
+        A non-positive dimension, ``hosts`` outside ``1..prod(dims)``, or a bad link
+        figure.
+
     Examples
     --------
     >>> G = torus_graph((2, 3), hosts=4)

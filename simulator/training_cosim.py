@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -130,6 +131,10 @@ def _holdout(data: K.Dataset, fraction: float, seed: int) -> tuple[K.Dataset, tu
 class Numerics:
     """Real arrays of every worker and the master (see module docstring)."""
 
+    #: Loss-and-gradient and accuracy kernels of the model (MLP or CNN).
+    _loss: Callable[..., float]
+    _acc: Callable[..., float]
+
     def __init__(self, ctx: RunContext, opts: CosimOptions, seed: int) -> None:
         for name in ("batch", "eval_every", "chunks"):
             if int(getattr(opts, name)) < 1:
@@ -189,9 +194,9 @@ class Numerics:
             if side * side != nf or side < 4 or opts.hidden < 1:
                 raise ConfigError(f"cosim model: 'cnn' needs square images of side >= 4 and "
                                   f"hidden >= 1, got {nf} features and hidden {opts.hidden}")
-            shape = K.CNNShape(side, int(opts.filters), int(opts.hidden), nc)
+            cnn = K.CNNShape(side, int(opts.filters), int(opts.hidden), nc)
             self._loss, self._acc = K.cnn_loss_and_grad, K.cnn_accuracy
-            return shape, K.cnn_init_params(shape, seed), \
+            return cnn, K.cnn_init_params(cnn, seed), \
                 f"{opts.dataset} CNN {side}x{side}-conv3x3x{opts.filters}-pool2-" \
                 f"{opts.hidden}-{nc}"
         if opts.model != "mlp":

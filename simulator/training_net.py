@@ -242,6 +242,7 @@ class TrainingNetwork:
 
 
 def make_training_network(cluster: Cluster, workload: Workload, nodes: int,
-                          network: str | object = "analytical", seed: int = 0) -> TrainingNetwork:
+                          network: str | NetworkModel = "analytical",
+                          seed: int = 0) -> TrainingNetwork:
     """Build the :class:`TrainingNetwork` of ``nodes`` nodes of ``cluster``."""
     return TrainingNetwork(cluster, workload, nodes, network, seed)

@@ -28,6 +28,7 @@ import numpy as np
 from dlscale.perfmodel.errors import ConfigError, unknown_name
 from dlscale.perfmodel.hardware import Cluster
 from dlscale.perfmodel.memory import memory_per_rank
+from dlscale.perfmodel.netapi import NetworkModel
 from dlscale.perfmodel.predict import one_device
 from dlscale.perfmodel.training import iteration_times, layout
 from dlscale.perfmodel.workload import ALGORITHMS, Workload
@@ -69,7 +70,7 @@ def _check(cluster: Cluster, workload: Workload, nodes: int, algorithm: str | No
         raise ConfigError(f"workload: must be a Workload, got {type(workload).__name__}")
     if isinstance(nodes, bool) or not isinstance(nodes, (int, np.integer)):
         raise ConfigError(f"nodes: must be an integer, got {nodes!r}")
-    cluster.check_nodes(int(nodes)) if hasattr(cluster, "check_nodes") else None
+    cluster.check_nodes(int(nodes))
     if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)) \
             or iterations < 1:
         raise ConfigError(f"iterations: must be an integer >= 1, got {iterations!r}")
@@ -96,7 +97,7 @@ def _run(ctx: RunContext):
 
 def simulate_training(cluster: Cluster, workload: Workload, nodes: int, *,
                       algorithm: str | None = None, iterations: int = 20, seed: int = 0,
-                      mode: str = "timing", network: str | object = DEFAULT_NETWORK,
+                      mode: str = "timing", network: str | NetworkModel = DEFAULT_NETWORK,
                       noise: str | Noise | None = None, trace: bool | str = False,
                       efficiency: bool = True, cosim_options: dict | None = None,
                       trace_ranks: int = 16, trace_iterations: int = 5,
@@ -136,6 +137,19 @@ def simulate_training(cluster: Cluster, workload: Workload, nodes: int, *,
         What the efficiency is measured against: a one-node simulation, or one of a
         single device running the workload's ranks per device
         (:func:`dlscale.perfmodel.predict.one_device`), same settings.
+
+    Returns
+    -------
+    TrainingResult
+        Iteration times, per-rank breakdown, throughput, efficiency, memory verdict,
+        counters, the analytical prediction for comparison, and in co-simulation the
+        accuracy curve; ``fits=False`` (nothing simulated) when the memory verdict
+        says the configuration does not fit.
+
+    Raises
+    ------
+    ConfigError
+        A bad argument (naming it and what is allowed), before any simulation.
     """
     workload = _check(cluster, workload, nodes, algorithm, iterations, mode, network, seed)
     if baseline not in ("node", "device"):

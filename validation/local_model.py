@@ -133,12 +133,12 @@ def predict_training(profile: MachineProfile, algorithm: str, p: int,
                      message_bytes: float) -> dict[str, float]:
     """Predicted ``iteration_s`` (and its parts) of one training run of ``p`` ranks."""
     C = _kernel(profile, "model_fwd_bwd_s")
-    cores = profile.provenance.get("cores")
+    cores = int(profile.provenance.get("cores") or 0)  # 0: not recorded
     cv = float(profile.kernels.get("noise", {}).get("model_fwd_bwd_s", 0.0))
     pct = profile.kernels.get("quantiles", {}).get("model_fwd_bwd_s")
     wake = 0.0
     sync = profile.p2p.get("intra-node", {}).get("sync_step") or {}
-    shared = bool(cores) and len(profile.provenance.get("hosts", [])) <= 1 and p > cores
+    shared = cores > 0 and len(profile.provenance.get("hosts", [])) <= 1 and p > cores
     share = p / cores if shared else 1.0
     if shared and sync.get("ranks") == p:  # measured: sharing, straggler, wake-ups, cache refill
         C = slowest = float(sync["compute_s"])

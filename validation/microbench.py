@@ -303,7 +303,7 @@ def _waitall(reqs: list[Any]) -> None:
 
 
 def _collective_call(comm: Any, name: str, elems: int, send: np.ndarray,
-                     recv: np.ndarray) -> Callable[[], None]:
+                     recv: np.ndarray) -> Callable[[], object]:
     """The call of collective ``name`` on ``elems`` float32 elements of the buffers."""
     from mpi4py import MPI
 
@@ -345,7 +345,7 @@ def collective(comm: Any, name: str, sizes: list[int], budget_s: float,
     recv = np.empty(max(elems), np.float32)
     calls = [_collective_call(comm, name, e, send, recv) for e in elems]
 
-    def batch(reps: int, call: Callable[[], None]) -> float:
+    def batch(reps: int, call: Callable[[], object]) -> float:
         local = np.empty(reps)
         for i in range(reps):
             comm.Barrier()

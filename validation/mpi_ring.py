@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from dlscale.kernels.allreduce import chunk_bounds
+from dlscale.kernels.reduction_steps import chunk_bounds
 
 __all__ = ["ring_allreduce", "sum_into"]
 

@@ -315,11 +315,11 @@ def validate_local(comm: Any, min_bytes: int = 1024, max_bytes: int = 64 << 20,
                          "ranks": res["ranks"], "size_bytes": n, "measured_s": t,
                          "predicted_s": pred, "error": pred / t - 1.0, "spread": sp})
     rows += training_rows(profile, runs, snaps)
-    for r in rows:
-        r["verdict"] = verdict(judged_error(r), r.get("spread", 0.0),
-                               TARGETS.get(r["kind"], 1.0))
-        if host_cores and r["ranks"] > host_cores:
-            r["oversubscribed"] = True
+    for row in rows:
+        row["verdict"] = verdict(judged_error(row), row.get("spread", 0.0),
+                                 TARGETS.get(row["kind"], 1.0))
+        if host_cores and row["ranks"] > host_cores:
+            row["oversubscribed"] = True
     return {
         "rows": rows,
         "summary": summarize(rows),

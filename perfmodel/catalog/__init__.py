@@ -53,21 +53,66 @@ __all__ = [
 
 
 def get_device(name: str) -> Device:
-    """The device called ``name`` (see :data:`DEVICES`)."""
+    """The device called ``name`` (see :data:`DEVICES`).
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`DEVICES`.
+
+    Returns
+    -------
+    Device
+
+    Raises
+    ------
+    ConfigError
+        An unknown name; the message lists the valid ones and the closest.
+    """
     if name not in DEVICES:
         raise unknown_name("device", name, DEVICES)
     return DEVICES[name]
 
 
 def get_link(name: str) -> Link:
-    """The link called ``name`` (see :data:`LINKS`)."""
+    """The link called ``name`` (see :data:`LINKS`).
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`LINKS`.
+
+    Returns
+    -------
+    Link
+
+    Raises
+    ------
+    ConfigError
+        An unknown name; the message lists the valid ones and the closest.
+    """
     if name not in LINKS:
         raise unknown_name("link", name, LINKS)
     return LINKS[name]
 
 
 def get_node(name: str) -> NodeSpec:
-    """The node called ``name`` (see :data:`NODES`)."""
+    """The node called ``name`` (see :data:`NODES`).
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`NODES`.
+
+    Returns
+    -------
+    NodeSpec
+
+    Raises
+    ------
+    ConfigError
+        An unknown name; the message lists the valid ones and the closest.
+    """
     if name not in NODES:
         raise unknown_name("node", name, NODES)
     return NODES[name]
@@ -75,6 +120,20 @@ def get_node(name: str) -> NodeSpec:
 
 def get_cluster(name: str) -> Cluster:
     """The cluster called ``name`` (see :data:`CLUSTERS`).
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`CLUSTERS`.
+
+    Returns
+    -------
+    Cluster
+
+    Raises
+    ------
+    ConfigError
+        An unknown name; the message lists the valid ones and the closest.
 
     Examples
     --------
@@ -87,14 +146,44 @@ def get_cluster(name: str) -> Cluster:
 
 
 def get_model(name: str) -> Model:
-    """The model called ``name`` (see :data:`MODELS`)."""
+    """The model called ``name`` (see :data:`MODELS`).
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`MODELS`.
+
+    Returns
+    -------
+    Model
+
+    Raises
+    ------
+    ConfigError
+        An unknown name; the message lists the valid ones and the closest.
+    """
     if name not in MODELS:
         raise unknown_name("model", name, MODELS)
     return MODELS[name]
 
 
 def get_workload(name: str) -> Workload:
-    """The preset workload called ``name`` (see :data:`WORKLOADS`)."""
+    """The preset workload called ``name`` (see :data:`WORKLOADS`).
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`WORKLOADS`.
+
+    Returns
+    -------
+    Workload
+
+    Raises
+    ------
+    ConfigError
+        An unknown name; the message lists the valid ones and the closest.
+    """
     if name not in WORKLOADS:
         raise unknown_name("workload", name, WORKLOADS)
     return WORKLOADS[name]

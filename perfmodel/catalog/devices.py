@@ -43,6 +43,20 @@ FRACTION_DERIVATIONS: dict[str, str] = {}
 def measured_fraction(samples_per_s: float, forward_flops: float, peak_flops: float) -> float:
     """Fraction of ``peak_flops`` reached by a training run of ``samples_per_s``.
 
+    Parameters
+    ----------
+    samples_per_s : float
+        Measured training throughput (a cited benchmark).
+    forward_flops : float
+        Forward FLOPs per sample; training is counted as three times that.
+    peak_flops : float
+        The device's peak at the run's precision.
+
+    Returns
+    -------
+    float
+        The sustained fraction the catalog stores.
+
     Examples
     --------
     >>> round(measured_fraction(219.0, 8.24e9, 10.6e12), 3)   # P100, ResNet-50, TF

@@ -45,6 +45,18 @@ def _pair(value: int | tuple[int, int]) -> tuple[int, int]:
 def conv_out(size: int, kernel: int, stride: int, pad: int, ceil: bool = False) -> int:
     """Output size of a convolution or pooling window along one axis.
 
+    Parameters
+    ----------
+    size, kernel, stride, pad : int
+        Input size, window, stride and padding along the axis.
+    ceil : bool, optional
+        Round up (Caffe's pooling) instead of down.
+
+    Returns
+    -------
+    int
+        Output size.
+
     Examples
     --------
     >>> conv_out(227, 11, 4, 0)

@@ -136,6 +136,16 @@ VGG_CONFIGS: dict[int, tuple[int | str, ...]] = {
 def vgg(depth: int) -> Model:
     """VGG-``depth`` (16 or 19) on 224x224 ImageNet images.
 
+    Parameters
+    ----------
+    depth : int
+        16 or 19 (a key of ``VGG_CONFIGS``).
+
+    Returns
+    -------
+    Model
+        Layer by layer, with the source of its shapes.
+
     Examples
     --------
     >>> vgg(16).params, vgg(19).params

@@ -64,7 +64,18 @@ def _bottleneck(net: Net, name: str, width: int, stride: int) -> None:
 
 
 def resnet(depth: int) -> Model:
-    """ResNet-``depth`` (50, 101 or 152) on 224x224 ImageNet images."""
+    """ResNet-``depth`` (50, 101 or 152) on 224x224 ImageNet images.
+
+    Parameters
+    ----------
+    depth : int
+        50, 101 or 152 (a key of :data:`RESNET_BLOCKS`).
+
+    Returns
+    -------
+    Model
+        Layer by layer (bottleneck blocks), with the source of its shapes.
+    """
     net = Net(f"resnet{depth}", (3, 224, 224))
     _conv_bn(net, "conv1", 64, 7, stride=2, pad=3)
     net.pool("pool1", 3, 2, pad=1)

@@ -81,7 +81,27 @@ def _norm(name: str, d: int, s: int) -> Layer:
 
 
 def transformer(size: str, vocab: int = VOCAB_SIZE, tokens: int = TOKENS_PER_SIDE) -> Model:
-    """Transformer ``size`` ("base" or "big"), layer by layer."""
+    """Transformer ``size`` ("base" or "big"), layer by layer.
+
+    Parameters
+    ----------
+    size : {"base", "big"}
+        A key of :data:`TRANSFORMER_SIZES`.
+    vocab : int, optional
+        Shared source/target vocabulary (the embedding's rows).
+    tokens : int, optional
+        Tokens per sentence on each side.
+
+    Returns
+    -------
+    Model
+        Layer by layer; the shared embedding has a sparse gradient.
+
+    Raises
+    ------
+    ConfigError
+        An unknown ``size``.
+    """
     if size not in TRANSFORMER_SIZES:
         raise unknown_name("transformer size", size, TRANSFORMER_SIZES)
     d, f, _heads, n = TRANSFORMER_SIZES[size]

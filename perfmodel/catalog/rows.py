@@ -172,6 +172,21 @@ def catalog_rows(kind: str) -> list[dict[str, Any]]:
 
     ``kind`` is one of :data:`CATALOG_KINDS`; "machines" lists the clusters,
     "networks" the interconnects followed by the links.
+
+    Parameters
+    ----------
+    kind : str
+        One of :data:`CATALOG_KINDS`.
+
+    Returns
+    -------
+    list of dict
+        One row per entry.
+
+    Raises
+    ------
+    ConfigError
+        An unknown ``kind`` (listing the valid ones).
     """
     if kind not in _BUILDERS:
         raise unknown_name("catalog kind", kind, CATALOG_KINDS)

@@ -120,7 +120,13 @@ DEFAULT_RUNTIME = RUNTIMES["horovod-mpi"]
 
 
 def get_runtime(name: str) -> Runtime:
-    """The runtime called ``name`` (see :data:`RUNTIMES`)."""
+    """The runtime called ``name`` (see :data:`RUNTIMES`).
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`RUNTIMES`.
+    """
     if name not in RUNTIMES:
         raise unknown_name("runtime", name, RUNTIMES)
     return RUNTIMES[name]
@@ -155,6 +161,15 @@ def runtime_rows() -> list[dict[str, Any]]:
 def apply_runtime(cluster: Cluster, name: str | None, field: str = "runtime") -> Cluster:
     """``cluster`` running the stack ``name`` (unchanged for ``None``); an unknown
     name is refused with ``field`` named.
+
+    Parameters
+    ----------
+    cluster : Cluster
+        The machine.
+    name : str or None
+        A runtime of :data:`RUNTIMES` (None: unchanged).
+    field : str
+        How the caller names the setting in an error.
 
     Examples
     --------

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from .errors import ConfigError
 from .hardware import PRECISIONS
+from .measured import MeasuredCompute
 
 __all__ = ["ALGORITHMS", "COLLECTIVES", "GROUPINGS", "Layer", "Model", "Workload"]
 
@@ -57,6 +58,10 @@ GROUPINGS = ("fusion", "graph-aware")
 #: Layer kinds the catalogs use.
 LAYER_KINDS = ("conv", "fc", "embedding", "attention", "norm", "pool", "act", "other")
 
+#: Efficiency classes a layer can be tagged with (see :mod:`.efficiency`); ``""``
+#: means the default of its kind.
+LAYER_CLASSES = ("gemm", "conv3x3", "conv", "depthwise", "norm", "eltwise")
+
 
 @dataclass(frozen=True)
 class Layer:
@@ -78,6 +83,10 @@ class Layer:
     sparse_gradient : bool
         The gradient is an IndexedSlices (rows of an embedding table), which Horovod
         allgathers instead of allreducing unless densified.
+    algo : str
+        Efficiency class (:data:`LAYER_CLASSES`, see :mod:`.efficiency`): which
+        algorithm family runs it, e.g. ``"conv3x3"`` for a Winograd-eligible
+        convolution; ``""`` takes the default of ``kind``.
     """
 
     name: str
@@ -86,8 +95,14 @@ class Layer:
     forward_flops: float
     activation_elements: int = 0
     sparse_gradient: bool = False
+    algo: str = ""
 
     def __post_init__(self) -> None:
+        if self.algo and self.algo not in LAYER_CLASSES:
+            raise ConfigError(
+                f"layer {self.name!r}.algo: must be one of {', '.join(LAYER_CLASSES)} or empty, "
+                f"got {self.algo!r}"
+            )
         if self.kind not in LAYER_KINDS:
             raise ConfigError(
                 f"layer {self.name!r}.kind: must be one of {', '.join(LAYER_KINDS)}, "
@@ -109,6 +124,9 @@ class Model:
     source: str = ""
     #: For sparse (embedding) layers: rows touched per sample (tokens per sample).
     sparse_rows_per_sample: float = 0.0
+    #: The user's own compute measurement on one device (:mod:`.measured`); None: the
+    #: roofline alone.
+    measured: MeasuredCompute | None = None
 
     def __post_init__(self) -> None:
         if not self.layers:
@@ -120,6 +138,15 @@ class Model:
             raise ConfigError(
                 f"model {self.name!r}.samples_per_epoch: must be > 0, got {self.samples_per_epoch}"
             )
+        if self.measured is not None:
+            for i, row in enumerate(self.measured.layers):
+                if row[0] not in names:
+                    from .errors import closest
+
+                    raise ConfigError(
+                        f"model {self.name!r}.measured.layers[{i}]: no layer named {row[0]!r} "
+                        f"in the model{closest(row[0], names)}"
+                    )
 
     @property
     def params(self) -> int:

@@ -98,7 +98,7 @@ def _convert(tp: Any, value: Any, where: str, lookup: PresetLookup | None,
         options = [a for a in typing.get_args(tp) if a is not type(None)]
         if value is None:
             return None
-        if all(dataclasses.is_dataclass(a) for a in options):
+        if len(options) > 1 and all(dataclasses.is_dataclass(a) for a in options):
             return _convert_union_of_dataclasses(options, value, where, lookup, base)
         return _convert(options[0], value, where, lookup, base)
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):

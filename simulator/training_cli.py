@@ -134,6 +134,9 @@ def run_training(args: argparse.Namespace) -> int:
         workload = dataclasses.replace(workload, tau=int(args.tau))
     if getattr(args, "collective", None) is not None:  # the allreduce of the gradients
         workload = dataclasses.replace(workload, collective=args.collective)
+    from dlscale.commands.measured_args import apply_measured
+
+    workload, measured_lines, measured_meta = apply_measured(args, workload)
     network = args.network or (getattr(args, "mode", None) if getattr(args, "mode", None)
                                in NETWORKS else None) or DEFAULT_NETWORK
     nodes = _nodes(args.nodes)
@@ -186,7 +189,7 @@ def run_training(args: argparse.Namespace) -> int:
     rows = _rows(runs)
     meta = {"cluster": cluster.name, "workload": workload.name, "network": network,
             "seed": args.seed, "noise": args.noise, "iterations": iterations,
-            "mode": "cosim" if args.cosim else "timing"}
+            "mode": "cosim" if args.cosim else "timing", **measured_meta}
     if args.format == "json":
         doc = {"meta": meta, "runs": [r.to_dict() for r in runs]}
         sys.stdout.write(json.dumps(to_jsonable(doc), indent=2) + "\n")
@@ -194,6 +197,8 @@ def run_training(args: argparse.Namespace) -> int:
         cols = [c for c in COLUMNS if any(c in r for r in rows)]
         print(f"# {cluster.name} / {workload.name}: simulated ({meta['mode']}, network "
               f"{network}, noise {args.noise}, seed {args.seed})")
+        for line in measured_lines:
+            print(f"# {line}")
         print(format_table(rows, cols))
         for r in runs:
             if not r.fits:

@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from dlscale.commands.common import add_output_args, emit, parse_nodes
+from dlscale.commands.measured_args import add_measured_args, apply_measured
 from dlscale.perfmodel.config import apply_overrides, load_cluster, load_workload
 from dlscale.perfmodel.workload import ALGORITHMS, COLLECTIVES, GROUPINGS
 
@@ -32,6 +33,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--batch", type=int, metavar="N", help="samples per device per iteration")
     p.add_argument("--profile", metavar="FILE", help="machine profile from `dlscale calibrate`")
     p.add_argument("--plot", metavar="FILE.png", help="write a scaling plot")
+    add_measured_args(p)
     add_output_args(p)
     p.set_defaults(run=run)
 
@@ -52,15 +54,17 @@ def run(args: argparse.Namespace) -> int:
     overrides = workload_overrides(args)
     if overrides:
         workload = apply_overrides(workload, overrides, "command line")
+    workload, measured_lines, measured_meta = apply_measured(args, workload)
     nodes = parse_nodes(f"1-{cluster.max_nodes}" if args.nodes is None else args.nodes)
     result = predict(cluster, workload, nodes)
     rows = result.to_rows()
     meta = {"cluster": cluster.name, "workload": workload.name, "model": workload.model.name,
             "algorithm": workload.algorithm, "collective": workload.collective,
             "precision": workload.precision, "batch_per_device": workload.batch_per_device,
-            "fidelity": "analytical"}
-    header = (f"{workload.name} ({workload.algorithm}, {workload.collective}, {workload.precision}, "
-              f"batch {workload.batch_per_device}/device) on {cluster.name}")
+            "fidelity": "analytical", **measured_meta}
+    header = "\n".join([f"{workload.name} ({workload.algorithm}, {workload.collective}, "
+                        f"{workload.precision}, batch {workload.batch_per_device}/device) on "
+                        f"{cluster.name}", *measured_lines])
     cols = [c for c in COLUMNS if c in rows[0] and (c != "note" or any(r[c] for r in rows))]
     emit(args, rows, meta, cols, header)
     if args.plot:

@@ -70,9 +70,11 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--profile", metavar="FILE",
                    help="machine profile from `dlscale calibrate`: its network and kernel "
                         "figures replace the cluster's")
+    from dlscale.commands.measured_args import add_measured_args
     from dlscale.simulator.training_cli import add_training_args
 
     add_training_args(p)  # training options; the ones above are shared
+    add_measured_args(p, trace_flag=False)
     p.set_defaults(run=run)
 
 

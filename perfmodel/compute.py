@@ -49,6 +49,7 @@ Examples
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from itertools import pairwise
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -167,6 +168,50 @@ def _measured_scales(model: Model, device: Device, precision: str,
     assert m is not None
     ref = _roofline(model, device, precision, e, np.asarray(float(m.batch)), 1.0)
     rf, rb = ref.forward_s, ref.backward_s
+    sf, sb = _total_scales(model, device, precision, rf, rb)
+    if m.backward_ready:
+        sb = sb * _ready_factors(model, rb * sb)
+    return sf, sb
+
+
+def _ready_factors(model: Model, bwd: np.ndarray) -> np.ndarray:
+    """Factors that make the backward pass reach each named layer when measured.
+
+    ``model.measured.backward_ready`` holds ``(layer, seconds after the first named
+    gradient was ready)``. A layer's gradient is ready when the backward pass has
+    run from the output down to it, so the backward time of the layers from one named
+    layer up to (not including) the next one in backward order is the difference of
+    their offsets; those segments are scaled to it, and the layers outside them to
+    keep the backward total. Offsets out of backward order are skipped.
+    """
+    m = model.measured
+    assert m is not None
+    names = [layer.name for layer in model.layers]
+    points = sorted(((names.index(n), r) for n, r in m.backward_ready), reverse=True)
+    kept = [points[0]]
+    for i, r in points[1:]:
+        if i < kept[-1][0] and r >= kept[-1][1]:
+            kept.append((i, r))
+    factor = np.ones(len(names))
+    inside = np.zeros(len(names), dtype=bool)
+    for (i_prev, r_prev), (i, r) in pairwise(kept):
+        seg = slice(i, i_prev)
+        have = float(bwd[seg].sum())
+        if have > 0 and r > r_prev:
+            factor[seg] = (r - r_prev) / have
+            inside[seg] = True
+    outside = ~inside
+    left = float(bwd.sum() - (bwd * factor)[inside].sum())
+    if outside.any() and left > 0 and bwd[outside].sum() > 0:
+        factor[outside] = left / float(bwd[outside].sum())
+    return factor
+
+
+def _total_scales(model: Model, device: Device, precision: str, rf: np.ndarray,
+                  rb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Factors from the measured totals or per-layer times (1 where only readiness is known)."""
+    m = model.measured
+    assert m is not None
     implied = m.samples_per_s or (m.batch / (m.forward_s + m.backward_s) if m.forward_s else 0.0)
     effective = implied * 3.0 * model.forward_flops / device.peak_flops(precision)
     if effective > MAX_EFFECTIVE_FRACTION:
@@ -197,11 +242,13 @@ def _measured_scales(model: Model, device: Device, precision: str,
         return (np.full(len(names), m.forward_s / rf.sum()),
                 np.full(len(names), m.backward_s / rb.sum()))
     compute = m.iteration_s - update_s(model.params, device)
-    if compute <= 0:
+    if m.samples_per_s and compute <= 0:
         raise ConfigError(
             f"{m.source or 'measured'}: {m.samples_per_s:g} samples/s at batch {m.batch} is {m.iteration_s:.4g} s "
             f"per iteration, less than the weight update alone on {device.name} "
             f"({update_s(model.params, device):.4g} s): check the rate and the batch")
+    if not m.samples_per_s:
+        return np.ones(len(names)), np.ones(len(names))
     scale = compute / (rf.sum() + rb.sum())
     return np.full(len(names), scale), np.full(len(names), scale)
 

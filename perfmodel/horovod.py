@@ -36,8 +36,10 @@ Examples
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -81,6 +83,33 @@ class HorovodTimeline:
     def overlap(self) -> float:
         """Share of the collective time hidden behind the backward pass."""
         return 1.0 - self.exposed_s / self.allreduce_s if self.allreduce_s > 0 else 0.0
+
+    def layer_ready(self, layer_names: Sequence[str]) -> tuple[tuple[str, float], ...]:
+        """``(layer, seconds after the first of them was ready)`` for the tensors that
+        name a layer of the model.
+
+        A tensor names the longest layer name found in it between separators (``_``,
+        ``.``, ``/``, start or end): ``..._gradients_res2a_b_bn_FusedBatchNorm_grad_0``
+        is ``res2a_b_bn``, not ``res2a_b``; ``allreduce.conv1.weight`` is ``conv1``. A
+        layer with several tensors (weight, bias) is ready at its first.
+
+        Examples
+        --------
+        >>> h = HorovodTimeline(2, 1, 2, 0.0, 0.0, 0.0, (("grad_fc_w", 0.001), ("grad_conv1_w", 0.004)))
+        >>> h.layer_ready(["conv1", "fc"])
+        (('fc', 0.0), ('conv1', 0.003))
+        """
+        best: dict[str, float] = {}
+        for tensor, t in self.ready_s:
+            hits = [n for n in layer_names
+                    if re.search(rf"(^|[_./]){re.escape(n)}($|[_./])", tensor)]
+            if hits:
+                name = max(hits, key=len)
+                best[name] = min(t, best.get(name, t))
+        if not best:
+            return ()
+        first = min(best.values())
+        return tuple(sorted(((n, t - first) for n, t in best.items()), key=lambda x: (x[1], x[0])))
 
     def describe(self) -> str:
         """One line for output headers."""

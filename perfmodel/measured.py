@@ -50,6 +50,11 @@ class MeasuredCompute:
         ``(layer name, forward_s, backward_s)`` per measured layer.
     source : str
         Where the figures come from (shown in the output header).
+    backward_ready : tuple of (str, float)
+        ``(layer name, seconds)``: when that layer's gradient was ready, after the
+        first named one (a Horovod timeline's negotiation starts,
+        :mod:`.horovod`); sets how the backward time splits over the layers, hence
+        when each gradient bucket can start its allreduce.
     """
 
     batch: int
@@ -58,6 +63,7 @@ class MeasuredCompute:
     backward_s: float = 0.0
     layers: tuple[tuple[str, float, float], ...] = ()
     source: str = ""
+    backward_ready: tuple[tuple[str, float], ...] = ()
 
     def __post_init__(self) -> None:
         owner = "measured"
@@ -81,8 +87,18 @@ class MeasuredCompute:
             if row[0] in seen:
                 raise ConfigError(f"{owner}.layers[{i}]: layer {row[0]!r} given twice")
             seen.add(row[0])
-        if not (self.samples_per_s > 0 or self.forward_s > 0 or self.layers):
-            raise ConfigError(f"{owner}: give samples_per_s, forward_s and backward_s, or layers "
+        for i, ready in enumerate(self.backward_ready):
+            if not (len(ready) == 2 and isinstance(ready[0], str)
+                    and isinstance(ready[1], (int, float)) and math.isfinite(ready[1])
+                    and ready[1] >= 0):
+                raise ConfigError(f"{owner}.backward_ready[{i}]: must be [layer name, seconds "
+                                  f">= 0], got {list(ready)!r}")
+        if len({r[0] for r in self.backward_ready}) != len(self.backward_ready):
+            raise ConfigError(f"{owner}.backward_ready: a layer is given twice")
+        if not (self.samples_per_s > 0 or self.forward_s > 0 or self.layers
+                or len(self.backward_ready) >= 2):
+            raise ConfigError(f"{owner}: give samples_per_s, forward_s and backward_s, layers, "
+                              f"or backward_ready for two layers or more "
                               f"(batch {self.batch} alone measures nothing)")
 
     @property
@@ -98,10 +114,14 @@ class MeasuredCompute:
                 what += f" ({len(self.layers)} layers named)"
         elif self.layers:
             what = f"{len(self.layers)} layers' times"
-        else:
+        elif self.samples_per_s > 0:
             what = f"{self.samples_per_s:g} samples/s"
+        else:
+            what = "the roofline's compute"
+        ready = (f"; backward split by when {len(self.backward_ready)} layers' gradients were "
+                 f"ready" if self.backward_ready else "")
         src = f" ({self.source})" if self.source else ""
-        return f"measured compute: {what} at batch {self.batch}{src}"
+        return f"measured compute: {what} at batch {self.batch}{ready}{src}"
 
 
 def parse_rate(text: str, where: str = "--measured-samples-per-s") -> MeasuredCompute:

@@ -139,13 +139,15 @@ class Model:
                 f"model {self.name!r}.samples_per_epoch: must be > 0, got {self.samples_per_epoch}"
             )
         if self.measured is not None:
-            for i, row in enumerate(self.measured.layers):
-                if row[0] not in names:
+            named = [("layers", i, row[0]) for i, row in enumerate(self.measured.layers)]
+            named += [("backward_ready", i, r[0]) for i, r in enumerate(self.measured.backward_ready)]
+            for field_name, i, layer_name in named:
+                if layer_name not in names:
                     from .errors import closest
 
                     raise ConfigError(
-                        f"model {self.name!r}.measured.layers[{i}]: no layer named {row[0]!r} "
-                        f"in the model{closest(row[0], names)}"
+                        f"model {self.name!r}.measured.{field_name}[{i}]: no layer named "
+                        f"{layer_name!r} in the model{closest(layer_name, names)}"
                     )
 
     @property

@@ -174,7 +174,9 @@ def test_cli_predict_with_a_trace_and_a_timeline(capsys):
                "--horovod-timeline", str(TRACES / "horovod_resnet50_4ranks.json")])
     assert rc == 0
     doc = json.loads(capsys.readouterr().out)
-    assert "forward 77.44 ms + backward 150.3 ms at batch 64" in doc["meta"]["measured"]
+    assert doc["meta"]["measured"].startswith(
+        "measured compute: forward 77.44 ms + backward 150.3 ms at batch 64; backward split by "
+        "when 3 layers' gradients were ready")
     assert doc["meta"]["horovod_timeline"]["ranks"] == 4
     t = read_trace(TRACES / "pytorch_resnet50_v100_b64.json")
     upd = update_s(get_model("resnet50").params, get_cluster("summit").node.device)
@@ -230,3 +232,34 @@ def test_a_sweep_varies_the_measured_rate(tmp_path, capsys):
     rows = json.loads((tmp_path / "out" / "results.json").read_text())["rows"]
     per_device = [r["samples_per_s"] / 6 for r in rows]
     assert per_device[1] / per_device[0] == pytest.approx(300 / 250, rel=0.02)
+
+
+def test_horovod_ready_times_split_the_backward_pass_over_the_layers():
+    h = read_horovod_timeline(TRACES / "horovod_resnet50_4ranks.json")
+    ready = h.layer_ready(RESNET_LAYERS)
+    assert [n for n, _ in ready] == ["fc1000", "res2a_b", "conv1"]
+    assert [r for _, r in ready] == pytest.approx([0.0, 0.068, 0.148])
+    m = MeasuredCompute(batch=64, forward_s=0.08, backward_s=0.16, backward_ready=ready)
+    model = dataclasses.replace(get_model("resnet50"), measured=m)
+    t = layer_times(model, get_cluster("summit").node.device, "fp32", 64)
+    done = t.backward_s[::-1].cumsum()[::-1]          # time the backward pass reaches layer i
+    at = {n: done[RESNET_LAYERS.index(n)] for n, _ in ready}
+    assert at["res2a_b"] - at["fc1000"] == pytest.approx(0.068)
+    assert at["conv1"] - at["fc1000"] == pytest.approx(0.148)
+    assert t.backward_s.sum() == pytest.approx(0.16) and t.forward_s.sum() == pytest.approx(0.08)
+    # an offset against the model's layer order is skipped, not forced
+    bad = dataclasses.replace(m, backward_ready=(("fc1000", 0.0), ("conv1", 0.05), ("res2a_b", 0.1)))
+    t2 = layer_times(dataclasses.replace(model, measured=bad), get_cluster("summit").node.device,
+                     "fp32", 64)
+    assert t2.backward_s.sum() == pytest.approx(0.16)
+    with pytest.raises(ConfigError, match=r"measured.backward_ready\[0\]: no layer named 'fc9'"):
+        dataclasses.replace(get_model("resnet50"), measured=MeasuredCompute(
+            batch=1, backward_ready=(("fc9", 0.0), ("conv1", 1.0))))
+
+
+def test_cli_timeline_batch_must_match_the_measurement(capsys):
+    rc = main(["predict", "summit", "resnet50", "--nodes", "1", "--measured-samples-per-s", "300@64",
+               "--horovod-timeline", str(TRACES / "horovod_resnet50_4ranks.json") + "@32"])
+    assert rc == 2
+    assert "--horovod-timeline: batch 32 differs from the measured compute's batch 64" in \
+        capsys.readouterr().err

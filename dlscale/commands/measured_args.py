@@ -34,16 +34,19 @@ def add_measured_args(p: argparse.ArgumentParser, trace_flag: bool = True) -> No
                    help="PyTorch (torch.profiler export_chrome_trace) or TensorFlow profiler "
                         "trace of one device, at batch B (default: the workload's batch per "
                         "device): its forward and backward time per iteration")
-    g.add_argument("--horovod-timeline", metavar="FILE",
-                   help="Horovod timeline (HOROVOD_TIMELINE): its measured negotiation, "
-                        "collective and exposed time per iteration are shown with the rows")
+    g.add_argument("--horovod-timeline", metavar="FILE[@B]",
+                   help="Horovod timeline (HOROVOD_TIMELINE) at batch B: its measured "
+                        "negotiation, collective and exposed time per iteration are shown "
+                        "with the rows, and when its tensors name the model's layers, the "
+                        "times their gradients were ready split the backward pass over the "
+                        "layers (which sets the overlap)")
 
 
-def _trace_spec(text: str, default_batch: int) -> tuple[str, int]:
+def _trace_spec(text: str, default_batch: int, flag: str = "--trace") -> tuple[str, int]:
     path, at, batch = text.rpartition("@")
     if at and batch.isdigit():
         if int(batch) <= 0:
-            raise ConfigError(f"--trace: the batch after @ must be a positive integer, got {batch!r}")
+            raise ConfigError(f"{flag}: the batch after @ must be a positive integer, got {batch!r}")
         return path, int(batch)
     return text, default_batch
 
@@ -55,7 +58,7 @@ def apply_measured(args: argparse.Namespace,
     Returns the workload, lines for the text header and entries for the output meta.
     """
     from dlscale.perfmodel.horovod import read_horovod_timeline
-    from dlscale.perfmodel.measured import parse_rate
+    from dlscale.perfmodel.measured import MeasuredCompute, parse_rate
     from dlscale.perfmodel.traces import read_trace
 
     rate = getattr(args, "measured_samples_per_s", None)
@@ -84,7 +87,24 @@ def apply_measured(args: argparse.Namespace,
         meta["measured"] = workload.model.measured.describe()
     timeline = getattr(args, "horovod_timeline", None)
     if timeline is not None:
+        current = workload.model.measured
+        timeline, tbatch = _trace_spec(timeline, current.batch if current else
+                                       workload.batch_per_device, "--horovod-timeline")
+        if current is not None and tbatch != current.batch:
+            raise ConfigError(f"--horovod-timeline: batch {tbatch} differs from the measured "
+                              f"compute's batch {current.batch}; both must come from one run")
         h = read_horovod_timeline(timeline)
+        ready = h.layer_ready([layer.name for layer in workload.model.layers])
+        if len(ready) >= 2:
+            base = current or MeasuredCompute(batch=tbatch, source=f"Horovod timeline {timeline}")
+            measured = dataclasses.replace(base, backward_ready=ready)
+            workload = dataclasses.replace(
+                workload, model=dataclasses.replace(workload.model, measured=measured))
+            if current is None:
+                lines.append(measured.describe())
+            else:
+                lines[-1] = measured.describe()
+            meta["measured"] = measured.describe()
         lines.append("measured: " + h.describe())
         meta["horovod_timeline"] = {"file": str(timeline), "ranks": h.ranks,
                                     "iterations": h.iterations, "tensors": h.tensors,

@@ -11,8 +11,17 @@ For each layer ``l`` and batch ``b`` (samples per rank):
 - backward bytes ``e (b (2 a_{l-1} + a_l) + 2 w_l)``: read the output gradient and
   the saved input, write the input gradient, read the weights, write their
   gradients;
-- time ``max(FLOPs / (peak(precision) * sustained_fraction(precision)), bytes / memory
-  bandwidth)``, the roofline (Williams, Waterman, Patterson 2009).
+- time ``max(FLOPs / rate, bytes / memory bandwidth)``, the roofline (Williams,
+  Waterman, Patterson 2009), with ``rate = peak(precision) * sustained_fraction(precision)
+  * KIND_EFFICIENCY[class] * u(batch * a_l)``: the device's GEMM fraction, the layer's
+  algorithm class (a Winograd-eligible 3x3 convolution runs 2.25x the direct-convolution
+  FLOP rate) and how full the layer's work keeps the device (:mod:`.efficiency`).
+
+With a measurement on the model (``model.measured``, :mod:`.measured`), the times are
+scaled so that one device at the measured batch takes what was measured (forward and
+backward separately where both are known, per layer where layers are named); the
+roofline keeps only the shape: the split over layers, and the change with batch and
+share.
 
 A rank that owns a share ``s`` of a device (several CPU ranks per socket: ``s < 1``)
 or of several (one rank driving a two-socket node: ``s = 2``) gets ``s`` times its
@@ -24,20 +33,34 @@ Examples
 >>> from dlscale.perfmodel.hardware import Device
 >>> from dlscale.perfmodel.workload import Layer, Model
 >>> gpu = Device("g", "gpu", 80, 1.5e9, 7e12, 10e12, 80e12, 16e9, 1e12, 0.5)
->>> fc = Layer("fc", "fc", params=1000, forward_flops=2e9, activation_elements=10)
+>>> fc = Layer("fc", "fc", params=1000, forward_flops=2e9, activation_elements=10**6)
 >>> m = Model("toy", (fc,), input_shape=(100,), dataset="none", samples_per_epoch=1)
 >>> t = layer_times(m, gpu, "fp32", batch=10)
->>> t.forward_s.tolist(), t.backward_s.tolist()   # 2e10 FLOP / 5e12 FLOP/s
-([0.004], [0.008])
+>>> t.forward_s.round(4).tolist()   # 2e10 FLOP / (5e12 FLOP/s x utilization 0.86)
+[0.0046]
+>>> from dataclasses import replace
+>>> from dlscale.perfmodel.measured import parse_rate
+>>> mm = replace(m, measured=parse_rate("1000@10"))     # 10 ms per iteration measured
+>>> t2 = layer_times(mm, gpu, "fp32", batch=10)
+>>> round(float(t2.total_s) + update_s(m.params, gpu), 9)
+0.01
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from itertools import pairwise
 
 import numpy as np
 from numpy.typing import ArrayLike
 
+from .efficiency import (
+    KIND_EFFICIENCY,
+    MAX_EFFECTIVE_FRACTION,
+    half_saturation_elements,
+    layer_class,
+    utilization,
+)
 from .errors import ConfigError
 from .hardware import Device
 from .units import BYTES_PER_ELEMENT
@@ -107,21 +130,131 @@ def layer_times(model: Model, device: Device, precision: str, batch: ArrayLike,
         raise ConfigError(f"batch: must be a positive number or 1-D array, got {batch!r}")
     if not (np.isfinite(share) and share > 0):
         raise ConfigError(f"share: must be a positive number, got {share!r}")
+    times = _roofline(model, device, precision, e, b, share)
+    if model.measured is None:
+        return times
+    return _apply_measured(model, device, precision, e, times)
+
+
+def _roofline(model: Model, device: Device, precision: str, e: int, b: np.ndarray,
+              share: float) -> LayerTimes:
     flops_rate = device.sustained_flops(precision) * share
     bw = device.training_memory_bandwidth_Bps * share
     layers = model.layers
     f = np.array([layer.forward_flops for layer in layers], dtype=float)
     w = np.array([layer.params for layer in layers], dtype=float)
     out = np.array([layer.activation_elements for layer in layers], dtype=float)
+    k = np.array([KIND_EFFICIENCY[layer_class(layer)] for layer in layers])
     inp = np.concatenate(([float(np.prod(model.input_shape))], out[:-1]))
     bcol = b[..., None]                                   # (N, 1) or (1,)
+    # a share of a device fills it as much as the whole batch would the whole device
+    rate = flops_rate * k * utilization(np.maximum(bcol * out, 1.0) / share,
+                                        half_saturation_elements())
     ff = f * bcol
     fb = 2.0 * ff
     bytes_f = e * (bcol * (inp + out) + w)
     bytes_b = e * (bcol * (2 * inp + out) + 2 * w)
-    t_f = np.maximum(ff / flops_rate, bytes_f / bw)
-    t_b = np.maximum(fb / flops_rate, bytes_b / bw)
-    return LayerTimes(t_f, t_b, ff, fb, bytes_f, bytes_b, ff / flops_rate >= bytes_f / bw)
+    t_f = np.maximum(ff / rate, bytes_f / bw)
+    t_b = np.maximum(fb / rate, bytes_b / bw)
+    return LayerTimes(t_f, t_b, ff, fb, bytes_f, bytes_b, ff / rate >= bytes_f / bw)
+
+
+def _measured_scales(model: Model, device: Device, precision: str,
+                     e: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per-layer factors (forward, backward) that make the roofline the measurement."""
+    m = model.measured
+    assert m is not None
+    ref = _roofline(model, device, precision, e, np.asarray(float(m.batch)), 1.0)
+    rf, rb = ref.forward_s, ref.backward_s
+    sf, sb = _total_scales(model, device, precision, rf, rb)
+    if m.backward_ready:
+        sb = sb * _ready_factors(model, rb * sb)
+    return sf, sb
+
+
+def _ready_factors(model: Model, bwd: np.ndarray) -> np.ndarray:
+    """Factors that make the backward pass reach each named layer when measured.
+
+    ``model.measured.backward_ready`` holds ``(layer, seconds after the first named
+    gradient was ready)``. A layer's gradient is ready when the backward pass has
+    run from the output down to it, so the backward time of the layers from one named
+    layer up to (not including) the next one in backward order is the difference of
+    their offsets; those segments are scaled to it, and the layers outside them to
+    keep the backward total. Offsets out of backward order are skipped.
+    """
+    m = model.measured
+    assert m is not None
+    names = [layer.name for layer in model.layers]
+    points = sorted(((names.index(n), r) for n, r in m.backward_ready), reverse=True)
+    kept = [points[0]]
+    for i, r in points[1:]:
+        if i < kept[-1][0] and r >= kept[-1][1]:
+            kept.append((i, r))
+    factor = np.ones(len(names))
+    inside = np.zeros(len(names), dtype=bool)
+    for (i_prev, r_prev), (i, r) in pairwise(kept):
+        seg = slice(i, i_prev)
+        have = float(bwd[seg].sum())
+        if have > 0 and r > r_prev:
+            factor[seg] = (r - r_prev) / have
+            inside[seg] = True
+    outside = ~inside
+    left = float(bwd.sum() - (bwd * factor)[inside].sum())
+    if outside.any() and left > 0 and bwd[outside].sum() > 0:
+        factor[outside] = left / float(bwd[outside].sum())
+    return factor
+
+
+def _total_scales(model: Model, device: Device, precision: str, rf: np.ndarray,
+                  rb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Factors from the measured totals or per-layer times (1 where only readiness is known)."""
+    m = model.measured
+    assert m is not None
+    implied = m.samples_per_s or (m.batch / (m.forward_s + m.backward_s) if m.forward_s else 0.0)
+    effective = implied * 3.0 * model.forward_flops / device.peak_flops(precision)
+    if effective > MAX_EFFECTIVE_FRACTION:
+        raise ConfigError(
+            f"{m.source or 'measured'}: {implied:.4g} samples/s of {model.name} at batch {m.batch} is "
+            f"{effective:.2f} x the {precision} peak of {device.name} in direct-convolution "
+            f"FLOPs; at most {MAX_EFFECTIVE_FRACTION:.2f} x is possible (Winograd F(6x6,3x3) on "
+            f"every FLOP): check the rate and the batch")
+    names = [layer.name for layer in model.layers]
+    if m.layers:
+        idx = np.array([names.index(row[0]) for row in m.layers])
+        mf = np.array([row[1] for row in m.layers])
+        mb = np.array([row[2] for row in m.layers])
+        sf, sb = np.empty(len(names)), np.empty(len(names))
+        rest = np.ones(len(names), dtype=bool)
+        rest[idx] = False
+        # layers not named: the rest of the measured totals where given, in the
+        # roofline's proportions; else the named layers' measured/roofline ratio
+        left_f, left_b = m.forward_s - mf.sum(), m.backward_s - mb.sum()
+        if m.forward_s > 0 and left_f > 0 and left_b > 0 and rest.any():
+            sf[:], sb[:] = left_f / rf[rest].sum(), left_b / rb[rest].sum()
+        else:
+            sf[:], sb[:] = mf.sum() / rf[idx].sum(), mb.sum() / rb[idx].sum()
+        sf[idx] = mf / rf[idx]
+        sb[idx] = mb / rb[idx]
+        return sf, sb
+    if m.forward_s > 0:
+        return (np.full(len(names), m.forward_s / rf.sum()),
+                np.full(len(names), m.backward_s / rb.sum()))
+    compute = m.iteration_s - update_s(model.params, device)
+    if m.samples_per_s and compute <= 0:
+        raise ConfigError(
+            f"{m.source or 'measured'}: {m.samples_per_s:g} samples/s at batch {m.batch} is {m.iteration_s:.4g} s "
+            f"per iteration, less than the weight update alone on {device.name} "
+            f"({update_s(model.params, device):.4g} s): check the rate and the batch")
+    if not m.samples_per_s:
+        return np.ones(len(names)), np.ones(len(names))
+    scale = compute / (rf.sum() + rb.sum())
+    return np.full(len(names), scale), np.full(len(names), scale)
+
+
+def _apply_measured(model: Model, device: Device, precision: str, e: int,
+                    times: LayerTimes) -> LayerTimes:
+    sf, sb = _measured_scales(model, device, precision, e)
+    return replace(times, forward_s=times.forward_s * sf, backward_s=times.backward_s * sb)
 
 
 def update_s(params: float, device: Device, momentum: bool = True, share: float = 1.0) -> float:

@@ -88,6 +88,13 @@ def xgft_params(tree: FatTree, nodes: int) -> tuple[tuple[int, ...], tuple[int, 
     element (``w[0]``: rails). Levels above the lowest subtree that holds all nodes
     are dropped.
 
+    Parameters
+    ----------
+    tree : FatTree
+        The fat tree.
+    nodes : int
+        Nodes in use.
+
     Examples
     --------
     >>> xgft_params(FatTree(2, 28, ((28, 20),), 6000), 100)
@@ -111,6 +118,15 @@ def dmodk_choice(dst: np.ndarray, w: tuple[int, ...], level: int) -> np.ndarray:
     D-mod-k (Zahavi 2010): ``B_1`` is the rail, ``B_i = B_{i-1} + ((dst // prod(w[1:i-1]))
     mod w[i-1]) prod(w[:i-1])``; this returns ``B_level`` for rail 0.
 
+    Parameters
+    ----------
+    dst : ndarray of int
+        Destination host of each flow.
+    w : tuple of int
+        XGFT parents per level (:func:`xgft_params`).
+    level : int
+        The level climbed to.
+
     Examples
     --------
     >>> dmodk_choice(np.arange(6), (1, 3, 2), 3).tolist()
@@ -128,6 +144,13 @@ def dmodk_choice(dst: np.ndarray, w: tuple[int, ...], level: int) -> np.ndarray:
 def dragonfly_parallel_link(src_host: np.ndarray, dst_host: np.ndarray,
                             links_per_pair: int) -> np.ndarray:
     """Which of the parallel global links of a group pair a flow takes (a hash).
+
+    Parameters
+    ----------
+    src_host, dst_host : ndarray of int
+        Hosts of each flow.
+    links_per_pair : int
+        Parallel global links between two groups.
 
     Examples
     --------

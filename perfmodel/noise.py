@@ -219,6 +219,11 @@ def make_noise(spec: str | Noise | None) -> Noise:
     """A noise model from a spec (see :func:`_parse`); a string spec is parsed once
     (an empirical file read once per run), so a cluster may carry it cheaply.
 
+    Parameters
+    ----------
+    spec : str, Noise or None
+        ``none``, ``lognormal:SIGMA``, ``empirical:FILE``, a Noise, or None.
+
     Examples
     --------
     >>> make_noise("lognormal:0.05") is make_noise("lognormal:0.05")

@@ -188,6 +188,13 @@ def one_device(cluster: Cluster, workload: Workload) -> tuple[Cluster, Workload]
 
     Raises :class:`ConfigError` when a rank spans several devices (fewer ranks than
     devices per node) or the ranks do not divide evenly over the devices.
+
+    Parameters
+    ----------
+    cluster : Cluster
+        The machine.
+    workload : Workload
+        Its ranks per device.
     """
     dpn = cluster.node.devices_per_node
     rpn = workload.ranks_per_node or dpn

@@ -23,7 +23,7 @@ Examples
 >>> w = dataclasses.replace(get_workload("lenet"), algorithm="async-sgd")
 >>> p = predict(get_cluster("stampede2-knl"), w, [2])
 >>> round(float(p.efficiency[0]), 3), p.note[0]
-(1.372, 'efficiency above 1: the 1-node baseline reaches its master over knl-shm (6 GB/s); across nodes the path is limited by host links (12.5 GB/s)')
+(1.034, 'efficiency above 1: the 1-node baseline reaches its master over knl-shm (6 GB/s); across nodes the path is limited by host links (12.5 GB/s)')
 """
 
 from __future__ import annotations
@@ -46,6 +46,15 @@ _ASYNC = ("async-easgd", "async-measgd", "hogwild-easgd", "async-sgd", "async-ms
 def path_limit(cluster: Cluster, nodes: int, ranks_per_node: int, src: int,
                dst: int) -> tuple[str, float]:
     """The level that limits one message's bandwidth, and that level's bandwidth (B/s).
+
+    Parameters
+    ----------
+    cluster : Cluster
+        The machine.
+    nodes, ranks_per_node : int
+        Ranks placed block-wise.
+    src, dst : int
+        The two ranks.
 
     Examples
     --------
@@ -70,6 +79,19 @@ def row_notes(cluster: Cluster, workload: Workload, lay: Layout, samples_per_s: 
 
     Throughput is compared with the previous node count of the same curve, in the
     order asked for.
+
+    Parameters
+    ----------
+    cluster : Cluster
+        The machine.
+    workload : Workload
+        What is trained.
+    lay : Layout
+        Ranks per node count.
+    samples_per_s, efficiency : ndarray
+        Throughput and efficiency per node count.
+    allreduce, network_limit : ndarray of str
+        The algorithm run and the level that limits it.
     """
     n = len(lay.nodes)
     notes = np.full(n, "", dtype=object)

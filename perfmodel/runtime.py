@@ -154,6 +154,11 @@ def cache_bitvector_bytes(tensors: int) -> float:
     """Bytes of Horovod's cache bit vector: one bit per tensor plus the status bits,
     in 64-bit words (``long long``, horovod/common/response_cache.cc).
 
+    Parameters
+    ----------
+    tensors : int
+        Tensors the cache tracks.
+
     Examples
     --------
     >>> cache_bitvector_bytes(161), cache_bitvector_bytes(61)
@@ -196,6 +201,11 @@ def with_transport(cluster: Cluster) -> Cluster:
     :data:`TCP_LATENCY_S`. Intra-node links (NVLink, PCIe, shared memory) are left as
     they are. Nothing changes where the runtime says ``links_measured`` (measured
     figures); the result's runtime says it, so applying this twice changes nothing.
+
+    Parameters
+    ----------
+    cluster : Cluster
+        The machine, with its runtime.
 
     Examples
     --------

@@ -40,7 +40,7 @@ Examples
 >>> node = NodeSpec("n", gpu, 8, Link("pcie", 10e9, 5e-6), Link("ib", 10e9, 1e-6),
 ...                 host_link=Link("pcie", 10e9, 5e-6))
 >>> c = Cluster("toy", node, NetworkSpec("x", Crossbar(16), Link("ib", 10e9, 1e-6)))
->>> m = Model("m", (Layer("fc", "fc", 25 * 10**6, 7e9, 1000),), (1000,), "none", 1)
+>>> m = Model("m", (Layer("fc", "fc", 25 * 10**6, 7e9, 10**7),), (1000,), "none", 1)
 >>> orig = iteration_times(c, Workload("w", m, 1, algorithm="easgd"), 1)
 >>> sync = iteration_times(c, Workload("w", m, 1, algorithm="sync-easgd"), 1)
 >>> bool(orig.iteration_s[0] > 3 * sync.iteration_s[0])

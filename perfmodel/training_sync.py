@@ -365,6 +365,15 @@ def coordination_bytes(workload: Workload, runtime: Runtime, tensors: int) -> fl
     coordination is not one: graph-aware grouping (one bit per tensor, in bytes) or
     Horovod's response cache (:func:`.runtime.cache_bitvector_bytes`).
 
+    Parameters
+    ----------
+    workload : Workload
+        Its grouping.
+    runtime : Runtime
+        Its coordination.
+    tensors : int
+        Dense gradient tensors of the bucket.
+
     Examples
     --------
     >>> from dlscale.perfmodel.catalog import get_runtime, get_workload

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from .errors import ConfigError
 from .hardware import PRECISIONS
+from .measured import MeasuredCompute
 from .units import BYTES_PER_ELEMENT
 
 __all__ = ["ALGORITHMS", "COLLECTIVES", "GROUPINGS", "Layer", "Model", "Workload"]
@@ -59,6 +60,10 @@ GROUPINGS = ("fusion", "graph-aware")
 #: Layer kinds the catalogs use.
 LAYER_KINDS = ("conv", "fc", "embedding", "attention", "norm", "pool", "act", "other")
 
+#: Efficiency classes a layer can be tagged with (see :mod:`.efficiency`); ``""``
+#: means the default of its kind.
+LAYER_CLASSES = ("gemm", "conv3x3", "conv", "depthwise", "norm", "eltwise")
+
 
 @dataclass(frozen=True)
 class Layer:
@@ -80,6 +85,10 @@ class Layer:
     sparse_gradient : bool
         The gradient is an IndexedSlices (rows of an embedding table), which Horovod
         allgathers instead of allreducing unless densified.
+    algo : str
+        Efficiency class (:data:`LAYER_CLASSES`, see :mod:`.efficiency`): which
+        algorithm family runs it, e.g. ``"conv3x3"`` for a Winograd-eligible
+        convolution; ``""`` takes the default of ``kind``.
     """
 
     name: str
@@ -88,8 +97,14 @@ class Layer:
     forward_flops: float
     activation_elements: int = 0
     sparse_gradient: bool = False
+    algo: str = ""
 
     def __post_init__(self) -> None:
+        if self.algo and self.algo not in LAYER_CLASSES:
+            raise ConfigError(
+                f"layer {self.name!r}.algo: must be one of {', '.join(LAYER_CLASSES)} or empty, "
+                f"got {self.algo!r}"
+            )
         if self.kind not in LAYER_KINDS:
             raise ConfigError(
                 f"layer {self.name!r}.kind: must be one of {', '.join(LAYER_KINDS)}, "
@@ -111,6 +126,9 @@ class Model:
     source: str = ""
     #: For sparse (embedding) layers: rows touched per sample (tokens per sample).
     sparse_rows_per_sample: float = 0.0
+    #: The user's own compute measurement on one device (:mod:`.measured`); None: the
+    #: roofline alone.
+    measured: MeasuredCompute | None = None
 
     def __post_init__(self) -> None:
         if not self.layers:
@@ -122,6 +140,17 @@ class Model:
             raise ConfigError(
                 f"model {self.name!r}.samples_per_epoch: must be > 0, got {self.samples_per_epoch}"
             )
+        if self.measured is not None:
+            named = [("layers", i, row[0]) for i, row in enumerate(self.measured.layers)]
+            named += [("backward_ready", i, r[0]) for i, r in enumerate(self.measured.backward_ready)]
+            for field_name, i, layer_name in named:
+                if layer_name not in names:
+                    from .errors import closest
+
+                    raise ConfigError(
+                        f"model {self.name!r}.measured.{field_name}[{i}]: no layer named "
+                        f"{layer_name!r} in the model{closest(layer_name, names)}"
+                    )
 
     @property
     def params(self) -> int:

@@ -279,7 +279,9 @@ def to_steps(line: str) -> list[Step] | str:
         for lead, extra in ADDED.items():
             if args[:len(lead)] == lead:
                 argv += extra
-        outputs = [argv[i + 1] for i, w in enumerate(argv[:-1]) if w in OUTPUT_FLAGS]
+        # predict's and plan's --trace reads a profiler trace; simulate's writes one
+        out_flags = [f for f in OUTPUT_FLAGS if f != "--trace" or args[:1] == ("simulate",)]
+        outputs = [argv[i + 1] for i, w in enumerate(argv[:-1]) if w in out_flags]
         steps.append(Step(prefix + argv, outputs, mpi))
     return steps
 

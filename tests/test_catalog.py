@@ -16,9 +16,11 @@ from dlscale.perfmodel.catalog import (
     get_link,
     get_node,
 )
-from dlscale.perfmodel.catalog.devices import measured_fraction
+from dlscale.perfmodel.catalog.devices import FRACTION_SOURCES, solve_fraction
 from dlscale.perfmodel.errors import ConfigError
-from dlscale.perfmodel.hardware import Cluster
+from dlscale.perfmodel.hardware import Cluster, Crossbar, Link, NetworkSpec, NodeSpec
+from dlscale.perfmodel.predict import predict
+from dlscale.perfmodel.workload import Workload
 
 #: Cited machine sizes: OLCF guide / TOP500 (Summit 4,608), NERSC / TOP500 (Cori KNL
 #: 9,688), TACC guide (Stampede2 KNL 4,200 and SKX 1,736), single servers.
@@ -84,18 +86,51 @@ def test_datasheet_figures():
     assert get_device("k20x").peak_fp32_flops == 3.95e12
 
 
-def test_sustained_fraction_is_derived_from_the_cited_measurement():
-    # P100: 219 img/s ResNet-50 (TF benchmarks) x 3 x forward FLOPs of the catalog model
-    fwd = catalog.get_model("resnet50").forward_flops
-    assert get_device("p100-sxm2").sustained_fraction == pytest.approx(
-        measured_fraction(219, fwd, 10.6e12))
-    v100 = get_device("v100-sxm2")
-    assert v100.sustained_fraction_for("fp16") == pytest.approx(1075 * 3 * fwd / 125e12)
-    assert v100.sustained_fraction_for("fp32") == pytest.approx(1.26 * 219 * 3 * fwd / 15.7e12)
-    assert FRACTION_DERIVATIONS["v100-sxm2 (fp16)"].endswith(f"{v100.sustained_fraction_fp16:.3f}")
-    for name, dev in DEVICES.items():
-        assert 0.05 < dev.sustained_fraction < 0.8, name
-        assert FRACTION_DERIVATIONS[name].endswith(f"{dev.sustained_fraction:.3f}")
+#: The cited single-device measurements, typed here from the sources (devices.py
+#: comments): (FRACTION_SOURCES label, model, batch, precision, images/s).
+CITED_RATES = [
+    ("p100-sxm2", "resnet50", 64, "fp32", 219.0),              # TF benchmarks, DGX-1 P100
+    ("k80", "resnet50", 64, "fp32", 52.0),                     # TF benchmarks, GCE K80
+    ("v100-sxm2", "resnet50", 64, "fp32", 1.26 * 219.0),       # Dell EMC guide, 1.26 x P100
+    ("v100-sxm2 (fp16)", "resnet50", 256, "fp16", 1075.0),     # NVIDIA blog, May 2018
+    ("xeon-phi-7250-cache", "alexnet", 256, "fp32", 444.0),    # intel/caffe#132
+    ("2x-xeon-e5-2699v3", "alexnet", 256, "fp32", 256.0),      # 01org/caffe#16
+    ("k40", "alexnet", 256, "fp32", 250.0),                    # Caffe perf notes, 4 ms/image
+]
+
+
+def _one_device_cluster(device):
+    link = Link("l", 10e9, 1e-6)
+    return Cluster("one", NodeSpec("n", device, 1, link, link), NetworkSpec("x", Crossbar(2), link))
+
+
+@pytest.mark.parametrize(("label", "model", "batch", "precision", "rate"), CITED_RATES)
+def test_each_sustained_fraction_reproduces_its_source_through_predict(label, model, batch,
+                                                                       precision, rate):
+    src = FRACTION_SOURCES[label]
+    assert (src.model.name, src.batch, src.precision) == (model, batch, precision)
+    work = Workload("w", catalog.get_model(model), batch, precision=precision)
+    got = float(predict(_one_device_cluster(src.device), work, 1).samples_per_s[0])
+    assert got == pytest.approx(rate, rel=0.02)
+    # the fraction is the GEMM one: in (0, 1], and the one every device it applies to uses
+    for name in src.applies_to:
+        dev = get_device(name.removesuffix(" (fp16)"))
+        assert 0 < dev.sustained_fraction_for(precision) <= 1
+        assert dev.sustained_fraction_for(precision) == src.device.sustained_fraction_for(precision)
+        assert FRACTION_DERIVATIONS[name].endswith(f"{dev.sustained_fraction_for(precision):.3f}")
+
+
+def test_every_catalog_device_has_a_cited_source():
+    covered = {n for s in FRACTION_SOURCES.values() for n in s.applies_to}
+    assert set(DEVICES) <= covered
+    assert {"v100-sxm2 (fp16)", "v100-pcie (fp16)"} <= covered
+
+
+def test_a_rate_no_fraction_can_reach_is_refused():
+    p100 = get_device("p100-sxm2")
+    with pytest.raises(ConfigError, match=r"sustained_fraction of p100-sxm2: 5000 samples/s of "
+                                          r"resnet50 at batch 64 needs more than the whole fp32"):
+        solve_fraction(p100, catalog.get_model("resnet50"), "fp32", 64, 5000.0)
 
 
 def test_links():

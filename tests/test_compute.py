@@ -1,7 +1,11 @@
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
+from dlscale.perfmodel.catalog.models_resnet import resnet50
 from dlscale.perfmodel.compute import layer_times, update_s
+from dlscale.perfmodel.efficiency import CODREANU_RATES, half_saturation_elements, layer_class
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.hardware import Device
 from dlscale.perfmodel.workload import Layer, Model
@@ -17,11 +21,52 @@ def _model():
     ), input_shape=(3, 32, 32), dataset="none", samples_per_epoch=1)
 
 
-def test_compute_bound_layer_is_flops_over_sustained_peak():
+def _u(n):
+    return n / (n + half_saturation_elements())
+
+
+def test_compute_bound_layer_is_flops_over_sustained_peak_times_utilization():
     t = layer_times(_model(), V100ISH, "fp32", 32)
-    assert t.forward_s[0] == pytest.approx(32e9 / 7e12)
-    assert t.backward_s[0] == pytest.approx(2 * 32e9 / 7e12)
+    u = _u(32 * 10_000)              # the layer's output elements for the batch
+    assert t.forward_s[0] == pytest.approx(32e9 / (7e12 * u))
+    assert t.backward_s[0] == pytest.approx(2 * 32e9 / (7e12 * u))
     assert t.compute_bound[0]
+
+
+def test_winograd_eligible_conv_runs_at_2_25x_the_direct_rate():
+    plain = _model()
+    fast = Model("m", (replace(plain.layers[0], algo="conv3x3"), *plain.layers[1:]),
+                 plain.input_shape, "none", 1)
+    t_plain = layer_times(plain, V100ISH, "fp32", 32)
+    t_fast = layer_times(fast, V100ISH, "fp32", 32)
+    assert t_plain.forward_s[0] / t_fast.forward_s[0] == pytest.approx(2.25)
+    assert t_fast.forward_s[1:] == pytest.approx(t_plain.forward_s[1:])
+
+
+def test_catalog_layers_carry_their_algorithm_class():
+    classes = {la.name: layer_class(la) for la in resnet50().layers}
+    assert classes["conv1"] == "conv"              # 7x7 stride 2
+    assert classes["res2a_b"] == "conv3x3"         # 3x3 stride 1
+    assert classes["res3a_b"] == "conv"            # 3x3 stride 2 (v1.5): not Winograd
+    assert classes["res2a_a"] == "gemm"            # 1x1
+    assert classes["fc1000"] == "gemm"
+    assert classes["conv1_bn"] == "norm" and classes["res2a_add"] == "eltwise"
+    with pytest.raises(ConfigError, match=r"layer 'x'.algo: must be one of gemm, conv3x3, conv, "
+                                          r"depthwise, norm, eltwise or empty, got 'fft'"):
+        Layer("x", "conv", 1, 1.0, 1, algo="fft")
+
+
+def test_batch_curve_reproduces_the_cited_per_worker_drop():
+    # compute-bound device (huge bandwidth): per-sample time of ResNet-50 at 16 and 32
+    # per worker must stand as Codreanu et al.'s 49.2 and 35.7 images/s per worker
+    dev = replace(V100ISH, memory_bandwidth_Bps=1e30)
+    m = resnet50()
+    t16 = float(layer_times(m, dev, "fp32", 16).total_s) / 16
+    t32 = float(layer_times(m, dev, "fp32", 32).total_s) / 32
+    (b1, r1), (b2, r2) = CODREANU_RATES
+    assert (b1, b2) == (32, 16)
+    assert (r1, round(r2, 1)) == (pytest.approx(49.24, abs=0.01), 35.7)
+    assert t16 / t32 == pytest.approx(r1 / r2, rel=1e-9)
 
 
 def test_memory_bound_layer_uses_bytes_over_bandwidth():
@@ -47,7 +92,11 @@ def test_vectorized_over_batches_and_share():
     assert t.forward_s.shape == (3, 3)
     assert np.all(np.diff(t.total_s) > 0)
     half = layer_times(_model(), V100ISH, "fp32", b, share=0.5)
-    assert half.forward_s == pytest.approx(2 * t.forward_s)
+    # half a device: half the rate, and the batch fills that half as twice the batch would
+    # fill the whole device (utilization of 2 x the work)
+    u1, u2 = _u(b[:, None] * 10_000), _u(2 * b[:, None] * 10_000)
+    assert half.forward_s[:, 0] == pytest.approx(2 * t.forward_s[:, 0] * (u1 / u2)[:, 0])
+    assert half.forward_s[2, 1] == pytest.approx(2 * t.forward_s[2, 1])     # memory bound
     assert layer_times(_model(), V100ISH, "fp32", 8.0).total_s == pytest.approx(t.total_s[1])
 
 

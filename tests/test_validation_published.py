@@ -291,7 +291,7 @@ def test_diagnose_checks_every_claim_against_the_model(capsys) -> None:
     rows = {r["config"]: r for r in diagnose()}
     laanait = rows["FCN fp16, batch 4, 1 Summit node"]
     # issue 13 item 4: Laanait's FLOP/s is compute-bound, not HBM-bound
-    assert laanait["bound"] == "compute" and laanait["flop_ms"] > 10 * laanait["mem_ms"]
+    assert laanait["bound"] == "compute" and laanait["flop_ms"] > 5 * laanait["mem_ms"]
     for r in rows.values():
         assert r["roofline_ms"] >= max(r["flop_ms"], r["mem_ms"]) * (1 - 1e-9)
         assert r["roofline_ms"] <= (r["flop_ms"] + r["mem_ms"]) * (1 + 1e-9)

@@ -132,12 +132,21 @@ MISSES: dict[str, str] = {
                          "(see k80_comm_share_original)",
     **{f"knl_time_to_0.625_P{p}": _NO_CONVERGENCE for p in PARTS},
     **{f"knl_speedup_P{p}": (
-        "the model keeps the chip's throughput constant when it is split (the same FLOPs "
-        "at the same sustained fraction, plus the tree exchange between parts), so it "
-        "predicts no speed-up; the paper's speed-up comes from what the model lacks: "
-        "better per-core efficiency of small per-part problems (cache and thread "
+        "the model's split chip gains only from utilization: P parts of the same batch "
+        "fill the chip as P times the work, so the per-sample rate rises by 1.24x (P=4) "
+        "to 1.31x (P=16) on the batch-utilization curve, and the tree exchange between "
+        "parts takes some back; the paper's speed-up also comes from what the model "
+        "lacks: better per-core efficiency of small per-part problems (cache and thread "
         "locality of 68/P cores) and EASGD needing fewer samples with more workers")
         for p in PARTS[1:]},
+    "knl_weak_efficiency_4253_cores": (
+        "the tree exchange of AlexNet-CIFAR10's 249 MB of weights (0.49 s at 63 nodes) "
+        "now outlasts the 0.41 s local step it overlaps, leaving 0.08 s exposed: the "
+        "KNL's sustained fraction is solved so that the model reproduces its AlexNet "
+        "source (444 img/s), which made the step shorter than the 0.46 s of the old "
+        "one-number fraction; the paper's 91.5% means its exchange was better hidden "
+        "(shorter, or overlapped with more of the step) than the model's Sync EASGD "
+        "tree on the Aries dragonfly"),
     "knl_largest_parts_fitting_mcdram": (
         "per part the model holds 0.75 GB of weights, gradients and center plus 0.98 GB "
         "of activations for the 128-sample minibatch of U4 (every layer's output kept, "
@@ -158,16 +167,22 @@ MISSES: dict[str, str] = {
 #: fidelity predicts nothing). Its test fails if the miss grows past this, changes
 #: side or starts passing (accounting.miss_band); update it with the cause.
 MISS_ERRORS: dict[str, float | str | None] = {
-    "k80_comm_share_original": -56.2,
-    "k80_speedup_tree": -0.673,
-    "k80_speedup_weights_on_gpu": -0.200,
-    "k80_speedup_total": -0.727,
-    **{f"knl_time_to_0.625_P{p}": None for p in PARTS},
-    "knl_speedup_P4": -0.361,
-    "knl_speedup_P8": -0.487,
-    "knl_speedup_P16": -0.695,
-    "knl_largest_parts_fitting_mcdram": -8,
-    **{f"ordering_{e}_vs_{s}": "wrong" for e, s in PAIRS},
+    "k80_comm_share_original": -53.03,
+    "k80_speedup_tree": -0.666,
+    "k80_speedup_weights_on_gpu": -0.196,
+    "k80_speedup_total": -0.714,
+    "knl_time_to_0.625_P1": None,
+    "knl_time_to_0.625_P4": None,
+    "knl_time_to_0.625_P8": None,
+    "knl_time_to_0.625_P16": None,
+    "knl_speedup_P4": -0.211,
+    "knl_speedup_P8": -0.34,
+    "knl_speedup_P16": -0.599,
+    "knl_largest_parts_fitting_mcdram": -8.0,
+    "knl_weak_efficiency_4253_cores": -10.118,
+    "ordering_async-easgd_vs_async-sgd": "wrong",
+    "ordering_async-measgd_vs_async-msgd": "wrong",
+    "ordering_hogwild-easgd_vs_hogwild-sgd": "wrong",
 }
 
 

@@ -11,6 +11,7 @@ import argparse
 import math
 from typing import Any
 
+from dlscale.commands.measured_args import add_measured_args, apply_measured
 from dlscale.commands.runtime_args import add_runtime_arg
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.workload import ALGORITHMS, COLLECTIVES
@@ -87,6 +88,7 @@ def add_parser(sub: Any) -> None:
     g.add_argument("--rank-by", default="cost",
                    choices=("cost", "node_hours", "time", "nodes", "efficiency"))
     add_runtime_arg(p)
+    add_measured_args(p)
     p.add_argument("--top", type=int, default=10, metavar="N", help="plans to print (default 10)")
     p.add_argument("-o", "--output", default="plan.json", metavar="FILE",
                    help="JSON file to write (default: plan.json)")
@@ -109,8 +111,11 @@ def run(args: argparse.Namespace) -> int:
         from dlscale.perfmodel.catalog import CLUSTERS
 
         clusters = list(CLUSTERS.values())
+    from dlscale.perfmodel.config import load_workload
+
+    workload, measured_lines, _ = apply_measured(args, load_workload(args.workload))
     res = plan(
-        args.workload, clusters, epochs=args.epochs, samples=args.samples,
+        workload, clusters, epochs=args.epochs, samples=args.samples,
         deadline_s=args.deadline_h * 3600.0 if args.deadline_h is not None else None,
         throughput=args.throughput, min_efficiency=args.min_efficiency,
         max_nodes=args.max_nodes, budget_node_hours=args.budget_node_hours,
@@ -126,6 +131,8 @@ def run(args: argparse.Namespace) -> int:
     m = res.meta
     print(f"plan for {m['workload']}: {m['samples']:.4g} samples, {m['candidates']} candidates "
           f"on {len(m['clusters'])} cluster(s), ranked by {m['rank_by']}")
+    for line in measured_lines:
+        print(line)
     if not res.feasible:
         print("infeasible:")
         for line in res.infeasible:

@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from dlscale.commands.common import add_output_args, emit, parse_nodes
+from dlscale.commands.measured_args import add_measured_args, apply_measured
 from dlscale.commands.runtime_args import (
     add_runtime_arg,
     allreduce_summary,
@@ -49,6 +50,7 @@ def add_parser(sub: Any) -> None:
                         "iteration is charged its expected slowest rank (default: the "
                         "cluster's, none for the presets)")
     p.add_argument("--plot", metavar="FILE.png", help="write a scaling plot")
+    add_measured_args(p)
     add_output_args(p)
     p.set_defaults(run=run)
 
@@ -99,6 +101,7 @@ def run(args: argparse.Namespace) -> int:
     overrides = workload_overrides(args)
     if overrides:
         workload = apply_overrides(workload, overrides, "command line")
+    workload, measured_lines, measured_meta = apply_measured(args, workload)
     nodes = parse_nodes(f"1-{cluster.max_nodes}" if args.nodes is None else args.nodes)
     result = predict(cluster, workload, nodes, baseline=args.baseline)
     rows = result.to_rows()
@@ -108,13 +111,15 @@ def run(args: argparse.Namespace) -> int:
             "noise": cluster.noise,
             "precision": workload.precision, "batch_per_device": workload.batch_per_device,
             "fidelity": "analytical", "scaling": workload.scaling,
-            "baseline": result.baseline, "baseline_fits": result.baseline_fits}
+            "baseline": result.baseline, "baseline_fits": result.baseline_fits,
+            **measured_meta}
     batch = (f"global batch {workload.global_batch}" if workload.scaling == "strong"
              else f"batch {workload.batch_per_device}/device")
     header = (f"{workload.name} ({workload.algorithm}, "
               f"{collective_label(workload.collective, cluster)}, {workload.precision}, "
               f"{batch}) on {cluster.name}, runtime {cluster.runtime.name}"
               + ("" if args.baseline == "node" else ", efficiency against one device"))
+    header = "\n".join([header, *measured_lines])
     chosen = allreduce_summary(rows) if workload.algorithm == "sync-sgd" else ""
     flag = baseline_line(result)
     if flag and args.format == "table":

@@ -138,6 +138,9 @@ def run_training(args: argparse.Namespace) -> int:
         workload = dataclasses.replace(workload, tau=int(args.tau))
     if getattr(args, "collective", None) is not None:  # the allreduce of the gradients
         workload = dataclasses.replace(workload, collective=args.collective)
+    from dlscale.commands.measured_args import apply_measured
+
+    workload, measured_lines, measured_meta = apply_measured(args, workload)
     network = args.network or (getattr(args, "mode", None) if getattr(args, "mode", None)
                                in NETWORKS else None) or DEFAULT_NETWORK
     nodes = _nodes(args.nodes)
@@ -197,7 +200,7 @@ def run_training(args: argparse.Namespace) -> int:
             "runtime": cluster.runtime.name, "collective": workload.collective,
             "allreduce_chosen": allreduce_summary(rows), "seed": args.seed, "noise": args.noise,
             "iterations": iterations, "mode": "cosim" if args.cosim else "timing",
-            "baseline": getattr(args, "baseline", "node")}
+            "baseline": getattr(args, "baseline", "node"), **measured_meta}
     if args.format == "json":
         doc = {"meta": meta, "runs": [r.to_dict() for r in runs]}
         sys.stdout.write(json.dumps(to_jsonable(doc), indent=2) + "\n")
@@ -207,6 +210,8 @@ def run_training(args: argparse.Namespace) -> int:
               f"{network}, noise {args.noise}, seed {args.seed}); runtime "
               f"{cluster.runtime.name}, allreduce "
               f"{collective_label(workload.collective, cluster)}")
+        for line in measured_lines:
+            print(f"# {line}")
         print(format_table(rows, cols))
         for r in runs:
             if not r.fits:

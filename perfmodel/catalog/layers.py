@@ -35,7 +35,7 @@ import math
 from ..errors import ConfigError
 from ..workload import Layer
 
-__all__ = ["Net", "conv_out"]
+__all__ = ["Net", "conv_class", "conv_out"]
 
 
 def _pair(value: int | tuple[int, int]) -> tuple[int, int]:
@@ -72,6 +72,25 @@ def conv_out(size: int, kernel: int, stride: int, pad: int, ceil: bool = False) 
             f"layer geometry: kernel {kernel} larger than padded input {size + 2 * pad}"
         )
     return (math.ceil(span / stride) if ceil else span // stride) + 1
+
+
+def conv_class(kh: int, kw: int, sh: int, sw: int, groups: int, in_ch: int) -> str:
+    """Efficiency class of a convolution (see :mod:`dlscale.perfmodel.efficiency`).
+
+    Examples
+    --------
+    >>> conv_class(3, 3, 1, 1, 1, 64), conv_class(3, 3, 2, 2, 1, 64)
+    ('conv3x3', 'conv')
+    >>> conv_class(1, 1, 2, 2, 1, 64), conv_class(3, 3, 1, 1, 64, 64), conv_class(7, 7, 2, 2, 1, 3)
+    ('gemm', 'depthwise', 'conv')
+    """
+    if groups > 1 and groups == in_ch:
+        return "depthwise"
+    if kh == kw == 1:
+        return "gemm"               # a 1x1 convolution is a matrix multiply, strided or not
+    if kh == kw == 3 and sh == sw == 1 and groups == 1:
+        return "conv3x3"            # Winograd eligible
+    return "conv"
 
 
 class Net:
@@ -119,7 +138,8 @@ class Net:
         outputs = out_ch * ho * wo
         params = weights + (out_ch if bias else 0)
         flops = 2.0 * kh * kw * (c // groups) * outputs + (outputs if bias else 0)
-        self.layers.append(Layer(name, "conv", params, flops, outputs))
+        self.layers.append(Layer(name, "conv", params, flops, outputs,
+                                 algo=conv_class(kh, kw, sh, sw, groups, c)))
         self.shape = (out_ch, ho, wo)
 
     def deconv(self, name: str, out_ch: int, kernel: int, stride: int, bias: bool = True) -> None:
@@ -130,7 +150,8 @@ class Net:
         params = kernel * kernel * c * out_ch + (out_ch if bias else 0)
         # every input pixel scatters a k x k x out_ch patch: 2 k^2 C_in C_out H W flops
         flops = 2.0 * kernel * kernel * c * out_ch * h * w + (outputs if bias else 0)
-        self.layers.append(Layer(name, "conv", params, flops, outputs))
+        # kernel == stride: every input pixel times a (C_in, k^2 C_out) matrix, a GEMM
+        self.layers.append(Layer(name, "conv", params, flops, outputs, algo="gemm"))
         self.shape = (out_ch, ho, wo)
 
     def bn(self, name: str) -> None:

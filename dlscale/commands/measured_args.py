@@ -1,0 +1,114 @@
+"""Command-line flags that feed the user's own measurements into predict, simulate and plan.
+
+``--measured-samples-per-s X@B``: one device trains the workload's model at ``X``
+samples/s with ``B`` samples per device; ``--trace FILE[@B]``: a PyTorch or TensorFlow
+profiler trace (Chrome-trace JSON) taken at batch ``B`` (default: the workload's
+batch per device); ``--horovod-timeline FILE``: a Horovod timeline, whose measured
+negotiation, collective and exposed time per iteration are printed next to the
+prediction. The first two replace the roofline's compute (:mod:`dlscale.perfmodel.measured`);
+every file and value is checked before anything runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from typing import Any
+
+from dlscale.perfmodel.errors import ConfigError
+from dlscale.perfmodel.workload import Workload
+
+__all__ = ["add_measured_args", "apply_measured"]
+
+
+def add_measured_args(p: argparse.ArgumentParser, trace_flag: bool = True) -> None:
+    """Add ``--measured-samples-per-s``, ``--trace`` (also ``--measured-trace``; only the
+    latter where ``trace_flag`` is false, as on ``simulate``, whose ``--trace`` writes the
+    simulator's own trace) and ``--horovod-timeline`` to ``p``."""
+    g = p.add_argument_group("your own measurements (replace the modelled compute)")
+    g.add_argument("--measured-samples-per-s", metavar="X@B",
+                   help="single-device training throughput you measured: X samples/s at B "
+                        "samples per device (e.g. 1075@256)")
+    flags = ("--trace", "--measured-trace") if trace_flag else ("--measured-trace",)
+    g.add_argument(*flags, dest="measured_trace", metavar="FILE[@B]",
+                   help="PyTorch (torch.profiler export_chrome_trace) or TensorFlow profiler "
+                        "trace of one device, at batch B (default: the workload's batch per "
+                        "device): its forward and backward time per iteration")
+    g.add_argument("--horovod-timeline", metavar="FILE[@B]",
+                   help="Horovod timeline (HOROVOD_TIMELINE) at batch B: its measured "
+                        "negotiation, collective and exposed time per iteration are shown "
+                        "with the rows, and when its tensors name the model's layers, the "
+                        "times their gradients were ready split the backward pass over the "
+                        "layers (which sets the overlap)")
+
+
+def _trace_spec(text: str, default_batch: int, flag: str = "--trace") -> tuple[str, int]:
+    path, at, batch = text.rpartition("@")
+    if at and batch.isdigit():
+        if int(batch) <= 0:
+            raise ConfigError(f"{flag}: the batch after @ must be a positive integer, got {batch!r}")
+        return path, int(batch)
+    return text, default_batch
+
+
+def apply_measured(args: argparse.Namespace,
+                   workload: Workload) -> tuple[Workload, list[str], dict[str, Any]]:
+    """``workload`` with the measured compute of ``args`` on its model.
+
+    Returns the workload, lines for the text header and entries for the output meta.
+    """
+    from dlscale.perfmodel.horovod import read_horovod_timeline
+    from dlscale.perfmodel.measured import MeasuredCompute, parse_rate
+    from dlscale.perfmodel.traces import read_trace
+
+    rate = getattr(args, "measured_samples_per_s", None)
+    trace = getattr(args, "measured_trace", None)
+    if rate is not None and trace is not None:
+        raise ConfigError("--measured-samples-per-s and --trace: give one of them, not both "
+                          "(each sets the compute of one device)")
+    lines: list[str] = []
+    meta: dict[str, Any] = {}
+    measured = None
+    if rate is not None:
+        measured = parse_rate(rate)
+    elif trace is not None:
+        path, batch = _trace_spec(trace, workload.batch_per_device)
+        tc = read_trace(path, [layer.name for layer in workload.model.layers])
+        measured = tc.measured(batch, f"{tc.framework} trace {path}: {tc.iterations} "
+                                      f"iteration(s); its optimizer's {tc.optimizer_s * 1e3:.3g} ms "
+                                      f"replaced by the model's weight update")
+    if measured is not None:
+        workload = dataclasses.replace(
+            workload, model=dataclasses.replace(workload.model, measured=measured))
+        lines.append(measured.describe())
+        meta["measured"] = measured.describe()
+    elif workload.model.measured is not None:
+        lines.append(workload.model.measured.describe())
+        meta["measured"] = workload.model.measured.describe()
+    timeline = getattr(args, "horovod_timeline", None)
+    if timeline is not None:
+        current = workload.model.measured
+        timeline, tbatch = _trace_spec(timeline, current.batch if current else
+                                       workload.batch_per_device, "--horovod-timeline")
+        if current is not None and tbatch != current.batch:
+            raise ConfigError(f"--horovod-timeline: batch {tbatch} differs from the measured "
+                              f"compute's batch {current.batch}; both must come from one run")
+        h = read_horovod_timeline(timeline)
+        ready = h.layer_ready([layer.name for layer in workload.model.layers])
+        if len(ready) >= 2:
+            base = current or MeasuredCompute(batch=tbatch, source=f"Horovod timeline {timeline}")
+            measured = dataclasses.replace(base, backward_ready=ready)
+            workload = dataclasses.replace(
+                workload, model=dataclasses.replace(workload.model, measured=measured))
+            if current is None:
+                lines.append(measured.describe())
+            else:
+                lines[-1] = measured.describe()
+            meta["measured"] = measured.describe()
+        lines.append("measured: " + h.describe())
+        meta["horovod_timeline"] = {"file": str(timeline), "ranks": h.ranks,
+                                    "iterations": h.iterations, "tensors": h.tensors,
+                                    "negotiation_s": h.negotiation_s,
+                                    "allreduce_s": h.allreduce_s, "exposed_s": h.exposed_s,
+                                    "overlap": h.overlap}
+    return workload, lines, meta

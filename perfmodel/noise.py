@@ -2,7 +2,7 @@
 
 Each rank draws, per iteration, a factor ``f`` by which its compute time (forward,
 backward and update) is multiplied. The simulator draws them
-(:mod:`dlscale.simulator.stragglers`); the analytical model charges a synchronous
+(:mod:`dlscale.simulator.training.stragglers`); the analytical model charges a synchronous
 iteration the expected largest factor over the ``P`` ranks,
 ``E[max(f_1, ..., f_P)]`` (:meth:`Lognormal.expected_max` and friends), from the same
 distribution and parameters. The models:

@@ -22,7 +22,7 @@ from dlscale.perfmodel.netapi import AnalyticalNetwork
 from dlscale.perfmodel.netmodel import collective_time_s
 from dlscale.perfmodel.profile import MachineProfile, apply_profile
 from dlscale.simulator.network import SimulatedNetwork
-from dlscale.simulator.topology_fattree import fat_tree_graph
+from dlscale.simulator.topology.fattree import fat_tree_graph
 
 SMPI = MESSAGE_FACTORS["smpi-default"]
 

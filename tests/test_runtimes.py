@@ -17,7 +17,7 @@ from dlscale.perfmodel.predict import predict
 from dlscale.perfmodel.runtime import TRANSPORT_EFFICIENCY, with_transport
 from dlscale.perfmodel.training import iteration_times, layout
 from dlscale.perfmodel.training_sync import auto_choice, workload_allreduce
-from dlscale.simulator.training_run import simulate_training
+from dlscale.simulator.training.run import simulate_training
 
 SUMMIT = get_cluster("summit")
 RESNET = get_workload("resnet50")

@@ -1,4 +1,4 @@
-"""The compiled flow engine (simulator/flowengine.py) gives the SimPy engine's times:
+"""The compiled flow engine (simulator/network/flowengine.py) gives the SimPy engine's times:
 same model, one numba loop with incremental max-min."""
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from dlscale.perfmodel.catalog import get_cluster
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.hardware import FatTree
 from dlscale.perfmodel.msgfactors import MESSAGE_FACTORS
-from dlscale.simulator.fastmode import RouteCache
-from dlscale.simulator.flowmode import run_flow
 from dlscale.simulator.network import SimulatedNetwork
-from dlscale.simulator.schedules import build_schedule
+from dlscale.simulator.network.fastmode import RouteCache
+from dlscale.simulator.network.flowmode import run_flow
+from dlscale.simulator.network.schedules import build_schedule
 
 
 def _networks():
@@ -108,7 +108,7 @@ def test_empty_and_single_rank_schedules():
 def test_long_runs_show_progress(monkeypatch):
     import io
 
-    import dlscale.simulator.flowengine as fe
+    import dlscale.simulator.network.flowengine as fe
 
     class Tty(io.StringIO):
         def isatty(self):

@@ -142,7 +142,7 @@ def test_sweep_baseline_device_is_its_own_study(tmp_path, capsys) -> None:
 
 
 def test_simulate_baseline_device(capsys) -> None:
-    from dlscale.simulator.training_run import simulate_training
+    from dlscale.simulator.training.run import simulate_training
 
     c, w = get_cluster("summit"), get_workload("resnet50")
     sim = simulate_training(c, w, 2, iterations=2, baseline="device")

@@ -50,7 +50,7 @@ from dlscale.perfmodel.training_sync import (
 )
 from dlscale.perfmodel.workload import Workload
 
-from .network import SimulatedNetwork
+from ..network.simulated import SimulatedNetwork
 
 __all__ = ["DEFAULT_NETWORK", "NETWORKS", "TrainingNetwork", "make_training_network"]
 

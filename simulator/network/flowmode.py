@@ -1,7 +1,7 @@
 """Flow mode: every rank a SimPy process, every message a max-min fair flow.
 
 A rank's step ``k`` posts its receives and its sends of that step; a message moves
-(as one flow per rail, see :func:`~dlscale.simulator.routing.route`) once its
+(as one flow per rail, see :func:`~dlscale.simulator.topology.routing.route`) once its
 receiver has posted the receive (rendezvous protocol, as MPI uses for large
 messages); the rank waits until its sends are delivered and its receives have
 arrived (MPI ``sendrecv``), then reduces what it received (``gamma`` per byte).
@@ -9,11 +9,11 @@ Ranks advance independently, so a late rank delays only those that wait on it.
 
 Examples
 --------
->>> from dlscale.simulator.topology_fattree import fat_tree_graph
->>> from dlscale.simulator.linktable import LinkTable
->>> from dlscale.simulator.routing import make_router
->>> from dlscale.simulator.schedules import build_schedule
->>> from dlscale.simulator.fastmode import RouteCache
+>>> from dlscale.simulator.topology.fattree import fat_tree_graph
+>>> from dlscale.simulator.topology.linktable import LinkTable
+>>> from dlscale.simulator.topology.routing import make_router
+>>> from dlscale.simulator.network.schedules import build_schedule
+>>> from dlscale.simulator.network.fastmode import RouteCache
 >>> G = fat_tree_graph(4, host_bandwidth_Bps=1e9, link_bandwidth_Bps=1e9, host_latency_s=0.0,
 ...                    hop_latency_s=0.0)
 >>> out = run_flow(build_schedule("allreduce", "ring", 16, 16e6), LinkTable.from_graph(G),
@@ -32,10 +32,10 @@ import simpy
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.msgfactors import MessageFactors
 
+from ..topology.linktable import LinkTable
 from .fastmode import RouteCache, message_costs, phase_loads
 from .flow import FlowNetwork
 from .flowengine import CompiledSchedule, run_compiled
-from .linktable import LinkTable
 from .schedules import Phase
 
 __all__ = ["prepare_flow", "run_flow"]
@@ -51,7 +51,7 @@ def prepare_flow(phases: list[Phase], table: LinkTable, router, rank_nodes: np.n
                  cache: RouteCache, gamma_s_per_B: float = 0.0,
                  factors: MessageFactors | None = None) -> CompiledSchedule:
     """Route ``phases`` and flatten them for the compiled engine
-    (:func:`~dlscale.simulator.flowengine.run_compiled`)."""
+    (:func:`~dlscale.simulator.network.flowengine.run_compiled`)."""
     n_ranks = len(rank_nodes)
     msg_off, sub_off, rank_off = [0], [0], [0]
     src, dst, sub_msg, links, sub_bytes, sub_lat, rank_msg, reduce_s = ([] for _ in range(8))
@@ -153,7 +153,7 @@ def run_flow(phases: list[Phase], table: LinkTable, router, rank_nodes: np.ndarr
 
     ``engine``: ``"simpy"`` runs one SimPy process per rank (and is the one that can
     report link rates and per-rank steps for traces); ``"compiled"`` runs the same
-    model as one numba loop (:mod:`.flowengine`); ``"auto"`` takes the compiled one
+    model as one numba loop (:mod:`dlscale.simulator.network.flowengine`); ``"auto"`` takes the compiled one
     unless a trace is asked for. Both give the same times (tested).
     """
     if engine not in ("auto", "simpy", "compiled"):

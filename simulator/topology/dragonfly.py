@@ -69,7 +69,7 @@ def dragonfly_graph(
     hosts : int, optional
         Hosts attached to the first routers.
     routing : {"minimal", "valiant"}
-        Recorded on the graph for :mod:`~dlscale.simulator.routing`.
+        Recorded on the graph for :mod:`~dlscale.simulator.topology.routing`.
     build_all : bool
         Build every group. By default, with minimal routing only the groups that hold
         hosts are built (a minimal route never leaves its source and destination

@@ -1,6 +1,6 @@
 """Compiled flow-mode engine: rank progress and max-min fair flows in one numba loop.
 
-The same model as the SimPy engine of :mod:`.flowmode` (every rank advances through
+The same model as the SimPy engine of :mod:`dlscale.simulator.network.flowmode` (every rank advances through
 its steps on its own; a message starts once sender and receiver have both reached
 its step, waits its path latency, then moves as a flow at its max-min fair share of
 every link on its path; a rank finishes a step when its sends are delivered and its
@@ -12,7 +12,7 @@ Two things keep it fast without changing the answer:
 - **Incremental max-min.** A max-min fair allocation splits over the connected
   components of the flows-sharing-links graph, so when flows start or end at an
   instant only the components of the links they touch are refilled (progressive
-  filling, as :func:`.flow.maxmin_rates`); the other flows keep their rates and
+  filling, as :func:`dlscale.simulator.network.flow.maxmin_rates`); the other flows keep their rates and
   their pending completion events.
 - **One instant, one refill.** All events at the same simulated time are applied
   before the rates are recomputed.
@@ -23,12 +23,12 @@ messages shows a progress bar (tqdm, on a terminal's stderr) of messages deliver
 
 Examples
 --------
->>> from dlscale.simulator.topology_fattree import fat_tree_graph
->>> from dlscale.simulator.linktable import LinkTable
->>> from dlscale.simulator.routing import make_router
->>> from dlscale.simulator.schedules import build_schedule
->>> from dlscale.simulator.fastmode import RouteCache
->>> from dlscale.simulator.flowmode import prepare_flow
+>>> from dlscale.simulator.topology.fattree import fat_tree_graph
+>>> from dlscale.simulator.topology.linktable import LinkTable
+>>> from dlscale.simulator.topology.routing import make_router
+>>> from dlscale.simulator.network.schedules import build_schedule
+>>> from dlscale.simulator.network.fastmode import RouteCache
+>>> from dlscale.simulator.network.flowmode import prepare_flow
 >>> G = fat_tree_graph(4, host_bandwidth_Bps=1e9, link_bandwidth_Bps=1e9, host_latency_s=0.0,
 ...                    hop_latency_s=0.0)
 >>> prep = prepare_flow(build_schedule("allreduce", "ring", 16, 16e6), LinkTable.from_graph(G),

@@ -32,12 +32,12 @@ from dlscale.perfmodel import collectives as cf
 from dlscale.perfmodel.config import load_cluster
 from dlscale.perfmodel.hardware import Cluster, Crossbar, Link, NetworkSpec, Torus
 from dlscale.perfmodel.netapi import AnalyticalNetwork
-from dlscale.simulator.fastmode import RouteCache
-from dlscale.simulator.linktable import LinkTable
 from dlscale.simulator.network import SimulatedNetwork
-from dlscale.simulator.routing import make_router, route
-from dlscale.simulator.topology_cluster import cluster_graph
-from dlscale.simulator.topology_intranode import summit_node_graph
+from dlscale.simulator.network.fastmode import RouteCache
+from dlscale.simulator.topology.cluster import cluster_graph
+from dlscale.simulator.topology.intranode import summit_node_graph
+from dlscale.simulator.topology.linktable import LinkTable
+from dlscale.simulator.topology.routing import make_router, route
 
 FLAT = ("ring", "recursive-doubling", "rabenseifner", "binomial-tree", "double-binary-tree")
 
@@ -164,7 +164,7 @@ def simgrid_time(net: SimulatedNetwork, algorithm: str, n_bytes: float, workdir:
     import os
     import subprocess
 
-    from dlscale.simulator.schedules import build_schedule
+    from dlscale.simulator.network.schedules import build_schedule
 
     t = net.table
     p = net.max_ranks
@@ -212,9 +212,9 @@ def simgrid_rows() -> list[dict]:
     """Flow mode against SimGrid on the same routes (needs Debian's python3-simgrid)."""
     import tempfile
 
-    from dlscale.simulator.topology_dragonfly import dragonfly_graph
-    from dlscale.simulator.topology_fattree import fat_tree_graph, xgft_graph
-    from dlscale.simulator.topology_torus import torus_graph
+    from dlscale.simulator.topology.dragonfly import dragonfly_graph
+    from dlscale.simulator.topology.fattree import fat_tree_graph, xgft_graph
+    from dlscale.simulator.topology.torus import torus_graph
 
     topologies = {"fat tree k=4": fat_tree_graph(4), "fat tree 4:1 taper": xgft_graph((4, 4), (1, 1)),
                   "dragonfly 5x4x2": dragonfly_graph(5, 4, 2, 1), "torus 4x4": torus_graph((4, 4))}

@@ -44,7 +44,7 @@ MEMORY_TARGET_GB = {"summit-27648-sync-sgd": 8.0}
 
 def _child(name: str, quick: bool) -> None:
     from dlscale.perfmodel.catalog import get_cluster, get_workload
-    from dlscale.simulator.training_run import simulate_training
+    from dlscale.simulator.training.run import simulate_training
 
     cluster, workload, nodes, alg, iters, mode, network, _ = CASES[name]
     if quick:

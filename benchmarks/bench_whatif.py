@@ -30,8 +30,8 @@ from dlscale.perfmodel.catalog import get_cluster
 from dlscale.perfmodel.hardware import FatTree, Torus
 from dlscale.perfmodel.netmodel import collective_time_s
 from dlscale.simulator.network import SimulatedNetwork
-from dlscale.simulator.topology_fattree import multilevel_fat_tree_graph
-from dlscale.simulator.topology_graphml import read_graphml_topology
+from dlscale.simulator.topology.fattree import multilevel_fat_tree_graph
+from dlscale.simulator.topology.graphml import read_graphml_topology
 
 ALGS = ("ring", "recursive-doubling", "rabenseifner", "binomial-tree", "double-binary-tree",
         "hierarchical")
@@ -109,7 +109,7 @@ def graphml(hosts_list: list[int]) -> None:
 
 
 def flow_ring(ranks: int) -> None:
-    from dlscale.simulator.topology_fattree import fat_tree_graph
+    from dlscale.simulator.topology.fattree import fat_tree_graph
 
     G = fat_tree_graph(16, host_bandwidth_Bps=12.5e9, link_bandwidth_Bps=12.5e9)
     net = SimulatedNetwork(G, mode="flow")

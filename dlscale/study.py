@@ -41,7 +41,7 @@ integers. The grid is the product of the ``[vary]`` axes in file order, then the
 order, so results sort back into it whatever order they finish in.
 
 With ``fidelity = "cosim"`` every point is a co-simulation (real kernels on the
-small real model, :mod:`dlscale.simulator.training_target`) run until its model
+small real model, :mod:`dlscale.simulator.training.target`) run until its model
 reaches ``target_accuracy`` (default 0.9) on the test split or ``max_iterations``
 steps per worker (default 300), with the algorithm's literature settings and the
 workload's ``tau``; the rows gain ``time_to_target_s`` (simulated seconds, None when

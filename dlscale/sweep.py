@@ -108,7 +108,7 @@ def _seed(study_seed: int, key: str) -> int:
 
 def _network_of(fidelity: str) -> str:
     """The network model a fidelity's rows come from (simulated: the API's default)."""
-    from dlscale.simulator.training_net import DEFAULT_NETWORK
+    from dlscale.simulator.training.net import DEFAULT_NETWORK
 
     return {"analytical": "analytical", "simulated": DEFAULT_NETWORK,
             "hybrid": f"analytical + {DEFAULT_NETWORK}"}.get(fidelity, fidelity)
@@ -227,7 +227,7 @@ def _phases(study: Study) -> list[str]:
 
 def _cosim_evaluator(study: Study) -> Evaluator:
     """The ``cosim`` fidelity's evaluator with the study's target and cap."""
-    from dlscale.simulator.training_target import study_evaluator
+    from dlscale.simulator.training.target import study_evaluator
 
     return functools.partial(study_evaluator, target_accuracy=study.target_accuracy,
                              max_iterations=study.max_iterations)

@@ -27,7 +27,7 @@ def hockney_params(cluster: Cluster) -> dict[str, float]:
     the intra-node latency, one per end; the NIC's figure is the end-to-end
     zero-byte MPI latency and is charged once). With one device per node the rank
     is the host and ``inter_alpha_s = nic.latency_s``. This is the path latency
-    :func:`dlscale.simulator.topology_cluster.cluster_graph` builds (half the
+    :func:`dlscale.simulator.topology.cluster.cluster_graph` builds (half the
     intra-node latency on each device-NIC edge, half the NIC's on each host-network
     edge), so that the closed forms and the simulation agree. Switch-to-switch hops
     beyond the first switch (included in the NIC's figure) are not charged here.

@@ -330,9 +330,9 @@ class Topology(Protocol):
     - the analytical model costs a collective step by the loads its flows put on each
       level of the family (:func:`dlscale.perfmodel.linkload.step_load`);
     - the simulator builds the family's graph
-      (:func:`dlscale.simulator.topology_cluster.network_graph`) and routes over it
+      (:func:`dlscale.simulator.topology.cluster.network_graph`) and routes over it
       with the router its ``G.graph["routing"]["family"]`` names
-      (:data:`dlscale.simulator.routing.ROUTERS`, a :class:`~dlscale.simulator.routing.Router`).
+      (:data:`dlscale.simulator.topology.routing.ROUTERS`, a :class:`~dlscale.simulator.topology.routing.Router`).
 
     A new family is a frozen dataclass with these members, added to
     :data:`BuiltinTopology` and :data:`TOPOLOGIES`, plus one branch in ``step_load``

@@ -9,7 +9,7 @@ over that link's share of the level's capacity. The step then takes
 ``max_level(load_level / bandwidth_level)``: the time its most loaded link needs,
 as in a max-min fair network where every flow of the step shares its bottleneck.
 The same routing rules drive the routed simulation
-(:mod:`dlscale.simulator.routing`), which imports the choice functions from here.
+(:mod:`dlscale.simulator.topology.routing`), which imports the choice functions from here.
 
 Levels, and the bandwidth a level's load is divided by:
 

@@ -14,19 +14,19 @@ Examples
 16
 """
 
-from .metrics import TopologyMetrics, topology_metrics
-from .network import MODES, SimulatedNetwork
-from .placement import PLACEMENTS, place
-from .result import CollectiveResult
-from .schedules import ALGORITHMS, COLLECTIVES, Phase, build_schedule
-from .topology_cluster import cluster_graph
-from .topology_dragonfly import dragonfly_graph
-from .topology_fattree import fat_tree_graph, multilevel_fat_tree_graph, xgft_graph
-from .topology_graphml import endpoints, read_graphml_topology, validate_graph
-from .topology_intranode import knl_node_graph, pcie_box_graph, star_node_graph, summit_node_graph
-from .topology_torus import torus_graph
-from .training_result import TrainingResult
-from .training_run import simulate_training
+from .network.result import CollectiveResult
+from .network.schedules import ALGORITHMS, COLLECTIVES, Phase, build_schedule
+from .network.simulated import MODES, SimulatedNetwork
+from .topology.cluster import cluster_graph
+from .topology.dragonfly import dragonfly_graph
+from .topology.fattree import fat_tree_graph, multilevel_fat_tree_graph, xgft_graph
+from .topology.graphml import endpoints, read_graphml_topology, validate_graph
+from .topology.intranode import knl_node_graph, pcie_box_graph, star_node_graph, summit_node_graph
+from .topology.metrics import TopologyMetrics, topology_metrics
+from .topology.placement import PLACEMENTS, place
+from .topology.torus import torus_graph
+from .training.result import TrainingResult
+from .training.run import simulate_training
 
 #: ``dlscale.api.simulate`` calls ``dlscale.simulator.simulate``.
 simulate = simulate_training

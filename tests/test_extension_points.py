@@ -15,14 +15,14 @@ from dlscale.perfmodel.catalog.clusters import CLUSTERS
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.hardware import Crossbar, Topology, Torus
 from dlscale.perfmodel.netapi import AnalyticalNetwork, NetworkModel
-from dlscale.simulator.linktable import LinkTable
 from dlscale.simulator.network import SimulatedNetwork
-from dlscale.simulator.routing import ROUTERS, EcmpRouter, Router, make_router, route
-from dlscale.simulator.topology_cluster import cluster_graph
-from dlscale.simulator.topology_dragonfly import dragonfly_graph
-from dlscale.simulator.topology_fattree import fat_tree_graph
-from dlscale.simulator.topology_torus import torus_graph
-from dlscale.simulator.training_net import make_training_network
+from dlscale.simulator.topology.cluster import cluster_graph
+from dlscale.simulator.topology.dragonfly import dragonfly_graph
+from dlscale.simulator.topology.fattree import fat_tree_graph
+from dlscale.simulator.topology.linktable import LinkTable
+from dlscale.simulator.topology.routing import ROUTERS, EcmpRouter, Router, make_router, route
+from dlscale.simulator.topology.torus import torus_graph
+from dlscale.simulator.training.net import make_training_network
 
 
 def test_every_catalog_topology_is_a_topology():

@@ -5,7 +5,7 @@ import pytest
 
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.fitting import fit_hockney, fit_loggp, fit_piecewise_hockney
-from dlscale.perfmodel.fitting_collectives import fit_collective, fit_collective_piecewise
+from dlscale.perfmodel.fitting.collectives import fit_collective, fit_collective_piecewise
 
 SIZES = 2.0 ** np.arange(0, 27)  # 1 B .. 64 MiB
 

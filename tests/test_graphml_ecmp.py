@@ -6,9 +6,9 @@ import pytest
 
 from dlscale.perfmodel.hardware import FatTree
 from dlscale.simulator.network import SimulatedNetwork
-from dlscale.simulator.routing import EcmpRouter
-from dlscale.simulator.topology_fattree import fat_tree_graph, multilevel_fat_tree_graph
-from dlscale.simulator.topology_graphml import read_graphml_topology
+from dlscale.simulator.topology.fattree import fat_tree_graph, multilevel_fat_tree_graph
+from dlscale.simulator.topology.graphml import read_graphml_topology
+from dlscale.simulator.topology.routing import EcmpRouter
 
 
 def _graphml_copy(G, tmp_path):

@@ -8,9 +8,9 @@ import pytest
 from dlscale.perfmodel.catalog import get_cluster
 from dlscale.perfmodel.hardware import Crossbar, Dragonfly, FatTree, Torus
 from dlscale.perfmodel.linkload import level_bandwidths_Bps, step_load
-from dlscale.simulator.linktable import LinkTable
-from dlscale.simulator.routing import make_router, route
-from dlscale.simulator.topology_cluster import cluster_graph
+from dlscale.simulator.topology.cluster import cluster_graph
+from dlscale.simulator.topology.linktable import LinkTable
+from dlscale.simulator.topology.routing import make_router, route
 
 BASE = get_cluster("summit")
 

@@ -171,7 +171,7 @@ def test_dragonfly_valiant_spreads_the_global_load():
 
 
 def test_a_network_too_big_to_build_is_refused_before_work_but_predicted():
-    from dlscale.simulator.topology_cluster import network_graph
+    from dlscale.simulator.topology.cluster import network_graph
 
     huge = _topology(SUMMIT, Torus((1000, 1000, 1000)), "huge-torus")
     with pytest.raises(ConfigError, match=r"builds all 1,000,000,000 of its routers"):

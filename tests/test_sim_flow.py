@@ -8,7 +8,7 @@ import simpy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dlscale.simulator.flow import FlowNetwork, maxmin_rates
+from dlscale.simulator.network.flow import FlowNetwork, maxmin_rates
 
 
 def test_classic_maxmin_example():

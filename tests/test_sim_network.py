@@ -19,10 +19,10 @@ from dlscale.perfmodel.hardware import (
 )
 from dlscale.perfmodel.netapi import AnalyticalNetwork, NetworkModel
 from dlscale.simulator.network import SimulatedNetwork
-from dlscale.simulator.topology_dragonfly import dragonfly_graph
-from dlscale.simulator.topology_fattree import fat_tree_graph, xgft_graph
-from dlscale.simulator.topology_torus import torus_graph
-from dlscale.simulator.trace import write_json_atomic
+from dlscale.simulator.network.trace import write_json_atomic
+from dlscale.simulator.topology.dragonfly import dragonfly_graph
+from dlscale.simulator.topology.fattree import fat_tree_graph, xgft_graph
+from dlscale.simulator.topology.torus import torus_graph
 
 DEV = Device("c", "cpu", 24, 2e9, 1e12, 2e12, 2e12, 96e9, 100e9, 0.5)
 

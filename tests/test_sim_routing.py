@@ -8,15 +8,15 @@ import pytest
 
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.hardware import Cluster, Device, FatTree, Link, NetworkSpec, NodeSpec
-from dlscale.simulator.linktable import LinkTable
-from dlscale.simulator.metrics import estimate_bisection_Bps, topology_metrics
-from dlscale.simulator.routing import make_router, route
-from dlscale.simulator.topology_cluster import cluster_graph
-from dlscale.simulator.topology_dragonfly import dragonfly_graph
-from dlscale.simulator.topology_fattree import fat_tree_graph, xgft_graph
-from dlscale.simulator.topology_graphml import endpoints
-from dlscale.simulator.topology_intranode import summit_node_graph
-from dlscale.simulator.topology_torus import torus_graph
+from dlscale.simulator.topology.cluster import cluster_graph
+from dlscale.simulator.topology.dragonfly import dragonfly_graph
+from dlscale.simulator.topology.fattree import fat_tree_graph, xgft_graph
+from dlscale.simulator.topology.graphml import endpoints
+from dlscale.simulator.topology.intranode import summit_node_graph
+from dlscale.simulator.topology.linktable import LinkTable
+from dlscale.simulator.topology.metrics import estimate_bisection_Bps, topology_metrics
+from dlscale.simulator.topology.routing import make_router, route
+from dlscale.simulator.topology.torus import torus_graph
 
 
 def all_pairs(G):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from dlscale.perfmodel.errors import ConfigError
-from dlscale.simulator.schedules import ALGORITHMS, build_schedule
+from dlscale.simulator.network.schedules import ALGORITHMS, build_schedule
 
 
 def knowledge(phases, p, start=None):

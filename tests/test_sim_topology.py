@@ -17,17 +17,17 @@ from dlscale.perfmodel.hardware import (
     NodeSpec,
     Torus,
 )
-from dlscale.simulator.topology_cluster import cluster_graph
-from dlscale.simulator.topology_dragonfly import dragonfly_graph
-from dlscale.simulator.topology_fattree import (
+from dlscale.simulator.topology.cluster import cluster_graph
+from dlscale.simulator.topology.dragonfly import dragonfly_graph
+from dlscale.simulator.topology.fattree import (
     fat_tree_graph,
     multilevel_fat_tree_graph,
     xgft_graph,
     xgft_params,
 )
-from dlscale.simulator.topology_graphml import endpoints, read_graphml_topology, validate_graph
-from dlscale.simulator.topology_intranode import knl_node_graph, pcie_box_graph, summit_node_graph
-from dlscale.simulator.topology_torus import snake_order, torus_graph
+from dlscale.simulator.topology.graphml import endpoints, read_graphml_topology, validate_graph
+from dlscale.simulator.topology.intranode import knl_node_graph, pcie_box_graph, summit_node_graph
+from dlscale.simulator.topology.torus import snake_order, torus_graph
 
 GPU = Device("g", "gpu", 80, 1.5e9, 7e12, 14e12, 112e12, 16e9, 900e9, 0.5)
 

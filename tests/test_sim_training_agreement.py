@@ -5,7 +5,7 @@ import pytest
 
 from dlscale.perfmodel.catalog import get_cluster, get_workload
 from dlscale.perfmodel.workload import ALGORITHMS
-from dlscale.simulator.training_run import simulate_training
+from dlscale.simulator.training.run import simulate_training
 
 
 @pytest.mark.parametrize("algorithm", ALGORITHMS)

@@ -7,7 +7,7 @@ import pytest
 
 from dlscale.perfmodel.catalog import get_cluster, get_workload
 from dlscale.perfmodel.errors import ConfigError
-from dlscale.simulator.training_run import simulate_training
+from dlscale.simulator.training.run import simulate_training
 
 KNL = get_cluster("cori-knl")
 
@@ -81,7 +81,7 @@ def test_bad_cosim_option_is_named():
 
 
 def test_sync_sgd_replicas_stay_identical(monkeypatch):
-    from dlscale.simulator import training_cosim
+    from dlscale.simulator.training import cosim as training_cosim
 
     seen = {}
     orig = training_cosim.Numerics.sync_step

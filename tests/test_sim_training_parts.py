@@ -6,10 +6,10 @@ import simpy
 
 from dlscale.perfmodel.catalog import get_cluster, get_workload
 from dlscale.perfmodel.errors import ConfigError
-from dlscale.simulator.schedules_lr import make_schedule
-from dlscale.simulator.stragglers import Empirical, make_noise
-from dlscale.simulator.training_master import SharedPipe
-from dlscale.simulator.training_net import make_training_network
+from dlscale.simulator.training.master import SharedPipe
+from dlscale.simulator.training.net import make_training_network
+from dlscale.simulator.training.schedules_lr import make_schedule
+from dlscale.simulator.training.stragglers import Empirical, make_noise
 
 
 def test_lognormal_noise_has_mean_one_and_is_seeded():

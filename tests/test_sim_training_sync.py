@@ -8,7 +8,7 @@ import pytest
 
 from dlscale.perfmodel.catalog import get_cluster, get_workload
 from dlscale.perfmodel.errors import ConfigError
-from dlscale.simulator.training_run import simulate_training
+from dlscale.simulator.training.run import simulate_training
 
 SUMMIT = get_cluster("summit")
 RESNET = get_workload("resnet50")

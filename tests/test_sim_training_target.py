@@ -10,8 +10,8 @@ import dlscale.kernels as K
 from dlscale.cli import main
 from dlscale.perfmodel.catalog import get_cluster, get_workload
 from dlscale.perfmodel.errors import ConfigError
-from dlscale.simulator import training_target as tt
-from dlscale.simulator.training_cosim import _holdout
+from dlscale.simulator.training import target as tt
+from dlscale.simulator.training.cosim import _holdout
 
 KNL, NET = get_cluster("cori-knl"), get_workload("googlenet")
 

@@ -131,7 +131,7 @@ def test_simulated_fidelity_is_the_training_simulation() -> None:
     import dataclasses
 
     from dlscale.perfmodel.catalog import get_cluster, get_workload
-    from dlscale.simulator.training_run import simulate_training
+    from dlscale.simulator.training.run import simulate_training
     from dlscale.validation.fidelity import SETTINGS, describe, simulate_case
 
     c = get_cluster("stampede2-skx")

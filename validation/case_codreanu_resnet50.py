@@ -27,7 +27,7 @@ R3. "Above 90% efficiency" is a lower bound, compared as one: met by a predictio
     as if it were the value 90%, so that a prediction of 95.5% counted as a miss of a
     claim it satisfies.)
 R5. Simulated fidelity: the discrete-event training simulation
-    (:func:`dlscale.simulator.training_run.simulate_training` through
+    (:func:`dlscale.simulator.training.run.simulate_training` through
     :func:`dlscale.validation.fidelity.simulate_case`: every worker resolved,
     per-layer backward, buckets, overlap and negotiation, each allreduce routed on
     the Stampede2 fat tree with its 28:20 tapered leaves, fast mode, no noise, seed

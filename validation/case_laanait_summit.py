@@ -25,7 +25,7 @@ L3. Sustained FLOP/s = 3 x forward FLOPs per sample x samples/s (the convention 
     catalog's sustained fractions are derived with); the published 2.15 EFLOPS is a
     peak, the model gives the mean over an iteration.
 L5. Simulated fidelity: the discrete-event training simulation
-    (:func:`dlscale.simulator.training_run.simulate_training` through
+    (:func:`dlscale.simulator.training.run.simulate_training` through
     :func:`dlscale.validation.fidelity.simulate_case`) of all 27,600 ranks: per-layer
     compute, graph-aware groups with their bit-vector allreduce, Horovod's cycle
     wait, overlap with the backward pass, and every allreduce routed on the Summit

@@ -2,7 +2,7 @@
 
 Measured allreduce times are fitted against flat closed forms of
 :data:`dlscale.perfmodel.collectives.ALLREDUCE` with per-size-segment efficiency
-factors (:func:`dlscale.perfmodel.fitting_collectives.fit_collective_piecewise`),
+factors (:func:`dlscale.perfmodel.fitting.collectives.fit_collective_piecewise`),
 using the intra-node point-to-point ``alpha`` and ``beta`` and the reduction
 kernel's ``gamma``. Which forms: the one the launch forced, else those the
 library's default selection runs (:func:`library_allreduce_algorithms`; MPICH:
@@ -42,7 +42,7 @@ import numpy as np
 from dlscale.perfmodel.collectives import ALLREDUCE
 from dlscale.perfmodel.errors import ConfigError, unknown_name
 from dlscale.perfmodel.fitting import hockney_segment_at
-from dlscale.perfmodel.fitting_collectives import (
+from dlscale.perfmodel.fitting.collectives import (
     CollectiveSegment,
     PiecewiseCollectiveFit,
     fit_collective_piecewise,

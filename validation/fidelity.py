@@ -1,6 +1,6 @@
 """The simulated fidelity of the published cases: the discrete-event training simulation.
 
-A case's simulated prediction is :func:`dlscale.simulator.training_run.simulate_training`
+A case's simulated prediction is :func:`dlscale.simulator.training.run.simulate_training`
 on the case's cluster, workload and node count: every rank resolved, per-layer
 forward and backward times, Horovod's buckets, cycle wait and negotiation (rank-0 or
 graph-aware bit vector), one collective at a time overlapping the rest of the backward
@@ -37,13 +37,13 @@ SETTINGS: dict[str, Any] = {"network": "fast", "noise": "none", "iterations": 3,
 def simulate_case(cluster: Any, workload: Any, nodes: int) -> Any:
     """Simulate ``workload`` on ``nodes`` nodes of ``cluster`` with :data:`SETTINGS`.
 
-    Returns the :class:`~dlscale.simulator.training_result.TrainingResult` (its
+    Returns the :class:`~dlscale.simulator.training.result.TrainingResult` (its
     ``samples_per_s``, ``iteration_s``, ``efficiency`` and ``summary()``). Raises
     :class:`~dlscale.perfmodel.errors.ConfigError` when the configuration does not fit
     in memory (a published run did fit), and, from the simulator, when the ranks
     outnumber the simulated topology's endpoints (the node's devices).
     """
-    from dlscale.simulator.training_run import simulate_training
+    from dlscale.simulator.training.run import simulate_training
 
     res = simulate_training(cluster, workload, int(nodes), **SETTINGS)
     if not res.fits:

@@ -24,8 +24,8 @@ INTRANODE = ("star", "summit", "pcie", "knl")
 
 def add_parser(sub: Any) -> None:
     from dlscale.simulator.network import MODES
-    from dlscale.simulator.placement import PLACEMENTS
-    from dlscale.simulator.schedules import ALGORITHMS
+    from dlscale.simulator.network.schedules import ALGORITHMS
+    from dlscale.simulator.topology.placement import PLACEMENTS
 
     p = sub.add_parser(
         "simulate",
@@ -77,7 +77,7 @@ def add_parser(sub: Any) -> None:
 
 
 def _node_graph(kind: str, cluster: Any) -> Any:
-    from dlscale.simulator import topology_intranode as ti
+    from dlscale.simulator.topology import intranode as ti
 
     d = cluster.node.devices_per_node
     if kind == "star" or (kind != "knl" and d == 1):
@@ -101,7 +101,7 @@ def _network(args: argparse.Namespace):
     opts = {"mode": args.mode, "placement": args.placement, "seed": args.seed,
             "gamma_s_per_B": args.gamma}
     if str(args.cluster).endswith(".graphml"):
-        from dlscale.simulator.topology_graphml import read_graphml_topology
+        from dlscale.simulator.topology.graphml import read_graphml_topology
 
         return SimulatedNetwork(read_graphml_topology(args.cluster), **opts), args.cluster
     from dlscale.perfmodel.config import load_cluster
@@ -150,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
 
         atomic_write_text(args.output, json.dumps(doc, indent=2) + "\n")
     if args.trace:
-        from dlscale.simulator.trace import write_json_atomic
+        from dlscale.simulator.network.trace import write_json_atomic
 
         write_json_atomic(res.trace, args.trace)
     if args.format == "json":

@@ -35,7 +35,7 @@ from typing import Any
 
 from dlscale.output import format_table, to_jsonable, write_rows
 from dlscale.perfmodel.errors import ConfigError
-from dlscale.simulator.training_target import TargetReport, TargetSpec, grid, time_to_target
+from dlscale.simulator.training.target import TargetReport, TargetSpec, grid, time_to_target
 
 __all__ = ["check_target_args", "run_target"]
 
@@ -121,7 +121,7 @@ def run_target(args: argparse.Namespace, cluster: Any, workload: Any, network: s
                                        "target_accuracy": spec.target_accuracy,
                                        "seeds": rep.seeds, "tuned": rep.tuned})
     if args.plot:
-        from dlscale.simulator.training_plots import plot_target
+        from dlscale.simulator.training.plots import plot_target
 
         plot_target(args.plot, rep, f"{workload.name} on {cluster.name}, {nodes} nodes "
                                     "(simulated)")
@@ -134,7 +134,7 @@ def _print(rep: TargetReport, rows: list[dict], cluster: str, workload: str, net
     seeds = f"seed {rep.seeds[0]}" if len(rep.seeds) == 1 else \
         f"seeds {rep.seeds[0]}-{rep.seeds[-1]}"
     how = "settings tuned on a validation split (search below)" if rep.tuned else \
-        "literature default settings (dlscale.simulator.training_target)"
+        "literature default settings (dlscale.simulator.training.target)"
     cap = f"{s.max_iterations} steps/worker" + (
         f" or {s.max_sim_time_s:g} s simulated" if math.isfinite(s.max_sim_time_s) else "")
     print(f"# {cluster} / {workload}, {rep.nodes} nodes ({rep.ranks} workers): time to "

@@ -31,8 +31,8 @@ from typing import Any
 from dlscale.output import format_table, to_jsonable, write_rows
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.workload import ALGORITHMS
-from dlscale.simulator.training_net import DEFAULT_NETWORK, NETWORKS
-from dlscale.simulator.training_result import TrainingResult
+from dlscale.simulator.training.net import DEFAULT_NETWORK, NETWORKS
+from dlscale.simulator.training.result import TrainingResult
 
 __all__ = ["COLUMNS", "add_training_args", "run_training"]
 
@@ -122,7 +122,7 @@ def run_training(args: argparse.Namespace) -> int:
     import dataclasses
 
     from dlscale.perfmodel.config import load_cluster, load_workload
-    from dlscale.simulator.training_run import simulate_training
+    from dlscale.simulator.training.run import simulate_training
 
     if not getattr(args, "workload", None):
         raise ConfigError("workload: simulated training needs a WORKLOAD (preset or TOML)")
@@ -156,8 +156,8 @@ def run_training(args: argparse.Namespace) -> int:
         cosim["hidden"] = args.hidden
     if getattr(args, "cosim_model", None):
         cosim["model"] = args.cosim_model
-    from dlscale.simulator.stragglers import make_noise
-    from dlscale.simulator.training_cosim import check_cosim_options
+    from dlscale.simulator.training.cosim import check_cosim_options
+    from dlscale.simulator.training.stragglers import make_noise
 
     if args.seed < 0:
         raise ConfigError(f"--seed: must be an integer >= 0, got {args.seed}")
@@ -205,7 +205,7 @@ def run_training(args: argparse.Namespace) -> int:
     if args.output:
         write_rows(args.output, rows, meta)
     if args.plot:
-        from dlscale.simulator.training_plots import plot_accuracy, plot_training_scaling
+        from dlscale.simulator.training.plots import plot_accuracy, plot_training_scaling
         title = f"{workload.name} on {cluster.name} (simulated)"
         if args.cosim:
             plot_accuracy(args.plot, runs, title)

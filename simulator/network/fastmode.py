@@ -8,10 +8,10 @@ steps of a ring cost one computation.
 
 Examples
 --------
->>> from dlscale.simulator.topology_fattree import fat_tree_graph
->>> from dlscale.simulator.linktable import LinkTable
->>> from dlscale.simulator.routing import make_router
->>> from dlscale.simulator.schedules import build_schedule
+>>> from dlscale.simulator.topology.fattree import fat_tree_graph
+>>> from dlscale.simulator.topology.linktable import LinkTable
+>>> from dlscale.simulator.topology.routing import make_router
+>>> from dlscale.simulator.network.schedules import build_schedule
 >>> G = fat_tree_graph(4, host_bandwidth_Bps=1e9, link_bandwidth_Bps=1e9, host_latency_s=0.0,
 ...                    hop_latency_s=0.0)
 >>> out = run_fast(build_schedule("allreduce", "ring", 16, 16e6), LinkTable.from_graph(G),
@@ -26,8 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .linktable import LinkTable
-from .routing import Routes, route
+from ..topology.linktable import LinkTable
+from ..topology.routing import Routes, route
 from .schedules import Phase
 
 __all__ = ["RouteCache", "phase_loads", "run_fast"]

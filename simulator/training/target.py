@@ -3,7 +3,7 @@
 The EASGD family is meant to reach a given accuracy sooner, not to run more steps per
 second, and the seed paper (You, Buluc, Demmel SC'17) compares algorithms by the time
 to the same accuracy. :func:`time_to_target` asks that question of the co-simulation
-(:mod:`.training_cosim`): every algorithm runs until its evaluated model reaches the
+(:mod:`dlscale.simulator.training.cosim`): every algorithm runs until its evaluated model reaches the
 target accuracy or a cap (steps per worker, optionally simulated seconds), with its
 own hyperparameters, over several run seeds.
 
@@ -68,7 +68,7 @@ from dlscale.perfmodel.errors import ConfigError, unknown_name
 from dlscale.perfmodel.hardware import Cluster
 from dlscale.perfmodel.workload import ALGORITHMS, Workload
 
-from .training_target_report import SEED_PAIRS, TargetReport, ordering
+from .target_report import SEED_PAIRS, TargetReport, ordering
 
 __all__ = ["BASE_LR", "SEED_PAIRS", "TargetReport", "TargetSpec", "TuneResult", "crossing",
            "default_settings", "grid", "ordering", "study_evaluator", "time_to_target", "tune"]
@@ -106,7 +106,7 @@ class TargetSpec:
     """What a time-to-target run asks: target, caps, evaluation and run settings.
 
     ``max_iterations`` caps the steps per worker, ``max_sim_time_s`` the simulated
-    time; ``cosim`` holds further :class:`~.training_cosim.CosimOptions` fields
+    time; ``cosim`` holds further :class:`~dlscale.simulator.training.cosim.CosimOptions` fields
     (model size, batch, schedule).
     """
 
@@ -221,7 +221,7 @@ def _ranks(cluster: Cluster, workload: Workload, nodes: int) -> int:
 def run_one(cluster: Cluster, workload: Workload, nodes: int, alg: str, settings: dict,
             seed: int, spec: TargetSpec, split: str, data_seed: int):
     """One co-simulated run of ``alg`` with ``settings``; ``(result, crossing or None)``."""
-    from .training_run import simulate_training
+    from .run import simulate_training
 
     w = dataclasses.replace(workload, algorithm=alg, tau=int(settings.get("tau") or
                                                              workload.tau))

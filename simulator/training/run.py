@@ -2,10 +2,10 @@
 
 It checks the configuration, checks memory (a configuration that does not fit is
 reported, with the resource and the shortfall, and not simulated), builds the network
-backend, runs the algorithm's SimPy processes (:mod:`.training_sync` for
-``sync-sgd``, :mod:`.training_easgd` for the EASGD family and the asynchronous
-baselines) in timing mode or co-simulation mode (:mod:`.training_cosim`), and
-returns a :class:`~.training_result.TrainingResult` with the analytical model's
+backend, runs the algorithm's SimPy processes (:mod:`dlscale.simulator.training.sync` for
+``sync-sgd``, :mod:`dlscale.simulator.training.easgd` for the EASGD family and the asynchronous
+baselines) in timing mode or co-simulation mode (:mod:`dlscale.simulator.training.cosim`), and
+returns a :class:`~dlscale.simulator.training.result.TrainingResult` with the analytical model's
 figure next to the simulated one, and the scaling efficiency against one node.
 
 Examples
@@ -32,11 +32,11 @@ from dlscale.perfmodel.netapi import NetworkModel
 from dlscale.perfmodel.training import iteration_times, layout
 from dlscale.perfmodel.workload import ALGORITHMS, Workload
 
+from .common import RunContext
+from .net import DEFAULT_NETWORK, NETWORKS, make_training_network
+from .result import TrainingResult
 from .stragglers import Noise, make_noise
-from .training_common import RunContext
-from .training_net import DEFAULT_NETWORK, NETWORKS, make_training_network
-from .training_result import TrainingResult
-from .training_trace import TraceRecorder
+from .trace import TraceRecorder
 
 __all__ = ["MODES", "simulate_training"]
 
@@ -88,9 +88,9 @@ def _check(cluster: Cluster, workload: Workload, nodes: int, algorithm: str | No
 
 def _run(ctx: RunContext):
     if ctx.algorithm == "sync-sgd":
-        from .training_sync import run_sync_sgd
+        from .sync import run_sync_sgd
         return run_sync_sgd(ctx)
-    from .training_easgd import run_easgd
+    from .easgd import run_easgd
     return run_easgd(ctx)
 
 
@@ -119,15 +119,15 @@ def simulate_training(cluster: Cluster, workload: Workload, nodes: int, *,
         worker holds real parameters of the small model of :mod:`dlscale.kernels` and
         runs the real kernels in the order the events decide.
     network : {"analytical", "fast", "flow"} or a NetworkModel object
-        Who answers communication times (:mod:`.training_net`).
+        Who answers communication times (:mod:`dlscale.simulator.training.net`).
     noise : str or noise model
-        ``"none"``, ``"lognormal:SIGMA"``, ``"empirical:FILE"`` (:mod:`.stragglers`).
+        ``"none"``, ``"lognormal:SIGMA"``, ``"empirical:FILE"`` (:mod:`dlscale.simulator.training.stragglers`).
     trace : bool or path
         Record a Chrome trace (``result.trace``); a path also writes it (atomically).
     efficiency : bool
         Also simulate one node (same settings) for the scaling efficiency.
     cosim_options : dict, optional
-        Co-simulation settings (:class:`~.training_cosim.CosimOptions` fields).
+        Co-simulation settings (:class:`~dlscale.simulator.training.cosim.CosimOptions` fields).
     trace_ranks, trace_iterations : int
         How many ranks and iterations the trace covers.
 
@@ -147,7 +147,7 @@ def simulate_training(cluster: Cluster, workload: Workload, nodes: int, *,
     workload = _check(cluster, workload, nodes, algorithm, iterations, mode, network, seed)
     nz = make_noise(noise)
     if mode == "cosim":
-        from .training_cosim import check_cosim_options
+        from .cosim import check_cosim_options
 
         check_cosim_options(cosim_options or {})
     nodes = int(nodes)
@@ -166,7 +166,7 @@ def simulate_training(cluster: Cluster, workload: Workload, nodes: int, *,
     ctx = RunContext(cluster, workload, nodes, lay, net, nz, np.random.default_rng(seed),
                      int(iterations), tracer)
     if mode == "cosim":
-        from .training_cosim import make_numerics
+        from .cosim import make_numerics
         ctx.numerics = make_numerics(ctx, cosim_options or {}, seed)
         res.surrogate = ctx.numerics.label
     out = _run(ctx)

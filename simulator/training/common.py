@@ -1,7 +1,7 @@
 """What every training process needs: the run context and the per-rank compute profile.
 
 :class:`RunContext` bundles the configuration of one simulated run (cluster,
-workload, node count, the :class:`~.training_net.TrainingNetwork`, the straggler
+workload, node count, the :class:`~dlscale.simulator.training.net.TrainingNetwork`, the straggler
 model and its generator, the trace recorder and, in co-simulation, the numerics).
 :class:`ComputeProfile` holds one rank's noise-free compute times from the roofline
 model (:func:`dlscale.perfmodel.compute.layer_times`, :func:`~dlscale.perfmodel.compute.update_s`);
@@ -29,12 +29,12 @@ from dlscale.perfmodel.hardware import Cluster
 from dlscale.perfmodel.training import Layout
 from dlscale.perfmodel.workload import Workload
 
+from .net import TrainingNetwork
 from .stragglers import Noise
-from .training_net import TrainingNetwork
-from .training_trace import TraceRecorder
+from .trace import TraceRecorder
 
 if TYPE_CHECKING:  # training_cosim imports this module
-    from .training_cosim import Numerics
+    from .cosim import Numerics
 
 __all__ = ["Breakdown", "ComputeProfile", "RunContext", "RunOutcome", "compute_profile"]
 

@@ -91,7 +91,7 @@ class TrainingNetwork:
                 # master-link terms) answer, as they do for the analytical backend
                 self.name = "analytical"
             elif backend != "analytical":
-                from .network import SimulatedNetwork
+                from ..network.simulated import SimulatedNetwork
                 self.sim = SimulatedNetwork.from_cluster(
                     cluster, self.nodes, mode=backend, seed=seed,
                     gamma_s_per_B=self.gamma_s_per_B)

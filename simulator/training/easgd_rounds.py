@@ -21,7 +21,7 @@ processes holding a ``simpy.Resource`` (the master, or the communication channel
 Examples
 --------
 >>> from dlscale.perfmodel.catalog import get_cluster, get_workload
->>> from dlscale.simulator.training_run import simulate_training
+>>> from dlscale.simulator.training.run import simulate_training
 >>> c, w = get_cluster("k80-8gpu"), get_workload("alexnet-cifar10")
 >>> orig = simulate_training(c, w, 1, algorithm="easgd", iterations=4)
 >>> sync = simulate_training(c, w, 1, algorithm="sync-easgd", iterations=4)
@@ -36,8 +36,8 @@ import simpy
 
 from dlscale.perfmodel.training_easgd import MASTER_ARRAYS
 
-from .training_common import Breakdown, RunContext, RunOutcome
-from .training_easgd import StepDraws, step_time_s, tau_of
+from .common import Breakdown, RunContext, RunOutcome
+from .easgd import StepDraws, step_time_s, tau_of
 
 __all__ = ["run_rounds"]
 

@@ -15,7 +15,7 @@ Three fits, each returning a documented result object:
   streaming (back-to-back messages) and a send-overhead measurement.
 
 Collective fits (efficiency factors of a closed form, whole-range and per size
-segment) are in :mod:`dlscale.perfmodel.fitting_collectives`.
+segment) are in :mod:`dlscale.perfmodel.fitting.collectives`.
 
 Examples
 --------
@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import lsq_linear
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 __all__ = [
     "HockneyFit",

@@ -7,7 +7,7 @@ for the most utilised links, with their utilisation (0..1) over time.
 
 Examples
 --------
->>> from dlscale.simulator.topology_fattree import fat_tree_graph
+>>> from dlscale.simulator.topology.fattree import fat_tree_graph
 >>> from dlscale.simulator.network import SimulatedNetwork
 >>> net = SimulatedNetwork(fat_tree_graph(4))
 >>> tr = net.simulate("allreduce", 1e6, 16, "ring", trace=True).trace
@@ -22,8 +22,9 @@ import os
 
 import numpy as np
 
-from ..perfmodel.atomicio import atomic_write_text
-from .linktable import LinkTable
+from dlscale.perfmodel.atomicio import atomic_write_text
+
+from ..topology.linktable import LinkTable
 
 __all__ = ["Tracer", "write_json_atomic"]
 

@@ -1,7 +1,7 @@
 """Flow mode: every rank a SimPy process, every message a max-min fair flow.
 
 A rank's step ``k`` posts its receives and its sends of that step; a message moves
-(as one flow per rail, see :func:`~dlscale.simulator.routing.route`) once its
+(as one flow per rail, see :func:`~dlscale.simulator.topology.routing.route`) once its
 receiver has posted the receive (rendezvous protocol, as MPI uses for large
 messages); the rank waits until its sends are delivered and its receives have
 arrived (MPI ``sendrecv``), then reduces what it received (``gamma`` per byte).
@@ -9,11 +9,11 @@ Ranks advance independently, so a late rank delays only those that wait on it.
 
 Examples
 --------
->>> from dlscale.simulator.topology_fattree import fat_tree_graph
->>> from dlscale.simulator.linktable import LinkTable
->>> from dlscale.simulator.routing import make_router
->>> from dlscale.simulator.schedules import build_schedule
->>> from dlscale.simulator.fastmode import RouteCache
+>>> from dlscale.simulator.topology.fattree import fat_tree_graph
+>>> from dlscale.simulator.topology.linktable import LinkTable
+>>> from dlscale.simulator.topology.routing import make_router
+>>> from dlscale.simulator.network.schedules import build_schedule
+>>> from dlscale.simulator.network.fastmode import RouteCache
 >>> G = fat_tree_graph(4, host_bandwidth_Bps=1e9, link_bandwidth_Bps=1e9, host_latency_s=0.0,
 ...                    hop_latency_s=0.0)
 >>> out = run_flow(build_schedule("allreduce", "ring", 16, 16e6), LinkTable.from_graph(G),
@@ -29,9 +29,9 @@ from collections.abc import Callable
 import numpy as np
 import simpy
 
+from ..topology.linktable import LinkTable
 from .fastmode import RouteCache, phase_loads
 from .flow import FlowNetwork
-from .linktable import LinkTable
 from .schedules import Phase
 
 __all__ = ["run_flow"]

@@ -1,6 +1,6 @@
 """The report of a time-to-target comparison: medians, ranges, verdicts, orderings.
 
-:class:`TargetReport` holds what :func:`~.training_target.time_to_target` ran (the
+:class:`TargetReport` holds what :func:`~dlscale.simulator.training.target.time_to_target` ran (the
 settings, every search grid, each seed's outcome and curve) and summarises it: per
 algorithm the runs that reached the target, the median and the range (min-max) of the
 time to target, and a verdict when the cap came first. :func:`ordering` states that

@@ -16,7 +16,7 @@ over the rails (each pair becomes ``rails`` subflows of ``1/rails`` of its bytes
 
 Examples
 --------
->>> from dlscale.simulator.topology_fattree import fat_tree_graph
+>>> from dlscale.simulator.topology.fattree import fat_tree_graph
 >>> G = fat_tree_graph(4)
 >>> r = make_router(G)
 >>> r.node_paths(np.array([0]), np.array([15]), 0).tolist()
@@ -78,7 +78,7 @@ class Router(Protocol):
 
 
 class FatTreeRouter:
-    """Up/down routing on an XGFT (see :mod:`~dlscale.simulator.topology_fattree`)."""
+    """Up/down routing on an XGFT (see :mod:`~dlscale.simulator.topology.fattree`)."""
 
     def __init__(self, params: dict, seed: int = 0) -> None:
         self.m = params["m"]
@@ -213,7 +213,7 @@ class EcmpRouter:
         self.adj = csr_matrix((np.ones(len(rows), dtype=np.int8), (rows, cols)), shape=(n, n))
         self.adj.sort_indices()
         self.ordinal = np.arange(n, dtype=np.int64)
-        from .topology_graphml import endpoints
+        from .graphml import endpoints
 
         ends = [index[x] for x in endpoints(G)]
         self.ordinal[ends] = np.arange(len(ends))
@@ -342,7 +342,7 @@ def route(table: LinkTable, router: Router, src: np.ndarray, dst: np.ndarray) ->
 
     Examples
     --------
-    >>> from dlscale.simulator.topology_torus import torus_graph
+    >>> from dlscale.simulator.topology.torus import torus_graph
     >>> G = torus_graph((4,))
     >>> r = route(LinkTable.from_graph(G), make_router(G), np.array([0]), np.array([2]))
     >>> int((r.links >= 0).sum())

@@ -68,7 +68,7 @@ def dragonfly_graph(
     hosts : int, optional
         Hosts attached to the first routers (all routers are built).
     routing : {"minimal", "valiant"}
-        Recorded on the graph for :mod:`~dlscale.simulator.routing`.
+        Recorded on the graph for :mod:`~dlscale.simulator.topology.routing`.
 
     Returns
     -------

@@ -11,7 +11,7 @@ in node order and seeded random splits), an upper bound on the true bisection.
 
 Examples
 --------
->>> from dlscale.simulator.topology_fattree import fat_tree_graph
+>>> from dlscale.simulator.topology.fattree import fat_tree_graph
 >>> m = topology_metrics(fat_tree_graph(4, host_bandwidth_Bps=1e9, link_bandwidth_Bps=1e9))
 >>> m.diameter_hops, m.bisection_Bps, m.bisection_exact
 (6, 8000000000.0, True)
@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass
 import networkx as nx
 import numpy as np
 
-from .topology_graphml import endpoints
+from .graphml import endpoints
 
 __all__ = ["TopologyMetrics", "estimate_bisection_Bps", "topology_metrics"]
 
@@ -216,7 +216,7 @@ def topology_metrics(G: nx.Graph) -> TopologyMetrics:
 
     Examples
     --------
-    >>> from dlscale.simulator.topology_torus import torus_graph
+    >>> from dlscale.simulator.topology.torus import torus_graph
     >>> m = topology_metrics(torus_graph((4, 4), host_bandwidth_Bps=1e9, link_bandwidth_Bps=1e9))
     >>> m.diameter_hops, m.bisection_Bps, m.links_per_level
     (6, 8000000000.0, {'host': 16, 'torus': 32})

@@ -5,7 +5,7 @@
   waiting for stragglers, master queueing) per node count;
 - :func:`plot_accuracy`: accuracy against simulated time for several co-simulated
   runs (algorithms) on one figure, and against iterations;
-- :func:`plot_target`: a time-to-target report (:mod:`.training_target`): every
+- :func:`plot_target`: a time-to-target report (:mod:`dlscale.simulator.training.target`): every
   run's accuracy against simulated time and against samples, the target line, and
   each run's crossing (the first evaluation at or above the target) marked.
 
@@ -13,7 +13,7 @@ Examples
 --------
 >>> import os, tempfile
 >>> from dlscale.perfmodel.catalog import get_cluster, get_workload
->>> from dlscale.simulator.training_run import simulate_training
+>>> from dlscale.simulator.training.run import simulate_training
 >>> runs = [simulate_training(get_cluster("summit"), get_workload("resnet50"), n,
 ...                           iterations=2) for n in (1, 2)]
 >>> with tempfile.TemporaryDirectory() as d:
@@ -32,7 +32,7 @@ import numpy as np
 
 from dlscale.perfmodel.atomicio import atomic_write_with, plot_format
 
-from .training_result import TrainingResult
+from .result import TrainingResult
 
 __all__ = ["plot_accuracy", "plot_target", "plot_training_scaling"]
 
@@ -108,7 +108,7 @@ def plot_accuracy(path: str | Path, runs: Sequence[TrainingResult], title: str) 
 
 def plot_target(path: str | Path, report: Any, title: str) -> None:
     """Accuracy against simulated time and samples, target line, crossings marked."""
-    from .training_target import crossing
+    from .target import crossing
 
     plt = _plt()
     target = report.spec.target_accuracy

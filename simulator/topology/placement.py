@@ -9,7 +9,7 @@
 
 Examples
 --------
->>> from dlscale.simulator.topology_torus import torus_graph
+>>> from dlscale.simulator.topology.torus import torus_graph
 >>> G = torus_graph((3, 2))
 >>> place(G, "topology").tolist()
 [0, 1, 2, 5, 4, 3]
@@ -24,7 +24,7 @@ import numpy as np
 
 from dlscale.perfmodel.errors import unknown_name
 
-from .topology_graphml import endpoints
+from .graphml import endpoints
 
 __all__ = ["PLACEMENTS", "node_of", "place"]
 
@@ -71,7 +71,7 @@ def place(G: nx.Graph, policy: str = "linear", seed: int | None = 0) -> np.ndarr
 
     Examples
     --------
-    >>> from dlscale.simulator.topology_torus import torus_graph
+    >>> from dlscale.simulator.topology.torus import torus_graph
     >>> place(torus_graph((6,)), "random", seed=2).tolist()
     [3, 5, 2, 4, 0, 1]
     """
@@ -97,7 +97,7 @@ def node_of(G: nx.Graph, labels: Iterable) -> np.ndarray:
 
     Examples
     --------
-    >>> from dlscale.simulator.topology_torus import torus_graph
+    >>> from dlscale.simulator.topology.torus import torus_graph
     >>> node_of(torus_graph((2,)), [1, 0]).tolist()
     [1, 0]
     """

@@ -1,6 +1,6 @@
 """Synchronous data-parallel SGD as a SimPy simulation, every rank resolved.
 
-Per iteration every rank ``r`` draws a compute factor ``f_r`` (:mod:`.stragglers`)
+Per iteration every rank ``r`` draws a compute factor ``f_r`` (:mod:`dlscale.simulator.training.stragglers`)
 and runs, from its own start time ``s_r``: the forward pass, the backward pass layer
 by layer from the last layer (times from the roofline model, times ``f_r``), then,
 after the last gradient message, its optimizer step. The per-rank work is one numpy
@@ -26,7 +26,7 @@ Sparse (IndexedSlices) gradients that are not densified are allgathered after th
 dense buckets and summed into the table. Communication overlaps the rest of the
 backward pass; a rank's iteration ends with its update after both its backward pass
 and the last message. The communication times come from the run's
-:class:`~.training_net.TrainingNetwork` (closed forms or the simulated topology).
+:class:`~dlscale.simulator.training.net.TrainingNetwork` (closed forms or the simulated topology).
 
 Breakdown per rank and iteration: ``compute`` = ``f_r`` x (forward + backward +
 update); ``comm`` = orchestration + collectives; ``exposed`` = how long the last
@@ -36,7 +36,7 @@ the rank's idle time (waiting for slower ranks).
 Examples
 --------
 >>> from dlscale.perfmodel.catalog import get_cluster, get_workload
->>> from dlscale.simulator.training_run import simulate_training
+>>> from dlscale.simulator.training.run import simulate_training
 >>> r = simulate_training(get_cluster("summit"), get_workload("resnet50"), 2, iterations=3)
 >>> abs(r.iteration_s / r.analytical_iteration_s - 1) < 1e-9
 True
@@ -50,7 +50,7 @@ import simpy
 from dlscale.perfmodel.memory import sparse_gather_bytes
 from dlscale.perfmodel.training_sync import HOROVOD_CYCLE_S, buckets
 
-from .training_common import Breakdown, RunContext, RunOutcome, compute_profile
+from .common import Breakdown, RunContext, RunOutcome, compute_profile
 
 __all__ = ["run_sync_sgd"]
 

@@ -2,7 +2,7 @@
 
 Each function returns a small graph with one node of ``kind="nic"`` (where the node
 meets the network), ``kind="device"`` nodes (where ranks run) and other elements
-(``"cpu"``, ``"switch"``, ``"memory"``). :func:`~dlscale.simulator.topology_cluster.cluster_graph`
+(``"cpu"``, ``"switch"``, ``"memory"``). :func:`~dlscale.simulator.topology.cluster.cluster_graph`
 copies such a graph into every node of a cluster.
 
 Examples
@@ -30,7 +30,7 @@ def _edge(G: nx.Graph, u: str, v: str, bw: float, lat: float, level: str) -> Non
 def star_node_graph(devices: int, link_Bps: float, latency_s: float = 0.0) -> nx.Graph:
     """``devices`` devices each on its own link to the node's NIC/host switch.
 
-    The default node of :func:`~dlscale.simulator.topology_cluster.cluster_graph`:
+    The default node of :func:`~dlscale.simulator.topology.cluster.cluster_graph`:
     every device has ``link_Bps`` per direction to every other (through the hub) and
     to the network.
 
@@ -48,7 +48,7 @@ def star_node_graph(devices: int, link_Bps: float, latency_s: float = 0.0) -> nx
     networkx.Graph
         The node's devices (``kind="device"``), its NIC (``"nic"``) and switches;
         edges with ``bandwidth_Bps``, ``latency_s``, ``level``. A template for
-        :func:`~dlscale.simulator.topology_cluster.cluster_graph`.
+        :func:`~dlscale.simulator.topology.cluster.cluster_graph`.
 
     Examples
     --------
@@ -96,7 +96,7 @@ def summit_node_graph(
     networkx.Graph
         The node's devices (``kind="device"``), its NIC (``"nic"``) and switches;
         edges with ``bandwidth_Bps``, ``latency_s``, ``level``. A template for
-        :func:`~dlscale.simulator.topology_cluster.cluster_graph`.
+        :func:`~dlscale.simulator.topology.cluster.cluster_graph`.
 
     Examples
     --------
@@ -147,7 +147,7 @@ def pcie_box_graph(
     networkx.Graph
         The node's devices (``kind="device"``), its NIC (``"nic"``) and switches;
         edges with ``bandwidth_Bps``, ``latency_s``, ``level``. A template for
-        :func:`~dlscale.simulator.topology_cluster.cluster_graph`.
+        :func:`~dlscale.simulator.topology.cluster.cluster_graph`.
 
     Examples
     --------
@@ -192,7 +192,7 @@ def knl_node_graph(parts: int = 1, *, mcdram_Bps: float = 450e9, nic_Bps: float 
     networkx.Graph
         The node's devices (``kind="device"``), its NIC (``"nic"``) and switches;
         edges with ``bandwidth_Bps``, ``latency_s``, ``level``. A template for
-        :func:`~dlscale.simulator.topology_cluster.cluster_graph`.
+        :func:`~dlscale.simulator.topology.cluster.cluster_graph`.
 
     Examples
     --------

@@ -27,7 +27,7 @@ surrogate, and the result says so.
 Examples
 --------
 >>> from dlscale.perfmodel.catalog import get_cluster, get_workload
->>> from dlscale.simulator.training_run import simulate_training
+>>> from dlscale.simulator.training.run import simulate_training
 >>> r = simulate_training(get_cluster("cori-knl"), get_workload("googlenet"), 4,
 ...                       algorithm="async-easgd", iterations=30, mode="cosim",
 ...                       efficiency=False, cosim_options={"lr": 0.3})
@@ -47,8 +47,8 @@ import numpy as np
 import dlscale.kernels as K
 from dlscale.perfmodel.errors import ConfigError
 
+from .common import RunContext
 from .schedules_lr import Schedule, make_schedule
-from .training_common import RunContext
 
 __all__ = ["CosimOptions", "Numerics", "make_numerics"]
 
@@ -73,7 +73,7 @@ class CosimOptions:
     lr : float
         Base learning rate.
     lr_schedule : str
-        :func:`~.schedules_lr.make_schedule` spec.
+        :func:`~dlscale.simulator.training.schedules_lr.make_schedule` spec.
     beta : float
         EASGD moving rate: the elastic coefficient is ``alpha = beta / P`` (Zhang et
         al. 2015 use ``beta = 0.9``).

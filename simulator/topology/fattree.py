@@ -8,7 +8,7 @@ from the link counts: a leaf with ``nodes_per_leaf`` hosts and ``up`` uplinks ta
 ``nodes_per_leaf : up``.
 
 Node labels are integers: hosts ``0..N-1`` (leaf-major), then the switches level by
-level, so the router in :mod:`dlscale.simulator.routing` computes paths by arithmetic.
+level, so the router in :mod:`dlscale.simulator.topology.routing` computes paths by arithmetic.
 
 Examples
 --------

@@ -31,10 +31,10 @@ import numpy as np
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.hardware import Cluster, Crossbar, Dragonfly, FatTree, Torus
 
-from .topology_dragonfly import dragonfly_graph
-from .topology_fattree import multilevel_fat_tree_graph, xgft_graph
-from .topology_intranode import star_node_graph
-from .topology_torus import torus_graph
+from .dragonfly import dragonfly_graph
+from .fattree import multilevel_fat_tree_graph, xgft_graph
+from .intranode import star_node_graph
+from .torus import torus_graph
 
 __all__ = ["MAX_GRAPH_ELEMENTS", "cluster_graph", "network_graph", "template_paths"]
 
@@ -162,9 +162,9 @@ def cluster_graph(cluster: Cluster, nodes: int, node_graph: nx.Graph | None = No
     nodes : int
         Nodes to include (``1..cluster.max_nodes``).
     node_graph : networkx.Graph, optional
-        Intra-node graph (see :mod:`~dlscale.simulator.topology_intranode`) copied into
+        Intra-node graph (see :mod:`~dlscale.simulator.topology.intranode`) copied into
         every node. Default: none with one device per node (the host is the endpoint),
-        otherwise :func:`~dlscale.simulator.topology_intranode.star_node_graph` on the
+        otherwise :func:`~dlscale.simulator.topology.intranode.star_node_graph` on the
         node's ``intra_link``.
 
     Returns

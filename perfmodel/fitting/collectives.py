@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 from scipy.optimize import nnls
 
-from .errors import ConfigError
-from .fitting import _segmentation
+from ..errors import ConfigError
+from .hockney import _segmentation
 
 __all__ = [
     "CollectiveFit",

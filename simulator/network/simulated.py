@@ -3,12 +3,12 @@
 The simulated implementation of :class:`dlscale.perfmodel.netapi.NetworkModel`: the
 layers above ask for ``allreduce_s``, ``collective_s`` or ``transfer_s`` and get
 seconds, or call :meth:`SimulatedNetwork.simulate` for the full
-:class:`~dlscale.simulator.result.CollectiveResult` (per-step times, bytes per link,
+:class:`~dlscale.simulator.network.result.CollectiveResult` (per-step times, bytes per link,
 Chrome trace).
 
 Examples
 --------
->>> from dlscale.simulator.topology_fattree import fat_tree_graph
+>>> from dlscale.simulator.topology.fattree import fat_tree_graph
 >>> net = SimulatedNetwork(fat_tree_graph(4, host_bandwidth_Bps=1e9, link_bandwidth_Bps=1e9,
 ...                                       host_latency_s=0.0, hop_latency_s=0.0))
 >>> round(net.allreduce_s(16e6, 16, "ring"), 6)
@@ -32,16 +32,16 @@ from dlscale.perfmodel.netapi import AnalyticalNetwork, check_ranks
 from dlscale.perfmodel.netmodel import dbt_segments
 from dlscale.perfmodel.schedules import double_binary_tree_edges
 
+from ..topology.cluster import cluster_graph
+from ..topology.graphml import validate_graph
+from ..topology.linktable import LinkTable
+from ..topology.metrics import TopologyMetrics, topology_metrics
+from ..topology.placement import node_of, place
+from ..topology.routing import make_router, route
 from .fastmode import RouteCache, run_fast
 from .flowmode import run_flow
-from .linktable import LinkTable
-from .metrics import TopologyMetrics, topology_metrics
-from .placement import node_of, place
 from .result import CollectiveResult
-from .routing import make_router, route
 from .schedules import ALGORITHMS, build_schedule
-from .topology_cluster import cluster_graph
-from .topology_graphml import validate_graph
 
 __all__ = ["MODES", "SimulatedNetwork"]
 
@@ -63,7 +63,7 @@ class SimulatedNetwork:
         Lock-step fast mode (scales to tens of thousands of ranks) or the flow-level
         max-min model (reference fidelity, small scale).
     placement : {"linear", "random", "topology"}
-        Rank placement policy (:mod:`~dlscale.simulator.placement`).
+        Rank placement policy (:mod:`~dlscale.simulator.topology.placement`).
     seed : int
         Seed of random placement and of Valiant routing.
     gamma_s_per_B : float
@@ -153,7 +153,7 @@ class SimulatedNetwork:
 
         Examples
         --------
-        >>> from dlscale.simulator.topology_fattree import fat_tree_graph
+        >>> from dlscale.simulator.topology.fattree import fat_tree_graph
         >>> net = SimulatedNetwork(fat_tree_graph(4, host_bandwidth_Bps=1e9,
         ...                        link_bandwidth_Bps=1e9, host_latency_s=1e-6,
         ...                        hop_latency_s=0.0))

@@ -45,7 +45,7 @@ def endpoints(G: nx.Graph) -> list:
 
     Examples
     --------
-    >>> from dlscale.simulator.topology_torus import torus_graph
+    >>> from dlscale.simulator.topology.torus import torus_graph
     >>> endpoints(torus_graph((3,)))
     [0, 1, 2]
     """

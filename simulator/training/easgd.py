@@ -4,7 +4,7 @@ Notation as in :mod:`dlscale.perfmodel.training_easgd`: ``t`` one local step of 
 worker (forward + backward, plus its own update for the EASGD variants; the SGD
 baselines leave the update to the master), ``W`` bytes of weights, ``tau`` the
 communication period (1 for the SGD baselines). Each worker draws its compute factor
-per step (:mod:`.stragglers`).
+per step (:mod:`dlscale.simulator.training.stragglers`).
 
 Asynchronous algorithms (``async-easgd``, ``async-measgd``, ``async-sgd``,
 ``async-msgd``): one SimPy process per worker and a master that is a real resource,
@@ -16,7 +16,7 @@ memory (``k W / bandwidth``, ``k`` from :data:`~dlscale.perfmodel.training_easgd
 With more workers the queue grows and the master saturates.
 
 Hogwild variants (``hogwild-easgd``, ``hogwild-sgd``): no lock. Messages share the
-master's link (:class:`~.training_master.SharedPipe`, processor sharing), and each
+master's link (:class:`~dlscale.simulator.training.master.SharedPipe`, processor sharing), and each
 exchange is applied by its own master thread on one core, at ``1 / cores`` of the
 memory bandwidth (its fair share of the chip; a locked master applies one update at
 a time with all cores), up to ``cores`` updates at once sharing the bandwidth. The
@@ -26,12 +26,12 @@ two updates whose read-modify-write of the same chunk overlap in simulated time 
 the earlier write, and the lost chunk updates are counted (and, in co-simulation,
 really lost from the center array).
 
-Round-based algorithms (``easgd``, ``sync-easgd``): :mod:`.training_easgd_rounds`.
+Round-based algorithms (``easgd``, ``sync-easgd``): :mod:`dlscale.simulator.training.easgd_rounds`.
 
 Examples
 --------
 >>> from dlscale.perfmodel.catalog import get_cluster, get_workload
->>> from dlscale.simulator.training_run import simulate_training
+>>> from dlscale.simulator.training.run import simulate_training
 >>> c, w = get_cluster("cori-knl"), get_workload("googlenet")
 >>> few = simulate_training(c, w, 4, algorithm="async-sgd", iterations=30)
 >>> many = simulate_training(c, w, 256, algorithm="async-sgd", iterations=30)
@@ -48,8 +48,8 @@ import simpy
 
 from dlscale.perfmodel.training_easgd import MASTER_ARRAYS
 
-from .training_common import Breakdown, RunContext, RunOutcome, compute_profile
-from .training_master import SharedPipe
+from .common import Breakdown, RunContext, RunOutcome, compute_profile
+from .master import SharedPipe
 
 __all__ = ["ASYNC", "HOGWILD", "StepDraws", "run_easgd", "step_time_s"]
 
@@ -105,7 +105,7 @@ def completions_to_iterations(done: list[float], ranks: int) -> np.ndarray:
 def run_easgd(ctx: RunContext) -> RunOutcome:
     """Simulate the workload's algorithm (not ``sync-sgd``)."""
     if ctx.algorithm in ("easgd", "sync-easgd"):
-        from .training_easgd_rounds import run_rounds
+        from .easgd_rounds import run_rounds
         return run_rounds(ctx)
     run = _HogwildRun(ctx) if ctx.algorithm in HOGWILD else _LockedRun(ctx)
     return run.run()

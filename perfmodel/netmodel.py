@@ -501,11 +501,6 @@ def time_per_node_count(cluster: Cluster, collective: str, algorithm: str,
     n = np.asarray(n_bytes, dtype=float)
     n = np.broadcast_to(n, np.broadcast_shapes(n.shape, (len(nodes),)))
     g = np.broadcast_to(np.asarray(gamma_s_per_B, dtype=float), (len(nodes),))
-    if collective == "allreduce" and algorithm == "double-binary-tree":
-        cols = [np.asarray(collective_time_s(cluster, collective, algorithm, n[..., j], nd,
-                                             ranks_per_node, float(g[j]), inter_algorithm))
-                for j, nd in enumerate(nodes)]
-        return np.stack(cols, axis=-1)
     _check_names(collective, algorithm, inter_algorithm)
     if np.any(~np.isfinite(n)) or np.any(n < 0):
         raise ConfigError(f"n_bytes: must be finite and >= 0, got {n_bytes!r}")
@@ -516,10 +511,55 @@ def time_per_node_count(cluster: Cluster, collective: str, algorithm: str,
                    collective, algorithm, inter_algorithm)
     lat = _latency(cluster, dev, curve.inter, curve.hops)                   # (N, S)
     busy = (curve.load * _betas(cluster, curve.levels)).max(axis=-1, initial=0.0)
+    if collective == "allreduce" and algorithm == "double-binary-tree":
+        return _dbt_per_node_count(cluster, nodes, ranks_per_node, n, g, lat, busy, curve,
+                                   inter_algorithm)
     nn = n[..., None]                                                       # (..., N, 1)
     step = _step_s(cluster, lat, busy, curve.size, nn) + g[:, None] * nn * curve.recv
     out = (curve.repeat * step).sum(axis=-1)
     return np.where(np.asarray(curve.ranks) > 1, out, 0.0)
+
+
+def _dbt_per_node_count(cluster: Cluster, nodes: tuple[int, ...], ranks_per_node: int,
+                        n: np.ndarray, g: np.ndarray, lat: np.ndarray, busy: np.ndarray,
+                        curve: CollectivePlan, inter_algorithm: str) -> np.ndarray:
+    """:func:`collective_time_s` of the double binary tree at every node count at once:
+    the steady-state pipeline vectorized over sizes and node counts (the same formula),
+    the short pipelines (at most :data:`EXACT_PIPELINE_SEGMENTS` segments) step by step."""
+    ranks = np.asarray(curve.ranks)
+    if not (ranks > 1).any():  # one rank everywhere: nothing to reduce
+        return np.zeros(np.broadcast_shapes(n.shape, ranks.shape))
+    dev = _device_links(cluster, ranks_per_node)
+    topo = _shape_key(cluster.network.topology)
+    depth = np.array([plan_collective(topo, nd, ranks_per_node, dev, "allreduce",
+                                      "double-binary-tree", inter_algorithm).dbt_depth
+                      if p > 1 else 1 for nd, p in zip(nodes, ranks, strict=True)], dtype=float)
+    hock = np.array([path_hockney(cluster, nd, ranks_per_node, 0, int(p) - 1) if p > 1
+                     else (1.0, 0.0) for nd, p in zip(nodes, ranks, strict=True)])
+    a, b = hock[:, 0], hock[:, 1]
+    k = np.sqrt(np.maximum(depth - 1, 0) * n * b / np.where(a > 0, a, 1.0))
+    k = np.where(a > 0, np.clip(np.round(k), 1, MAX_SEGMENTS), MAX_SEGMENTS)
+    chunk = n / (2 * k)
+    fl: np.ndarray | float = 1.0
+    fb: np.ndarray | float = 1.0
+    factors = cluster.network.message_factors
+    if factors is not None:
+        fl, fb = factors.at(chunk)
+    red = fl * lat[:, 0] + chunk * busy[:, 0] / fb + g * chunk * curve.recv[:, 0]
+    bc = fl * lat[:, 1] + chunk * busy[:, 1] / fb
+    out = np.array((k + depth - 1) * (red + bc))
+    short = (k <= EXACT_PIPELINE_SEGMENTS) & (ranks > 1)
+    if short.any():
+        for j in np.unique(np.nonzero(short)[-1]).tolist():
+            col = short[..., j]
+            for kk in np.unique(k[..., j][col]).astype(int).tolist():
+                sel = col & (k[..., j] == kk)
+                exact = plan_collective(cluster.network.topology, nodes[j], ranks_per_node, dev,
+                                        "allreduce", "double-binary-tree", inter_algorithm,
+                                        None, segments=kk)
+                out[..., j] = np.where(sel, _sum_steps(cluster, exact, n[..., j],
+                                                       float(g[j])), out[..., j])
+    return np.where(ranks > 1, out, 0.0)
 
 
 @lru_cache(maxsize=1024)

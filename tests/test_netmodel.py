@@ -9,7 +9,12 @@ import pytest
 from dlscale.perfmodel.catalog import get_cluster, get_workload
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.hardware import Dragonfly, FatTree, Torus
-from dlscale.perfmodel.netmodel import collective_time_s, limiting_level, path_hockney
+from dlscale.perfmodel.netmodel import (
+    collective_time_s,
+    limiting_level,
+    path_hockney,
+    time_per_node_count,
+)
 from dlscale.perfmodel.training import iteration_times
 from dlscale.simulator.network import SimulatedNetwork
 
@@ -178,3 +183,19 @@ def test_a_network_too_big_to_build_is_refused_before_work_but_predicted():
         network_graph(huge, 2)
     t = collective_time_s(huge, "allreduce", "ring", 1e8, 2, 6)   # no graph needed
     assert 0 < t < 1
+
+
+def test_double_binary_tree_per_node_count_is_the_single_call_at_each():
+    # the vectorized curve (steady state and short pipelines) equals collective_time_s
+    c = get_cluster("summit")
+    nodes = [1, 2, 3, 16, 300]
+    sizes = np.array([[0.0], [10.0], [4e4], [1e6], [1e8]])
+    g = np.array([0.0, 1e-11, 5e-11, 0.0, 1e-10])
+    t = time_per_node_count(c, "allreduce", "double-binary-tree", sizes, nodes, 6, g)
+    for j, nd in enumerate(nodes):
+        ref = collective_time_s(c, "allreduce", "double-binary-tree", sizes[:, 0], nd, 6,
+                                float(g[j]))
+        np.testing.assert_allclose(t[:, j], ref, rtol=1e-12, atol=0)
+    single = get_cluster("stampede2-knl")   # one rank per node: one node is one rank
+    assert time_per_node_count(single, "allreduce", "double-binary-tree", 1e6, [1], 1).tolist() \
+        == [0.0]

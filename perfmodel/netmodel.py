@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -287,10 +286,33 @@ def dbt_segments(depth: int, n_bytes: float, alpha_s: float, beta_s_per_B: float
     >>> dbt_segments(10, 1e8, 5e-6, 1e-10), dbt_segments(10, 1e3, 5e-6, 1e-10)
     (134, 1)
     """
-    if alpha_s <= 0:
-        return max_segments
-    k = math.sqrt(max(depth - 1, 0) * n_bytes * beta_s_per_B / alpha_s)
-    return int(min(max_segments, max(1, round(k))))
+    return int(_segments(depth, n_bytes, alpha_s, beta_s_per_B, max_segments))
+
+
+def _segments(depth: ArrayLike, n_bytes: ArrayLike, alpha_s: ArrayLike,
+              beta_s_per_B: ArrayLike, max_segments: int = MAX_SEGMENTS) -> np.ndarray:
+    """:func:`dbt_segments`, vectorized (as floats)."""
+    a = np.asarray(alpha_s, dtype=float)
+    k = np.sqrt(np.maximum(np.asarray(depth, dtype=float) - 1, 0) * np.asarray(n_bytes)
+                * np.asarray(beta_s_per_B) / np.where(a > 0, a, 1.0))
+    return np.asarray(np.where(a > 0, np.clip(np.round(k), 1, max_segments), max_segments))
+
+
+def _dbt_steady_s(cluster: Cluster, n: np.ndarray, k: np.ndarray, depth: ArrayLike,
+                  lat: np.ndarray, busy: np.ndarray, recv: ArrayLike,
+                  gamma_s_per_B: ArrayLike) -> np.ndarray:
+    """The pipelined double binary tree from its steady state: ``k + D - 1`` steps, each
+    a reduction step and a broadcast step of one ``n / (2 k)``-byte segment (``lat``,
+    ``busy``: last axis the two steps; per-size factors at the segment's size)."""
+    chunk = n / (2 * k)
+    fl: np.ndarray | float = 1.0
+    fb: np.ndarray | float = 1.0
+    factors = cluster.network.message_factors
+    if factors is not None:
+        fl, fb = factors.at(chunk)
+    red = fl * lat[..., 0] + chunk * busy[..., 0] / fb + gamma_s_per_B * chunk * recv
+    bc = fl * lat[..., 1] + chunk * busy[..., 1] / fb
+    return np.array((k + np.asarray(depth) - 1) * (red + bc))
 
 
 def _check_names(collective: str, algorithm: str, inter_algorithm: str) -> None:
@@ -377,20 +399,11 @@ def collective_time_s(cluster: Cluster, collective: str, algorithm: str,
                            algorithm, inter_algorithm, key)
     lat = _latency(cluster, dev, plan.inter, plan.hops)               # (S,)
     busy = (plan.load * _betas(cluster, plan.levels)).max(axis=1, initial=0.0)
-    factors = cluster.network.message_factors
     if plan.dbt_depth:
         a, b = path_hockney(cluster, nodes, ranks_per_node, ids[0], ids[1])
-        k = np.vectorize(lambda x: dbt_segments(plan.dbt_depth, x, a, b))(n).astype(float)
-        steps = k + plan.dbt_depth - 1
-        chunk = n / (2 * k)
-        red = lat[0] + chunk * busy[0] + gamma_s_per_B * chunk * plan.recv[0]
-        bc = lat[1] + chunk * busy[1]
-        if factors is not None:
-            # the latency and bandwidth of a segment-sized message
-            fl, fb = factors.at(chunk)
-            red = fl * lat[0] + chunk * busy[0] / fb + gamma_s_per_B * chunk * plan.recv[0]
-            bc = fl * lat[1] + chunk * busy[1] / fb
-        out = steps * (red + bc)
+        k = _segments(plan.dbt_depth, n, a, b)
+        out = _dbt_steady_s(cluster, n, k, plan.dbt_depth, lat, busy, plan.recv[0],
+                            gamma_s_per_B)
         # a short pipeline spends most of its steps filling and draining, when only
         # some edges are busy: cost those steps one by one
         for kk in np.unique(k[k <= EXACT_PIPELINE_SEGMENTS]).astype(int).tolist():
@@ -536,18 +549,8 @@ def _dbt_per_node_count(cluster: Cluster, nodes: tuple[int, ...], ranks_per_node
                       if p > 1 else 1 for nd, p in zip(nodes, ranks, strict=True)], dtype=float)
     hock = np.array([path_hockney(cluster, nd, ranks_per_node, 0, int(p) - 1) if p > 1
                      else (1.0, 0.0) for nd, p in zip(nodes, ranks, strict=True)])
-    a, b = hock[:, 0], hock[:, 1]
-    k = np.sqrt(np.maximum(depth - 1, 0) * n * b / np.where(a > 0, a, 1.0))
-    k = np.where(a > 0, np.clip(np.round(k), 1, MAX_SEGMENTS), MAX_SEGMENTS)
-    chunk = n / (2 * k)
-    fl: np.ndarray | float = 1.0
-    fb: np.ndarray | float = 1.0
-    factors = cluster.network.message_factors
-    if factors is not None:
-        fl, fb = factors.at(chunk)
-    red = fl * lat[:, 0] + chunk * busy[:, 0] / fb + g * chunk * curve.recv[:, 0]
-    bc = fl * lat[:, 1] + chunk * busy[:, 1] / fb
-    out = np.array((k + depth - 1) * (red + bc))
+    k = _segments(depth, n, hock[:, 0], hock[:, 1])
+    out = _dbt_steady_s(cluster, n, k, depth, lat, busy, curve.recv[:, 0], g)
     short = (k <= EXACT_PIPELINE_SEGMENTS) & (ranks > 1)
     if short.any():
         for j in np.unique(np.nonzero(short)[-1]).tolist():

@@ -71,9 +71,10 @@ def phase_loads(routed: _Routed, phase: Phase, n_links: int) -> tuple[np.ndarray
     return load, sub_bytes
 
 
-def message_costs(routed: _Routed, phase: Phase, n_links: int,
+def message_costs(routed: _Routed, phase: Phase, load: np.ndarray, sub_bytes: np.ndarray,
                   factors: MessageFactors | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """What one repetition of ``phase`` costs the network, per-size factors applied.
+    """What one repetition of ``phase`` costs the network, per-size factors applied to
+    its :func:`phase_loads` ``(load, sub_bytes)``.
 
     Returns ``(load, sub_bytes, latency_s)``: the bytes every link carries, each
     subflow's bytes and each subflow's latency. With ``factors``
@@ -82,14 +83,13 @@ def message_costs(routed: _Routed, phase: Phase, n_links: int,
     same rule as the analytical model's; ``n`` is the whole message's size, not a
     rail's share of it.
     """
-    load, sub_bytes = phase_loads(routed, phase, n_links)
     r = routed.routes
     if factors is None:
         return load, sub_bytes, r.latency_s
     fl, fb = factors.at(phase.nbytes[r.pair])
     sub_eff = sub_bytes / fb
     weights = np.broadcast_to(sub_eff[:, None], r.links.shape)[routed.valid]
-    eff = np.bincount(r.links[routed.valid], weights=weights, minlength=n_links)
+    eff = np.bincount(r.links[routed.valid], weights=weights, minlength=len(load))
     return eff, sub_eff, r.latency_s * fl
 
 
@@ -131,8 +131,8 @@ def run_fast(phases: list[Phase], table: LinkTable, router, rank_nodes: np.ndarr
     per_phase = []
     for i, ph in enumerate(phases):
         routed = cache.get(ph, table, router, rank_nodes)
-        load, _ = phase_loads(routed, ph, table.n_links)
-        eff, _, latency_s = message_costs(routed, ph, table.n_links, factors)
+        load, sub_bytes = phase_loads(routed, ph, table.n_links)
+        eff, _, latency_s = message_costs(routed, ph, load, sub_bytes, factors)
         busy = eff / cap
         r = routed.routes
         bottleneck = np.where(routed.valid, busy[routed.safe], 0.0).max(axis=1, initial=0.0)

@@ -58,7 +58,7 @@ def prepare_flow(phases: list[Phase], table: LinkTable, router, rank_nodes: np.n
     H, pool = 1, np.zeros(n_ranks, dtype=np.int64)
     for ph in phases:
         routed = cache.get(ph, table, router, rank_nodes)
-        _, sb, lat = message_costs(routed, ph, table.n_links, factors)
+        _, sb, lat = message_costs(routed, ph, *phase_loads(routed, ph, table.n_links), factors)
         rt = routed.routes
         n_msg = len(ph.src)
         src.append(ph.src)
@@ -168,9 +168,9 @@ def run_flow(phases: list[Phase], table: LinkTable, router, rank_nodes: np.ndarr
     prepared = []
     for ph in phases:
         routed = cache.get(ph, table, router, rank_nodes)
-        load, _ = phase_loads(routed, ph, table.n_links)
+        load, sub_bytes = phase_loads(routed, ph, table.n_links)
         link_bytes += load * ph.repeat
-        _, sub_bytes, latency_s = message_costs(routed, ph, table.n_links, factors)
+        _, sub_bytes, latency_s = message_costs(routed, ph, load, sub_bytes, factors)
         n_msg = len(ph.src)
         rt = routed.routes
         rails = len(rt.pair) // max(n_msg, 1)

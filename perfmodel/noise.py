@@ -47,13 +47,13 @@ from .errors import ConfigError, unknown_name
 __all__ = ["MAX_SIGMA", "NOISE_MODELS", "Empirical", "Lognormal", "NoNoise", "Noise",
            "expected_max_factor", "make_noise"]
 
-#: Quadrature grid of the lognormal expected maximum: z from -10 to 10 in steps of
+#: numerical: quadrature grid of the lognormal expected maximum: z from -10 to 10 in steps of
 #: 0.01 (the integrand ``P phi(z) Phi(z)^(P-1) exp(sigma z)`` is below 1e-20 of its
 #: peak outside it for P <= 10^7 and sigma <= 2; a grid 4 times finer changes the
 #: result by less than 1e-15).
 _Z = np.linspace(-10.0, 10.0, 2001)
 
-#: Largest lognormal ``sigma`` accepted. At ``sigma = 2`` the median factor is already
+#: numerical: largest lognormal ``sigma`` accepted. At ``sigma = 2`` the median factor is already
 #: ``exp(-2) = 0.14`` and the variance ``exp(4) - 1 = 54``: the mean of one is carried
 #: by rare draws, so the mean of the few thousand draws of a run is far from one (at
 #: ``sigma = 50`` every draw underflows to a 0 s compute step, and above ~38 the
@@ -97,7 +97,7 @@ class Lognormal:
     def draw(self, rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
         """``exp(sigma z - sigma^2 / 2)`` of shape ``shape``."""
         z = rng.standard_normal(shape)
-        return np.exp(self.sigma * z - 0.5 * self.sigma ** 2)
+        return np.exp(self.sigma * z - 0.5 * self.sigma ** 2)   # definition: mean one
 
     @property
     def spec(self) -> str:
@@ -117,7 +117,9 @@ class Lognormal:
         p_all = np.maximum(np.asarray(ranks, dtype=float), 1.0)
         p, inverse = np.unique(p_all, return_inverse=True)  # one integral per rank count
         z = _Z
+        # definition: the standard normal log density, and the mean-one shift -sigma^2/2
         log_pdf = -0.5 * z ** 2 - 0.5 * math.log(2 * math.pi)
+        # definition: the mean-one shift -sigma^2/2 (as in draw)
         logs = (np.log(p)[..., None] + log_pdf + (p[..., None] - 1) * log_ndtr(z)
                 + self.sigma * z - 0.5 * self.sigma ** 2)
         out = np.where(p <= 1, 1.0, np.trapezoid(np.exp(logs), z, axis=-1))
@@ -234,7 +236,7 @@ def make_noise(spec: str | Noise | None) -> Noise:
     return _parse(spec)
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=64)     # numerical: cache size, no effect on results
 def _parse_cached(spec: str) -> Noise:
     return _parse(spec)
 

@@ -85,12 +85,13 @@ TRANSPORT_EFFICIENCY = {"rdma": 0.97, "tcp": 1448 / 1538}
 
 #: Least zero-byte latency through a kernel TCP stack: ~10 us half round trip
 #: (netperf TCP_RR, ~20 us RTT; the figure :mod:`.catalog.links` uses for Ethernet
-#: TCP links), approx.
+#: TCP links), approx. (assumption: no single published measurement is cited).
 TCP_LATENCY_S = 10e-6
 
 #: Status bits Horovod's cache coordinator appends to the cache bit vector
 #: (SHOULD_SHUT_DOWN, UNCACHED_IN_QUEUE, INVALID_IN_QUEUE: horovod/common/
-#: response_cache.h, ``CacheCoordinator``, Horovod 0.16.1 and later).
+#: response_cache.h, ``CacheCoordinator``, Horovod 0.16.1 and later;
+#: github.com/horovod/horovod).
 CACHE_STATUS_BITS = 3
 
 
@@ -112,6 +113,8 @@ class Runtime:
     algorithms: tuple[str, ...]
     selection: str
     transport: str
+    # MPICH's MPIR_CVAR_ALLREDUCE_SHORT_MSG_SIZE default (MPICH 3.x src/mpi/coll/
+    # allreduce; Thakur, Rabenseifner, Gropp, IJHPCA 2005)
     short_msg_bytes: float = 2048.0
     links_measured: bool = False
     source: str = ""
@@ -164,6 +167,8 @@ def cache_bitvector_bytes(tensors: int) -> float:
     >>> cache_bitvector_bytes(161), cache_bitvector_bytes(61)
     (24.0, 8.0)
     """
+    # 8-byte (64-bit) words of the bit vector (github.com/horovod/horovod,
+    # horovod/common/response_cache.cc)
     return 8.0 * math.ceil((max(tensors, 0) + CACHE_STATUS_BITS) / 64)
 
 

@@ -78,7 +78,8 @@ def _partition(network: NetworkSpec, nodes: int) -> NetworkSpec:
 # --- generic GPU cluster --------------------------------------------------------------
 # A two-level non-blocking fat tree of 36-port EDR switches holds 36 x 18 = 648 nodes
 # (18 down / 18 up per leaf, 36 leaves per 36-port spine set); size derived from the
-# switch radix (Mellanox SB7800: 36 ports), not from a particular installation.
+# switch radix (Mellanox SB7800 datasheet: 36 EDR ports, 90 ns port-to-port latency),
+# not from a particular installation.
 GPU_EDR_NET = NetworkSpec(
     "edr-2-level-fat-tree",
     FatTree(levels=2, nodes_per_leaf=18, down_up=((18, 18),), max_nodes=36 * 18),

@@ -95,6 +95,8 @@ def measured_fraction(samples_per_s: float, forward_flops: float, peak_flops: fl
     >>> round(measured_fraction(219.0, 8.24e9, 10.6e12), 3)   # P100, ResNet-50, TF
     0.511
     """
+    # a training step costs 3x the forward pass (backward = 2x forward: gradients with
+    # respect to inputs and to weights; Kaplan et al. 2020, arXiv 2001.08361, Sec. 2.1)
     return samples_per_s * 3.0 * forward_flops / peak_flops
 
 
@@ -131,13 +133,15 @@ def solve_fraction(device: Device, model: Model, precision: str, batch: int,
             f"sustained_fraction of {device.name}: {samples_per_s:g} samples/s of {model.name} "
             f"at batch {batch} needs more than the whole {precision} peak in this model "
             f"(at most {top:.4g} samples/s)")
+    # numerical: bisection halves the bracket until it is 1e-12 wide (about 40 of the
+    # at most 200 steps); the solved fraction is exact to round-off
     for _ in range(200):
         mid = 0.5 * (lo + hi)
         if _rate(_with_fraction(device, precision, mid), model, precision, batch) < samples_per_s:
             lo = mid
         else:
             hi = mid
-        if hi - lo < 1e-12:
+        if hi - lo < 1e-12:       # numerical: see the loop above
             break
     return hi
 
@@ -173,7 +177,7 @@ _PLACEHOLDER = 0.5      # replaced by the solved fraction before DEVICES is buil
 
 
 def _knl(name: str, cores: int, clock_hz: float, mode: str) -> Device:
-    fp64 = cores * clock_hz * 32
+    fp64 = cores * clock_hz * 32        # 32 fp64 FLOP/cycle/core (Sodani et al. 2016)
     return Device(
         name=name, kind="knl", cores=cores, clock_hz=clock_hz,
         peak_fp64_flops=fp64, peak_fp32_flops=2 * fp64, peak_fp16_flops=2 * fp64,
@@ -253,10 +257,11 @@ def _gpu(name: str, sms: int, clock_hz: float, fp64: float, fp32: float, fp16: f
 
 
 _BASE: dict[str, Device] = {
-    "xeon-phi-7250-flat": _knl("xeon-phi-7250-flat", 68, 1.40 * GHz, "flat"),
-    "xeon-phi-7250-cache": _knl("xeon-phi-7250-cache", 68, 1.40 * GHz, "cache"),
-    "xeon-phi-7230-flat": _knl("xeon-phi-7230-flat", 64, 1.30 * GHz, "flat"),
-    "xeon-phi-7230-cache": _knl("xeon-phi-7230-cache", 64, 1.30 * GHz, "cache"),
+    # Intel ARK: Xeon Phi 7250 68 cores 1.40 GHz; 7230 64 cores 1.30 GHz
+    "xeon-phi-7250-flat": _knl("xeon-phi-7250-flat", 68, 1.40 * GHz, "flat"),  # Intel ARK
+    "xeon-phi-7250-cache": _knl("xeon-phi-7250-cache", 68, 1.40 * GHz, "cache"),  # Intel ARK
+    "xeon-phi-7230-flat": _knl("xeon-phi-7230-flat", 64, 1.30 * GHz, "flat"),  # Intel ARK
+    "xeon-phi-7230-cache": _knl("xeon-phi-7230-cache", 64, 1.30 * GHz, "cache"),  # Intel ARK
     "xeon-8160": Device(
         name="xeon-8160", kind="cpu", cores=24, clock_hz=2.1 * GHz,
         peak_fp64_flops=24 * 2.1 * GHz * 32,          # 1.61 TFLOPS (AVX-512, 2 FMA units)
@@ -301,22 +306,31 @@ _K40 = _gpu("k40", 15, 0.875 * GHz, 1.68, 5.04, 5.04, 12, 288, _PLACEHOLDER, 235
             "NVIDIA Tesla K40 datasheet")
 _KNL = ("xeon-phi-7250-flat", "xeon-phi-7250-cache", "xeon-phi-7230-flat", "xeon-phi-7230-cache")
 _FP32 = {
+    # intel/caffe GitHub issue #132 (2017): KNL 7250 cache mode, AlexNet batch 256, 444 img/s
     **dict.fromkeys(_KNL, _derive(
         "xeon-phi-7250-cache", _BASE["xeon-phi-7250-cache"], _ALEXNET, "fp32", 256, 444.0,
         "Intel Caffe AlexNet training, KNL 7250 cache mode, batch 256, 444 img/s "
         "(intel/caffe#132)", _KNL)),
+    # 01org/caffe pull request #16 (2016): 2x E5-2699 v3, AlexNet, 256 img/s; batch 256
+    # assumed (Caffe's AlexNet default, not stated there)
     **dict.fromkeys(("xeon-8160", "power9-22c"), _derive(
         "2x-xeon-e5-2699v3", _HASWELL_2S, _ALEXNET, "fp32", 256, 256.0,
         "Intel Caffe (MKL-DNN) AlexNet training, 2x E5-2699 v3, batch 256, 256 img/s "
         "(01org/caffe#16; Haswell sibling)", ("xeon-8160", "power9-22c"))),
+    # caffe.berkeleyvision.org performance notes: 4 ms/image learning on a K40 = 250
+    # img/s; batch 256 of the CaffeNet reference solver
     "k20x": _derive("k40", _K40, _ALEXNET, "fp32", 256, 250.0,
                     "Caffe CaffeNet 4 ms/image learning on K40, batch 256 = 250 img/s "
                     "(GK110 sibling)", ("k20x",)),
+    # tensorflow.org/performance/benchmarks (2017): GCE K80, ResNet-50 batch 64, 52 img/s
     "k80": _derive("k80", _BASE["k80"], _RESNET50, "fp32", 64, 52.0,
                    "TF benchmarks GCE K80 (one GK210) ResNet-50 batch 64, 52 img/s", ("k80",)),
+    # tensorflow.org/performance/benchmarks (2017): DGX-1 P100, ResNet-50 batch 64, 219 img/s
     **dict.fromkeys(("p100-sxm2", "p100-pcie"), _derive(
         "p100-sxm2", _BASE["p100-sxm2"], _RESNET50, "fp32", 64, 219.0,
         "TF benchmarks DGX-1 P100 ResNet-50 batch 64, 219 img/s", ("p100-sxm2", "p100-pcie"))),
+    # Dell EMC Ready Solutions for AI reference guide v1.0 (2018), Sec. 3.1.2: V100 fp32
+    # ResNet-50 1.26x P100-SXM2, applied to the 219 img/s above at batch 64
     **dict.fromkeys(("v100-sxm2", "v100-pcie"), _derive(
         "v100-sxm2", _BASE["v100-sxm2"], _RESNET50, "fp32", 64, 1.26 * 219.0,
         "Dell EMC AI reference guide: V100 fp32 TF ResNet-50 1.26 x P100 = 276 img/s at "
@@ -325,6 +339,8 @@ _FP32 = {
 FRACTION_DERIVATIONS["power9-22c"] = (
     "no POWER9 DL training measurement found; the Xeon MKL-DNN figure is a stand-in: "
     + FRACTION_DERIVATIONS["power9-22c"])
+# NVIDIA developer blog, May 2018: one V100, ResNet-50 mixed precision, 1,075 img/s;
+# batch 256 assumed (NVIDIA's ResNet-50 scripts' mixed-precision batch, see above)
 _FP16 = dict.fromkeys(("v100-sxm2", "v100-pcie"), _derive(
     "v100-sxm2 (fp16)", _BASE["v100-sxm2"], _RESNET50, "fp16", 256, 1075.0,
     "NVIDIA blog May 2018 ResNet-50 mixed precision, 1,075 img/s (batch 256 assumed)",

@@ -88,6 +88,7 @@ def conv_class(kh: int, kw: int, sh: int, sw: int, groups: int, in_ch: int) -> s
         return "depthwise"
     if kh == kw == 1:
         return "gemm"               # a 1x1 convolution is a matrix multiply, strided or not
+    # Winograd F(m, 3x3) runs 3x3, stride-1, ungrouped layers (Lavin & Gray, CVPR 2016)
     if kh == kw == 3 and sh == sw == 1 and groups == 1:
         return "conv3x3"            # Winograd eligible
     return "conv"
@@ -111,7 +112,7 @@ class Net:
 
     # -- helpers -----------------------------------------------------------------
     def _chw(self, what: str) -> tuple[int, int, int]:
-        if len(self.shape) != 3:
+        if len(self.shape) != 3:    # definition: a feature map is (C, H, W)
             raise ConfigError(f"{self.name}: {what} needs a (C, H, W) input, got {self.shape}")
         c, h, w = self.shape
         return c, h, w
@@ -137,6 +138,7 @@ class Net:
         weights = kh * kw * (c // groups) * out_ch
         outputs = out_ch * ho * wo
         params = weights + (out_ch if bias else 0)
+        # definition: one multiply-add = 2 FLOPs (the convention of peak FLOP/s figures)
         flops = 2.0 * kh * kw * (c // groups) * outputs + (outputs if bias else 0)
         self.layers.append(Layer(name, "conv", params, flops, outputs,
                                  algo=conv_class(kh, kw, sh, sw, groups, c)))
@@ -149,6 +151,7 @@ class Net:
         outputs = out_ch * ho * wo
         params = kernel * kernel * c * out_ch + (out_ch if bias else 0)
         # every input pixel scatters a k x k x out_ch patch: 2 k^2 C_in C_out H W flops
+        # (definition: one multiply-add = 2 FLOPs)
         flops = 2.0 * kernel * kernel * c * out_ch * h * w + (outputs if bias else 0)
         # kernel == stride: every input pixel times a (C_in, k^2 C_out) matrix, a GEMM
         self.layers.append(Layer(name, "conv", params, flops, outputs, algo="gemm"))
@@ -158,6 +161,8 @@ class Net:
         """Batch normalisation over the channels (scale and shift)."""
         c, h, w = self._chw(name)
         n = c * h * w
+        # 4 FLOPs per element: subtract the mean, divide by the deviation, scale, shift
+        # (Ioffe & Szegedy 2015, arXiv 1502.03167, Algorithm 1; statistics not counted)
         self.layers.append(Layer(name, "norm", 2 * c, 4.0 * n, n))
 
     def relu(self, name: str) -> None:
@@ -165,9 +170,12 @@ class Net:
         n = math.prod(self.shape)
         self.layers.append(Layer(name, "act", 0, float(n), n))
 
+    # size 5: AlexNet's n = 5 (Krizhevsky et al. NIPS 2012, Sec. 3.3)
     def lrn(self, name: str, size: int = 5) -> None:
         """Local response normalisation across ``size`` channels."""
         n = math.prod(self.shape)
+        # Krizhevsky et al. 2012, Sec. 3.3: b = a / (k + alpha sum a^2)^beta: a square and
+        # an add per channel of the window (2 size), then add k, power, divide (3)
         self.layers.append(Layer(name, "norm", 0, float((2 * size + 3) * n), n))
 
     def pool(self, name: str, kernel: int, stride: int, pad: int = 0, ceil: bool = False) -> None:
@@ -192,7 +200,7 @@ class Net:
         """Fully connected layer on a flat input (flattens a map first)."""
         n_in = math.prod(self.shape)
         params = n_in * out_features + (out_features if bias else 0)
-        flops = 2.0 * n_in * out_features + (out_features if bias else 0)
+        flops = 2.0 * n_in * out_features + (out_features if bias else 0)  # definition: MAC = 2
         self.layers.append(Layer(name, "fc", params, flops, out_features))
         self.shape = (out_features,)
 

@@ -27,8 +27,12 @@ def _link(name: str, bandwidth_Bps: float, latency_s: float, source: str) -> Lin
     return Link(name, bandwidth_Bps, latency_s, source)
 
 
-_ETH_TCP_LAT = 10 * us   # kernel TCP: ~10 us half round trip (e.g. netperf TCP_RR, ~20 us RTT), approx.
-_ETH_ROCE_LAT = 1.5 * us  # RoCE v2 verbs/MPI: ~1.3-1.7 us (Mellanox ConnectX-4 Lx brief), approx.
+# assumption: kernel TCP ~10 us half round trip (the order of netperf TCP_RR figures,
+# ~20 us round trip, on 10-100 GbE); no single published measurement is cited
+_ETH_TCP_LAT = 10 * us
+# Mellanox ConnectX-4 Lx EN product brief (2016): "sub microsecond latency" in the
+# adapter; 1.5 us end to end through verbs/MPI and one switch is an assumption
+_ETH_ROCE_LAT = 1.5 * us
 
 LINKS: dict[str, Link] = {
     # PCI Express 3.0 base spec: 8 GT/s per lane, 128b/130b encoding -> 0.985 GB/s per
@@ -84,7 +88,8 @@ LINKS: dict[str, Link] = {
     # NVIDIA DGX-1 (P100 and V100) datasheets: 4 x InfiniBand EDR ports per server.
     "ib-edr-x4": _link("ib-edr-x4", 4 * 100 * Gbit_per_s, 0.6 * us,
                        "NVIDIA DGX-1 datasheet (4 x IB EDR)"),
-    # Ethernet (IEEE 802.3): line rate / 8.
+    # Ethernet (IEEE 802.3 standard: 802.3ae 10G, 802.3by 25G, 802.3cd 50G, 802.3bj
+    # 100G): line rate / 8.
     "eth-10g-tcp": _link("eth-10g-tcp", 10 * Gbit_per_s, _ETH_TCP_LAT, "IEEE 802.3; TCP latency approx."),
     "eth-25g-tcp": _link("eth-25g-tcp", 25 * Gbit_per_s, _ETH_TCP_LAT, "IEEE 802.3by; TCP latency approx."),
     "eth-50g-tcp": _link("eth-50g-tcp", 50 * Gbit_per_s, _ETH_TCP_LAT, "IEEE 802.3cd; TCP latency approx."),
@@ -93,10 +98,11 @@ LINKS: dict[str, Link] = {
     "eth-25g-roce": _link("eth-25g-roce", 25 * Gbit_per_s, _ETH_ROCE_LAT, "IEEE 802.3by; Mellanox RoCE brief"),
     "eth-50g-roce": _link("eth-50g-roce", 50 * Gbit_per_s, _ETH_ROCE_LAT, "IEEE 802.3cd; Mellanox RoCE brief"),
     "eth-100g-roce": _link("eth-100g-roce", 100 * Gbit_per_s, _ETH_ROCE_LAT, "IEEE 802.3bj; Mellanox RoCE brief"),
-    # Intra-node MPI through shared memory. KNL: ~1 us latency and ~6 GB/s large-message
-    # bandwidth (one slow core copies; OSU intranode figures on KNL reported by
-    # TACC/NERSC training material), approx. Skylake Xeon: ~0.3 us and ~10 GB/s
-    # (single-core copy), approx.
+    # Intra-node MPI through shared memory (assumption: no single measurement cited).
+    # KNL: ~1 us latency and ~6 GB/s large-message bandwidth (one slow core copies; the
+    # order of OSU intranode figures on KNL in TACC/NERSC training material), approx.
+    # Skylake Xeon: ~0.3 us and ~10 GB/s (single-core copy), approx.
     "knl-shm": _link("knl-shm", 6 * GB_per_s, 1.0 * us, "OSU intranode on KNL (approx.)"),
-    "xeon-shm": _link("xeon-shm", 10 * GB_per_s, 0.3 * us, "OSU intranode on Skylake (approx.)"),
+    "xeon-shm": _link("xeon-shm", 10 * GB_per_s, 0.3 * us,  # assumption, as above
+                      "OSU intranode on Skylake (approx.)"),
 }

@@ -24,6 +24,7 @@ def _model(name: str, net: Net, input_shape: tuple[int, ...], dataset: str, sour
     return Model(name, tuple(net.layers), input_shape, dataset, DATASETS[dataset], source)
 
 
+# Caffe examples/mnist/lenet_train_test.prototxt (github.com/BVLC/caffe); LeCun et al. 1998
 def lenet() -> Model:
     """LeNet-5 as in Caffe's ``examples/mnist/lenet_train_test.prototxt``.
 
@@ -105,6 +106,8 @@ def alexnet() -> Model:
                   "Krizhevsky et al. NIPS 2012; Caffe models/bvlc_alexnet")
 
 
+# You, Buluc, Demmel SC'17 (arXiv 1708.02983): 249 MB of weights; AlexNet's layers
+# (Krizhevsky et al. NIPS 2012, Fig. 2) on 227x227 inputs (see the docstring)
 def alexnet_cifar10() -> Model:
     """AlexNet trained on CIFAR-10 in You, Buluc, Demmel (SC'17).
 
@@ -133,6 +136,8 @@ VGG_CONFIGS: dict[int, tuple[int | str, ...]] = {
 }
 
 
+# Simonyan & Zisserman, ICLR 2015 (arXiv 1409.1556), Table 1: 3x3 convolutions, fc
+# 4096-4096-1000, 224x224 inputs
 def vgg(depth: int) -> Model:
     """VGG-``depth`` (16 or 19) on 224x224 ImageNet images.
 
@@ -170,11 +175,13 @@ def vgg(depth: int) -> Model:
                   "Simonyan & Zisserman, ICLR 2015, Table 1 (config D/E)")
 
 
+# Simonyan & Zisserman 2015, Table 1 (configuration D)
 def vgg16() -> Model:
     """VGG-16 (configuration D): 138,357,544 parameters."""
     return vgg(16)
 
 
+# Simonyan & Zisserman 2015, Table 1 (configuration E)
 def vgg19() -> Model:
     """VGG-19 (configuration E): 143,667,240 parameters."""
     return vgg(19)

@@ -37,12 +37,13 @@ from .layers import Net
 
 __all__ = ["FCN_WIDTHS", "fcn_summit"]
 
-#: Encoder stage widths (A2); the decoder uses them in reverse (A3).
+#: Encoder stage widths (assumption A2); the decoder uses them in reverse (A3).
 FCN_WIDTHS = (256, 256, 512, 512)
-#: Bottleneck width (A2).
+#: Bottleneck width (assumption A2).
 FCN_BOTTLENECK = 1024
 
 
+# assumption A2: 3x3 convolutions, batch norm, ReLU
 def _cbr(net: Net, name: str, ch: int, k: int = 3) -> None:
     net.conv(name, ch, k, pad=k // 2, bias=False)
     net.bn(f"{name}_bn")
@@ -51,7 +52,7 @@ def _cbr(net: Net, name: str, ch: int, k: int = 3) -> None:
 
 def fcn_summit() -> Model:
     """The approximate Summit FCN of assumptions A1-A5 (see the module docstring)."""
-    net = Net("fcn-summit", (1024, 128, 128))
+    net = Net("fcn-summit", (1024, 128, 128))      # assumption A1
     _cbr(net, "stem", FCN_WIDTHS[0])
     for i, w in enumerate(FCN_WIDTHS):
         _cbr(net, f"enc{i}_conv1", w)
@@ -64,6 +65,6 @@ def fcn_summit() -> Model:
         _cbr(net, f"dec{i}_conv1", w)
         _cbr(net, f"dec{i}_conv2", w)
     net.conv("head", 1, 1)
-    return Model("fcn-summit", tuple(net.layers), (1024, 128, 128), "cbed-summit",
+    return Model("fcn-summit", tuple(net.layers), (1024, 128, 128), "cbed-summit",  # A1, assumed
                  DATASETS["cbed-summit"],
                  "approximation after Laanait et al. 2019 (arXiv 1909.11150); assumptions A1-A5")

@@ -61,6 +61,7 @@ def _conv_relu(net: Net, name: str, ch: int, k: int, stride: int = 1, pad: int =
     return net
 
 
+# Szegedy et al. CVPR 2015 (arXiv 1409.4842), Fig. 2(b) and Table 1: the branch kernels
 def _googlenet_module(net: Net, p: str, c1: int, r3: int, c3: int, r5: int, c5: int,
                       pp: int) -> None:
     """One GoogLeNet Inception module: 1x1, 3x3, 5x5 and pool-projection branches."""
@@ -110,6 +111,7 @@ def _cbn(net: Net, name: str, ch: int, k: int | tuple[int, int], stride: int = 1
     return net
 
 
+# Szegedy et al. CVPR 2016 (arXiv 1512.00567), Figs. 5-7 and Table 1; widths as torchvision's inception.py (InceptionA)
 def _inception_a(net: Net, p: str, pool_features: int) -> None:
     _run_branches(net, [
         lambda s: _cbn(s, f"{p}_1x1", 64, 1),
@@ -120,6 +122,7 @@ def _inception_a(net: Net, p: str, pool_features: int) -> None:
     ])
 
 
+# Szegedy et al. CVPR 2016 (arXiv 1512.00567), Figs. 5-7 and Table 1; widths as torchvision's inception.py (InceptionB)
 def _inception_b(net: Net, p: str) -> None:
     _run_branches(net, [
         lambda s: _cbn(s, f"{p}_3x3", 384, 3, stride=2),
@@ -129,6 +132,7 @@ def _inception_b(net: Net, p: str) -> None:
     ])
 
 
+# Szegedy et al. CVPR 2016 (arXiv 1512.00567), Figs. 5-7 and Table 1; widths as torchvision's inception.py (InceptionC)
 def _inception_c(net: Net, p: str, c7: int) -> None:
     _run_branches(net, [
         lambda s: _cbn(s, f"{p}_1x1", 192, 1),
@@ -143,6 +147,7 @@ def _inception_c(net: Net, p: str, c7: int) -> None:
     ])
 
 
+# Szegedy et al. CVPR 2016 (arXiv 1512.00567), Figs. 5-7 and Table 1; widths as torchvision's inception.py (InceptionD)
 def _inception_d(net: Net, p: str) -> None:
     _run_branches(net, [
         lambda s: (_cbn(s, f"{p}_3x3_1", 192, 1), _cbn(s, f"{p}_3x3_2", 320, 3, stride=2)),
@@ -154,6 +159,7 @@ def _inception_d(net: Net, p: str) -> None:
     ])
 
 
+# Szegedy et al. CVPR 2016 (arXiv 1512.00567), Figs. 5-7 and Table 1; widths as torchvision's inception.py (InceptionE's split 1x3 / 3x1)
 def _split_3x3(s: Net, p: str) -> Net:
     """The 1x3 and 3x1 pair that Inception-E runs side by side (outputs concatenated)."""
     _run_branches(s, [
@@ -163,6 +169,7 @@ def _split_3x3(s: Net, p: str) -> Net:
     return s
 
 
+# Szegedy et al. CVPR 2016 (arXiv 1512.00567), Figs. 5-7 and Table 1; widths as torchvision's inception.py (InceptionE)
 def _inception_e(net: Net, p: str) -> None:
     _run_branches(net, [
         lambda s: _cbn(s, f"{p}_1x1", 320, 1),

@@ -45,6 +45,7 @@ def _conv_bn(net: Net, name: str, out_ch: int, kernel: int, stride: int = 1,
         net.relu(f"{name}_relu")
 
 
+# He et al. CVPR 2016 (arXiv 1512.03385), Fig. 5 and Table 1: 1x1, 3x3, 1x1 (4x width)
 def _bottleneck(net: Net, name: str, width: int, stride: int) -> None:
     c_in = net.shape[0]
     out_ch = 4 * width
@@ -63,6 +64,7 @@ def _bottleneck(net: Net, name: str, width: int, stride: int) -> None:
     net.relu(f"{name}_relu")
 
 
+# He et al. CVPR 2016, Table 1: 7x7/2 stem, 3x3/2 max-pool, stage widths 64-512, fc 1000
 def resnet(depth: int) -> Model:
     """ResNet-``depth`` (50, 101 or 152) on 224x224 ImageNet images.
 
@@ -91,11 +93,13 @@ def resnet(depth: int) -> Model:
                  "He et al. CVPR 2016, Table 1; stride on 3x3 (torchvision v1.5)")
 
 
+# He et al. CVPR 2016, Table 1 (50-layer)
 def resnet50() -> Model:
     """ResNet-50: 25,557,032 parameters, 4.1 G multiply-adds per image."""
     return resnet(50)
 
 
+# He et al. CVPR 2016, Table 1 (101-layer)
 def resnet101() -> Model:
     """ResNet-101: 44,549,160 parameters, 7.8 G multiply-adds per image."""
     return resnet(101)

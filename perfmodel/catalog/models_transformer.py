@@ -49,7 +49,8 @@ __all__ = [
     "transformer_big",
 ]
 
-#: Subword vocabulary of the TF official wmt32k data (Cavdar et al.; Horovod issues).
+#: Subword vocabulary of the TF official wmt32k data (Cavdar et al. ISC 2019, arXiv
+#: 1905.04035; Horovod issues).
 VOCAB_SIZE = 33_708
 #: Assumed subword tokens per sentence on each side (source, target); see module doc.
 TOKENS_PER_SIDE = 28
@@ -63,20 +64,28 @@ TRANSFORMER_SIZES: dict[str, tuple[int, int, int, int]] = {
 
 def _attention(name: str, d: int, s_q: int, s_kv: int) -> Layer:
     """Multi-head attention: Q, K, V and output projections (no bias) and the scores."""
+    # W_Q, W_K, W_V, W_O, each d x d (Vaswani et al. 2017, arXiv 1706.03762, Sec. 3.2.2)
     params = 4 * d * d
-    proj = 2.0 * d * d * (2 * s_q + 2 * s_kv)       # Q and out on s_q tokens, K and V on s_kv
-    scores = 2.0 * s_q * s_kv * d * 2                # Q K^T and (softmax) x V
-    softmax = 5.0 * s_q * s_kv                       # exp, sum, divide (per head-summed scores)
+    # definition: one multiply-add = 2 FLOPs; Q and out on s_q tokens, K and V on s_kv,
+    # then Q K^T and (softmax) x V
+    proj = 2.0 * d * d * (2 * s_q + 2 * s_kv)
+    scores = 2.0 * s_q * s_kv * d * 2                # definition: multiply-add = 2 FLOPs
+    # assumption: 5 FLOPs per score for the softmax (max, subtract, exp, sum, divide),
+    # a counting convention; no published figure
+    softmax = 5.0 * s_q * s_kv
     return Layer(name, "attention", params, proj + scores + softmax, s_q * d)
 
 
 def _ffn(name: str, d: int, f: int, s: int) -> Layer:
     params = d * f + f + f * d + d
+    # definition: one multiply-add = 2 FLOPs; one FLOP per bias add and per ReLU
     flops = 2.0 * s * (d * f + f * d) + s * (f + d) + s * f   # products, biases, ReLU
     return Layer(name, "fc", params, flops, s * (f + d))
 
 
 def _norm(name: str, d: int, s: int) -> Layer:
+    # assumption: 8 FLOPs per element for layer norm (mean, centre, square, variance,
+    # normalise, scale, shift), a counting convention; no published figure
     return Layer(name, "norm", 2 * d, 8.0 * s * d, s * d)
 
 
@@ -130,7 +139,9 @@ def transformer(size: str, vocab: int = VOCAB_SIZE, tokens: int = TOKENS_PER_SID
             _ffn(f"dec{i}_ffn", d, f, t),
         ]
     layers.append(_norm("dec_out_norm", d, t))
-    # pre-softmax projection with the shared table: parameters counted once, above
+    # pre-softmax projection with the shared table: parameters counted once, above;
+    # definition: multiply-add = 2 FLOPs; the 5 FLOPs per logit of the softmax as in
+    # _attention (assumption)
     layers.append(Layer("softmax_projection", "fc", 0, 2.0 * t * d * vocab + 5.0 * t * vocab,
                         t * vocab))
     name = f"transformer-{size}"

@@ -26,10 +26,12 @@ def _node(name: str, device: str, count: int, intra: str, nic: str, host: str | 
 
 
 NODES: dict[str, NodeSpec] = {
-    # Cori KNL node (NERSC Cori configuration page): one Xeon Phi 7250, 96 GB DDR4,
-    # 16 GB MCDRAM, Cray Aries NIC. Default mode quad-cache; flat mode on request.
+    # Cori KNL node (NERSC Cori configuration page, docs.nersc.gov/systems/cori/): one
+    # Xeon Phi 7250, 96 GB DDR4, 16 GB MCDRAM, Cray Aries NIC. Default mode quad-cache;
+    # flat mode on request.
     "cori-knl": _node("cori-knl", "xeon-phi-7250-cache", 1, "knl-shm", "aries", None, 96,
                       "NERSC Cori KNL configuration"),
+    # the same node in flat mode (docs.nersc.gov/systems/cori/)
     "cori-knl-flat": _node("cori-knl-flat", "xeon-phi-7250-flat", 1, "knl-shm", "aries", None,
                            96, "NERSC Cori KNL configuration (flat mode)"),
     # Stampede2 KNL node (TACC user guide): Xeon Phi 7250, 68 cores, 96 GB DDR4 + 16 GB
@@ -49,7 +51,8 @@ NODES: dict[str, NodeSpec] = {
     # network port is unused in one-node runs (10 GbE assumed, not stated).
     "k80-8gpu": _node("k80-8gpu", "k80", 8, "pcie-gen3-x16", "eth-10g-tcp", "pcie-gen3-x16",
                       0, "You, Buluc, Demmel SC'17; NVIDIA K80 datasheet"),
-    # Generic GPU node: 4 x P100 PCIe on PCIe gen3, one EDR InfiniBand port.
+    # Generic GPU node: 4 x P100 PCIe on PCIe gen3, one EDR InfiniBand port (assumption:
+    # a typical configuration, not a particular machine; host memory unset = 0).
     "p100-4x-edr": _node("p100-4x-edr", "p100-pcie", 4, "pcie-gen3-x16", "ib-edr",
                          "pcie-gen3-x16", 0, "generic 4 x P100 PCIe + EDR node"),
     # NVIDIA DGX-1 (P100) datasheet: 8 x P100 SXM2 in a hybrid cube mesh of NVLink 1.0
@@ -60,13 +63,14 @@ NODES: dict[str, NodeSpec] = {
     # pairs are joined by one or two links -> one link (25 GB/s) taken per pair.
     "dgx1-v100": _node("dgx1-v100", "v100-sxm2", 8, "nvlink2", "ib-edr-x4", "pcie-gen3-x16",
                        512, "NVIDIA DGX-1 (V100) datasheet"),
-    # Generic PCIe servers: GPUs on PCIe gen3 x16 switches, 100 Gb/s EDR port.
+    # Generic PCIe servers: GPUs on PCIe gen3 x16 switches, 100 Gb/s EDR port (assumption:
+    # typical 4- and 8-GPU configurations, not particular machines; host memory unset).
     "pcie-4xp100": _node("pcie-4xp100", "p100-pcie", 4, "pcie-gen3-x16", "ib-edr",
                          "pcie-gen3-x16", 0, "generic 4 x P100 PCIe server"),
-    "pcie-8xp100": _node("pcie-8xp100", "p100-pcie", 8, "pcie-gen3-x16", "ib-edr",
+    "pcie-8xp100": _node("pcie-8xp100", "p100-pcie", 8, "pcie-gen3-x16", "ib-edr",  # assumption
                          "pcie-gen3-x16", 0, "generic 8 x P100 PCIe server"),
-    "pcie-4xv100": _node("pcie-4xv100", "v100-pcie", 4, "pcie-gen3-x16", "ib-edr",
+    "pcie-4xv100": _node("pcie-4xv100", "v100-pcie", 4, "pcie-gen3-x16", "ib-edr",  # assumption
                          "pcie-gen3-x16", 0, "generic 4 x V100 PCIe server"),
-    "pcie-8xv100": _node("pcie-8xv100", "v100-pcie", 8, "pcie-gen3-x16", "ib-edr",
+    "pcie-8xv100": _node("pcie-8xv100", "v100-pcie", 8, "pcie-gen3-x16", "ib-edr",  # assumption
                          "pcie-gen3-x16", 0, "generic 8 x V100 PCIe server"),
 }

@@ -54,6 +54,7 @@ DESCRIPTIONS: dict[str, str] = {
 }
 
 
+# numerical: catalog tables show 3 decimals
 def _r(x: float, digits: int = 3) -> float:
     return round(float(x), digits)
 

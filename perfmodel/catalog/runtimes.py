@@ -98,6 +98,8 @@ RUNTIMES: dict[str, Runtime] = {r.name: r for r in (
     Runtime("horovod-legacy-mpi", "Horovod <= 0.16.0 (rank-0 negotiation) + MPICH-family MPI",
             "rank0", HOROVOD_CYCLE_S, INF, MPICH_ALGS, "mpich", "rdma",
             source=f"{_HVD}; {_RANK0}; {_MPICH}"),
+    # PyTorch DistributedDataParallel's default bucket_cap_mb=25 (pytorch.org/docs,
+    # torch.nn.parallel.DistributedDataParallel)
     Runtime("nccl", "framework-driven NCCL >= 2.4 (PyTorch DDP, 25 MB buckets)", "none",
             0.0, 25 * 1024**2, NCCL_ALGS, "model", "rdma",
             source=f"PyTorch DDP docs (bucket_cap_mb=25); {_NCCL}"),

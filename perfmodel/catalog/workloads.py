@@ -30,19 +30,20 @@ def _preset(name: str, batch: int, source: str, **kw: object) -> Workload:
 
 WORKLOADS: dict[str, Workload] = {
     # Caffe examples/mnist/lenet_train_test.prototxt: batch 64; lenet_solver: 10,000
-    # iterations x 64 = 640,000 samples = 10.7 epochs of 60,000.
+    # iterations x 64 = 640,000 samples = 10.7 epochs of 60,000
+    # (github.com/BVLC/caffe/tree/master/examples/mnist).
     "lenet": _preset("lenet", 64, "Caffe lenet_train_test.prototxt / lenet_solver.prototxt",
                      epochs=10_000 * 64 / 60_000),
     # EASGD paper (Zhang et al. 2015, Sec. 5): minibatch 128 per worker.
     "cifar10-net": _preset("cifar10-net", 128, "Zhang, Choromanska, LeCun NIPS 2015"),
     # Caffe models/bvlc_alexnet/train_val.prototxt: batch 256 on one GPU; 450,000
-    # iterations x 256 = 90 epochs.
+    # iterations x 256 = 90 epochs (github.com/BVLC/caffe/tree/master/models/bvlc_alexnet).
     "alexnet": _preset("alexnet", 256, "Caffe bvlc_alexnet train_val / solver", epochs=90.0),
     # You, Buluc, Demmel SC'17 do not state the batch in the abstract; EASGD's 128 is
     # assumed (the same recipe family).
     "alexnet-cifar10": _preset("alexnet-cifar10", 128, "assumed: EASGD minibatch 128"),
     # Caffe models/bvlc_googlenet/train_val.prototxt: batch 32; quick_solver 2.4 M
-    # iterations x 32 = 60 epochs.
+    # iterations x 32 = 60 epochs (github.com/BVLC/caffe/tree/master/models/bvlc_googlenet).
     "googlenet": _preset("googlenet", 32, "Caffe bvlc_googlenet train_val / quick_solver",
                          epochs=60.0),
     # Simonyan & Zisserman 2015, Sec. 3.1: batch 256 over 4 GPUs = 64 per GPU, 74 epochs.

@@ -36,8 +36,8 @@ Examples
 >>> fc = Layer("fc", "fc", params=1000, forward_flops=2e9, activation_elements=10**6)
 >>> m = Model("toy", (fc,), input_shape=(100,), dataset="none", samples_per_epoch=1)
 >>> t = layer_times(m, gpu, "fp32", batch=10)
->>> t.forward_s.round(4).tolist()   # 2e10 FLOP / (5e12 FLOP/s x utilization 0.86)
-[0.0046]
+>>> t.forward_s.round(4).tolist()   # 2e10 FLOP / (5e12 FLOP/s x utilization 0.93)
+[0.0043]
 >>> from dataclasses import replace
 >>> from dlscale.perfmodel.measured import parse_rate
 >>> mm = replace(m, measured=parse_rate("1000@10"))     # 10 ms per iteration measured
@@ -149,7 +149,7 @@ def _roofline(model: Model, device: Device, precision: str, e: int, b: np.ndarra
     bcol = b[..., None]                                   # (N, 1) or (1,)
     # a share of a device fills it as much as the whole batch would the whole device
     rate = flops_rate * k * utilization(np.maximum(bcol * out, 1.0) / share,
-                                        half_saturation_elements())
+                                        half_saturation_elements(device))
     ff = f * bcol
     fb = 2.0 * ff
     bytes_f = e * (bcol * (inp + out) + w)

@@ -109,8 +109,10 @@ MISSES: dict[str, str] = {
         "socket, and stragglers"),
     "strong_efficiency_400_ranks": (
         "with C4's global batch each of the 400 ranks still has 178 sentence pairs, so "
-        "compute stays 1.4 s per step (a whole socket per rank) and the model loses only "
-        "the exposed allreduce (31 ms; the tuner keeps the ring at 400 ranks); "
+        "compute stays 1.5 s per step (a whole socket per rank) and the model loses only "
+        "the exposed allreduce (30 ms; the tuner keeps the ring at 400 ranks) (13.5 pp "
+        "before the batch curve was fitted to published Xeon rates instead of Codreanu "
+        "et al.'s per-worker drop, whose larger n_half slowed the one-node baseline); "
         "the paper's 65% implies per-rank work far smaller than C4 assumes (its global "
         "batch is not public) and the fixed per-step overheads above, which the model "
         "lacks"),
@@ -130,7 +132,7 @@ MISSES: dict[str, str] = {
 #: side or starts passing (accounting.miss_band); update it with the cause.
 MISS_ERRORS: dict[str, float | str | None] = {
     "weak_efficiency_1200_ranks": 8.6,
-    "strong_efficiency_400_ranks": 13.547,
+    "strong_efficiency_400_ranks": 30.025,
     "sparse_oom_nodes": 1.54,
 }
 

@@ -81,15 +81,12 @@ QUANTITIES = (
     Quantity("skx_64_nodes_images_per_s", "throughput", 6303.0, "img/s",
              _SRC + " (authors' run notes)"),
     # derived [D] from the stated 90 epochs in ~60 min: one published figure with
-    # skx_448_nodes_90_epochs_time, counted once (accounting.py)
-    # the batch-utilization curve's n_half (perfmodel/efficiency.py CODREANU_RATES) is
-    # derived from this rate (35.7 img/s per worker = 32,000 / 896) and the 64-node
-    # one: not an independent check of the model, a consistency check outside the count
+    # skx_448_nodes_90_epochs_time, counted once (accounting.py). The batch-utilization
+    # curve no longer comes from this case (efficiency.BATCH_RATES: TensorFlow and
+    # PaddlePaddle benchmark tables), so both rows are independent checks again.
     Quantity("skx_448_nodes_images_per_s", "throughput", 32000.0, "img/s",
-             _SRC + " [D] from 90 epochs in ~60 min", group="skx_448_nodes_90_epochs_time",
-             check="consistency"),
-    Quantity("skx_448_nodes_90_epochs_time", "time", 60.0, "min", _SRC + " (authors' run notes)",
-             check="consistency"),
+             _SRC + " [D] from 90 epochs in ~60 min", group="skx_448_nodes_90_epochs_time"),
+    Quantity("skx_448_nodes_90_epochs_time", "time", 60.0, "min", _SRC + " (authors' run notes)"),
     Quantity("knl_104k_cores_90_epochs_time", "time", 28.0, "min", _SRC + " (abstract)"),
     Quantity("knl_104k_cores_efficiency", "efficiency-at-least", 0.90, "", _SRC + " (abstract: above 90%)"),
     Quantity("skx_448_nodes_efficiency", "efficiency", None, "", "prediction"),
@@ -99,26 +96,39 @@ QUANTITIES = (
              "diagnostic prediction (R6): collective='ring' (the first run's rule)"),
 )
 
-_COMPUTE = (
+_SKX448 = (
     "compute dominates the model at this scale (MLSL's per-layer allreduces of 102 MB "
     "in all, each by Intel MPI's choice for its size (R7), are hidden behind the "
-    "backward pass), so the rate is the per-worker compute rate; the "
-    "Xeon 8160's sustained fraction is solved from a Haswell (2x E5-2699 v3) Intel "
-    "Caffe AlexNet run at batch 256 and transferred as is, which gives ResNet-50 40.5 "
-    "img/s per socket at 32 per worker against the published 49.2: the 8160's AVX-512 "
-    "and the later MKL-DNN run ResNet-50 at a higher fraction than that transfer "
-    "carries. The drop from 32 to 16 per worker is not independent of these rows: the "
-    "batch-utilization curve's n_half is derived from this case's two per-worker rates "
-    "(efficiency.CODREANU_RATES), so they check only the level, whose error is "
-    "skx_64_nodes_images_per_s's")
+    "backward pass), so the rate is the per-worker compute rate: 50.2 img/s per socket "
+    "at 32 per worker (skx_64_nodes_images_per_s, within) and 47.8 at 16, a 5% drop on "
+    "the CPU batch-utilization curve (efficiency.BATCH_RATES: PaddlePaddle's MKL-DNN "
+    "rates on 2 x Xeon Gold 6148, which rise only 1-6% per batch doubling, independent "
+    "of this case). The published 35.7 img/s per worker at 448 nodes (32,000 / 896) is a "
+    "27% drop from the 64-node run that the model's compute and its hidden "
+    "communication do not produce; what the model lacks: the stated 60 minutes are the "
+    "wall time of the whole run (start-up, data loading, evaluation passes), MLSL's and "
+    "Intel MPI's progress threads taking cores from compute at 896 ranks, and "
+    "stragglers, none of which is a cited figure here")
+_KNL = (
+    "the model's KNL node trains ResNet-50 at 65 img/s at 16 per node, compute-bound "
+    "with the allreduce hidden: the KNL's sustained fraction is solved from Intel Caffe "
+    "AlexNet at batch 256 (444 img/s) and its batch-utilization curve is the CPU class's "
+    "per-core figure (Skylake-SP MKL-DNN rates) times 68 cores, an assumption (no "
+    "published KNL batch sweep was found); the published 28 minutes imply 43 img/s per "
+    "node, so ResNet-50 at 16 per node runs further below AlexNet's fraction on KNL "
+    "than that transfer carries, or the run's wall time holds what the model lacks "
+    "(as for skx_448_nodes_90_epochs_time)")
 
 #: Quantity -> diagnosed cause of the miss.
 MISSES: dict[str, str] = {
-    "skx_64_nodes_images_per_s": _COMPUTE,
-    "skx_64_nodes_images_per_s@simulated": (
-        _COMPUTE + "; simulated, the routed allreduces take what the analytical "
-        "network model counts (the same per-level link loads), so the simulated rate "
-        "is the analytical one"),
+    "skx_448_nodes_images_per_s": _SKX448,
+    "skx_448_nodes_images_per_s@simulated": (
+        _SKX448 + "; simulated, the routed allreduces (75 ms per step) stay hidden behind "
+        "the 335 ms step, so the simulated rate is the analytical one"),
+    "skx_448_nodes_90_epochs_time": "follows from skx_448_nodes_images_per_s (R4): " + _SKX448,
+    "skx_448_nodes_90_epochs_time@simulated": "follows from skx_448_nodes_images_per_s (R4)",
+    "knl_104k_cores_90_epochs_time": _KNL,
+    "knl_104k_cores_90_epochs_time@simulated": _KNL + "; simulated as analytically",
 }
 
 #: Miss key -> the error it had when its cause was diagnosed (the row's error unit:
@@ -126,8 +136,12 @@ MISSES: dict[str, str] = {
 #: fidelity predicts nothing). Its test fails if the miss grows past this, changes
 #: side or starts passing (accounting.miss_band); update it with the cause.
 MISS_ERRORS: dict[str, float | str | None] = {
-    "skx_64_nodes_images_per_s": -0.166,
-    "skx_64_nodes_images_per_s@simulated": -0.166,
+    "skx_448_nodes_images_per_s": 0.338,
+    "skx_448_nodes_images_per_s@simulated": 0.338,
+    "skx_448_nodes_90_epochs_time": -0.252,
+    "skx_448_nodes_90_epochs_time@simulated": -0.252,
+    "knl_104k_cores_90_epochs_time": -0.31,
+    "knl_104k_cores_90_epochs_time@simulated": -0.31,
 }
 
 

@@ -54,8 +54,29 @@ import numpy as np
 
 from .hardware import Cluster, Crossbar, Dragonfly, FatTree, Topology, Torus
 
-__all__ = ["StepLoad", "dmodk_choice", "dragonfly_parallel_link", "level_bandwidths_Bps",
+__all__ = ["FlowLoads", "StepLoad", "dmodk_choice", "dragonfly_parallel_link", "level_bandwidths_Bps",
            "step_load", "xgft_params"]
+
+
+@dataclass(frozen=True)
+class FlowLoads:
+    """What each flow of a step meets on its own path (flows in the step's order).
+
+    Attributes
+    ----------
+    load : dict of str to ndarray
+        Per level, per flow: the most loaded link of that level on the flow's path,
+        in :class:`StepLoad`'s units (0 where the flow does not cross the level; the
+        step's load of a level is the maximum over its flows).
+    hops : ndarray of int
+        Switch-to-switch hops of each flow.
+    inter : ndarray of bool
+        Whether each flow leaves its node.
+    """
+
+    load: dict[str, np.ndarray]
+    hops: np.ndarray
+    inter: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -73,12 +94,15 @@ class StepLoad:
         Whether any flow leaves its node (crosses the NIC).
     recv : float
         Most bytes any rank receives in the step.
+    flows : FlowLoads or None
+        Each flow's own loads, hops and whether it leaves its node.
     """
 
     load: dict[str, float]
     hops: int
     inter: bool
     recv: float
+    flows: FlowLoads | None = None
 
 
 def xgft_params(tree: FatTree, nodes: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -160,58 +184,66 @@ def dragonfly_parallel_link(src_host: np.ndarray, dst_host: np.ndarray,
     return np.asarray((src_host * 7919 + dst_host) % max(links_per_pair, 1))
 
 
-def _max_by(keys: np.ndarray, weight: np.ndarray) -> float:
+def _per_link(keys: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    """Each flow's link's total weight (flows with the same key share one link)."""
     if len(keys) == 0:
-        return 0.0
+        return np.zeros(0)
     _, inv = np.unique(keys, return_inverse=True)
-    return float(np.bincount(inv, weights=weight).max())
+    return np.asarray(np.bincount(inv, weights=weight)[inv])
 
 
 def _fat_tree(tree: FatTree | Crossbar, nodes: int, hs: np.ndarray, hd: np.ndarray,
-              wt: np.ndarray) -> tuple[dict[str, float], int]:
+              wt: np.ndarray) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    hops = np.zeros(len(hs), dtype=np.int64)
     if isinstance(tree, Crossbar):
-        return {}, 0
+        return {}, hops
     m, w = xgft_params(tree, nodes)
     rails = w[0]
-    load: dict[str, float] = {}
-    hops = 0
+    load: dict[str, np.ndarray] = {}
     M = 1
     for i in range(2, len(m) + 1):
         M *= m[i - 2]                       # hosts under a level-(i-1) element
         up = hs // M != hd // M
         if not up.any():
             break
-        hops = 2 * (i - 1)
+        hops[up] = 2 * (i - 1)
         b = dmodk_choice(hd[up], w, i)
         Wi = math.prod(w[:i])
         share = wt[up] / rails
-        load[f"L{i - 1}-L{i}"] = max(_max_by((hs[up] // M) * Wi + b, share),
-                                     _max_by((hd[up] // M) * Wi + b, share))
+        per = np.zeros(len(hs))             # the busier of the flow's up and down link
+        per[up] = np.maximum(_per_link((hs[up] // M) * Wi + b, share),
+                             _per_link((hd[up] // M) * Wi + b, share))
+        load[f"L{i - 1}-L{i}"] = per
     return load, hops
 
 
 def _dragonfly(topo: Dragonfly, hs: np.ndarray, hd: np.ndarray,
-               wt: np.ndarray) -> tuple[dict[str, float], int]:
+               wt: np.ndarray) -> tuple[dict[str, np.ndarray], np.ndarray]:
     g, a = topo.groups, topo.routers_per_group
     p, h = topo.terminals_per_router, topo.global_links_per_router
     lpp = (a * h) // (g - 1) if g > 1 else 0
     rs, rd = hs // p, hd // p
     gs, gd = rs // a, rd // a
     R = g * a
-    load: dict[str, float] = {}
+    n = len(hs)
+    load: dict[str, np.ndarray] = {}
+    hops = np.zeros(n, dtype=np.int64)
     same = gs == gd
-    loc_u, loc_v, loc_w = [rs[same]], [rd[same]], [wt[same]]
-    hops = 1 if np.any(same & (rs != rd)) else 0
+    hops[same & (rs != rd)] = 1
     other = ~same
     if other.any() and topo.routing == "valiant" and g >= 3:
         # expectation of Valiant's two global hops: spread over the source group's and
         # the destination group's global links
         out = np.bincount(gs[other], weights=wt[other], minlength=g)
         inn = np.bincount(gd[other], weights=wt[other], minlength=g)
-        load["global"] = float((out + inn).max()) / (a * h)
-        load["local"] = float(max(out.max(), inn.max())) / (a - 1 if a > 1 else 1) \
-            if a > 1 else 0.0
-        return load, 5
+        glob, loc = np.zeros(n), np.zeros(n)
+        glob[other] = np.maximum((out + inn)[gs[other]], (out + inn)[gd[other]]) / (a * h)
+        if a > 1:
+            loc[other] = np.maximum(out[gs[other]], inn[gd[other]]) / (a - 1)
+        hops[other] = 5
+        return {"global": glob, "local": loc}, hops
+    flow = [np.flatnonzero(same)]
+    loc_u, loc_v, loc_w = [rs[same]], [rd[same]], [wt[same]]
     if other.any():
         s, t, x, y = hs[other], hd[other], gs[other], gd[other]
         c = dragonfly_parallel_link(s, t, lpp)
@@ -223,25 +255,31 @@ def _dragonfly(topo: Dragonfly, hs: np.ndarray, hd: np.ndarray,
             ja = ((y - x) % g - 1) * lpp + cc
             jb = ((x - y) % g - 1) * lpp + cc
             mult += (x * a + ja // h == ra) & (y * a + jb // h == rb)
-        load["global"] = _max_by(ra * R + rb, wt[other] / mult)
+        glob = np.zeros(n)
+        glob[other] = _per_link(ra * R + rb, wt[other] / mult)
+        load["global"] = glob
+        hops[other] = 1 + (rs[other] != ra) + (rb != rd[other])
+        idx = np.flatnonzero(other)
+        flow += [idx, idx]
         loc_u += [rs[other], rb]
         loc_v += [ra, rd[other]]
         loc_w += [wt[other], wt[other]]
-        hops = 1 + int(np.any(rs[other] != ra)) + int(np.any(rb != rd[other]))
-    u, v, ww = np.concatenate(loc_u), np.concatenate(loc_v), np.concatenate(loc_w)
+    f, u, v, ww = (np.concatenate(x) for x in (flow, loc_u, loc_v, loc_w))
     moved = u != v
     if moved.any():
-        load["local"] = _max_by(u[moved] * R + v[moved], ww[moved])
+        loc = np.zeros(n)
+        np.maximum.at(loc, f[moved], _per_link(u[moved] * R + v[moved], ww[moved]))
+        load["local"] = loc
     return load, hops
 
 
 def _torus(topo: Torus, hs: np.ndarray, hd: np.ndarray,
-           wt: np.ndarray) -> tuple[dict[str, float], int]:
+           wt: np.ndarray) -> tuple[dict[str, np.ndarray], np.ndarray]:
     dims = topo.dims
     strides = np.cumprod((1, *dims[:-1]))
     cs = [(hs // st) % d for st, d in zip(strides, dims, strict=True)]
     cd = [(hd // st) % d for st, d in zip(strides, dims, strict=True)]
-    worst = 0.0
+    worst = np.zeros(len(hs))               # per flow, its most loaded link
     hops = np.zeros(len(hs), dtype=np.int64)
     for k, d in enumerate(dims):
         if d < 2:
@@ -278,9 +316,13 @@ def _torus(topo: Torus, hs: np.ndarray, hd: np.ndarray,
             np.add.at(diff, (rid[wrap], 0), ws[wrap])
             np.add.at(diff, (rid[wrap], end[wrap] - d), -ws[wrap])
             per = np.cumsum(diff[:, :d], axis=1)
-            worst = max(worst, float(per.max()) / mult)
-    load = {"torus": worst} if worst > 0 else {}
-    return load, int(hops.max(initial=0))
+            own = np.zeros(len(n))          # the most loaded link along each flow's arc
+            for j in range(int(n.max())):
+                on = j < n
+                own[on] = np.maximum(own[on], per[rid[on], (start[on] + j) % d])
+            worst[sel] = np.maximum(worst[sel], own / mult)
+    load = {"torus": worst} if worst.max(initial=0.0) > 0 else {}
+    return load, hops
 
 
 def step_load(topology: Topology, nodes: int, ranks_per_node: int, device_links: bool,
@@ -305,26 +347,32 @@ def step_load(topology: Topology, nodes: int, ranks_per_node: int, device_links:
     Returns
     -------
     StepLoad
+        The step's loads, and each flow's own (:class:`FlowLoads`).
     """
     src = np.asarray(src, dtype=np.int64)
     dst = np.asarray(dst, dtype=np.int64)
     wt = np.asarray(weight, dtype=float)
+    F = len(src)
+    flow_load: dict[str, np.ndarray] = {}
+    flow_hops = np.zeros(F, dtype=np.int64)
+    flow_inter = np.zeros(F, dtype=bool)
     moves = src != dst                      # a message to oneself moves nothing
-    src, dst, wt = src[moves], dst[moves], wt[moves]
-    load: dict[str, float] = {}
-    if len(src) == 0:
-        return StepLoad(load, 0, False, 0.0)
-    if device_links:
-        load["intra"] = max(float(np.bincount(src, weights=wt).max()),
-                            float(np.bincount(dst, weights=wt).max()))
-    recv = float(np.bincount(dst, weights=wt).max())
+    recv = float(np.bincount(dst[moves], weights=wt[moves]).max()) if moves.any() else 0.0
+    if device_links and moves.any():
+        out = np.bincount(src[moves], weights=wt[moves])
+        inn = np.bincount(dst[moves], weights=wt[moves], minlength=len(out))
+        out = np.pad(out, (0, len(inn) - len(out)))
+        flow_load["intra"] = np.where(moves, np.maximum(out[src], inn[dst]), 0.0)
     hs, hd = src // ranks_per_node, dst // ranks_per_node
-    inter = hs != hd
-    hops = 0
+    inter = moves & (hs != hd)
+    flow_inter[:] = inter
     if inter.any():
-        hs, hd, wi = hs[inter], hd[inter], wt[inter]
-        load["host"] = max(float(np.bincount(hs, weights=wi).max()),
-                           float(np.bincount(hd, weights=wi).max()))
+        idx = np.flatnonzero(inter)
+        hs, hd, wi = hs[idx], hd[idx], wt[idx]
+        ho = np.bincount(hs, weights=wi)
+        hi = np.bincount(hd, weights=wi, minlength=len(ho))
+        ho = np.pad(ho, (0, len(hi) - len(ho)))
+        net: dict[str, np.ndarray]
         if isinstance(topology, (FatTree, Crossbar)):
             net, hops = _fat_tree(topology, nodes, hs, hd, wi)
         elif isinstance(topology, Dragonfly):
@@ -333,8 +381,13 @@ def step_load(topology: Topology, nodes: int, ranks_per_node: int, device_links:
             net, hops = _torus(topology, hs, hd, wi)
         else:
             raise TypeError(f"topology: unsupported {type(topology).__name__}")
-        load.update(net)
-    return StepLoad(load, hops, bool(inter.any()), recv)
+        for level, per in {"host": np.maximum(ho[hs], hi[hd]), **net}.items():
+            flow_load[level] = np.zeros(F)
+            flow_load[level][idx] = per
+        flow_hops[idx] = hops
+    flows = FlowLoads(flow_load, flow_hops, flow_inter)
+    load = {lvl: float(v.max()) for lvl, v in flow_load.items() if v.max() > 0}
+    return StepLoad(load, int(flow_hops.max(initial=0)), bool(inter.any()), recv, flows)
 
 
 def level_bandwidths_Bps(cluster: Cluster) -> dict[str, float]:

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dlscale.perfmodel.msgfactors import MessageFactors
+from dlscale.perfmodel.rendezvous import advance_clocks
 
 from ..topology.linktable import LinkTable
 from ..topology.routing import Routes, route
@@ -93,20 +94,6 @@ def message_costs(routed: _Routed, phase: Phase, load: np.ndarray, sub_bytes: np
     return eff, sub_eff, r.latency_s * fl
 
 
-def _advance(clock: np.ndarray, src: np.ndarray, dst: np.ndarray, msg_s: np.ndarray,
-             reduce_s: np.ndarray | None) -> np.ndarray:
-    """Rank clocks after one step: a message moves once sender and receiver have both
-    reached the step (rendezvous); a rank is done when its messages are delivered and
-    its incoming ones have arrived."""
-    arrive = np.maximum(clock[src], clock[dst]) + msg_s
-    new = clock.copy()
-    np.maximum.at(new, src, arrive)
-    np.maximum.at(new, dst, arrive)
-    if reduce_s is not None:
-        new += reduce_s
-    return new
-
-
 def run_fast(phases: list[Phase], table: LinkTable, router, rank_nodes: np.ndarray,
              cache: RouteCache, gamma_s_per_B: float = 0.0,
              factors: MessageFactors | None = None) -> dict:
@@ -114,7 +101,8 @@ def run_fast(phases: list[Phase], table: LinkTable, router, rank_nodes: np.ndarr
 
     Contention is that of the whole step's pattern at once; each rank keeps its own
     clock, so ranks that do not wait on each other do not wait for the slowest pair
-    (as in flow mode). A repeated phase is iterated until the per-step advance of the
+    (as in flow mode; the rule is :func:`~dlscale.perfmodel.rendezvous.advance_clocks`,
+    which the analytical model applies too). A repeated phase is iterated until the per-step advance of the
     clocks repeats, then extrapolated (exact for the periodic regime of a ring).
 
     Returns a dict with ``time_s``, ``phase_times_s`` (per phase, repetitions
@@ -147,7 +135,7 @@ def run_fast(phases: list[Phase], table: LinkTable, router, rank_nodes: np.ndarr
         prev_inc = None
         rep = 0
         while rep < ph.repeat:
-            new = _advance(clock, ph.src, ph.dst, msg_s, reduce_s)
+            new = advance_clocks(clock, ph.src, ph.dst, msg_s, reduce_s)
             inc = new - clock
             clock = new
             ends.append(float(clock.max(initial=0.0)))

@@ -1,0 +1,292 @@
+"""A collective's plan: its steps' loads on each level of a topology, independent of speeds.
+
+A collective's algorithm is a schedule of steps (:mod:`.schedules`, the same steps the
+simulator routes); :func:`plan_collective` counts, for the ranks placed block-wise,
+the load every step puts on each level (:func:`.linkload.step_load`), in units of
+the vector size. The loads do not depend on the bytes or the link speeds, so a plan
+is computed once per (topology shape, nodes, ranks per node, algorithm) and cached;
+:mod:`.netmodel` prices it for a machine and a size.
+
+A schedule of distinct steps (trees, recursive doubling and halving) whose flows
+meet different loads within a step also keeps each flow's own loads
+(:class:`StepFlows`): its time is then the longest chain of messages through the
+ranks (:mod:`.rendezvous`), not the sum of each step's slowest message. A repeated
+step (a ring's shift) reaches a regime in which every repetition advances by its
+slowest message, where the two agree, so it keeps only the step's loads.
+
+Examples
+--------
+>>> from dlscale.perfmodel.hardware import Crossbar
+>>> plan = plan_collective(Crossbar(4), 4, 1, False, "allreduce", "ring")
+>>> plan.levels, plan.repeat.tolist(), plan.flows is None
+(('host',), [3.0, 3.0], True)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from .hardware import Dragonfly, Topology
+from .linkload import StepLoad, step_load
+from .schedules import build_schedule, double_binary_tree_edges
+
+__all__ = ["CollectivePlan", "StepFlows", "plan_collective", "plan_curve", "shape_key"]
+
+
+@dataclass(frozen=True)
+class StepFlows:
+    """One step's messages, each with the cost class of what its own path meets.
+
+    Attributes
+    ----------
+    src, dst : ndarray of int
+        Sender and receiver (the collective's rank indices) of each message.
+    cls : ndarray of int
+        Each message's class: an index into the class arrays below.
+    load : ndarray, shape (C, L)
+        Per class, the most loaded link of each of the plan's levels on the path, in
+        units of ``n`` (as :attr:`CollectivePlan.load`).
+    inter : ndarray of bool, shape (C,)
+        Per class, whether the path leaves the node.
+    hops : ndarray of int, shape (C,)
+        Per class, switch-to-switch hops.
+    moves : ndarray of bool, shape (C,)
+        Per class, whether the message leaves its rank (a message to oneself costs 0).
+    size : float
+        The step's largest message, in units of the vector size ``n``.
+    recv : ndarray or None, shape (P,)
+        In a reduction step, what each rank receives (units of ``n``); else None.
+    distinct : bool
+        No rank sends twice and none receives twice in the step.
+    """
+
+    src: np.ndarray
+    dst: np.ndarray
+    cls: np.ndarray
+    load: np.ndarray
+    inter: np.ndarray
+    hops: np.ndarray
+    moves: np.ndarray
+    size: float
+    recv: np.ndarray | None
+    distinct: bool
+
+
+def _step_flows(s: StepLoad, levels: tuple[str, ...], src: np.ndarray, dst: np.ndarray,
+                size: float, recv: np.ndarray | None) -> StepFlows:
+    f = s.flows
+    assert f is not None
+    F = len(src)
+    cols = [f.load.get(lvl, np.zeros(F)) for lvl in levels]
+    rows = np.column_stack([*cols, f.hops, f.inter, src != dst]) if F else np.zeros((0, 3))
+    uniq, cls = np.unique(rows, axis=0, return_inverse=True)
+    L = len(levels)
+    return StepFlows(src, dst, cls.ravel(), uniq[:, :L] * size, uniq[:, L + 1].astype(bool),
+                     uniq[:, L].astype(np.int64), uniq[:, L + 2].astype(bool), size, recv,
+                     len(np.unique(src)) == F and len(np.unique(dst)) == F)
+
+
+def _uneven(s: StepLoad, src: np.ndarray, dst: np.ndarray) -> bool:
+    """Whether the step's messages meet different loads, hops or ends."""
+    f = s.flows
+    assert f is not None
+    rows = [*f.load.values(), f.hops, f.inter, src != dst]
+    return any(len(r) and bool((r != r[0]).any()) for r in rows)
+
+
+@dataclass(frozen=True)
+class CollectivePlan:
+    """A collective's steps with their loads, in units of the vector size ``n``.
+
+    Attributes
+    ----------
+    levels : tuple of str
+        Levels that carry load in some step.
+    load : ndarray, shape (S, L)
+        Per step, the most loaded link of each level, in units of ``n`` bytes.
+    repeat : ndarray, shape (S,)
+        How many times each step runs.
+    inter : ndarray of bool, shape (S,)
+        Whether the step leaves a node (NIC latency).
+    hops : ndarray of int, shape (S,)
+        Most switch-to-switch hops of the step.
+    recv : ndarray, shape (S,)
+        Most a rank reduces in the step (units of ``n``; 0 in steps without reduction).
+    device_links : bool
+        Ranks sit behind a device link (intra-node latency on every path).
+    dbt_depth : int
+        Depth of the double binary tree (0: not a pipelined tree; then each step's
+        load is per pipeline segment of ``n / (2 segments)`` bytes).
+    ranks : ndarray or None
+        For the plans of a whole curve stacked (arrays with a leading node-count
+        axis): the rank count of each node count.
+    size : ndarray or None, shape (S,)
+        Largest message of each step in units of ``n`` (for the per-size factors of
+        :mod:`.msgfactors`); None: every message ``n`` bytes.
+    flows : tuple of StepFlows or None
+        Each step's messages with their own loads, for a schedule costed on its
+        critical path (see the module docstring); None: the sum of the steps.
+    """
+
+    levels: tuple[str, ...]
+    load: np.ndarray
+    repeat: np.ndarray
+    inter: np.ndarray
+    hops: np.ndarray
+    recv: np.ndarray
+    device_links: bool
+    dbt_depth: int = 0
+    ranks: np.ndarray | None = None
+    size: np.ndarray | None = None
+    flows: tuple[StepFlows, ...] | None = None
+
+
+def shape_key(topology: Topology) -> Topology:
+    """The topology without its link speeds (loads do not depend on them): the cache key.
+
+    Parameters
+    ----------
+    topology : Topology
+        A topology description.
+    """
+    if isinstance(topology, Dragonfly):
+        return dataclasses.replace(topology, local_bandwidth_Bps=None, global_bandwidth_Bps=None)
+    return topology
+
+
+def _assemble(loads: list[StepLoad], repeat: list[int], reduce: list[bool], scale: list[float],
+              device_links: bool, dbt_depth: int = 0) -> CollectivePlan:
+    levels = tuple(sorted({lvl for s in loads for lvl in s.load}))
+    S = len(loads)
+    arr = np.zeros((S, len(levels)))
+    for i, s in enumerate(loads):
+        for j, lvl in enumerate(levels):
+            arr[i, j] = s.load.get(lvl, 0.0) * scale[i]
+    return CollectivePlan(
+        levels, arr, np.asarray(repeat, dtype=float),
+        np.array([s.inter for s in loads], dtype=bool),
+        np.array([s.hops for s in loads], dtype=np.int64),
+        np.array([s.recv * sc if red else 0.0 for s, red, sc in zip(loads, reduce, scale,
+                                                                    strict=True)]),
+        device_links, dbt_depth, size=np.asarray(scale, dtype=float))
+
+
+@lru_cache(maxsize=1 << 16)
+def plan_collective(topology: Topology, nodes: int, ranks_per_node: int, device_links: bool,
+                    collective: str, algorithm: str,
+                    inter_algorithm: str = "ring",
+                    ranks: int | tuple[int, ...] | None = None,
+                    segments: int = 0) -> CollectivePlan:
+    """The per-step loads of ``collective`` by ``algorithm`` (cached; see module docstring).
+
+    Parameters
+    ----------
+    topology : Topology
+        The network's topology (its link speeds are ignored).
+    nodes, ranks_per_node : int
+        Ranks ``0..nodes * ranks_per_node - 1``, placed block-wise.
+    device_links : bool
+        Ranks sit behind a device link.
+    collective, algorithm : str
+        A collective and one of its algorithms (:data:`.schedules.ALGORITHMS`).
+    inter_algorithm : str
+        Flat algorithm among node leaders for ``hierarchical``.
+    ranks : int or tuple of int, optional
+        Only the first ``ranks`` ranks take part, or the ranks of these ids (the
+        collective's rank ``i`` is ``ranks[i]``). Default: all.
+    segments : int
+        For the double binary tree: 0 for its steady state (every edge busy, see the
+        module docstring), else every step of the pipeline with this many segments.
+    """
+    topology = shape_key(topology)
+    if isinstance(ranks, tuple):
+        ids = np.asarray(ranks, dtype=np.int64)
+    else:
+        ids = np.arange(nodes * ranks_per_node if ranks is None else ranks, dtype=np.int64)
+    p = len(ids)
+    if collective == "allreduce" and algorithm == "double-binary-tree" and not segments:
+        child, parent, depth = double_binary_tree_edges(p)
+        child, parent = ids[child], ids[parent]
+        unit = np.ones(len(child))
+        red = step_load(topology, nodes, ranks_per_node, device_links, child, parent, unit)
+        bc = step_load(topology, nodes, ranks_per_node, device_links, parent, child, unit)
+        return _assemble([red, bc], [1, 1], [True, False], [1.0, 1.0], device_links, depth)
+    groups = None
+    if algorithm == "hierarchical":
+        host = ids // ranks_per_node
+        _, first, inverse = np.unique(host, return_index=True, return_inverse=True)
+        groups = [np.flatnonzero(inverse == g) for g in np.argsort(first)]
+    phases = build_schedule(collective, algorithm, p, 1.0, groups=groups,
+                            inter_algorithm=inter_algorithm, segments=max(segments, 1))
+    phases = [ph for ph in phases if len(ph.nbytes)]
+    memo: dict[bytes, StepLoad] = {}
+    loads, repeat, reduce, scale = [], [], [], []
+    for ph in phases:
+        size = float(ph.nbytes.max())
+        key = hashlib.blake2b(ph.pattern_key, digest_size=16).digest()
+        if key not in memo:
+            memo[key] = step_load(topology, nodes, ranks_per_node, device_links, ids[ph.src],
+                                  ids[ph.dst], ph.nbytes / size)
+        loads.append(memo[key])
+        repeat.append(ph.repeat)
+        reduce.append(ph.reduce)
+        scale.append(size)
+    plan = _assemble(loads, repeat, reduce, scale, device_links)
+    if max(repeat, default=1) > 1 or not any(
+            _uneven(s, ph.src, ph.dst) for s, ph in zip(loads, phases, strict=True)):
+        return plan
+    flows = tuple(_step_flows(s, plan.levels, ph.src, ph.dst, sz,
+                              np.bincount(ph.dst, weights=ph.nbytes, minlength=p)
+                              if ph.reduce else None)
+                  for s, ph, sz in zip(loads, phases, scale, strict=True))
+    return dataclasses.replace(plan, flows=flows)
+
+
+
+
+@lru_cache(maxsize=1024)
+def plan_curve(topology: Topology, nodes: tuple[int, ...], ranks_per_node: int,
+               device_links: bool, collective: str, algorithm: str,
+               inter_algorithm: str) -> CollectivePlan:
+    """The plans of every node count of a curve, padded to one array each (steps past a
+    plan's end repeat 0 times), for one vectorized evaluation (cached).
+
+    Parameters
+    ----------
+    topology : Topology
+        The network's topology (its link speeds are ignored).
+    nodes : tuple of int
+        The node counts.
+    ranks_per_node : int
+        Ranks per node, placed block-wise.
+    device_links : bool
+        Ranks sit behind a device link.
+    collective, algorithm, inter_algorithm : str
+        As in :func:`plan_collective`.
+    """
+    plans = [plan_collective(topology, nd, ranks_per_node, device_links, collective,
+                             algorithm, inter_algorithm) if nd * ranks_per_node > 1 else None
+             for nd in nodes]
+    levels = tuple(sorted({lvl for pl in plans if pl is not None for lvl in pl.levels}))
+    S = max([len(pl.repeat) for pl in plans if pl is not None], default=1)
+    N, L = len(nodes), len(levels)
+    load, repeat = np.zeros((N, S, L)), np.zeros((N, S))
+    inter, hops, recv = np.zeros((N, S), bool), np.zeros((N, S), np.int64), np.zeros((N, S))
+    size = np.ones((N, S))
+    for j, pl in enumerate(plans):
+        if pl is None:
+            continue
+        k = len(pl.repeat)
+        cols = [levels.index(lvl) for lvl in pl.levels]
+        load[j, :k][:, cols] = pl.load
+        repeat[j, :k], inter[j, :k], hops[j, :k], recv[j, :k] = (pl.repeat, pl.inter,
+                                                                 pl.hops, pl.recv)
+        if pl.size is not None:
+            size[j, :k] = pl.size
+    return CollectivePlan(levels, load, repeat, inter, hops, recv, device_links,
+                          ranks=np.array(nodes) * ranks_per_node, size=size)

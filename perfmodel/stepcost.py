@@ -1,0 +1,237 @@
+"""What a collective plan's steps cost on a machine: latency, link time, reduction.
+
+A plan (:mod:`.netplan`) holds each step's loads per level in units of the vector
+size; this module prices them for a cluster's links. Each step costs
+
+``latency of its longest path + n_step * max_level(load_level / bandwidth_level)
++ gamma * (bytes a rank reduces)``,
+
+with the path latency summed along the links (half the intra-node latency at each
+device end, half the NIC's at each host end, ``hop_latency_s`` per switch-to-switch
+link) and the per-size factors of :mod:`.msgfactors` at the step's largest message.
+A plan's time is the sum of its steps, or, for a plan that keeps each message's own
+loads, the longest chain of messages through the ranks (:mod:`.rendezvous`).
+
+Examples
+--------
+>>> from dlscale.perfmodel.catalog import get_cluster
+>>> from dlscale.perfmodel.netplan import plan_collective
+>>> summit = get_cluster("summit")
+>>> plan = plan_collective(summit.network.topology, 2, 1, False, "allreduce", "ring")
+>>> round(float(plan_time_s(summit, plan, 23e6, 0.0)) * 1e3, 3)   # 2 steps of 11.5 MB at 23 GB/s
+1.001
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from .hardware import Cluster, Topology
+from .linkload import StepLoad, level_bandwidths_Bps, step_load
+from .netplan import CollectivePlan, shape_key
+from .rendezvous import advance_clocks
+
+__all__ = ["critical_path_s", "device_links", "latency_s", "level_betas", "path_hockney",
+           "path_load", "plan_time_s", "step_s"]
+
+
+def device_links(cluster: Cluster, ranks_per_node: int) -> bool:
+    """Whether ranks sit behind a device link (a node with several devices or ranks).
+
+    Parameters
+    ----------
+    cluster : Cluster
+        The machine.
+    ranks_per_node : int
+        Ranks on each node.
+    """
+    return cluster.node.devices_per_node > 1 or ranks_per_node > 1
+
+
+def level_betas(cluster: Cluster, levels: tuple[str, ...]) -> np.ndarray:
+    """Seconds per byte of one link of each level (:func:`.linkload.level_bandwidths_Bps`).
+
+    Parameters
+    ----------
+    cluster : Cluster
+        The machine.
+    levels : tuple of str
+        Level names, as in a plan.
+    """
+    bw = level_bandwidths_Bps(cluster)
+    return np.array([1.0 / bw[lvl] for lvl in levels])
+
+
+def latency_s(cluster: Cluster, device_links: bool, inter: np.ndarray,
+              hops: np.ndarray) -> np.ndarray:
+    """Latency along a path: the device link, the NIC if it leaves the node, the hops.
+
+    Parameters
+    ----------
+    cluster : Cluster
+        The machine.
+    device_links : bool
+        Ranks sit behind a device link (its latency on every path).
+    inter : ndarray of bool
+        Whether each path leaves its node (the NIC's latency).
+    hops : ndarray of int
+        Switch-to-switch hops of each path (``network.hop_latency_s`` each).
+    """
+    node = cluster.node
+    return ((node.intra_link.latency_s if device_links else 0.0)
+            + inter * node.nic.latency_s + hops * cluster.network.hop_latency_s)
+
+
+def step_s(cluster: Cluster, lat: np.ndarray, busy: np.ndarray, size: np.ndarray | None,
+           nn: np.ndarray) -> np.ndarray:
+    """Latency and bandwidth time of steps (:func:`.msgfactors.message_time_s` with
+    each step's largest message picking the factors).
+
+    Parameters
+    ----------
+    cluster : Cluster
+        The machine (its per-size message factors).
+    lat : ndarray
+        Latency of each step's path.
+    busy : ndarray
+        Seconds per byte of ``n`` of each step's most loaded level.
+    size : ndarray or None
+        Each step's largest message in units of ``n`` (None: ``n``).
+    nn : ndarray
+        Vector sizes, broadcast against the steps.
+    """
+    factors = cluster.network.message_factors
+    if factors is None:
+        return np.asarray(lat + nn * busy)
+    m = nn * (1.0 if size is None else size)
+    fl, fb = factors.at(m)
+    return np.asarray(fl * lat + nn * busy / fb)
+
+
+def plan_time_s(cluster: Cluster, plan: CollectivePlan, n: ArrayLike,
+                gamma_s_per_B: float) -> np.ndarray:
+    """Seconds of a plan: each step's latency + its most loaded level's time + the
+    reduction, times its repeats, summed; a plan with
+    :attr:`~.netplan.CollectivePlan.flows` on its critical path (:func:`critical_path_s`).
+
+    Parameters
+    ----------
+    cluster : Cluster
+        The machine whose links price the plan.
+    plan : CollectivePlan
+        Loads of the collective's steps (:func:`.netplan.plan_collective`).
+    n : array_like
+        Vector sizes in bytes (vectorized).
+    gamma_s_per_B : float
+        Reduction cost per byte.
+
+    Returns
+    -------
+    ndarray
+        Seconds, the shape of ``n``.
+    """
+    if plan.flows is not None:
+        return critical_path_s(cluster, plan, n, gamma_s_per_B)
+    lat = latency_s(cluster, plan.device_links, plan.inter, plan.hops)
+    busy = (plan.load * level_betas(cluster, plan.levels)).max(axis=1, initial=0.0)
+    nn = np.asarray(n, dtype=float)[..., None]
+    step = step_s(cluster, lat, busy, plan.size, nn) + gamma_s_per_B * nn * plan.recv
+    return np.asarray((plan.repeat * step).sum(axis=-1))
+
+
+def critical_path_s(cluster: Cluster, plan: CollectivePlan, n: ArrayLike,
+                    gamma_s_per_B: float) -> np.ndarray:
+    """The longest chain of messages through the ranks (:mod:`.rendezvous`): each
+    message costs what its own path meets (its class's latency and most loaded link),
+    by the same step formula as :func:`plan_time_s`.
+
+    Parameters
+    ----------
+    cluster : Cluster
+        The machine whose links price the plan.
+    plan : CollectivePlan
+        A plan with per-message classes (``plan.flows``).
+    n : array_like
+        Vector sizes in bytes (vectorized).
+    gamma_s_per_B : float
+        Reduction cost per byte.
+
+    Returns
+    -------
+    ndarray
+        Seconds, the shape of ``n``.
+    """
+    assert plan.flows is not None
+    nn = np.asarray(n, dtype=float)
+    col = nn.reshape(-1, 1)
+    betas = level_betas(cluster, plan.levels)
+    p = max(int(max(st.src.max(initial=0), st.dst.max(initial=0))) for st in plan.flows) + 1
+    clock = np.zeros((len(col), p))
+    for st in plan.flows:
+        lat = latency_s(cluster, plan.device_links, st.inter, st.hops)
+        busy = (st.load * betas).max(axis=1, initial=0.0)
+        cost = np.where(st.moves, step_s(cluster, lat, busy, np.asarray(st.size), col), 0.0)
+        red = None
+        if st.recv is not None and gamma_s_per_B:
+            red = gamma_s_per_B * col * st.recv[:p]
+        clock = advance_clocks(clock, st.src, st.dst, cost[:, st.cls], red, st.distinct)
+    return np.asarray(clock.max(axis=1).reshape(nn.shape))
+
+
+@lru_cache(maxsize=1 << 16)
+def _path_load_cached(topology: Topology, nodes: int, ranks_per_node: int,
+                      device_links: bool, src: int, dst: int) -> StepLoad:
+    return step_load(topology, nodes, ranks_per_node, device_links, np.array([src]),
+                     np.array([dst]), np.ones(1))
+
+
+def path_load(cluster: Cluster, nodes: int, ranks_per_node: int, src: int,
+              dst: int) -> StepLoad:
+    """Per-level loads of one message between two ranks (cached per topology shape).
+
+    Parameters
+    ----------
+    cluster : Cluster
+        The machine.
+    nodes, ranks_per_node : int
+        Ranks placed block-wise.
+    src, dst : int
+        The two ranks.
+    """
+    dev = device_links(cluster, ranks_per_node)
+    return _path_load_cached(shape_key(cluster.network.topology), nodes, ranks_per_node, dev, src, dst)
+
+
+def path_hockney(cluster: Cluster, nodes: int, ranks_per_node: int, src: int,
+                 dst: int) -> tuple[float, float]:
+    """``(alpha_s, beta_s_per_B)`` of one uncontended message between two ranks.
+
+    Parameters
+    ----------
+    cluster : Cluster
+        The machine.
+    nodes, ranks_per_node, src, dst : int
+        Nodes, ranks per node (placed block-wise), and the two rank ids.
+
+    Returns
+    -------
+    tuple of (float, float)
+        ``alpha_s`` (latencies along the path), ``beta_s_per_B`` (its slowest link).
+
+    Examples
+    --------
+    >>> from dlscale.perfmodel.catalog import get_cluster
+    >>> a, b = path_hockney(get_cluster("summit"), 64, 6, 0, 383)
+    >>> round(a * 1e6, 2), round(1 / b / 1e9, 1)   # NVLink 3 + NIC 0.6 + 2 hops of 90 ns
+    (3.78, 23.0)
+    """
+    dev = device_links(cluster, ranks_per_node)
+    s = path_load(cluster, nodes, ranks_per_node, src, dst)
+    if src == dst:
+        return 0.0, 0.0
+    bw = level_bandwidths_Bps(cluster)
+    beta = max(v / bw[k] for k, v in s.load.items())
+    return float(latency_s(cluster, dev, np.array(s.inter), np.array(s.hops))), float(beta)

@@ -133,8 +133,15 @@ def write_report(report: dict[str, Any], path: str) -> None:
     atomic_write_text(path, json.dumps(report, indent=2, allow_nan=False) + "\n")
 
 
+def _judged_s(row: dict[str, Any]) -> float:
+    return float(row.get("predicted_profile_s", row["predicted_s"]))
+
+
 def plot_validation(report: dict[str, Any], path: str) -> None:
-    """Predicted versus measured, log-log, one marker per kind; written atomically."""
+    """Predicted versus measured, log-log, one marker per kind; written atomically.
+
+    The predicted figure is the judged one (from the profile alone); the
+    simulator's prediction of each training run is drawn with its own marker."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -151,9 +158,14 @@ def plot_validation(report: dict[str, Any], path: str) -> None:
         ranks = sorted({r["ranks"] for r in sel})
         for k in ranks:
             pts = [r for r in sel if r["ranks"] == k]
-            ax.scatter([r["measured_s"] for r in pts], [r["predicted_s"] for r in pts],
+            ax.scatter([r["measured_s"] for r in pts], [_judged_s(r) for r in pts],
                        marker=marker, label=f"{kind}, {k} ranks", alpha=0.8)
-    values = [v for r in rows for v in (r["measured_s"], r["predicted_s"])]
+    sim = [r for r in rows if "simulated_s" in r]
+    if sim:
+        ax.scatter([r["measured_s"] for r in sim], [r["simulated_s"] for r in sim],
+                   marker="x", color="k", label="training, simulator")
+    values = [v for r in rows for v in (r["measured_s"], _judged_s(r))]
+    values += [r["simulated_s"] for r in sim]
     lo, hi = min(values) / 1.5, max(values) * 1.5
     xs = np.array([lo, hi])
     ax.plot(xs, xs, "k-", lw=1, label="predicted = measured")

@@ -113,3 +113,17 @@ def test_exchange_timed_on_two_ranks():
     res = json.loads(proc.stdout.strip().splitlines()[-1])
     assert res["ranks"] == [0, 1] and res["message_bytes"] == int(N_BYTES)
     assert 0 < res["service_s"] < res["exchange_s"] < 0.1 and res["reps"] >= 50
+
+
+def test_report_says_where_the_async_exchange_was_composed():
+    from dlscale.commands import validate as validate_cmd
+
+    row = {"kind": "training", "case": "async-easgd p=2", "measured_s": 1e-4,
+           "predicted_s": 1e-4, "error": 0.0, "spread": 0.0,
+           "exchange": predict_training(_profile(), "async-easgd", 2, N_BYTES)["exchange"]}
+    lines = validate_cmd.report_lines({"rows": [row], "summary": {}})
+    assert ("note: async-easgd p=2: master/worker exchange composed from the ping-pong fit: "
+            "the profile has no easgd_exchange (written before issue 16)") in lines
+    row["exchange"] = "measured"
+    assert not any("master/worker exchange" in line
+                   for line in validate_cmd.report_lines({"rows": [row], "summary": {}}))

@@ -87,7 +87,9 @@ def training_rows(profile: MachineProfile, runs: list[Any],
     ``measured_s`` is the median over the algorithm's runs of each run's median
     iteration; ``predicted_s`` the median of each run's prediction from the
     profile with that run's snapshots (:func:`.compute_snapshot.refreshed_profile`);
-    ``predicted_profile_s`` the prediction from ``profile`` alone; ``compute_drift``
+    ``predicted_profile_s`` the prediction from ``profile`` alone (for
+    ``async-easgd`` with ``exchange``: ``"measured"``, or why the exchange was
+    composed from ping-pong fits); ``compute_drift``
     the median drift of the compute figure. ``runs_s`` lists every run's
     ``[measured, predicted]``.
     """
@@ -122,7 +124,8 @@ def training_rows(profile: MachineProfile, runs: list[Any],
                      "predicted_comm_s": med(lambda it: it[1]["comm_s"]),
                      "iteration_cv": med(lambda it: it[0].iteration_cv),
                      "spread": relative_spread([run.iteration_median_s for run, _, _ in items]),
-                     "runs_s": [[run.iteration_median_s, tp["iteration_s"]] for run, tp, _ in items]})
+                     "runs_s": [[run.iteration_median_s, tp["iteration_s"]] for run, tp, _ in items],
+                     **({"exchange": t0["exchange"]} if "exchange" in t0 else {})})
     return rows
 
 

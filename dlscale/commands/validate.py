@@ -149,6 +149,8 @@ def _simulated_lines(report: dict[str, Any]) -> list[str]:
                      f"({s['worst_case']}) over {s['cases']} settled cases")
     lines += [f"note: {r['case']}: {r['simulated_note']}" for r in report["rows"]
               if "simulated_note" in r]
+    lines += [f"note: {r['case']}: master/worker exchange {r['exchange']}" for r in report["rows"]
+              if r.get("exchange", "measured") != "measured"]
     return lines
 
 

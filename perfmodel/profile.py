@@ -90,7 +90,11 @@ class MachineProfile:
         Hockney: list of ``{min_bytes, max_bytes, alpha_s, beta_s_per_B}``),
         ``loggp`` (``{L_s, o_s, g_s, G_s_per_B}``), ``sizes_bytes``,
         ``one_way_s``, ``stream_Bps`` and ``rel_error`` (the fit's error per size)
-        are optional.
+        are optional. ``easgd_exchange`` (optional; profiles written before issue 16
+        lack it) is the Async EASGD master/worker exchange timed directly:
+        ``{"ranks", "message_bytes", "exchange_s", "service_s", "spread", "reps"}``
+        (the worker's send of its parameters plus its receive of the center, and
+        the master's share of it: center update and send).
     collectives : dict
         Collective name (``"allreduce"``, ``"reduce_scatter"``, ``"allgather"``,
         ``"bcast"``) -> ``{"algorithm": ..., "measurements": [{"ranks",
@@ -203,6 +207,19 @@ def _check_quantiles(where: str, qs: Any) -> None:
                           f">= 0 (quantiles at 0, 0.001, ..., 1), got {str(qs)[:80]}")
 
 
+def _check_easgd_exchange(where: str, value: Any) -> None:
+    """The optional Async EASGD exchange: an object with positive ``message_bytes``,
+    ``exchange_s`` and ``service_s``."""
+    if value is None:
+        return
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: must be an object, got {str(value)[:80]}")
+    for key in ("message_bytes", "exchange_s", "service_s"):
+        if key not in value:
+            raise ConfigError(f"{where}.{key}: missing")
+        _positive(f"{where}.{key}", value[key])
+
+
 def _check(prof: MachineProfile) -> None:
     if prof.schema_version != SCHEMA_VERSION:
         raise ConfigError(
@@ -227,6 +244,7 @@ def _check(prof: MachineProfile) -> None:
         _positive(f"profile.p2p.{regime}.bandwidth_Bps", entry["bandwidth_Bps"])
         _check_segments(f"profile.p2p.{regime}.segments", entry.get("segments"),
                         ("alpha_s", "beta_s_per_B"))
+        _check_easgd_exchange(f"profile.p2p.{regime}.easgd_exchange", entry.get("easgd_exchange"))
         exchange = entry.get("exchange")
         if isinstance(exchange, dict):
             _check_segments(f"profile.p2p.{regime}.exchange.segments",

@@ -63,7 +63,12 @@ def test_calibrate_quick_on_two_ranks(tmp_path):
     run = prof.collectives["allreduce"]["measurements"][0]
     assert run["ranks"] == 2 and len(run["times_s"]) == 6
     assert prof.kernels["model_fwd_bwd_s"] > 0 and "model_fwd_bwd_s" in prof.kernels["noise"]
+    ex = intra["easgd_exchange"]  # the Async EASGD exchange, timed directly
+    assert ex["ranks"] == [0, 1] and ex["reps"] >= 50
+    assert 0 < ex["service_s"] and 0 < ex["exchange_s"] < 1.0
+    assert ex["message_bytes"] == 4 * prof.kernels["model"]["n_params"]
     assert any(line.startswith("p2p intra-node: latency") for line in summary_lines(prof))
+    assert any(line.startswith("Async EASGD exchange (intra-node, ") for line in summary_lines(prof))
     assert "wrote" in proc.stdout
 
 

@@ -188,6 +188,14 @@ def test_validate_local_quick_on_two_ranks(tmp_path):
     assert all(len(r["runs_s"]) == 2 and "error_profile" in r and "compute_drift" in r
                for r in training)
     assert len(report["training"]) == 8
+    # issue 16: the simulator's figure next to every training row, the async
+    # prediction from the exchange timed in this launch's calibration
+    assert all(("simulated_s" in r and "error_simulated" in r) or "simulated_note" in r
+               for r in training)
+    assert set(report["summary_simulated"]) <= {"training"}
+    assert "easgd_exchange" in report["profile"]["p2p"]["intra-node"]
+    assert next(r for r in training if r["case"].startswith("async-easgd"))["exchange"] == "measured"
+    assert "sim_error_%" in proc.stdout
     assert set(report["summary_refreshed"]) == {"allreduce", "training"}
     assert report["judged_on"].startswith("the calibration-time profile alone")
     assert set(report["summary"]) == {"allreduce", "training"}

@@ -15,7 +15,11 @@ order, with shares of the time budget:
    (``inter-node``); fitted with :func:`~dlscale.perfmodel.fitting.fit_piecewise_hockney`
    and :func:`~dlscale.perfmodel.fitting.fit_loggp` (the exchange times get their
    own piecewise Hockney fit, under ``exchange``); on one host with more than two
-   ranks also a ring step of all ranks at once (``ring_exchange``, 10 %);
+   ranks also a ring step of all ranks at once (``ring_exchange``, 10 %); then the
+   Async EASGD master/worker exchange between ranks 0 and 1, timed directly with
+   the training run's own loop and numba kernel
+   (:func:`~dlscale.validation.easgd_exchange.easgd_exchange`, 5 %, under
+   ``easgd_exchange`` of their regime);
 3. collectives (45 %): each of :data:`~dlscale.validation.microbench.COLLECTIVES`
    on the first ``k`` ranks for every ``k`` of ``rank_counts`` (the others wait
    without spinning); allreduce is fitted against every closed form of
@@ -45,6 +49,7 @@ from dlscale.perfmodel.profile import MachineProfile
 
 from . import microbench as mb
 from .collective_fit import fit_allreduce, library_allreduce_algorithms
+from .easgd_exchange import easgd_exchange
 from .kernelbench import kernel_figures, model_step
 from .mpi_env import MPICH_ALLREDUCE, get_mpi, host_groups, one_blas_thread, provenance
 from .sync_step import sync_step
@@ -148,31 +153,60 @@ def calibrate(
 def _calibrate(comm: Any, sizes: list[int], budget_s: float, collectives: tuple[str, ...],
                rank_counts: list[int] | None, kernels: bool, argv: list[str] | None,
                progress: bool, p2p_sizes: list[int]) -> MachineProfile | None:
-    if not sizes:
-        raise ConfigError("sizes: need at least one message size")
-    if not (budget_s > 0):
-        raise ConfigError(f"budget_s: must be > 0, got {budget_s!r}")
+    """The steps of :func:`calibrate`, in order (see the module docstring)."""
     p, rank = comm.Get_size(), comm.Get_rank()
-    counts = sorted(set(rank_counts or [p]))
-    bad = [k for k in counts if not 2 <= k <= p]
-    if bad and p > 1:
-        raise ConfigError(f"rank_counts: each must be in 2..{p} (ranks of this run), got {bad}")
+    counts = _checked_counts(sizes, budget_s, rank_counts, p)
     prov = provenance(comm, argv)
     groups = host_groups(comm)
     notes: list[str] = []
     start = time.perf_counter()
     kern: dict[str, Any] = {}
     if kernels or p == 1:
-        _say(comm, progress, f"kernels on {p} rank(s) (budget {0.2 * budget_s:.1f} s)")
-        figs = kernel_figures(budget_s=0.2 * budget_s if p > 1 else budget_s)
-        everyone = comm.gather(figs, root=0)
-        if rank == 0:
-            kern = _merge_kernels(everyone, groups, prov.get("cores"))
+        kern = _kernels_step(comm, budget_s, groups, prov, progress)
     if p == 1:
         notes.append("one rank: kernel figures only, no MPI measurements; "
                      "run under `mpiexec -n 2` or more for network figures")
         _say(comm, progress, "warning: " + notes[-1])
         return MachineProfile(kernels=kern, provenance=prov, notes=notes) if rank == 0 else None
+    p2p = _p2p_step(comm, p2p_sizes, budget_s, groups, prov, notes, progress)
+    _host_steps(comm, p2p, p2p_sizes, budget_s, groups, prov, progress)
+    _exchange_step(comm, p2p, budget_s, groups, notes, progress)
+    coll = _collectives_step(comm, collectives, counts, sizes, budget_s, prov, progress)
+    if rank != 0:
+        return None
+    _fit_collectives(coll, p2p, kern, prov, groups, sizes)
+    prov["elapsed_s"] = round(time.perf_counter() - start, 3)
+    prov["budget_s"] = budget_s
+    return MachineProfile(p2p=p2p, collectives=coll, kernels=kern, provenance=prov, notes=notes)
+
+
+def _checked_counts(sizes: list[int], budget_s: float, rank_counts: list[int] | None,
+                    p: int) -> list[int]:
+    """The rank counts to measure collectives on, after checking every argument."""
+    if not sizes:
+        raise ConfigError("sizes: need at least one message size")
+    if not (budget_s > 0):
+        raise ConfigError(f"budget_s: must be > 0, got {budget_s!r}")
+    counts = sorted(set(rank_counts or [p]))
+    bad = [k for k in counts if not 2 <= k <= p]
+    if bad and p > 1:
+        raise ConfigError(f"rank_counts: each must be in 2..{p} (ranks of this run), got {bad}")
+    return counts
+
+
+def _kernels_step(comm: Any, budget_s: float, groups: dict[str, list[int]],
+                  prov: dict[str, Any], progress: bool) -> dict[str, Any]:
+    """Kernel figures on every rank at once, merged on rank 0 (empty elsewhere)."""
+    p = comm.Get_size()
+    _say(comm, progress, f"kernels on {p} rank(s) (budget {0.2 * budget_s:.1f} s)")
+    figs = kernel_figures(budget_s=0.2 * budget_s if p > 1 else budget_s)
+    everyone = comm.gather(figs, root=0)
+    return _merge_kernels(everyone, groups, prov.get("cores")) if comm.Get_rank() == 0 else {}
+
+
+def _p2p_step(comm: Any, p2p_sizes: list[int], budget_s: float, groups: dict[str, list[int]],
+              prov: dict[str, Any], notes: list[str], progress: bool) -> dict[str, Any]:
+    """Ping-pong, streaming and exchange per regime (the same on every rank)."""
     if prov["mpi_env"].get("MPIR_CVAR_CH4_PROGRESS_THROTTLE") == "1":
         notes.append(f"MPICH progress throttling on ({prov['ranks']} ranks, {prov['cores']} cores): "
                      "waiting ranks yield their core; small-message times include the sleep")
@@ -187,8 +221,17 @@ def _calibrate(comm: Any, sizes: list[int], budget_s: float, collectives: tuple[
         _say(comm, progress, f"p2p {regime}: ranks {pair[0]} and {pair[1]}, "
                              f"{len(p2p_sizes)} sizes {p2p_sizes[0]} B .. {p2p_sizes[-1]} B")
         res = _p2p(comm, pair, p2p_sizes, 0.35 * budget_s / len(pairs))
-        res = comm.bcast(res, root=pair[0])
-        p2p[regime] = res
+        p2p[regime] = comm.bcast(res, root=pair[0])
+    if not pairs:
+        notes.append("no two ranks share a host: no intra-node figures")
+    return p2p
+
+
+def _host_steps(comm: Any, p2p: dict[str, Any], p2p_sizes: list[int], budget_s: float,
+                groups: dict[str, list[int]], prov: dict[str, Any], progress: bool) -> None:
+    """On one host: the ring step of all ranks (more than two) and, where the ranks
+    outnumber the cores, the synchronous step (into ``p2p['intra-node']`` on rank 0)."""
+    p, rank = comm.Get_size(), comm.Get_rank()
     if "intra-node" in p2p and len(groups) == 1 and p > 2:
         _say(comm, progress, f"ring steps: all {p} ranks exchange with their neighbours")
         ring = mb.ring_exchange(comm, p2p_sizes, 0.1 * budget_s)
@@ -203,23 +246,50 @@ def _calibrate(comm: Any, sizes: list[int], budget_s: float, collectives: tuple[
         sync = sync_step(comm, model_step(), 0.05 * budget_s)
         if rank == 0:
             p2p["intra-node"]["sync_step"] = sync
-    if not pairs:
-        notes.append("no two ranks share a host: no intra-node figures")
+
+
+def _exchange_step(comm: Any, p2p: dict[str, Any], budget_s: float,
+                   groups: dict[str, list[int]], notes: list[str], progress: bool) -> None:
+    """The Async EASGD master/worker exchange between ranks 0 and 1
+    (:func:`.easgd_exchange.easgd_exchange`), stored on rank 0 as
+    ``p2p[regime]['easgd_exchange']`` of the regime the two ranks are in."""
+    regime = "intra-node" if any({0, 1} <= set(r) for r in groups.values()) else "inter-node"
+    if regime not in p2p:
+        notes.append(f"no {regime} figures: the Async EASGD exchange was not timed")
+        return
+    _say(comm, progress, f"Async EASGD exchange: worker 1 with master 0 ({regime})")
+    res = _on_first(comm, 2, lambda sub: easgd_exchange(sub, 0.05 * budget_s))
+    if comm.Get_rank() == 0:
+        p2p[regime]["easgd_exchange"] = res
+
+
+def _collectives_step(comm: Any, collectives: tuple[str, ...], counts: list[int],
+                      sizes: list[int], budget_s: float, prov: dict[str, Any],
+                      progress: bool) -> dict[str, Any]:
+    """Each collective on the first ``k`` ranks for every ``k`` of ``counts``."""
     coll: dict[str, Any] = {}
     share = 0.45 * budget_s / max(1, len(collectives) * len(counts))
     for name in collectives:
         runs = []
+
         def measure(sub: Any, name: str = name) -> dict[str, Any]:
             return mb.collective(sub, name, sizes, share)
 
         for k in counts:
             _say(comm, progress, f"{name} on {k} ranks")
             runs.append(_on_first(comm, k, measure))
-        runs = [r for r in comm.bcast(runs if rank == 0 else None, root=0) if r]
+        runs = [r for r in comm.bcast(runs if comm.Get_rank() == 0 else None, root=0) if r]
         coll[name] = {"algorithm": _algorithm_label(prov), "measurements": runs}
-    if rank != 0:
-        return None
-    if "allreduce" in coll and "intra-node" in p2p and len(groups) == 1:
+    return coll
+
+
+def _fit_collectives(coll: dict[str, Any], p2p: dict[str, Any], kern: dict[str, Any],
+                     prov: dict[str, Any], groups: dict[str, list[int]],
+                     sizes: list[int]) -> None:
+    """Fit MPI's allreduce and the project's ring allreduce in place (one host)."""
+    if "intra-node" not in p2p or len(groups) != 1:
+        return
+    if "allreduce" in coll:
         known = {v: k for k, v in MPICH_ALLREDUCE.items()}.get(coll["allreduce"]["algorithm"])
         runs = coll["allreduce"]["measurements"]
         algos = [known] if known else library_allreduce_algorithms(
@@ -227,14 +297,11 @@ def _calibrate(comm: Any, sizes: list[int], budget_s: float, collectives: tuple[
         coll["allreduce"]["fit"] = fit_allreduce(runs, p2p["intra-node"], kern.get("reduce_Bps"),
                                                  algorithms=algos, cores=prov["cores"],
                                                  page_fault_s_per_B=kern.get("x_page_fault_s_per_B"))
-    if "ring_allreduce" in coll and "intra-node" in p2p and len(groups) == 1:
+    if "ring_allreduce" in coll:
         coll["ring_allreduce"]["algorithm"] = "ring"
         coll["ring_allreduce"]["fit"] = fit_allreduce(
             coll["ring_allreduce"]["measurements"], p2p["intra-node"], kern.get("reduce_Bps"),
             algorithms=["ring"], cores=prov["cores"])
-    prov["elapsed_s"] = round(time.perf_counter() - start, 3)
-    prov["budget_s"] = budget_s
-    return MachineProfile(p2p=p2p, collectives=coll, kernels=kern, provenance=prov, notes=notes)
 
 
 def _algorithm_label(prov: dict[str, Any]) -> str:

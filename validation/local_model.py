@@ -40,12 +40,22 @@ the profile only (nothing measured in the training runs is used):
 - every update-kernel call also costs the measured fixed ``x_kernel_call_s``
   (argument checks and dispatch), which the 4 MiB rate figures leave out;
 - ``async-easgd``: exact mean-value analysis (Reiser and Lavenberg 1980) of a
-  closed network: ``p - 1`` workers with think time ``Z = C + n / easgd_Bps + 2
-  T(n)`` (compute, elastic step, the parameters' and the center's transfer;
-  ``+ W`` where the ranks outnumber the cores: the worker sleeps waiting for the center) and
-  one first-come-first-served master with service time ``S = n / easgd_Bps + 2 o``
-  (center update plus posting the send and completing the receive, LogGP ``o``
-  per message of the messages it handles).
+  closed network: ``p - 1`` workers and one first-come-first-served master. The
+  workers are asynchronous: nobody waits for the slowest rank, so their compute
+  is the median single call ``C`` (times ``p / cores`` where the ranks share the
+  cores), never the synchronous straggler term nor the measured synchronous
+  step. Where the profile timed the exchange itself
+  (``p2p['intra-node']['easgd_exchange']``, :mod:`.easgd_exchange`: the
+  worker's send plus its receive of the center ``X``, of which the master's
+  center update and send ``S``), the master's service time is ``S`` and the
+  worker's think time ``Z = C + n / easgd_Bps + (X - S)`` (compute, elastic
+  step, the exchange outside the master); else (a profile written before issue
+  16, or one timed at another message size, which the prediction says in
+  ``exchange``) the exchange is composed from the ping-pong fit: ``Z = C +
+  n / easgd_Bps + 2 T(n)`` and ``S = n / easgd_Bps + 2 o`` (center update plus
+  posting the send and completing the receive, LogGP ``o`` per message of the
+  messages it handles); ``+ W`` in ``Z`` where the ranks outnumber the cores (the
+  worker sleeps waiting for the center).
 
 Examples
 --------
@@ -129,10 +139,38 @@ def _kernel(profile: MachineProfile, name: str) -> float:
     return float(value)
 
 
+def _async_easgd(profile: MachineProfile, p: int, n: float, call: float, compute: float,
+                 wake: float) -> dict[str, Any]:
+    """The Async EASGD cycle of one worker (see the module docstring)."""
+    upd = call + n / _kernel(profile, "easgd_Bps")
+    intra = profile.p2p.get("intra-node", {})
+    ex = intra.get("easgd_exchange")
+    if ex and int(ex["message_bytes"]) == int(n):
+        x = float(ex["exchange_s"])
+        service = min(float(ex["service_s"]), x)
+        think = compute + upd + (x - service) + wake
+        how = "measured"
+    else:
+        o = float(intra.get("loggp", {}).get("o_s", 0.0))
+        think = compute + upd + 2 * p2p_time_s(profile, n) + wake
+        service = upd + 2 * o
+        how = ("composed from the ping-pong fit: the profile has no easgd_exchange "
+               "(written before issue 16)" if not ex else
+               f"composed from the ping-pong fit: the profile's easgd_exchange was timed at "
+               f"{int(ex['message_bytes'])} B, the run sends {int(n)} B")
+    cycle = mva_cycle_s(max(p - 1, 1), think, service)
+    return {"iteration_s": cycle, "compute_s": compute, "comm_s": cycle - compute - upd,
+            "exchange": how}
+
+
 def predict_training(profile: MachineProfile, algorithm: str, p: int,
-                     message_bytes: float) -> dict[str, float]:
-    """Predicted ``iteration_s`` (and its parts) of one training run of ``p`` ranks."""
-    C = _kernel(profile, "model_fwd_bwd_s")
+                     message_bytes: float) -> dict[str, Any]:
+    """Predicted ``iteration_s`` (and its parts) of one training run of ``p`` ranks.
+
+    For ``async-easgd`` also ``exchange``: ``"measured"`` where the profile's timed
+    exchange was used, else why it was composed from the ping-pong fit.
+    """
+    C = C_alone = _kernel(profile, "model_fwd_bwd_s")
     cores = int(profile.provenance.get("cores") or 0)  # 0: not recorded
     cv = float(profile.kernels.get("noise", {}).get("model_fwd_bwd_s", 0.0))
     pct = profile.kernels.get("quantiles", {}).get("model_fwd_bwd_s")
@@ -151,13 +189,8 @@ def predict_training(profile: MachineProfile, algorithm: str, p: int,
     # each update-kernel call: a fixed cost measured in calibration (0 in profiles
     # written before it was measured) plus its bytes at the measured rate
     call = float(profile.kernels.get("x_kernel_call_s", 0.0))
-    if algorithm == "async-easgd":
-        upd = call + n / _kernel(profile, "easgd_Bps")
-        o = float(profile.p2p["intra-node"].get("loggp", {}).get("o_s", 0.0))
-        think = C + upd + 2 * p2p_time_s(profile, n) + wake
-        service = upd + 2 * o
-        cycle = mva_cycle_s(max(p - 1, 1), think, service)
-        return {"iteration_s": cycle, "compute_s": C, "comm_s": cycle - C - upd}
+    if algorithm == "async-easgd":  # asynchronous: no straggler, no synchronous step
+        return _async_easgd(profile, p, n, call, C_alone * share, wake)
     compute = slowest
     ring_fit = profile.collectives.get("ring_allreduce", {}).get("fit")
     if algorithm == "sgd-ring" and ring_fit:

@@ -11,8 +11,9 @@ Run under ``mpiexec -n N`` (``N >= 2``). Message sizes are the powers of two fro
    :data:`ALLREDUCE_ROUNDS` rounds (median per case; on the development VM the
    same 1 MiB allreduce takes 170 us in some minutes and 650 us in others). Fit
    (:func:`~dlscale.validation.collective_fit.fit_allreduce`) on every *other*
-   size (1 KiB, 4 KiB, ...) on the rank counts ``{2, N}`` only; hold out the other
-   sizes (2 KiB, 8 KiB, ...) and every size on the rank counts strictly between.
+   size (1 KiB, 4 KiB, ...) on the rank counts ``{2, N}`` only; hold out the sizes
+   between them (:data:`HELD_OUT_FACTOR` times each: 3 KiB, 12 KiB, ...) and every
+   size on the rank counts strictly between.
 3. Run the real training runs (:mod:`~dlscale.validation.mpi_training`) on all
    ``N`` ranks, each between two snapshots of the compute figures
    (:mod:`~dlscale.validation.compute_snapshot`: the model's forward+backward
@@ -25,7 +26,16 @@ Run under ``mpiexec -n N`` (``N >= 2``). Message sizes are the powers of two fro
    ``error``; ``compute_drift`` says how far the compute figure moved since the
    calibration). The first is what a user gets from a profile taken earlier;
    the second is the model's own error, with the shared host's drift taken out.
-   The targets are judged on the second; the report prints both.
+   The targets are judged on the first (the user's figure); the second stays
+   in the report as a diagnostic.
+5. Predict every training run with the simulator too
+   (:func:`~dlscale.validation.local_rows.add_simulated`,
+   :mod:`~dlscale.validation.local_sim`: ``simulate_training`` on the cluster
+   description the same profile gives through ``apply_profile``, the same model,
+   batch, ranks and iterations): ``simulated_s`` and ``error_simulated`` per
+   training row (or ``simulated_note`` saying why a run could not be simulated),
+   and ``summary_simulated`` (median |error| of the simulated figure). It is
+   reported next to the judged figure, not judged.
 
 Measured figures are medians (of calls, of iterations): the model predicts the
 typical call and iteration, and on a shared host the mean also holds the calls
@@ -39,7 +49,6 @@ written as JSON and drawn as a predicted-versus-measured plot.
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import replace
 from typing import Any
@@ -51,16 +60,24 @@ from dlscale.perfmodel.profile import MachineProfile
 
 from . import microbench as mb
 from .calibrate_run import _on_first, _say, calibrate
-from .collective_fit import fit_allreduce, library_allreduce_algorithms, predict_allreduce
-from .compute_snapshot import compute_drift, compute_snapshot, refreshed_profile
+from .collective_fit import fit_allreduce, library_allreduce_algorithms
+from .compute_snapshot import compute_snapshot
 from .kernelbench import model_step
-from .local_model import predict_training
+from .local_rows import (
+    add_simulated,
+    allreduce_rows,
+    plot_validation,
+    relative_spread,
+    training_rows,
+    write_report,
+)
 from .mpi_env import _cores, one_blas_thread
 from .mpi_training import TRAINING_ALGORITHMS, train
 
-__all__ = ["ALLREDUCE_ROUNDS", "HELD_OUT_FACTOR", "TARGETS", "merge_rounds", "plot_validation",
-           "relative_spread", "split_runs", "split_sizes", "summarize", "training_rows",
-           "validate_local", "verdict"]
+__all__ = ["ALLREDUCE_ROUNDS", "HELD_OUT_FACTOR", "TARGETS", "add_simulated", "allreduce_rows",
+           "judged_error", "merge_rounds", "plot_validation", "relative_spread", "split_runs",
+           "split_sizes", "summarize", "training_rows", "validate_local", "verdict",
+           "write_report"]
 
 #: Rounds of the allreduce sweep (interleaved over the rank counts): every held-out
 #: case is measured this many times, and its spread over the rounds is its noise floor.
@@ -88,24 +105,6 @@ def split_sizes(min_bytes: int, max_bytes: int) -> tuple[list[int], list[int]]:
     fit = mb.message_sizes(min_bytes, max_bytes)[0::2]
     held = [HELD_OUT_FACTOR * n for n in fit[:-1]]
     return fit, held
-
-
-def relative_spread(values: Any) -> float:
-    """A measurement's own repeatability: the median absolute deviation of repeated
-    measurements over their median (0 for fewer than 2).
-
-    Examples
-    --------
-    >>> relative_spread([1.0, 1.1, 0.9])
-    0.1
-    >>> relative_spread([2.0])
-    0.0
-    """
-    v = np.asarray(values, dtype=float)
-    if len(v) < 2:
-        return 0.0
-    med = float(np.median(v))
-    return round(float(np.median(np.abs(v - med))) / med, 12) if med > 0 else 0.0
 
 
 def verdict(error: float, spread: float, target: float) -> str:
@@ -224,13 +223,6 @@ def summarize(rows: list[dict[str, Any]], key: str | None = None) -> dict[str, A
     return out
 
 
-def _fmt_size(n: int) -> str:
-    for unit, f in (("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= f and n % f == 0:
-            return f"{n // f} {unit}"
-    return f"{n} B"
-
-
 def validate_local(comm: Any, min_bytes: int = 1024, max_bytes: int = 64 << 20,
                    budget_s: float = 60.0, iterations: int = 500,
                    algorithms: tuple[str, ...] = TRAINING_ALGORITHMS, progress: bool = True,
@@ -244,6 +236,52 @@ def validate_local(comm: Any, min_bytes: int = 1024, max_bytes: int = 64 << 20,
     report then says so): an oversubscribed rank waits for a time slice, which
     measures the scheduler, not the model.
     """
+    fit_sizes, held_sizes = _checked_launch(comm, min_bytes, max_bytes, rounds, oversubscribe)
+    p = comm.Get_size()
+    fit_counts = sorted({2, p})
+    counts = list(range(2, p + 1))
+    start = time.perf_counter()
+    ring = ("ring_allreduce",) if "sgd-ring" in algorithms else ()
+    profile = calibrate(comm, fit_sizes, 0.4 * budget_s, ring, fit_counts, argv=argv,
+                        progress=progress, p2p_sizes=mb.message_sizes(1, max_bytes))
+    measured = _allreduce_rounds(comm, counts, sorted(fit_sizes + held_sizes), budget_s,
+                                 progress)
+    cores = comm.bcast(profile.provenance.get("cores") if profile is not None else None, root=0)
+    runs, snaps = _training_rounds(comm, algorithms, rounds, iterations, budget_s, cores,
+                                   progress)
+    if comm.Get_rank() != 0:
+        return None
+    assert profile is not None
+    profile, held = _fit_profile(profile, measured, fit_sizes, fit_counts)
+    rows = allreduce_rows(profile, held) + training_rows(profile, runs, snaps)
+    for row in rows:
+        row["verdict"] = verdict(judged_error(row), row.get("spread", 0.0),
+                                 TARGETS.get(row["kind"], 1.0))
+        if cores and row["ranks"] > cores:
+            row["oversubscribed"] = True
+    add_simulated(profile, rows, progress)
+    return {
+        "rows": rows,
+        "summary": summarize(rows),
+        "summary_refreshed": summarize(rows, "error"),
+        "summary_simulated": summarize(rows, "error_simulated"),
+        "judged_on": "the calibration-time profile alone (error_profile for training rows)",
+        "oversubscribed": bool(cores and p > cores),
+        "fit_sizes_bytes": fit_sizes,
+        "held_out_sizes_bytes": held_sizes,
+        "fit_rank_counts": fit_counts,
+        "held_out_rank_counts": [k for k in counts if k not in fit_counts],
+        "training": [r.to_dict() for r in runs if r is not None],
+        "rounds": rounds,
+        "profile": profile.to_dict(),
+        "notes": profile.notes,
+        "elapsed_s": round(time.perf_counter() - start, 3),
+    }
+
+
+def _checked_launch(comm: Any, min_bytes: int, max_bytes: int, rounds: int,
+                    oversubscribe: bool) -> tuple[list[int], list[int]]:
+    """Refuse a launch that cannot answer (before any work); the fit and held-out sizes."""
     p = comm.Get_size()
     cores = _cores()
     if p > cores and not oversubscribe:
@@ -258,16 +296,14 @@ def validate_local(comm: Any, min_bytes: int = 1024, max_bytes: int = 64 << 20,
     if len(fit_sizes) < 3:
         raise ConfigError(f"sizes: {min_bytes}..{max_bytes} B gives {len(fit_sizes)} fit sizes; "
                           "need at least 3 (widen the range)")
-    fit_counts = sorted({2, p})
-    counts = list(range(2, p + 1))
-    all_sizes = sorted(fit_sizes + held_sizes)
-    start = time.perf_counter()
-    ring = ("ring_allreduce",) if "sgd-ring" in algorithms else ()
-    profile = calibrate(comm, fit_sizes, 0.4 * budget_s, ring, fit_counts, argv=argv,
-                        progress=progress, p2p_sizes=mb.message_sizes(1, max_bytes))
-    # fit and held-out sizes in one sweep, the rank counts taking turns over
-    # ALLREDUCE_ROUNDS rounds: a change of the host's state between phases spoils
-    # one round of every rank count, not every round of one
+    return fit_sizes, held_sizes
+
+
+def _allreduce_rounds(comm: Any, counts: list[int], all_sizes: list[int], budget_s: float,
+                      progress: bool) -> list[dict[str, Any]]:
+    """Fit and held-out sizes in one sweep, the rank counts taking turns over
+    :data:`ALLREDUCE_ROUNDS` rounds (a change of the host's state between phases
+    spoils one round of every rank count, not every round of one); merged per count."""
     sweeps = ALLREDUCE_ROUNDS
     share = 0.6 * budget_s / len(counts) / sweeps
     by_count: dict[int, list[dict[str, Any]]] = {k: [] for k in counts}
@@ -279,11 +315,15 @@ def validate_local(comm: Any, min_bytes: int = 1024, max_bytes: int = 64 << 20,
                 res = _on_first(comm, k,
                                 lambda sub: mb.collective(sub, "allreduce", all_sizes, share))
                 by_count[k].append(comm.bcast(res, root=0))
-    measured = [merge_rounds(by_count[k]) for k in counts]
-    # rounds of every algorithm in turn, each run between two snapshots of the
-    # compute figures (see .compute_snapshot)
-    cores = comm.bcast(profile.provenance.get("cores") if profile is not None else None, root=0)
-    host_cores = cores
+    return [merge_rounds(by_count[k]) for k in counts]
+
+
+def _training_rounds(comm: Any, algorithms: tuple[str, ...], rounds: int, iterations: int,
+                     budget_s: float, cores: int | None,
+                     progress: bool) -> tuple[list[Any], list[dict[str, Any] | None]]:
+    """Rounds of every algorithm in turn, each run between two snapshots of the
+    compute figures (see :mod:`.compute_snapshot`)."""
+    p = comm.Get_size()
     snap_s = min(0.25, max(0.05, 0.002 * budget_s))  # about as long as one run
     with one_blas_thread():
         step = model_step()
@@ -295,9 +335,13 @@ def validate_local(comm: Any, min_bytes: int = 1024, max_bytes: int = 64 << 20,
                                      f"(round {r + 1} of {rounds})")
                 runs.append(train(comm, algo, iterations=iterations))
                 snaps.append(compute_snapshot(comm, step, snap_s, cores))
-    if comm.Get_rank() != 0:
-        return None
-    assert profile is not None
+    return runs, snaps
+
+
+def _fit_profile(profile: MachineProfile, measured: list[dict[str, Any]], fit_sizes: list[int],
+                 fit_counts: list[int]) -> tuple[MachineProfile, list[dict[str, Any]]]:
+    """The allreduce fitted on the fit part of ``measured`` into ``profile``; the
+    held-out part."""
     fit_runs, held = split_runs(measured, fit_sizes, fit_counts)
     algos = library_allreduce_algorithms(profile.provenance.get("mpi_library", ""),
                                          fit_sizes, fit_counts)
@@ -306,120 +350,4 @@ def validate_local(comm: Any, min_bytes: int = 1024, max_bytes: int = 64 << 20,
                         page_fault_s_per_B=profile.kernels.get("x_page_fault_s_per_B"))
     profile = replace(profile, collectives={**profile.collectives, "allreduce": {
         "algorithm": "library-default", "measurements": fit_runs, "fit": fit}})
-    rows: list[dict[str, Any]] = []
-    for res in held:
-        spreads = res.get("round_spread", [0.0] * len(res["sizes_bytes"]))
-        for n, t, sp in zip(res["sizes_bytes"], res["times_s"], spreads, strict=True):
-            pred = float(predict_allreduce(fit, n, res["ranks"]))
-            rows.append({"kind": "allreduce", "case": f"allreduce {_fmt_size(n)} p={res['ranks']}",
-                         "ranks": res["ranks"], "size_bytes": n, "measured_s": t,
-                         "predicted_s": pred, "error": pred / t - 1.0, "spread": sp})
-    rows += training_rows(profile, runs, snaps)
-    for row in rows:
-        row["verdict"] = verdict(judged_error(row), row.get("spread", 0.0),
-                                 TARGETS.get(row["kind"], 1.0))
-        if host_cores and row["ranks"] > host_cores:
-            row["oversubscribed"] = True
-    return {
-        "rows": rows,
-        "summary": summarize(rows),
-        "summary_refreshed": summarize(rows, "error"),
-        "judged_on": "the calibration-time profile alone (error_profile for training rows)",
-        "oversubscribed": p > cores,
-        "fit_sizes_bytes": fit_sizes,
-        "held_out_sizes_bytes": held_sizes,
-        "fit_rank_counts": fit_counts,
-        "held_out_rank_counts": [k for k in counts if k not in fit_counts],
-        "training": [r.to_dict() for r in runs if r is not None],
-        "rounds": rounds,
-        "profile": profile.to_dict(),
-        "notes": profile.notes,
-        "elapsed_s": round(time.perf_counter() - start, 3),
-    }
-
-
-def training_rows(profile: MachineProfile, runs: list[Any],
-                  snaps: list[dict[str, Any] | None]) -> list[dict[str, Any]]:
-    """One row per algorithm from its runs (``runs[i]`` taken between ``snaps[i]``
-    and ``snaps[i + 1]``).
-
-    ``measured_s`` is the median over the algorithm's runs of each run's median
-    iteration; ``predicted_s`` the median of each run's prediction from the
-    profile with that run's snapshots (:func:`.compute_snapshot.refreshed_profile`);
-    ``predicted_profile_s`` the prediction from ``profile`` alone; ``compute_drift``
-    the median drift of the compute figure. ``runs_s`` lists every run's
-    ``[measured, predicted]``.
-    """
-    by_algo: dict[str, list[tuple[Any, dict[str, float], float]]] = {}
-    for i, run in enumerate(runs):
-        assert run is not None
-        fresh = refreshed_profile(profile, [s for s in snaps[i:i + 2] if s is not None])
-        tp = predict_training(fresh, run.algorithm, run.ranks, run.message_bytes)
-        by_algo.setdefault(run.algorithm, []).append((run, tp, compute_drift(profile, fresh)))
-    rows = []
-    for algo, items in by_algo.items():
-        last = items[-1][0]
-        meas = float(np.median([run.iteration_median_s for run, _, _ in items]))
-        pred = float(np.median([tp["iteration_s"] for _, tp, _ in items]))
-        t0 = predict_training(profile, algo, last.ranks, last.message_bytes)
-
-        def med(get: Any, items: list[Any] = items) -> float:
-            return float(np.median([get(it) for it in items]))
-
-        rows.append({"kind": "training", "case": f"{algo} p={last.ranks}",
-                     "ranks": last.ranks, "size_bytes": last.message_bytes,
-                     "measured_s": meas, "measured_mean_s": med(lambda it: it[0].iteration_s),
-                     "predicted_s": pred, "error": pred / meas - 1.0,
-                     "predicted_profile_s": t0["iteration_s"],
-                     "error_profile": t0["iteration_s"] / meas - 1.0,
-                     "compute_drift": med(lambda it: it[2]),
-                     "accuracy": last.accuracy,
-                     "measured_compute_s": med(lambda it: it[0].compute_s),
-                     "measured_comm_s": med(lambda it: it[0].comm_s),
-                     "predicted_compute_s": med(lambda it: it[1]["compute_s"]),
-                     "predicted_comm_s": med(lambda it: it[1]["comm_s"]),
-                     "iteration_cv": med(lambda it: it[0].iteration_cv),
-                     "spread": relative_spread([run.iteration_median_s for run, _, _ in items]),
-                     "runs_s": [[run.iteration_median_s, tp["iteration_s"]] for run, tp, _ in items]})
-    return rows
-
-
-def write_report(report: dict[str, Any], path: str) -> None:
-    """Write the report as JSON, atomically."""
-    from dlscale.perfmodel.atomicio import atomic_write_text
-
-    atomic_write_text(path, json.dumps(report, indent=2, allow_nan=False) + "\n")
-
-
-def plot_validation(report: dict[str, Any], path: str) -> None:
-    """Predicted versus measured, log-log, one marker per kind; written atomically."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from dlscale.perfmodel.atomicio import atomic_write_with, plot_format
-
-    fig, ax = plt.subplots(figsize=(6, 5.5))
-    rows = report["rows"]
-    for kind, marker in (("allreduce", "o"), ("training", "s")):
-        sel = [r for r in rows if r["kind"] == kind]
-        if not sel:
-            continue
-        ranks = sorted({r["ranks"] for r in sel})
-        for k in ranks:
-            pts = [r for r in sel if r["ranks"] == k]
-            ax.scatter([r["measured_s"] for r in pts], [r["predicted_s"] for r in pts],
-                       marker=marker, label=f"{kind}, {k} ranks", alpha=0.8)
-    values = [v for r in rows for v in (r["measured_s"], r["predicted_s"])]
-    lo, hi = min(values) / 1.5, max(values) * 1.5
-    xs = np.array([lo, hi])
-    ax.plot(xs, xs, "k-", lw=1, label="predicted = measured")
-    ax.fill_between(xs, xs * 0.9, xs * 1.1, color="grey", alpha=0.2, label="±10 %")
-    ax.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi),
-           xlabel="measured time (s)", ylabel="predicted time (s)",
-           title="dlscale validate local: held-out cases")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    atomic_write_with(path, lambda tmp: fig.savefig(tmp, dpi=120, format=plot_format(path)))
-    plt.close(fig)
+    return profile, held

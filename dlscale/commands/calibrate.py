@@ -126,6 +126,11 @@ def summary_lines(profile: Any) -> list[str]:
         breaks = ", ".join(f"{int(b)} B" for b in e.get("breaks_bytes", [])) or "none"
         lines.append(f"p2p {regime}: latency {e['latency_s'] * 1e6:.2f} us, bandwidth "
                      f"{e['bandwidth_Bps'] / 1e9:.2f} GB/s, piecewise breaks: {breaks}")
+        ex = e.get("easgd_exchange")
+        if ex:
+            lines.append(f"Async EASGD exchange ({regime}, {ex['message_bytes']} B each way): "
+                         f"{ex['exchange_s'] * 1e6:.1f} us, of which the master "
+                         f"{ex['service_s'] * 1e6:.1f} us")
     k = profile.kernels
     if k:
         lines.append("kernels: " + ", ".join(

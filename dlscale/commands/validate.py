@@ -105,11 +105,14 @@ def report_lines(report: dict[str, Any]) -> list[str]:
               **({"verdict": r["verdict"]} if "verdict" in r else {}),
               **({"refreshed_%": 100 * r["error"]} if "error_profile" in r else {}),
               **({"drift_%": 100 * r["compute_drift"]} if "compute_drift" in r else {}),
+              **({"simulated_us": r["simulated_s"] * 1e6,
+                  "sim_error_%": 100 * r["error_simulated"]} if "simulated_s" in r else {}),
+              **({"simulated_us": "not simulated"} if "simulated_note" in r else {}),
               **({"oversubscribed": "yes"} if r.get("oversubscribed") else {}),
               **({"accuracy": r["accuracy"]} if "accuracy" in r else {})} for r in report["rows"]]
     lines = [format_table(table, ["case", "measured_us", "predicted_us", "error_%", "spread_%",
-                                  "verdict", "refreshed_%", "drift_%", "oversubscribed",
-                                  "accuracy"])]
+                                  "verdict", "refreshed_%", "drift_%", "simulated_us",
+                                  "sim_error_%", "oversubscribed", "accuracy"])]
     for kind, s in report["summary"].items():
         unsettled = (f"; {s['unsettled']} unsettled (spread above the target) left out"
                      if s.get("unsettled") else "")
@@ -128,10 +131,26 @@ def report_lines(report: dict[str, Any]) -> list[str]:
                      f"(they drifted {min(drifts):+.1%} .. {max(drifts):+.1%} since the "
                      f"calibration): median |error| {s['median_abs_error']:.1%}, worst "
                      f"{s['worst_abs_error']:.1%} ({s['worst_case']})")
+    lines += _simulated_lines(report)
     if report.get("oversubscribed"):
         lines.append("note: more ranks than cores (--oversubscribe): rows marked "
                      "'oversubscribed' measure the scheduler's time slices too")
     lines += [f"note: {n}" for n in report.get("notes", [])]
+    return lines
+
+
+def _simulated_lines(report: dict[str, Any]) -> list[str]:
+    """The simulator's summary line and one line per training run it could not simulate."""
+    lines = []
+    s = report.get("summary_simulated", {}).get("training")
+    if s and s["median_abs_error"] is not None:
+        lines.append(f"simulator (simulate_training, same profile, not judged): training median "
+                     f"|error| {s['median_abs_error']:.1%}, worst {s['worst_abs_error']:.1%} "
+                     f"({s['worst_case']}) over {s['cases']} settled cases")
+    lines += [f"note: {r['case']}: {r['simulated_note']}" for r in report["rows"]
+              if "simulated_note" in r]
+    lines += [f"note: {r['case']}: master/worker exchange {r['exchange']}" for r in report["rows"]
+              if r.get("exchange", "measured") != "measured"]
     return lines
 
 

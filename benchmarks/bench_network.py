@@ -228,8 +228,25 @@ def simgrid_rows() -> list[dict]:
                     ref = simgrid_time(net, alg, 1e6, tmp)
                     rows.append({"topology": name, "placement": placement, "algorithm": alg,
                                  "flow_s": f"{ours:.4e}", "simgrid_s": f"{ref:.4e}",
-                                 "flow/simgrid": f"{ours / ref:.4f}"})
+                                 "flow/simgrid": f"{ours / ref:.4f}", "simgrid_exact_s": ref})
     return rows
+
+
+def record_simgrid(rows: list[dict], path: str) -> None:
+    """Write SimGrid's times to ``path`` (JSON) for tests/test_simgrid_recorded.py."""
+    import json
+    import subprocess
+
+    from dlscale.perfmodel.atomicio import atomic_write_text
+
+    version = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "python3-simgrid"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    doc = {"about": "SimGrid CM02 (max-min, no TCP corrections) on the routes flow mode uses: "
+                    "benchmarks/bench_network.py --simgrid --record; 1 MB allreduce, seed 3",
+           "simgrid": version, "n_bytes": 1e6, "seed": 3,
+           "rows": [{k: r[k] for k in ("topology", "placement", "algorithm")}
+                    | {"simgrid_s": r["simgrid_exact_s"]} for r in rows]}
+    atomic_write_text(path, json.dumps(doc, indent=1) + "\n")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -238,10 +255,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--flow-ranks", type=int, default=512, help="ranks of the flow-mode case")
     parser.add_argument("--simgrid", action="store_true",
                         help="only compare flow mode with SimGrid (apt-get install python3-simgrid)")
+    parser.add_argument("--record", metavar="PATH",
+                        help="with --simgrid: also write SimGrid's times to PATH (JSON)")
     args = parser.parse_args(argv)
     if args.simgrid:
-        print(table(simgrid_rows(), ("topology", "placement", "algorithm", "flow_s", "simgrid_s",
-                                     "flow/simgrid")))
+        rows = simgrid_rows()
+        print(table(rows, ("topology", "placement", "algorithm", "flow_s", "simgrid_s",
+                           "flow/simgrid")))
+        if args.record:
+            record_simgrid(rows, args.record)
         return 0
     speed: list[dict] = []
     bench_summit(speed)

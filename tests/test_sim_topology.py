@@ -199,3 +199,24 @@ def test_minimal_dragonfly_builds_only_the_groups_in_use(hosts):
             b = SimulatedNetwork(full, mode=mode).allreduce_s(1e6, hosts, alg)
             assert a == b, (alg, mode)
     assert dragonfly_graph(5, 4, 2, 1, hosts, routing="valiant").number_of_nodes() == hosts + 20
+
+
+def test_a_torus_is_built_only_as_far_as_the_routes_of_its_hosts_reach():
+    import numpy as np
+
+    from dlscale.simulator.network import SimulatedNetwork
+    from dlscale.simulator.topology.torus import snake_order, snake_position, torus_extent
+
+    dims = (6, 5, 4)
+    for hosts in (2, 7, 13, 31, 120):
+        part = torus_graph(dims, hosts)
+        box = [c.tolist() for c in torus_extent(dims, hosts)]
+        assert part.number_of_nodes() == hosts + int(np.prod([len(c) for c in box]))
+        # the same collective on the first hosts of the whole torus, and on the box
+        whole = SimulatedNetwork(torus_graph(dims), mode="fast")
+        boxed = SimulatedNetwork(part, mode="fast")
+        for alg in ("ring", "recursive-doubling", "binomial-tree"):
+            assert boxed.allreduce_s(1e6, hosts, alg) == whole.allreduce_s(1e6, hosts, alg)
+    # three hosts on a 5-ring: the shorter arcs between 0, 1 and 2 stay on 0..2
+    assert [c.tolist() for c in torus_extent((5, 3), 3)] == [[0, 1, 2], [0]]
+    assert snake_position(np.arange(120), dims).tolist() == snake_order(dims).tolist()

@@ -34,7 +34,7 @@ from dlscale.perfmodel.hardware import Cluster, Crossbar, Dragonfly, FatTree, To
 from .dragonfly import dragonfly_graph
 from .fattree import multilevel_fat_tree_graph, xgft_graph
 from .intranode import star_node_graph
-from .torus import torus_graph
+from .torus import torus_extent, torus_graph
 
 __all__ = ["MAX_GRAPH_ELEMENTS", "cluster_graph", "network_graph", "template_paths"]
 
@@ -42,8 +42,8 @@ __all__ = ["MAX_GRAPH_ELEMENTS", "cluster_graph", "network_graph", "template_pat
 #: about 1 kB per element and its link table more per link: 2 million elements is
 #: some GB. Fat trees are built only as far as the nodes in use reach, dragonflies with
 #: minimal routing only for the groups holding nodes (Valiant routing detours through
-#: any group: all), tori whole (a dimension-order route crosses routers that hold no
-#: node of the job).
+#: any group: all), tori as the box of the dimension-order routes between the nodes
+#: (which crosses routers that hold no node of the job).
 MAX_GRAPH_ELEMENTS = 2_000_000
 
 
@@ -53,8 +53,8 @@ def _switch_count(cluster: Cluster, nodes: int) -> int:
         per_group = topo.routers_per_group * topo.terminals_per_router
         built = topo.groups if topo.routing == "valiant" else -(-nodes // per_group)
         return built * topo.routers_per_group
-    if isinstance(topo, Torus):
-        return math.prod(topo.dims)
+    if isinstance(topo, Torus):  # the box of routes between the nodes in use
+        return math.prod(len(c) for c in torus_extent(topo.dims, nodes))
     return 0            # fat trees and crossbars: built for the nodes in use
 
 
@@ -94,8 +94,9 @@ def network_graph(cluster: Cluster, nodes: int) -> nx.Graph:
     switches = _switch_count(cluster, nodes)
     if switches > MAX_GRAPH_ELEMENTS:
         raise ConfigError(
-            f"network.topology: simulating this {cluster.network.topology.family} builds all "
-            f"{switches:,} of its routers, more than {MAX_GRAPH_ELEMENTS:,}; the analytical "
+            f"network.topology: simulating {nodes:,} nodes of this "
+            f"{cluster.network.topology.family} builds {switches:,} of its routers, more "
+            f"than {MAX_GRAPH_ELEMENTS:,}; the analytical "
             f"model (predict, or --network analytical) needs no graph")
     topo = cluster.network.topology
     nic = cluster.node.nic

@@ -153,11 +153,13 @@ def _family_bisection(G: nx.Graph, params: dict) -> tuple[float, bool] | None:
         return min(inj / 2, _cut_Bps(G, side)), n == g * a * p and g % 2 == 0
     if fam == "torus":
         dims, n = params["dims"], params["hosts"]
+        coords = params.get("coords") or [list(range(d)) for d in dims]
         k = int(np.argmax(dims))
-        stride = math.prod(dims[:k])
-        total = math.prod(dims)
-        side = {n + r: ((r // stride) % dims[k]) < dims[k] / 2 for r in range(total)}
-        return min(inj / 2, _cut_Bps(G, side)), n == total and dims[k] % 2 == 0
+        stride = math.prod(len(c) for c in coords[:k])   # in the box of built routers
+        kept = np.asarray(coords[k])
+        built = math.prod(len(c) for c in coords)
+        side = {n + r: kept[(r // stride) % len(kept)] < dims[k] / 2 for r in range(built)}
+        return min(inj / 2, _cut_Bps(G, side)), n == math.prod(dims) and dims[k] % 2 == 0
     return None
 
 

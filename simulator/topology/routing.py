@@ -162,19 +162,30 @@ class DragonflyRouter:
 
 
 class TorusRouter:
-    """Dimension-order routing on a torus."""
+    """Dimension-order routing on a torus (the routers of the graph's box only)."""
 
     def __init__(self, params: dict, seed: int = 0) -> None:
         self.dims = tuple(params["dims"])
         self.n = params["hosts"]
         self.rails = 1
+        coords = params.get("coords") or [list(range(d)) for d in self.dims]
+        self._pos = []
+        for d, c in zip(self.dims, coords, strict=True):
+            where = np.full(d, -1, dtype=np.int64)
+            where[np.asarray(c, dtype=np.int64)] = np.arange(len(c))
+            self._pos.append(where)
+        self._box = np.cumprod((1, *[len(c) for c in coords][:-1]))
+
+    def _label(self, cur: list[np.ndarray]) -> np.ndarray:
+        return self.n + sum(w[c] * st for w, c, st in zip(self._pos, cur, self._box,
+                                                           strict=True))
 
     def node_paths(self, s: np.ndarray, t: np.ndarray, rail: int) -> np.ndarray:
         strides = np.cumprod((1, *self.dims[:-1]))
         cs = [(s // st) % d for st, d in zip(strides, self.dims, strict=True)]
         cd = [(t // st) % d for st, d in zip(strides, self.dims, strict=True)]
         cur = [c.copy() for c in cs]
-        cols = [s, self.n + s]
+        cols = [s, self._label(cur)]
         for k, d in enumerate(self.dims):
             delta = (cd[k] - cs[k]) % d
             fwd = delta <= d // 2
@@ -182,7 +193,7 @@ class TorusRouter:
             sign = np.where(fwd, 1, -1)
             for step in range(1, d // 2 + 1):
                 cur[k] = (cs[k] + sign * np.minimum(step, steps)) % d
-                cols.append(self.n + sum(c * st for c, st in zip(cur, strides, strict=True)))
+                cols.append(self._label(cur))
         cols.append(t)
         return np.stack(cols, axis=1)
 

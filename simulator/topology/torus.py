@@ -6,6 +6,12 @@ edge of twice the bandwidth and ``multiplicity`` 2; a dimension of size 1 has no
 Hosts carry a ``order`` attribute: their position on a boustrophedon ("snake")
 walk of the torus, so consecutive positions are neighbours (topology-aware placement).
 
+Only the routers that a dimension-order route between two of the hosts can cross are
+built (:func:`torus_extent`): a job on the first hosts of a large torus gets the
+routers of its own box, not the whole machine. Router labels are then
+``hosts + `` the router's index in that box (mixed radix over the coordinates kept in
+each dimension), the same as its index in the torus when the box is the whole torus.
+
 Examples
 --------
 >>> G = torus_graph((4, 4))
@@ -22,32 +28,109 @@ import numpy as np
 
 from dlscale.perfmodel.errors import ConfigError
 
-__all__ = ["snake_order", "torus_graph"]
+__all__ = ["snake_order", "snake_position", "torus_extent", "torus_graph",
+           "torus_router_index"]
+
+
+def snake_position(routers: np.ndarray, dims: tuple[int, ...]) -> np.ndarray:
+    """Position of routers (by index, dimension 0 fastest) on a boustrophedon walk.
+
+    Consecutive positions are neighbours on the mesh, so a ring in this order uses
+    one hop per step. Arithmetic on the coordinates: no walk of the whole torus.
+
+    Parameters
+    ----------
+    routers : ndarray of int
+        Router indices.
+    dims : tuple of int
+        Routers per dimension.
+
+    Examples
+    --------
+    >>> snake_position(np.arange(6), (3, 2)).tolist()
+    [0, 1, 2, 5, 4, 3]
+    """
+    r = np.asarray(routers, dtype=np.int64)
+    sizes = np.cumprod((1, *dims))            # routers in the first k dimensions
+    # position = A + B * (position in the sub-walk of the dimensions below), B = +-1:
+    # the sub-walk runs backwards under an odd coordinate
+    A = np.zeros(len(r), dtype=np.int64)
+    B = np.ones(len(r), dtype=np.int64)
+    for k in range(len(dims) - 1, -1, -1):
+        c = (r // sizes[k]) % dims[k]
+        odd = c % 2 == 1
+        A += B * (c * sizes[k] + odd * (sizes[k] - 1))
+        B = np.where(odd, -B, B)
+    return A
 
 
 def snake_order(dims: tuple[int, ...]) -> np.ndarray:
     """Position of each router on a boustrophedon walk (dimension 0 fastest).
 
-    Consecutive positions are neighbours on the mesh, so a ring in this order uses
-    one hop per step.
+    Parameters
+    ----------
+    dims : tuple of int
+        Routers per dimension.
 
     Examples
     --------
     >>> snake_order((3, 2)).tolist()
     [0, 1, 2, 5, 4, 3]
     """
-    seq = [0]
+    return snake_position(np.arange(math.prod(dims)), dims)
+
+
+def _arcs(values: np.ndarray, d: int) -> np.ndarray:
+    """Coordinates of a ring of ``d`` on the shorter way between any two of ``values``
+    (both ways round at a tie: the two directions of a pair may take either)."""
+    covered = np.zeros(d, dtype=bool)
+    covered[values] = True
+    for a in values.tolist():
+        delta = (values - a) % d
+        fwd = delta[delta <= d // 2].max(initial=0)            # forward arcs from a
+        back = (d - delta[delta >= d - d // 2]).max(initial=0) if d > 1 else 0
+        covered[(a + np.arange(fwd + 1)) % d] = True
+        covered[(a - np.arange(back + 1)) % d] = True
+    return np.flatnonzero(covered)
+
+
+def torus_extent(dims: tuple[int, ...], hosts: int) -> tuple[np.ndarray, ...]:
+    """Per dimension, the coordinates a dimension-order route between hosts
+    ``0..hosts-1`` (host ``i`` on router ``i``) can cross.
+
+    A route moves dimension 0 first, then 1, ...; every router on it has, in each
+    dimension, a coordinate on the shorter arc between the source's and the
+    destination's, so the box of these arcs holds every route.
+
+    Parameters
+    ----------
+    dims : tuple of int
+        Routers per dimension.
+    hosts : int
+        Hosts in use, on routers ``0..hosts-1``.
+
+    Returns
+    -------
+    tuple of ndarray of int
+        Sorted coordinates kept in each dimension.
+
+    Examples
+    --------
+    >>> [c.tolist() for c in torus_extent((1000, 1000, 1000), 2)]
+    [[0, 1], [0], [0]]
+    >>> [c.tolist() for c in torus_extent((8, 4), 10)]
+    [[0, 1, 2, 3, 4, 5, 6, 7], [0, 1]]
+    """
+    out = []
     stride = 1
     for d in dims:
-        prev = seq
-        seq = []
-        for c in range(d):
-            part = prev if c % 2 == 0 else prev[::-1]
-            seq.extend(x + c * stride for x in part)
+        # coordinates of hosts 0..hosts-1 in this dimension: all of 0..d-1 once the
+        # hosts span a full ring of it, else the first ones
+        span = -(-hosts // stride)
+        values = np.arange(min(d, span), dtype=np.int64)
+        out.append(_arcs(values, d))
         stride *= d
-    pos = np.empty(len(seq), dtype=np.int64)
-    pos[np.asarray(seq)] = np.arange(len(seq))
-    return pos
+    return tuple(out)
 
 
 def torus_graph(
@@ -61,7 +144,8 @@ def torus_graph(
 ) -> nx.Graph:
     """Return the torus with dimensions ``dims`` and ``hosts`` hosts (default all).
 
-    Host ``i`` attaches to router ``N_hosts + i``; all routers are built.
+    Host ``i`` attaches to the router of torus index ``i``; only the routers that a
+    route between two hosts can cross are built (see the module docstring).
 
     Parameters
     ----------
@@ -90,8 +174,10 @@ def torus_graph(
     Examples
     --------
     >>> G = torus_graph((2, 3), hosts=4)
-    >>> G.number_of_nodes(), G.edges[4, 5]["multiplicity"]
-    (10, 2)
+    >>> G.number_of_nodes(), G.edges[4, 5]["multiplicity"]   # routers with y = 2 not needed
+    (8, 2)
+    >>> torus_graph((1000, 1000, 1000), hosts=2).number_of_nodes()   # not 10^9 routers
+    4
     """
     dims = tuple(dims)
     if not dims or any(not isinstance(d, int) or isinstance(d, bool) or d < 1 for d in dims):
@@ -102,27 +188,65 @@ def torus_graph(
         raise ConfigError(f"hosts: must be an integer in 1..{total}, got {n!r}")
     if not (host_bandwidth_Bps > 0 and link_bandwidth_Bps > 0):
         raise ConfigError("torus: host_bandwidth_Bps and link_bandwidth_Bps must be > 0")
+    coords = torus_extent(dims, n)
+    size = tuple(len(c) for c in coords)
+    built = math.prod(size)
     G = nx.Graph(family="torus")
-    G.graph["routing"] = {"family": "torus", "dims": dims, "hosts": n}
-    order = snake_order(dims)
+    G.graph["routing"] = {"family": "torus", "dims": dims, "hosts": n,
+                          "coords": [c.tolist() for c in coords]}
+    order = snake_position(np.arange(n), dims)
     for i in range(n):
         G.add_node(i, kind="host", order=int(order[i]))
-    G.add_nodes_from(range(n, n + total), kind="router")
+    G.add_nodes_from(range(n, n + built), kind="router")
+    # each kept router's coordinates, and a coordinate's position in its dimension
+    box = np.arange(built)
+    cs, pos, bstride = [], [], 1
+    for d, c, k in zip(dims, coords, size, strict=True):
+        cs.append(c[(box // bstride) % k])
+        where = np.full(d, -1, dtype=np.int64)
+        where[c] = np.arange(k)
+        pos.append(where)
+        bstride *= k
+    strides = np.cumprod((1, *size[:-1]))
+    host_router = torus_router_index(np.arange(n), dims, pos, strides)
     for i in range(n):
-        G.add_edge(i, n + i, bandwidth_Bps=host_bandwidth_Bps, latency_s=host_latency_s,
-                   level="host", multiplicity=1)
-    stride = 1
-    for d in dims:
-        if d > 1:
-            for r in range(total):
-                c = (r // stride) % d
-                nb = r + (((c + 1) % d) - c) * stride
-                u, v = n + r, n + nb
-                if G.has_edge(u, v):
-                    G.edges[u, v]["bandwidth_Bps"] += link_bandwidth_Bps
-                    G.edges[u, v]["multiplicity"] += 1
-                else:
-                    G.add_edge(u, v, bandwidth_Bps=link_bandwidth_Bps, latency_s=hop_latency_s,
-                               level="torus", multiplicity=1)
-        stride *= d
+        G.add_edge(i, n + int(host_router[i]), bandwidth_Bps=host_bandwidth_Bps,
+                   latency_s=host_latency_s, level="host", multiplicity=1)
+    for k, d in enumerate(dims):
+        if d < 2:
+            continue
+        nxt = pos[k][(cs[k] + 1) % d]
+        keep = nxt >= 0
+        nb = box + (nxt - pos[k][cs[k]]) * strides[k]
+        for r, q in zip(box[keep].tolist(), nb[keep].tolist(), strict=True):
+            u, v = n + r, n + q
+            if G.has_edge(u, v):
+                G.edges[u, v]["bandwidth_Bps"] += link_bandwidth_Bps
+                G.edges[u, v]["multiplicity"] += 1
+            else:
+                G.add_edge(u, v, bandwidth_Bps=link_bandwidth_Bps, latency_s=hop_latency_s,
+                           level="torus", multiplicity=1)
     return G
+
+
+def torus_router_index(routers: np.ndarray, dims: tuple[int, ...], pos: list[np.ndarray],
+                       strides: np.ndarray) -> np.ndarray:
+    """Index in the built box of torus routers given by their index in the whole torus.
+
+    Parameters
+    ----------
+    routers : ndarray of int
+        Router indices in the whole torus (dimension 0 fastest).
+    dims : tuple of int
+        Routers per dimension.
+    pos : list of ndarray
+        Per dimension, each coordinate's position among the kept ones (-1: not kept).
+    strides : ndarray of int
+        Mixed-radix strides of the box.
+    """
+    out = np.zeros(len(routers), dtype=np.int64)
+    stride = 1
+    for d, where, st in zip(dims, pos, strides, strict=True):
+        out += where[(routers // stride) % d] * st
+        stride *= d
+    return out

@@ -61,6 +61,7 @@ from numpy.typing import ArrayLike
 
 from .errors import OutOfMemoryError
 from .hardware import Cluster
+from .units import BYTES_PER_ELEMENT
 from .workload import Workload
 
 __all__ = ["INDEX_BYTES", "MemoryVerdict", "dense_embedding_bytes", "memory_per_rank",
@@ -68,6 +69,10 @@ __all__ = ["INDEX_BYTES", "MemoryVerdict", "dense_embedding_bytes", "memory_per_
 
 #: Bytes of one IndexedSlices index (TensorFlow int64).
 INDEX_BYTES = 8.0
+
+#: Bytes per element of the fp32 master weights and optimizer state, and of the fp16
+#: working copy of mixed precision (:data:`.units.BYTES_PER_ELEMENT`).
+_FP32, _FP16 = BYTES_PER_ELEMENT["fp32"], BYTES_PER_ELEMENT["fp16"]
 
 _MOMENTUM = ("sync-sgd", "async-msgd", "async-measgd")
 _CENTER = ("easgd", "sync-easgd", "async-easgd", "async-measgd", "hogwild-easgd")
@@ -276,13 +281,13 @@ def memory_per_rank(workload: Workload, cluster: Cluster, ranks: ArrayLike,
     model = workload.model
     e = float(workload.bytes_per_element)
     W = float(model.params)
-    params = 4.0 * W + (2.0 * W if workload.precision == "fp16" else 0.0)
+    params = _FP32 * W + (_FP16 * W if workload.precision == "fp16" else 0.0)
     grads, buffers = _grads_and_buffers(workload, r, b)
     opt = 0.0
     if workload.algorithm in _MOMENTUM and workload.momentum > 0:
-        opt += 4.0 * W
+        opt += _FP32 * W
     if workload.algorithm in _CENTER:
-        opt += 4.0 * W
+        opt += _FP32 * W
     acts = e * model.activation_elements * b
     total = params + grads + opt + acts + buffers
     share, capacity, resource = _rank_capacity(workload, cluster)

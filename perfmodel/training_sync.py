@@ -465,7 +465,7 @@ def sync_sgd_times(cluster: Cluster, workload: Workload, lay: Layout, *,
         neg = negotiation_s(p, end_to_end_latency_s(cluster, lay))
     elif bits == 0:
         neg = np.zeros(lay.nodes.shape)
-    wait = np.where(multi, rt.cycle_s / 2, 0.0)
+    wait = np.where(multi, rt.cycle_wait_s, 0.0)
 
     end = np.zeros(lay.nodes.shape)
     comm = np.zeros(lay.nodes.shape)

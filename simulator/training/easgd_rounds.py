@@ -34,7 +34,8 @@ from __future__ import annotations
 import numpy as np
 import simpy
 
-from dlscale.perfmodel.training_easgd import MASTER_ARRAYS
+from dlscale.perfmodel.collectives import parameter_server_s
+from dlscale.perfmodel.training_easgd import master_update_s_per_B
 
 from .common import Breakdown, RunContext, RunOutcome
 from .easgd import StepDraws, step_time_s, tau_of
@@ -53,7 +54,7 @@ class _Rounds:
         alg, R = ctx.algorithm, ctx.ranks
         self.ctx, self.alg, self.R = ctx, alg, R
         self.t_step, tau = step_time_s(ctx), tau_of(ctx)
-        W = float(ctx.workload.model.params * ctx.workload.bytes_per_element)
+        W = ctx.workload.gradient_bytes
         self.draws = StepDraws(ctx)
         self.acc = Breakdown(R)
         self.env = simpy.Environment()
@@ -64,8 +65,9 @@ class _Rounds:
         self.serve = self.rnd = 0.0
         if alg == "easgd":
             alpha, beta = ctx.net.master_link(alg, W)
-            u = MASTER_ARRAYS[alg] / ctx.cluster.node.device.training_memory_bandwidth_Bps
-            self.serve = 2 * alpha + 2 * W * beta + W * u
+            # one worker's turn of the round-robin round (the analytical round is P of them)
+            self.serve = float(parameter_server_s(W, 1, alpha, beta,
+                                                  master_update_s_per_B(ctx.cluster, alg)))
             self.copy = ctx.net.host_copy_s(W)
         else:
             self.rnd = ctx.net.reduce_broadcast_s(W)

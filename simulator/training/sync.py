@@ -97,7 +97,7 @@ def _sync_costs(ctx: RunContext, prof, bk) -> _SyncCosts:
     w, net, R = ctx.workload, ctx.net, ctx.ranks
     rt = ctx.cluster.runtime
     multi = R > 1
-    wait = rt.cycle_s / 2 if multi else 0.0
+    wait = rt.cycle_wait_s if multi else 0.0
     neg = net.negotiation_s(bk.tensors) if multi else 0.0
     durs = [neg + net.allreduce_s(float(b)) if multi else 0.0 for b in bk.bytes]
     if w.overlap:

@@ -62,7 +62,7 @@ from numpy.typing import ArrayLike
 from .errors import OutOfMemoryError
 from .hardware import Cluster
 from .units import BYTES_PER_ELEMENT
-from .workload import Workload
+from .workload import EASGD_FAMILY, MOMENTUM_ALGORITHMS, Workload
 
 __all__ = ["INDEX_BYTES", "MemoryVerdict", "dense_embedding_bytes", "memory_per_rank",
            "sparse_gather_bytes", "sparse_rows_per_rank"]
@@ -74,8 +74,6 @@ INDEX_BYTES = 8.0
 #: working copy of mixed precision (:data:`.units.BYTES_PER_ELEMENT`).
 _FP32, _FP16 = BYTES_PER_ELEMENT["fp32"], BYTES_PER_ELEMENT["fp16"]
 
-_MOMENTUM = ("sync-sgd", "async-msgd", "async-measgd")
-_CENTER = ("easgd", "sync-easgd", "async-easgd", "async-measgd", "hogwild-easgd")
 
 
 def _embedding_shape(workload: Workload) -> tuple[float, float]:
@@ -284,9 +282,9 @@ def memory_per_rank(workload: Workload, cluster: Cluster, ranks: ArrayLike,
     params = _FP32 * W + (_FP16 * W if workload.precision == "fp16" else 0.0)
     grads, buffers = _grads_and_buffers(workload, r, b)
     opt = 0.0
-    if workload.algorithm in _MOMENTUM and workload.momentum > 0:
+    if workload.algorithm in MOMENTUM_ALGORITHMS and workload.momentum > 0:
         opt += _FP32 * W
-    if workload.algorithm in _CENTER:
+    if workload.algorithm in EASGD_FAMILY:
         opt += _FP32 * W
     acts = e * model.activation_elements * b
     total = params + grads + opt + acts + buffers

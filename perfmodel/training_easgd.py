@@ -60,9 +60,9 @@ from .hardware import Cluster, NodeSpec
 from .msgfactors import effective_hockney
 from .netmodel import path_hockney, time_per_node_count
 from .training import IterationTimes, Layout
-from .workload import Workload
+from .workload import SGD_FAMILY, Workload
 
-__all__ = ["MASTER_ARRAYS", "SGD_FAMILY", "easgd_times", "exchange_s", "host_copy_s", "master_link",
+__all__ = ["MASTER_ARRAYS", "easgd_times", "exchange_s", "host_copy_s", "master_link",
            "master_update_s_per_B", "period"]
 
 #: Arrays of ``W`` bytes the master reads or writes to apply one exchange.
@@ -71,9 +71,6 @@ MASTER_ARRAYS = {
     "async-sgd": 3, "async-msgd": 5, "hogwild-sgd": 3,
 }
 
-#: The asynchronous SGD baselines: the master applies every update (a worker's step
-#: is forward + backward) and they exchange every step (``tau = 1``).
-SGD_FAMILY = ("async-sgd", "async-msgd", "hogwild-sgd")
 
 
 def master_link(cluster: Cluster, algorithm: str, nodes: np.ndarray,

@@ -46,7 +46,8 @@ from collections.abc import Generator
 import numpy as np
 import simpy
 
-from dlscale.perfmodel.training_easgd import MASTER_ARRAYS, SGD_FAMILY, exchange_s, period
+from dlscale.perfmodel.training_easgd import MASTER_ARRAYS, exchange_s, period
+from dlscale.perfmodel.workload import SGD_FAMILY
 
 from .common import Breakdown, RunContext, RunOutcome, compute_profile
 from .master import SharedPipe

@@ -31,6 +31,8 @@ True
 
 from __future__ import annotations
 
+from collections.abc import Generator
+
 import numpy as np
 import simpy
 
@@ -91,7 +93,7 @@ class _Rounds:
                     num.local_step(w, k)
         return t
 
-    def original(self):
+    def original(self) -> Generator[simpy.Event, object, None]:
         """EASGD's round-robin master: serve the workers in rank order each round."""
         env, tr, num, acc, R, serve = self.env, self.tr, self.num, self.acc, self.R, self.serve
         start = np.zeros(R)
@@ -120,7 +122,7 @@ class _Rounds:
             if num is not None:
                 num.step_done_all(steps[-1], end)
 
-    def sync_easgd(self):
+    def sync_easgd(self) -> Generator[simpy.Event, object, None]:
         """Sync EASGD: a reduce + broadcast round once the slowest worker is there."""
         env, tr, num, acc, R, rnd = self.env, self.tr, self.num, self.acc, self.R, self.rnd
         overlap, block_end = self.overlap, self.block_end

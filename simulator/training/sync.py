@@ -52,9 +52,9 @@ import numpy as np
 import simpy
 
 from dlscale.perfmodel.memory import sparse_gather_bytes
-from dlscale.perfmodel.training_sync import buckets
+from dlscale.perfmodel.training_sync import Buckets, buckets
 
-from .common import Breakdown, RunContext, RunOutcome, compute_profile
+from .common import Breakdown, ComputeProfile, RunContext, RunOutcome, compute_profile
 
 __all__ = ["run_sync_sgd"]
 
@@ -92,7 +92,7 @@ class _SyncCosts:
     group: str                 # trace label of a bucket
 
 
-def _sync_costs(ctx: RunContext, prof, bk) -> _SyncCosts:
+def _sync_costs(ctx: RunContext, prof: ComputeProfile, bk: Buckets) -> _SyncCosts:
     """The per-iteration constants of :func:`run_sync_sgd` (network asked in a fixed order)."""
     w, net, R = ctx.workload, ctx.net, ctx.ranks
     rt = ctx.cluster.runtime

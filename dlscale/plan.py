@@ -230,6 +230,50 @@ def _explain(cands: list[dict[str, Any]], bounds: Mapping[str, float]) -> list[s
     return lines
 
 
+def _check_limits(*, min_efficiency: float | None, **limits: float | None) -> None:
+    """Each given limit a finite number > 0; ``min_efficiency`` in (0, 1]."""
+    for name, v in limits.items():
+        if v is not None and not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+            raise ConfigError(f"{name}: must be a finite number > 0, got {v!r}")
+    if min_efficiency is not None and not (0 < min_efficiency <= 1):
+        raise ConfigError(f"min_efficiency: must be in (0, 1], got {min_efficiency!r}")
+
+
+def _choices(w: Workload, algorithms: Sequence[str] | None,
+             collectives: Sequence[str] | None) -> tuple[list[str], list[str]]:
+    """The training and allreduce algorithms to try (default: the workload's), checked."""
+    algs = list(algorithms or [w.algorithm])
+    colls = list(collectives or [w.collective])
+    for a in algs:
+        if a not in ALGORITHMS:
+            raise unknown_name("algorithms", a, ALGORITHMS)
+    for coll in colls:
+        if coll not in COLLECTIVES:
+            raise unknown_name("collectives", coll, COLLECTIVES)
+    return algs, colls
+
+
+def _prices(cl: list[Cluster], prices: Mapping[str, float] | None, budget_cost: float | None,
+            max_power_w: float | None) -> dict[str, float]:
+    """Price per node-hour of each cluster (``prices`` first); checks what the limits need."""
+    prices = dict(prices or {})
+    for name in prices:
+        if name not in {c.name for c in cl}:
+            raise unknown_name("prices", name, [c.name for c in cl])
+    priced = {c.name: prices.get(c.name, c.price_per_node_hour) for c in cl}
+    if budget_cost is not None:
+        for name, p in priced.items():
+            if p <= 0:
+                raise ConfigError(f"budget_cost: cluster {name!r} has no price per node-hour; "
+                                  f"give one (--price {name}=VALUE or price_per_node_hour)")
+    if max_power_w is not None:
+        for c in cl:
+            if c.node.power_w <= 0:
+                raise ConfigError(f"max_power: cluster {c.name!r} has no node power_w; "
+                                  "give it in the cluster file")
+    return priced
+
+
 def plan(workload: Workload | str | Path, clusters: Sequence[Cluster | str | Path], *,
          epochs: float | None = None, samples: float | None = None,
          deadline_s: float | None = None, throughput: float | None = None,
@@ -287,39 +331,13 @@ def plan(workload: Workload | str | Path, clusters: Sequence[Cluster | str | Pat
     fn = resolve_evaluator(evaluator)
     if epochs is not None and samples is not None:
         raise ConfigError("target: give epochs or samples, not both")
-    for name, v in (("epochs", epochs), ("samples", samples), ("deadline_s", deadline_s),
-                    ("throughput", throughput), ("max_nodes", max_nodes),
-                    ("budget_node_hours", budget_node_hours), ("budget_cost", budget_cost),
-                    ("max_power_w", max_power_w)):
-        if v is not None and not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
-            raise ConfigError(f"{name}: must be a finite number > 0, got {v!r}")
-    if min_efficiency is not None and not (0 < min_efficiency <= 1):
-        raise ConfigError(f"min_efficiency: must be in (0, 1], got {min_efficiency!r}")
+    _check_limits(epochs=epochs, samples=samples, deadline_s=deadline_s, throughput=throughput,
+                  max_nodes=max_nodes, budget_node_hours=budget_node_hours,
+                  budget_cost=budget_cost, max_power_w=max_power_w, min_efficiency=min_efficiency)
     if rank_by not in RANK_BY:
         raise unknown_name("rank_by", rank_by, RANK_BY)
-    algorithms = list(algorithms or [w.algorithm])
-    collectives = list(collectives or [w.collective])
-    for a in algorithms:
-        if a not in ALGORITHMS:
-            raise unknown_name("algorithms", a, ALGORITHMS)
-    for coll in collectives:
-        if coll not in COLLECTIVES:
-            raise unknown_name("collectives", coll, COLLECTIVES)
-    prices = dict(prices or {})
-    for name in prices:
-        if name not in {c.name for c in cl}:
-            raise unknown_name("prices", name, [c.name for c in cl])
-    priced = {c.name: prices.get(c.name, c.price_per_node_hour) for c in cl}
-    if budget_cost is not None:
-        for name, p in priced.items():
-            if p <= 0:
-                raise ConfigError(f"budget_cost: cluster {name!r} has no price per node-hour; "
-                                  f"give one (--price {name}=VALUE or price_per_node_hour)")
-    if max_power_w is not None:
-        for c in cl:
-            if c.node.power_w <= 0:
-                raise ConfigError(f"max_power: cluster {c.name!r} has no node power_w; "
-                                  "give it in the cluster file")
+    algs, colls = _choices(w, algorithms, collectives)
+    priced = _prices(cl, prices, budget_cost, max_power_w)
     if rank_by == "cost" and any(p <= 0 for p in priced.values()):
         rank_by = "node_hours"
     bounds = {k: float(v) for k, v in (("deadline", deadline_s), ("throughput", throughput),
@@ -330,7 +348,7 @@ def plan(workload: Workload | str | Path, clusters: Sequence[Cluster | str | Pat
               if v is not None}
     n_samples = float(samples if samples is not None
                       else (epochs or w.epochs) * w.model.samples_per_epoch)
-    req = PlanRequest(w, cl, n_samples, bounds, priced, algorithms, collectives,
+    req = PlanRequest(w, cl, n_samples, bounds, priced, algs, colls,
                       list(nodes) if nodes else None, rank_by)
     return run_plan(req, fn)
 

@@ -307,27 +307,8 @@ def _nodes(raw: Any, where: str) -> list[int]:
     return sorted(set(values))
 
 
-def parse_study(table: Mapping[str, Any], path: str | Path = "study.toml") -> Study:
-    """Validate a study table (as read from TOML) into a :class:`Study`.
-
-    Every error is a :class:`ConfigError` naming the file, the field, the value and
-    what is allowed. Unknown parameter paths are caught here where the prefix is
-    missing, and by :func:`~dlscale.perfmodel.config.apply_overrides` (before any
-    point runs, see :func:`dlscale.sweep.check_study`) otherwise.
-    """
-    path = Path(path)
-    f = str(path)
-    unknown = sorted(set(table) - set(_TOP_KEYS))
-    if unknown:
-        raise _err(f"{f}: {unknown[0]}", f"unknown key; valid: {', '.join(_TOP_KEYS)}"
-                                         f"{closest(unknown[0], _TOP_KEYS)}")
-    for req in ("cluster", "workload", "nodes"):
-        if req not in table:
-            raise _err(f, f"missing required key {req!r}")
-    base_dir = path.parent
-    cluster = _spec(table["cluster"], "cluster", base_dir, f"{f}: cluster")
-    workload = _spec(table["workload"], "workload", base_dir, f"{f}: workload")
-    nodes = _nodes(table["nodes"], f"{f}: nodes")
+def _settings(table: Mapping[str, Any], f: str) -> tuple[str, int, str, int]:
+    """``fidelity``, ``simulate_best``, ``rank_by`` and ``seed``, checked."""
     fidelity = table.get("fidelity", "analytical")
     if fidelity not in FIDELITIES:
         raise _err(f"{f}: fidelity", f"unknown value {fidelity!r}; valid: "
@@ -344,12 +325,16 @@ def parse_study(table: Mapping[str, Any], path: str | Path = "study.toml") -> St
     seed = table.get("seed", 0)
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise _err(f"{f}: seed", f"must be an integer >= 0, got {seed!r}")
-    target, cap = _cosim_keys(table, f, fidelity, rank_by)
-    limit = table.get("max_points", MAX_POINTS)
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        raise _err(f"{f}: max_points", f"must be an integer >= 1, got {limit!r}")
+    return fidelity, best, rank_by, seed
 
-    axes: list[tuple[tuple[str, ...], list[tuple[Any, ...]]]] = []
+
+_Axes = list[tuple[tuple[str, ...], list[tuple[Any, ...]]]]
+
+
+def _axes(table: Mapping[str, Any], f: str, base_dir: Path,
+          limit: int) -> tuple[_Axes, set[str]]:
+    """The grid's axes from ``[vary]`` and the ``[[zip]]`` groups; the varied paths."""
+    axes: _Axes = []
     seen: set[str] = set()
 
     def claim(name: str, where: str) -> str:
@@ -393,8 +378,11 @@ def parse_study(table: Mapping[str, Any], path: str | Path = "study.toml") -> St
                 columns[k] = [_spec(v, name, base_dir, where) for v in columns[k]]
         rows = _values(list(zip(*columns, strict=True)), where, limit)
         axes.append((tuple(names), [tuple(r) for r in rows]))
-    check_grid_size(axes, nodes, limit, f"{f}: vary")
+    return axes, seen
 
+
+def _plots(table: Mapping[str, Any], f: str, seen: set[str]) -> tuple[list[str], list[str]]:
+    """``plots`` and ``heatmap`` (two varied parameters, or ``nodes``), checked."""
     plots = table.get("plots", [])
     if not isinstance(plots, list) or any(p not in PLOTS for p in plots):
         raise _err(f"{f}: plots", f"expected a list from {', '.join(PLOTS)}, got {plots!r}")
@@ -406,12 +394,46 @@ def parse_study(table: Mapping[str, Any], path: str | Path = "study.toml") -> St
         if h != "nodes" and h not in seen:
             raise _err(f"{f}: heatmap", f"{h!r} is not varied; varied: "
                                         f"{', '.join(sorted(seen)) or 'nothing'}")
+    return list(plots), heatmap
+
+
+def parse_study(table: Mapping[str, Any], path: str | Path = "study.toml") -> Study:
+    """Validate a study table (as read from TOML) into a :class:`Study`.
+
+    Every error is a :class:`ConfigError` naming the file, the field, the value and
+    what is allowed. Unknown parameter paths are caught here where the prefix is
+    missing, and by :func:`~dlscale.perfmodel.config.apply_overrides` (before any
+    point runs, see :func:`dlscale.sweep.check_study`) otherwise.
+    """
+    path = Path(path)
+    f = str(path)
+    unknown = sorted(set(table) - set(_TOP_KEYS))
+    if unknown:
+        raise _err(f"{f}: {unknown[0]}", f"unknown key; valid: {', '.join(_TOP_KEYS)}"
+                                         f"{closest(unknown[0], _TOP_KEYS)}")
+    for req in ("cluster", "workload", "nodes"):
+        if req not in table:
+            raise _err(f, f"missing required key {req!r}")
+    base_dir = path.parent
+    cluster = _spec(table["cluster"], "cluster", base_dir, f"{f}: cluster")
+    workload = _spec(table["workload"], "workload", base_dir, f"{f}: workload")
+    nodes = _nodes(table["nodes"], f"{f}: nodes")
+    fidelity, best, rank_by, seed = _settings(table, f)
+    target, cap = _cosim_keys(table, f, fidelity, rank_by)
+    limit = table.get("max_points", MAX_POINTS)
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise _err(f"{f}: max_points", f"must be an integer >= 1, got {limit!r}")
+
+    axes, seen = _axes(table, f, base_dir, limit)
+    check_grid_size(axes, nodes, limit, f"{f}: vary")
+
+    plots, heatmap = _plots(table, f, seen)
     name = table.get("name", path.stem)
     if not isinstance(name, str):
         raise _err(f"{f}: name", f"expected a string, got {name!r}")
     return Study(name=name, path=path, cluster=cluster, workload=workload, nodes=nodes,
                  axes=axes, fidelity=fidelity, simulate_best=best, rank_by=rank_by, seed=seed,
-                 plots=list(plots), heatmap=heatmap, target_accuracy=target, max_iterations=cap,
+                 plots=plots, heatmap=heatmap, target_accuracy=target, max_iterations=cap,
                  max_points=limit)
 
 

@@ -43,7 +43,7 @@ import json
 import math
 import signal
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -55,14 +55,7 @@ from dlscale.perfmodel.errors import ConfigError, DlscaleError, unknown_name
 from dlscale.perfmodel.hardware import Cluster
 from dlscale.perfmodel.workload import Workload
 from dlscale.results import ResultTable
-from dlscale.study import (
-    METRICS,
-    Study,
-    group_key_prefix,
-    label,
-    point_key,
-    short_names,
-)
+from dlscale.study import Study, label, short_names
 from dlscale.sweep_guard import (
     FolderLock,
     check_stamp,
@@ -84,6 +77,8 @@ from dlscale.sweep_points import (
     simulated,
 )
 from dlscale.sweep_records import Record, chunks, clean, read_log, record
+from dlscale.sweep_select import all_keys, best, keyer, phases, ranked, todo
+from dlscale.sweep_select import key as resume_key
 
 __all__ = ["COLUMNS", "EVALUATORS", "EXECUTORS", "SweepInterrupted", "SweepResult",
            "add_training_metrics", "analytical", "check_study", "resolve_evaluator", "run_sweep",
@@ -114,14 +109,6 @@ def _network_of(fidelity: str) -> str:
             "hybrid": f"analytical + {DEFAULT_NETWORK}"}.get(fidelity, fidelity)
 
 
-def _key(base: Mapping[str, Any], params: Mapping[str, Any], nodes: int, fidelity: str) -> str:
-    return point_key({**base, **params}, nodes, fidelity)
-
-
-def _keyer(base: Mapping[str, Any], params: Mapping[str, Any]) -> Callable[[int, str], str]:
-    return group_key_prefix({**base, **params})
-
-
 def _run_chunk(evaluator: Evaluator | str, base_cluster: Cluster, base_workload: Workload,
                tasks: list[tuple[dict[str, Any], list[tuple[int, int, str | None]]]],
                fidelity: str, study_seed: int, base: Mapping[str, Any],
@@ -135,8 +122,8 @@ def _run_chunk(evaluator: Evaluator | str, base_cluster: Cluster, base_workload:
     out: list[Record] = []
     cache: dict[tuple[int, str], Any] = {}
     for params, pts0 in tasks:
-        keyer = _keyer(base, params)
-        pts = [(i, n, key or keyer(n, fidelity)) for i, n, key in pts0]
+        make_key = keyer(base, params)
+        pts = [(i, n, k or make_key(n, fidelity)) for i, n, k in pts0]
         head = {shorts[k]: clean(label(v)) for k, v in params.items()}
 
         def fail(i: int, n: int, key: str, exc: BaseException, head: dict[str, Any] = head) -> None:
@@ -220,11 +207,6 @@ def check_study(study: Study) -> tuple[Cluster, Workload]:
 TARGET_COLUMNS = ("time_to_target_s", "samples_to_target", "reached", "final_accuracy")
 
 
-def _phases(study: Study) -> list[str]:
-    return {"analytical": ["analytical"], "simulated": ["simulated"],
-            "hybrid": ["analytical", "simulated"], "cosim": ["cosim"]}[study.fidelity]
-
-
 def _cosim_evaluator(study: Study) -> Evaluator:
     """The ``cosim`` fidelity's evaluator with the study's target and cap."""
     from dlscale.simulator.training.target import study_evaluator
@@ -283,6 +265,22 @@ def run_sweep(study: Study, out_dir: str | Path | None = None, *, executor: str 
     """
     from tqdm import tqdm
 
+    evals = _evaluators(study, executor, jobs, baseline, evaluators)
+    cluster, workload = check_study(study)
+    if profile is not None:
+        cluster = load_cluster(cluster, profile)
+    out = _out_folder(study, out_dir)
+    base, ident = _identity(study, profile, baseline)
+    with FolderLock(out):
+        check_stamp(out, ident, force)
+        write_stamp(out, ident)
+        return _run_locked(study, out, base, evals, cluster, workload, executor, jobs, resume,
+                           quiet, chunk_groups, plots, tqdm)
+
+
+def _evaluators(study: Study, executor: str, jobs: int | None, baseline: str,
+                evaluators: Mapping[str, Evaluator | str] | None) -> dict[str, Evaluator | str]:
+    """Check the executor, jobs and baseline; the evaluator of each fidelity, resolved once."""
     if executor not in EXECUTORS:
         raise unknown_name("executor", executor, EXECUTORS)
     if jobs is not None and jobs < 1:
@@ -302,9 +300,11 @@ def run_sweep(study: Study, out_dir: str | Path | None = None, *, executor: str 
         evals["cosim"] = _cosim_evaluator(study)
     for name in evals.values():
         resolve_evaluator(name)
-    cluster, workload = check_study(study)
-    if profile is not None:
-        cluster = load_cluster(cluster, profile)
+    return evals
+
+
+def _out_folder(study: Study, out_dir: str | Path | None) -> Path:
+    """The output folder (default ``STUDY.toml.out``), created."""
     out = Path(out_dir) if out_dir is not None else study.path.with_name(study.path.name + ".out")
     if str(out_dir) == "" or (out.exists() and not out.is_dir()):
         raise ConfigError(f"-o: {str(out_dir)!r} is not a folder; a sweep writes a folder "
@@ -313,6 +313,12 @@ def run_sweep(study: Study, out_dir: str | Path | None = None, *, executor: str 
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ConfigError(f"-o: cannot create the folder {str(out)!r}: {exc.strerror}") from None
+    return out
+
+
+def _identity(study: Study, profile: str | Path | None,
+              baseline: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The base of every resume key, and the folder's identity stamp."""
     base = {"@cluster": study.cluster, "@workload": study.workload, "@seed": study.seed}
     if study.fidelity == "cosim":  # another target or cap is another result: resume keys differ
         base["@target"] = f"{study.target_accuracy}/{study.max_iterations}"
@@ -323,11 +329,7 @@ def run_sweep(study: Study, out_dir: str | Path | None = None, *, executor: str 
              "target": base.get("@target"), "profile": base.get("@profile")}
     if baseline == "device":  # another efficiency: resume keys and stamp differ
         base["@baseline"] = ident["baseline"] = "device"
-    with FolderLock(out):
-        check_stamp(out, ident, force)
-        write_stamp(out, ident)
-        return _run_locked(study, out, base, evals, cluster, workload, executor, jobs, resume,
-                           quiet, chunk_groups, plots, tqdm)
+    return base, ident
 
 
 def _run_locked(study: Study, out: Path, base: dict[str, Any],
@@ -338,17 +340,7 @@ def _run_locked(study: Study, out: Path, base: dict[str, Any],
     shorts = short_names(study.param_names)
     header = ["point", "key", "fidelity", "status", *shorts.values(), *COLUMNS,
               *(TARGET_COLUMNS if study.fidelity == "cosim" else ())]
-    done: dict[str, Record] = {}
-    if resume:
-        done = read_log(log_path, header)
-        wanted = set(_all_keys(study, base))
-        done = {k: v for k, v in done.items() if k in wanted}
-        atomic_write_text(log_path, "".join(rec[1] for rec in done.values()))
-    else:
-        log_path.unlink(missing_ok=True)
-    atomic_write_text(csv_path, ",".join(header) + "\n"
-                      + "".join(rec[2] for rec in done.values()))
-    phases = _phases(study)
+    done = _start_files(study, base, log_path, csv_path, header, resume)
     total = len(study) + (study.simulate_best if study.fidelity == "hybrid" else 0)
     bar = tqdm(total=total, unit="pt", desc=study.name, file=sys.stderr, dynamic_ncols=True,
                disable=quiet or not sys.stderr.isatty())
@@ -370,11 +362,11 @@ def _run_locked(study: Study, out: Path, base: dict[str, Any],
             futures: list[cf.Future[list[Record]]] = []
             kept: set[int] = set()
             try:
-                for fidelity in phases:
+                for fidelity in phases(study):
                     if fidelity == "simulated" and study.fidelity == "hybrid":
-                        groups = _best(study, base, done, bar)
+                        groups = best(study, base, done, bar)
                     else:
-                        groups = _todo(study, fidelity, base, done, bar)
+                        groups = todo(study, fidelity, base, done, bar)
                     if not groups:
                         continue
                     size = chunk_groups or max(1, min(256, math.ceil(
@@ -400,10 +392,33 @@ def _run_locked(study: Study, out: Path, base: dict[str, Any],
     finally:
         stop_pool(pool, interrupted)
         bar.close()
+    return _finish(study, out, base, done, header, shorts, plots)
+
+
+def _start_files(study: Study, base: Mapping[str, Any], log_path: Path, csv_path: Path,
+                 header: list[str], resume: bool) -> dict[str, Record]:
+    """Start the log and the CSV: empty, or (``resume``) with the study's earlier records."""
+    done: dict[str, Record] = {}
+    if resume:
+        done = read_log(log_path, header)
+        wanted = set(all_keys(study, base))
+        done = {k: v for k, v in done.items() if k in wanted}
+        atomic_write_text(log_path, "".join(rec[1] for rec in done.values()))
+    else:
+        log_path.unlink(missing_ok=True)
+    atomic_write_text(csv_path, ",".join(header) + "\n"
+                      + "".join(rec[2] for rec in done.values()))
+    return done
+
+
+def _finish(study: Study, out: Path, base: Mapping[str, Any], done: dict[str, Record],
+            header: list[str], shorts: Mapping[str, str], plots: bool) -> SweepResult:
+    """Rewrite the CSV and write the JSON sorted by point, draw the plots; the result."""
+    csv_path = out / "results.csv"
     if study.fidelity == "hybrid":  # only the current best N simulated points
-        best = {_key(base, p, n, "simulated") for p, _i, n in _ranked(study, base, done)}
+        best_keys = {resume_key(base, p, n, "simulated") for p, _i, n in ranked(study, base, done)}
         done = {k: v for k, v in done.items()
-                if v[0]["fidelity"] != "simulated" or k in best}
+                if v[0]["fidelity"] != "simulated" or k in best_keys}
     order = {"analytical": 0, "simulated": 1}
     recs = sorted(done.values(), key=lambda r: (r[0]["point"], order.get(r[0]["fidelity"], 2)))
     rows = [r[0] for r in recs]
@@ -422,61 +437,3 @@ def _run_locked(study: Study, out: Path, base: dict[str, Any],
 
         meta["plots"] = [str(p) for p in plot_study(study, rows, out)]
     return result
-
-
-def _all_keys(study: Study, base: Mapping[str, Any]) -> Iterable[str]:
-    for _first, params in study.groups():
-        keyer = _keyer(base, params)
-        for fidelity in _phases(study):
-            for n in study.nodes:
-                yield keyer(n, fidelity)
-
-
-def _todo(study: Study, fidelity: str, base: Mapping[str, Any], done: Mapping[str, Record],
-          bar: Any) -> list[tuple[dict[str, Any], list[tuple[int, int, str | None]]]]:
-    groups: list[tuple[dict[str, Any], list[tuple[int, int, str | None]]]] = []
-    for first, params in study.groups():
-        if not done:  # nothing to skip: the workers compute the keys
-            groups.append((params, [(first + i, n, None) for i, n in enumerate(study.nodes)]))
-            continue
-        pts: list[tuple[int, int, str | None]] = []
-        keyer = _keyer(base, params)
-        for i, n in enumerate(study.nodes):
-            key = keyer(n, fidelity)
-            if key in done and done[key][0]["status"] == "ok":
-                bar.update(1)
-            else:
-                pts.append((first + i, n, key))
-        if pts:
-            groups.append((params, pts))
-    return groups
-
-
-def _ranked(study: Study, base: Mapping[str, Any],
-            done: Mapping[str, Record]) -> list[tuple[dict[str, Any], int, int]]:
-    """Analytical points that fit in memory, best first by ``study.rank_by``."""
-    smaller = METRICS[study.rank_by]
-    by_point = {rec[0]["point"]: rec[0] for rec in done.values()
-                if rec[0]["fidelity"] == "analytical"}
-    cands = []
-    for first, params in study.groups():
-        for i, n in enumerate(study.nodes):
-            row = by_point.get(first + i)
-            if row and row["status"] == "ok" and row.get("fits", True) is not False:
-                v = row.get(study.rank_by)
-                if v is not None and math.isfinite(v):
-                    cands.append(((v if smaller else -v, first + i), params, first + i, n))
-    cands.sort(key=lambda c: c[0])
-    return [(p, i, n) for _, p, i, n in cands[:study.simulate_best]]
-
-
-def _best(study: Study, base: Mapping[str, Any], done: Mapping[str, Record],
-          bar: Any) -> list[tuple[dict[str, Any], list[tuple[int, int, str | None]]]]:
-    groups: list[tuple[dict[str, Any], list[tuple[int, int, str | None]]]] = []
-    for params, i, n in _ranked(study, base, done):
-        key = _key(base, params, n, "simulated")
-        if key in done and done[key][0]["status"] == "ok":
-            bar.update(1)
-        else:
-            groups.append((params, [(i, n, key)]))
-    return groups

@@ -73,10 +73,9 @@ class CNNShape:
 
 
 @njit(cache=True)
-def _cnn(p: np.ndarray, g: np.ndarray, X: np.ndarray, y: np.ndarray, side: int, F: int, H: int,
-         n_out: int, tiny: float, grad: bool) -> tuple[float, int]:
-    """Loss (sum over the batch) and hits; the batch-mean gradient into ``g`` if ``grad``."""
-    B: int = X.shape[0]
+def _cnn_forward(p: np.ndarray, x: np.ndarray, side: int, F: int, H: int, n_out: int,
+                 Z: np.ndarray, P: np.ndarray, A: np.ndarray, L: np.ndarray) -> int:
+    """One image ``x`` forward: feature maps ``Z``, pooled ``P``, hidden ``A``, logits ``L``; arg-max."""
     c = side - 2
     q = c // 2
     nf = F * q * q
@@ -85,44 +84,95 @@ def _cnn(p: np.ndarray, g: np.ndarray, X: np.ndarray, y: np.ndarray, side: int, 
     ob1 = oW1 + nf * H
     oW2 = ob1 + H
     ob2 = oW2 + H * n_out
+    for f in range(F):                       # convolution + ReLU
+        for r in range(c):
+            for s1 in range(c):
+                acc = p[okb + f]
+                for u in range(3):
+                    for v in range(3):
+                        acc += p[f * 9 + u * 3 + v] * x[(r + u) * side + s1 + v]
+                Z[f, r, s1] = acc if acc > 0 else 0.0
+    for f in range(F):                       # 2x2 average pooling
+        for a in range(q):
+            for b in range(q):
+                P[(f * q + a) * q + b] = 0.25 * (Z[f, 2 * a, 2 * b] + Z[f, 2 * a + 1, 2 * b]
+                                                 + Z[f, 2 * a, 2 * b + 1]
+                                                 + Z[f, 2 * a + 1, 2 * b + 1])
+    for h in range(H):                       # dense + ReLU
+        acc = p[ob1 + h]
+        for k in range(nf):
+            acc += P[k] * p[oW1 + k * H + h]
+        A[h] = acc if acc > 0 else 0.0
+    best = 0
+    for j in range(n_out):                   # logits
+        acc = p[ob2 + j]
+        for h in range(H):
+            acc += A[h] * p[oW2 + h * n_out + j]
+        L[j] = acc
+        if L[j] > L[best]:
+            best = j
+    return best
+
+
+@njit(cache=True)
+def _cnn_backward(p: np.ndarray, g: np.ndarray, x: np.ndarray, side: int, F: int, H: int,
+                  n_out: int, Z: np.ndarray, P: np.ndarray, A: np.ndarray, L: np.ndarray,
+                  dA: np.ndarray) -> None:
+    """Add one image's gradient to ``g``, ``L`` holding d loss / d logits (batch mean)."""
+    q = (side - 2) // 2
+    nf = F * q * q
+    okb = F * 9
+    oW1 = okb + F
+    ob1 = oW1 + nf * H
+    oW2 = ob1 + H
+    ob2 = oW2 + H * n_out
+    for h in range(H):
+        dh = 0.0
+        for j in range(n_out):
+            g[oW2 + h * n_out + j] += A[h] * L[j]
+            dh += p[oW2 + h * n_out + j] * L[j]
+        dA[h] = dh if A[h] > 0 else 0.0
+    for j in range(n_out):
+        g[ob2 + j] += L[j]
+    for h in range(H):
+        g[ob1 + h] += dA[h]
+    for k in range(nf):
+        dp = 0.0
+        for h in range(H):
+            g[oW1 + k * H + h] += P[k] * dA[h]
+            dp += p[oW1 + k * H + h] * dA[h]
+        f = k // (q * q)
+        a = (k // q) % q
+        b = k % q
+        d = 0.25 * dp
+        for r in range(2 * a, 2 * a + 2):
+            for s2 in range(2 * b, 2 * b + 2):
+                if Z[f, r, s2] > 0:
+                    g[okb + f] += d
+                    for u in range(3):
+                        for v in range(3):
+                            g[f * 9 + u * 3 + v] += d * x[(r + u) * side + s2 + v]
+
+
+@njit(cache=True)
+def _cnn(p: np.ndarray, g: np.ndarray, X: np.ndarray, y: np.ndarray, side: int, F: int, H: int,
+         n_out: int, tiny: float, grad: bool) -> tuple[float, int]:
+    """Loss (sum over the batch) and hits; the batch-mean gradient into ``g`` if ``grad``."""
+    B: int = X.shape[0]
+    c = side - 2
+    q = c // 2
     if grad:
         for t in range(g.shape[0]):
             g[t] = 0.0
     Z = np.empty((F, c, c))
-    P = np.empty(nf)
+    P = np.empty(F * q * q)
     A = np.empty(H)
     L = np.empty(n_out)
     dA = np.empty(H)
     loss = 0.0
     hits = 0
     for i in range(B):
-        for f in range(F):                       # convolution + ReLU
-            for r in range(c):
-                for s1 in range(c):
-                    acc = p[okb + f]
-                    for u in range(3):
-                        for v in range(3):
-                            acc += p[f * 9 + u * 3 + v] * X[i, (r + u) * side + s1 + v]
-                    Z[f, r, s1] = acc if acc > 0 else 0.0
-        for f in range(F):                       # 2x2 average pooling
-            for a in range(q):
-                for b in range(q):
-                    P[(f * q + a) * q + b] = 0.25 * (Z[f, 2 * a, 2 * b] + Z[f, 2 * a + 1, 2 * b]
-                                                     + Z[f, 2 * a, 2 * b + 1]
-                                                     + Z[f, 2 * a + 1, 2 * b + 1])
-        for h in range(H):                       # dense + ReLU
-            acc = p[ob1 + h]
-            for k in range(nf):
-                acc += P[k] * p[oW1 + k * H + h]
-            A[h] = acc if acc > 0 else 0.0
-        best = 0
-        for j in range(n_out):                   # logits
-            acc = p[ob2 + j]
-            for h in range(H):
-                acc += A[h] * p[oW2 + h * n_out + j]
-            L[j] = acc
-            if L[j] > L[best]:
-                best = j
+        best = _cnn_forward(p, X[i], side, F, H, n_out, Z, P, A, L)
         if best == y[i]:
             hits += 1
         m = L[best]
@@ -138,32 +188,7 @@ def _cnn(p: np.ndarray, g: np.ndarray, X: np.ndarray, y: np.ndarray, side: int, 
             d = L[j] / s / B
             L[j] = d if d >= tiny else 0.0       # flush to zero, as TensorFlow's CPU kernels
         L[y[i]] -= 1.0 / B
-        for h in range(H):
-            dh = 0.0
-            for j in range(n_out):
-                g[oW2 + h * n_out + j] += A[h] * L[j]
-                dh += p[oW2 + h * n_out + j] * L[j]
-            dA[h] = dh if A[h] > 0 else 0.0
-        for j in range(n_out):
-            g[ob2 + j] += L[j]
-        for h in range(H):
-            g[ob1 + h] += dA[h]
-        for k in range(nf):
-            dp = 0.0
-            for h in range(H):
-                g[oW1 + k * H + h] += P[k] * dA[h]
-                dp += p[oW1 + k * H + h] * dA[h]
-            f = k // (q * q)
-            a = (k // q) % q
-            b = k % q
-            d = 0.25 * dp
-            for r in range(2 * a, 2 * a + 2):
-                for s2 in range(2 * b, 2 * b + 2):
-                    if Z[f, r, s2] > 0:
-                        g[okb + f] += d
-                        for u in range(3):
-                            for v in range(3):
-                                g[f * 9 + u * 3 + v] += d * X[i, (r + u) * side + s2 + v]
+        _cnn_backward(p, g, X[i], side, F, H, n_out, Z, P, A, L, dA)
     return loss, hits
 
 

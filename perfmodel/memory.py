@@ -61,7 +61,8 @@ from numpy.typing import ArrayLike
 
 from .errors import OutOfMemoryError
 from .hardware import Cluster
-from .workload import Workload
+from .units import BYTES_PER_ELEMENT
+from .workload import EASGD_FAMILY, MOMENTUM_ALGORITHMS, Workload
 
 __all__ = ["INDEX_BYTES", "MemoryVerdict", "dense_embedding_bytes", "memory_per_rank",
            "sparse_gather_bytes", "sparse_rows_per_rank"]
@@ -69,8 +70,10 @@ __all__ = ["INDEX_BYTES", "MemoryVerdict", "dense_embedding_bytes", "memory_per_
 #: Bytes of one IndexedSlices index (TensorFlow int64).
 INDEX_BYTES = 8.0
 
-_MOMENTUM = ("sync-sgd", "async-msgd", "async-measgd")
-_CENTER = ("easgd", "sync-easgd", "async-easgd", "async-measgd", "hogwild-easgd")
+#: Bytes per element of the fp32 master weights and optimizer state, and of the fp16
+#: working copy of mixed precision (:data:`.units.BYTES_PER_ELEMENT`).
+_FP32, _FP16 = BYTES_PER_ELEMENT["fp32"], BYTES_PER_ELEMENT["fp16"]
+
 
 
 def _embedding_shape(workload: Workload) -> tuple[float, float]:
@@ -196,6 +199,41 @@ class MemoryVerdict:
             )
 
 
+def _grads_and_buffers(workload: Workload, r: np.ndarray,
+                       b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Gradient bytes and communication buffer bytes per rank (sparse gather or dense)."""
+    model = workload.model
+    e = float(workload.bytes_per_element)
+    sparse = model.sparse_params > 0
+    gather = workload.algorithm == "sync-sgd" and sparse and not workload.sparse_as_dense
+    _, hidden = _embedding_shape(workload)
+    grads: np.ndarray
+    if gather:
+        local = sparse_rows_per_rank(workload, b) * (hidden * e + INDEX_BYTES)
+        grads = np.asarray(e * model.dense_params + local, dtype=float)
+        buffers = np.asarray(sparse_gather_bytes(workload, r, b), dtype=float)
+    else:
+        grads = np.full(r.shape, e * float(model.params))
+        dense_buf = dense_embedding_bytes(workload) if (sparse and workload.algorithm == "sync-sgd") else 0.0
+        buffers = np.full(r.shape, dense_buf)
+    if workload.algorithm == "sync-sgd":
+        buffers = buffers + workload.fusion_threshold_bytes
+    return grads, buffers
+
+
+def _rank_capacity(workload: Workload, cluster: Cluster) -> tuple[float, float, str]:
+    """Device share per rank, the memory capacity a rank holds and the resource's name."""
+    node = cluster.node
+    rpn = workload.ranks_per_node or node.devices_per_node
+    share = node.devices_per_node / rpn
+    dev = node.device
+    capacity = dev.training_memory_bytes * share
+    kind = "MCDRAM" if dev.training_memory_bytes != dev.memory_bytes else "memory"
+    resource = f"{kind} of {dev.name}" + (f" (1/{rpn / node.devices_per_node:g} per rank)"
+                                          if share < 1 else "")
+    return share, capacity, resource
+
+
 def memory_per_rank(workload: Workload, cluster: Cluster, ranks: ArrayLike,
                     batch: ArrayLike | None = None) -> MemoryVerdict:
     """Memory verdict for ``ranks`` total ranks (scalar or 1-D array).
@@ -241,35 +279,16 @@ def memory_per_rank(workload: Workload, cluster: Cluster, ranks: ArrayLike,
     model = workload.model
     e = float(workload.bytes_per_element)
     W = float(model.params)
-    params = 4.0 * W + (2.0 * W if workload.precision == "fp16" else 0.0)
-    sparse = model.sparse_params > 0
-    gather = workload.algorithm == "sync-sgd" and sparse and not workload.sparse_as_dense
-    _, hidden = _embedding_shape(workload)
-    if gather:
-        local = sparse_rows_per_rank(workload, b) * (hidden * e + INDEX_BYTES)
-        grads = e * model.dense_params + local
-        buffers = np.asarray(sparse_gather_bytes(workload, r, b), dtype=float)
-    else:
-        grads = np.full(r.shape, e * W)
-        dense_buf = dense_embedding_bytes(workload) if (sparse and workload.algorithm == "sync-sgd") else 0.0
-        buffers = np.full(r.shape, dense_buf)
-    if workload.algorithm == "sync-sgd":
-        buffers = buffers + workload.fusion_threshold_bytes
+    params = _FP32 * W + (_FP16 * W if workload.precision == "fp16" else 0.0)
+    grads, buffers = _grads_and_buffers(workload, r, b)
     opt = 0.0
-    if workload.algorithm in _MOMENTUM and workload.momentum > 0:
-        opt += 4.0 * W
-    if workload.algorithm in _CENTER:
-        opt += 4.0 * W
+    if workload.algorithm in MOMENTUM_ALGORITHMS and workload.momentum > 0:
+        opt += _FP32 * W
+    if workload.algorithm in EASGD_FAMILY:
+        opt += _FP32 * W
     acts = e * model.activation_elements * b
     total = params + grads + opt + acts + buffers
-    node = cluster.node
-    rpn = workload.ranks_per_node or node.devices_per_node
-    share = node.devices_per_node / rpn
-    dev = node.device
-    capacity = dev.training_memory_bytes * share
-    kind = "MCDRAM" if dev.training_memory_bytes != dev.memory_bytes else "memory"
-    resource = f"{kind} of {dev.name}" + (f" (1/{rpn / node.devices_per_node:g} per rank)"
-                                          if share < 1 else "")
+    share, capacity, resource = _rank_capacity(workload, cluster)
     shape = r.shape
     return MemoryVerdict(
         np.full(shape, params), np.broadcast_to(grads, shape).astype(float), np.full(shape, opt),

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
-from .hardware import Cluster, Link
+from .hardware import Cluster, Device, Link
 from .msgfactors import from_segments
 
 __all__ = [
@@ -359,6 +359,23 @@ def _link(old: Link, entry: dict[str, Any], regime: str, host: str) -> Link:
     )
 
 
+def _measured_device(device: Device, k: dict[str, Any], devices_per_node: int) -> Device:
+    """``device`` with the host STREAM triad and GEMM figures (CPU and KNL only)."""
+    per_device = 1.0 / devices_per_node
+    triad = k.get("stream_triad_host_Bps") or k.get("stream_triad_Bps")
+    gemm = k.get("gemm_host_flops") or k.get("gemm_flops")
+    if device.kind in ("cpu", "knl"):
+        if triad:
+            if device.kind == "knl" and device.fast_memory_bandwidth_Bps > 0:
+                device = replace(device, fast_memory_bandwidth_Bps=float(triad) * per_device)
+            else:
+                device = replace(device, memory_bandwidth_Bps=float(triad) * per_device)
+        if gemm:
+            fraction = min(1.0, float(gemm) * per_device / device.peak_fp32_flops)
+            device = replace(device, sustained_fraction=fraction)
+    return device
+
+
 def apply_profile(cluster: Cluster, profile: MachineProfile) -> Cluster:
     """A copy of ``cluster`` whose network and memory figures come from ``profile``.
 
@@ -422,20 +439,7 @@ def apply_profile(cluster: Cluster, profile: MachineProfile) -> Cluster:
                 inter["segments"], float(inter["latency_s"]), float(inter["bandwidth_Bps"]),
                 name=f"calibrated@{host}",
                 source=f"piecewise Hockney fit of inter-node ping-pongs on {host}"))
-    device = node.device
-    k = profile.kernels
-    per_device = 1.0 / node.devices_per_node
-    triad = k.get("stream_triad_host_Bps") or k.get("stream_triad_Bps")
-    gemm = k.get("gemm_host_flops") or k.get("gemm_flops")
-    if device.kind in ("cpu", "knl"):
-        if triad:
-            if device.kind == "knl" and device.fast_memory_bandwidth_Bps > 0:
-                device = replace(device, fast_memory_bandwidth_Bps=float(triad) * per_device)
-            else:
-                device = replace(device, memory_bandwidth_Bps=float(triad) * per_device)
-        if gemm:
-            fraction = min(1.0, float(gemm) * per_device / device.peak_fp32_flops)
-            device = replace(device, sustained_fraction=fraction)
+    device = _measured_device(node.device, profile.kernels, node.devices_per_node)
     if device is not node.device:
         node = replace(node, device=device)
     return replace(cluster, node=node, network=network,

@@ -148,6 +148,20 @@ class Runtime:
             raise ConfigError(f"{owner}.algorithms: selection 'mpich' needs "
                               f"recursive-doubling and rabenseifner, got {list(self.algorithms)!r}")
 
+    @property
+    def cycle_wait_s(self) -> float:
+        """Mean wait of a ready buffer for the background loop: half of ``cycle_s``.
+
+        A buffer becomes ready at a time uniform over the loop's period, so it waits
+        ``cycle_s / 2`` on average (0 without a loop). Both fidelities charge it from
+        here (:func:`.training_sync.sync_sgd_times`, the simulator's synchronous SGD).
+
+        >>> from dlscale.perfmodel.catalog import get_runtime
+        >>> get_runtime("horovod-nccl").cycle_wait_s   # HOROVOD_CYCLE_TIME 5 ms
+        0.0025
+        """
+        return self.cycle_s / 2
+
     def fusion_threshold(self, workload_threshold_bytes: float) -> float:
         """The fusion threshold in force: the workload's, capped by the stack's."""
         return float(min(workload_threshold_bytes, self.fusion_cap_bytes))

@@ -49,6 +49,8 @@ True
 
 from __future__ import annotations
 
+from typing import overload
+
 import numpy as np
 
 from .collectives import parameter_server_s
@@ -58,9 +60,10 @@ from .hardware import Cluster, NodeSpec
 from .msgfactors import effective_hockney
 from .netmodel import path_hockney, time_per_node_count
 from .training import IterationTimes, Layout
-from .workload import Workload
+from .workload import SGD_FAMILY, Workload
 
-__all__ = ["MASTER_ARRAYS", "easgd_times", "host_copy_s", "master_link"]
+__all__ = ["MASTER_ARRAYS", "easgd_times", "exchange_s", "host_copy_s", "master_link",
+           "master_update_s_per_B", "period"]
 
 #: Arrays of ``W`` bytes the master reads or writes to apply one exchange.
 MASTER_ARRAYS = {
@@ -68,7 +71,6 @@ MASTER_ARRAYS = {
     "async-sgd": 3, "async-msgd": 5, "hogwild-sgd": 3,
 }
 
-_SGD_FAMILY = ("async-sgd", "async-msgd", "hogwild-sgd")
 
 
 def master_link(cluster: Cluster, algorithm: str, nodes: np.ndarray,
@@ -151,7 +153,94 @@ def host_copy_s(node: NodeSpec, n_bytes: float) -> float:
     """
     if node.device.kind != "gpu" or node.host_link is None:
         return 0.0
-    return 2 * (node.host_link.latency_s + n_bytes / node.host_link.bandwidth_Bps)
+    return 2 * node.host_link.transfer_s(n_bytes)
+
+
+def period(workload: Workload) -> int:
+    """Local steps between two exchanges: ``workload.tau``, 1 for :data:`SGD_FAMILY`.
+
+    Parameters
+    ----------
+    workload : Workload
+        Its algorithm and ``tau``.
+
+    Returns
+    -------
+    int
+        The communication period.
+
+    Examples
+    --------
+    >>> from dlscale.perfmodel.catalog import get_workload
+    >>> w = get_workload("googlenet")
+    >>> import dataclasses
+    >>> [period(dataclasses.replace(w, algorithm=a, tau=8)) for a in ("async-easgd", "async-sgd")]
+    [8, 1]
+    """
+    return 1 if workload.algorithm in SGD_FAMILY else int(workload.tau)
+
+
+@overload
+def exchange_s(alpha_s: float, beta_s_per_B: float, n_bytes: float) -> float: ...
+
+
+@overload
+def exchange_s(alpha_s: np.ndarray, beta_s_per_B: np.ndarray, n_bytes: float) -> np.ndarray: ...
+
+
+def exchange_s(alpha_s: float | np.ndarray, beta_s_per_B: float | np.ndarray,
+               n_bytes: float) -> float | np.ndarray:
+    """One worker's exchange with the master: push and pull ``n`` bytes, ``2 (alpha + n beta)``.
+
+    The master's link is held for this long (the asynchronous family's ``link`` term;
+    the simulator's workers pay it per exchange and, one after another, to join).
+
+    Parameters
+    ----------
+    alpha_s, beta_s_per_B : float or ndarray
+        The master link's latency (s) and inverse bandwidth (s/B), :func:`master_link`.
+    n_bytes : float
+        Bytes each way (the weights, ``W``).
+
+    Returns
+    -------
+    float or ndarray
+        Seconds.
+
+    Examples
+    --------
+    >>> exchange_s(1e-6, 1e-9, 1e6)   # 2 (1 us + 1 ms)
+    0.002002
+    """
+    return 2 * (alpha_s + n_bytes * beta_s_per_B)
+
+
+def master_update_s_per_B(cluster: Cluster, algorithm: str) -> float:
+    """Seconds per byte of ``W`` the master spends applying one exchange: ``k / bandwidth``.
+
+    ``k`` arrays of ``W`` bytes (:data:`MASTER_ARRAYS`) pass through the memory of the
+    device the master runs on, at its training-memory bandwidth.
+
+    Parameters
+    ----------
+    cluster : Cluster
+        Its device's ``training_memory_bandwidth_Bps``.
+    algorithm : str
+        A master-based algorithm (a key of :data:`MASTER_ARRAYS`).
+
+    Returns
+    -------
+    float
+        Seconds per byte.
+
+    Examples
+    --------
+    >>> from dlscale.perfmodel.catalog import get_cluster
+    >>> c = get_cluster("cori-knl")
+    >>> master_update_s_per_B(c, "async-msgd") * c.node.device.training_memory_bandwidth_Bps
+    5.0
+    """
+    return MASTER_ARRAYS[algorithm] / cluster.node.device.training_memory_bandwidth_Bps
 
 
 def easgd_times(cluster: Cluster, workload: Workload, lay: Layout) -> IterationTimes:
@@ -175,16 +264,16 @@ def easgd_times(cluster: Cluster, workload: Workload, lay: Layout) -> IterationT
     node, dev = cluster.node, cluster.node.device
     lt = layer_times(workload.model, dev, workload.precision, lay.batch_per_rank, lay.share)
     fb = lt.forward_s.sum(axis=-1) + lt.backward_s.sum(axis=-1)
-    if alg in _SGD_FAMILY:
+    if alg in SGD_FAMILY:
         t_step = fb                       # the master applies the update
     else:
         t_step = fb + update_s(workload.model.params, dev,
                                alg == "async-measgd",
                                lay.share)
-    W = float(workload.model.params * workload.bytes_per_element)
+    W = workload.gradient_bytes
     P = lay.ranks
     par = hockney_params(cluster)
-    tau = 1 if alg in _SGD_FAMILY else workload.tau
+    tau = period(workload)
 
     if alg == "sync-easgd":
         gamma = par["gamma_s_per_B"] / lay.share
@@ -197,8 +286,7 @@ def easgd_times(cluster: Cluster, workload: Workload, lay: Layout) -> IterationT
                               lay.global_batch / iteration)
 
     alpha_m, beta_m = master_link(cluster, alg, lay.nodes, lay.ranks_per_node, W)
-    bw_master = dev.training_memory_bandwidth_Bps
-    u = MASTER_ARRAYS[alg] / bw_master            # seconds per byte of W applied
+    u = master_update_s_per_B(cluster, alg)       # seconds per byte of W applied
 
     if alg == "easgd":
         rnd = np.asarray(parameter_server_s(W, P, alpha_m, beta_m, u))
@@ -207,7 +295,7 @@ def easgd_times(cluster: Cluster, workload: Workload, lay: Layout) -> IterationT
         return IterationTimes(iteration, t_step + 0 * iteration, comm, comm,
                               lay.global_batch / iteration)
 
-    link = 2 * (alpha_m + W * beta_m)
+    link = exchange_s(alpha_m, beta_m, W)
     upd = W * u
     service = np.maximum(link, upd) if alg.startswith("hogwild") else link + upd
     demand = P / (tau * t_step + link)

@@ -403,6 +403,26 @@ def _network_costs(network: NetworkModel, workload: Workload, bk: Buckets, bits:
     return ar, neg
 
 
+def _compute_phases(cluster: Cluster, workload: Workload, lay: Layout) -> tuple[
+        np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Forward, backward, update, per-layer backward ends (slowest rank), compute, slow."""
+    dev = cluster.node.device
+    weak = workload.scaling == "weak"
+    batch = lay.batch_per_rank[0] if weak else lay.batch_per_rank
+    lt = layer_times(workload.model, dev, workload.precision, batch, lay.share)
+    fwd = lt.forward_s.sum(axis=-1)
+    bwd_cum = np.cumsum(lt.backward_s[..., ::-1], axis=-1)[..., ::-1]   # time to finish layer i
+    bwd = bwd_cum[..., 0]
+    upd_s = update_s(workload.model.params, dev, workload.momentum > 0, lay.share)
+    compute = np.broadcast_to(fwd + bwd + upd_s, lay.nodes.shape).astype(float)
+    # the slowest rank sets every synchronous step: its expected compute factor over
+    # the ranks (1 without noise; :mod:`.noise`, the distribution the simulator draws)
+    slow = expected_max_factor(cluster.noise, lay.ranks)
+    fwd, bwd, upd = fwd * slow, bwd * slow, upd_s * slow
+    bwd_cum = bwd_cum * slow[..., None]          # (N, L): per node count and layer
+    return fwd, bwd, upd, bwd_cum, compute, slow
+
+
 def sync_sgd_times(cluster: Cluster, workload: Workload, lay: Layout, *,
                    network: NetworkModel | None = None) -> IterationTimes:
     """Iteration times of synchronous SGD for the node counts of ``lay``.
@@ -429,20 +449,7 @@ def sync_sgd_times(cluster: Cluster, workload: Workload, lay: Layout, *,
     """
     cluster = with_transport(cluster)
     rt = cluster.runtime
-    dev = cluster.node.device
-    weak = workload.scaling == "weak"
-    batch = lay.batch_per_rank[0] if weak else lay.batch_per_rank
-    lt = layer_times(workload.model, dev, workload.precision, batch, lay.share)
-    fwd = lt.forward_s.sum(axis=-1)
-    bwd_cum = np.cumsum(lt.backward_s[..., ::-1], axis=-1)[..., ::-1]   # time to finish layer i
-    bwd = bwd_cum[..., 0]
-    upd_s = update_s(workload.model.params, dev, workload.momentum > 0, lay.share)
-    compute = np.broadcast_to(fwd + bwd + upd_s, lay.nodes.shape).astype(float)
-    # the slowest rank sets every synchronous step: its expected compute factor over
-    # the ranks (1 without noise; :mod:`.noise`, the distribution the simulator draws)
-    slow = expected_max_factor(cluster.noise, lay.ranks)
-    fwd, bwd, upd = fwd * slow, bwd * slow, upd_s * slow
-    bwd_cum = bwd_cum * slow[..., None]          # (N, L): per node count and layer
+    fwd, bwd, upd, bwd_cum, compute, slow = _compute_phases(cluster, workload, lay)
 
     par = hockney_params(cluster)
     p = lay.ranks
@@ -458,7 +465,7 @@ def sync_sgd_times(cluster: Cluster, workload: Workload, lay: Layout, *,
         neg = negotiation_s(p, end_to_end_latency_s(cluster, lay))
     elif bits == 0:
         neg = np.zeros(lay.nodes.shape)
-    wait = np.where(multi, rt.cycle_s / 2, 0.0)
+    wait = np.where(multi, rt.cycle_wait_s, 0.0)
 
     end = np.zeros(lay.nodes.shape)
     comm = np.zeros(lay.nodes.shape)

@@ -23,7 +23,8 @@ from .hardware import PRECISIONS
 from .measured import MeasuredCompute
 from .units import BYTES_PER_ELEMENT
 
-__all__ = ["ALGORITHMS", "COLLECTIVES", "GROUPINGS", "Layer", "Model", "Workload"]
+__all__ = ["ALGORITHMS", "COLLECTIVES", "EASGD_FAMILY", "GROUPINGS", "MOMENTUM_ALGORITHMS",
+           "SGD_FAMILY", "Layer", "Model", "Workload"]
 
 #: Training algorithms, by their shared short names.
 ALGORITHMS = (
@@ -37,6 +38,14 @@ ALGORITHMS = (
     "async-msgd",
     "hogwild-sgd",
 )
+
+#: The EASGD family: a center variable, the elastic moving rate and the period ``tau``.
+EASGD_FAMILY = ("easgd", "sync-easgd", "async-easgd", "async-measgd", "hogwild-easgd")
+#: Algorithms whose workers keep a momentum velocity (with ``momentum > 0``).
+MOMENTUM_ALGORITHMS = ("sync-sgd", "async-msgd", "async-measgd")
+#: The asynchronous SGD baselines: the master applies every update (a worker's step is
+#: forward + backward) and they exchange every step (``tau = 1``).
+SGD_FAMILY = ("async-sgd", "async-msgd", "hogwild-sgd")
 
 #: Allreduce algorithms, by their shared short names. ``"auto"``: per message size and
 #: rank count the algorithm the cluster's software stack selects among its own

@@ -111,3 +111,44 @@ def model_loss_grad(params, X, y, n_in, h, n_out):
         return loss, np.concatenate([(X.T @ D).ravel(), D.sum(0)])
     dZ = (D @ W2.T) * (Z > 0)
     return loss, np.concatenate([(X.T @ dZ).ravel(), dZ.sum(0), (H.T @ D).ravel(), D.sum(0)])
+
+
+def cnn_loss_grad_hits(params, X, y, side, F, H, n_out):
+    """Mean loss, gradient and hits of dlscale.kernels.cnn's network, in plain numpy."""
+    B, c = X.shape[0], side - 2
+    q = c // 2
+    nf = F * q * q
+    o = np.cumsum([0, F * 9, F, nf * H, H, H * n_out, n_out])
+    K = params[o[0]:o[1]].reshape(F, 3, 3)
+    kb = params[o[1]:o[2]]
+    W1 = params[o[2]:o[3]].reshape(nf, H)
+    b1 = params[o[3]:o[4]]
+    W2 = params[o[4]:o[5]].reshape(H, n_out)
+    b2 = params[o[5]:o[6]]
+    img = X.reshape(B, side, side)
+    patches = np.stack([img[:, u:u + c, v:v + c] for u in range(3) for v in range(3)], -1)
+    Zpre = np.einsum("brsk,fk->bfrs", patches, K.reshape(F, 9)) + kb[None, :, None, None]
+    Z = np.maximum(Zpre, 0)
+    Zc = Z[:, :, :2 * q, :2 * q]
+    P = 0.25 * Zc.reshape(B, F, q, 2, q, 2).sum(axis=(3, 5)).reshape(B, nf)
+    Apre = P @ W1 + b1
+    A = np.maximum(Apre, 0)
+    L = A @ W2 + b2
+    hits = int(np.sum(np.argmax(L, axis=1) == y))
+    m = L.max(axis=1, keepdims=True)
+    E = np.exp(L - m)
+    S = E.sum(axis=1, keepdims=True)
+    loss = float(np.mean(np.log(S[:, 0]) + m[:, 0] - L[np.arange(B), y]))
+    D = E / S
+    D[np.arange(B), y] -= 1
+    D /= B
+    dA = (D @ W2.T) * (Apre > 0)
+    dP = (dA @ W1.T).reshape(B, F, q, 1, q, 1)
+    dZ = np.zeros_like(Z)
+    dZ[:, :, :2 * q, :2 * q] = np.broadcast_to(0.25 * dP, (B, F, q, 2, q, 2)).reshape(
+        B, F, 2 * q, 2 * q)
+    dZ *= Zpre > 0
+    gK = np.einsum("brsk,bfrs->fk", patches, dZ).ravel()
+    grad = np.concatenate([gK, dZ.sum(axis=(0, 2, 3)), (P.T @ dA).ravel(), dA.sum(0),
+                           (A.T @ D).ravel(), D.sum(0)])
+    return loss, grad, hits

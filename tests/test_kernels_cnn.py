@@ -5,6 +5,11 @@ import pytest
 
 import dlscale.kernels as K
 
+try:  # tests/ imported as a package, or as plain files (pytest puts tests/ on sys.path)
+    from tests import naive
+except ImportError:  # pragma: no cover
+    import naive  # type: ignore[no-redef]
+
 
 def test_gradient_matches_finite_differences():
     shape = K.CNNShape(side=6, filters=3, n_hidden=5, n_out=4)
@@ -47,3 +52,19 @@ def test_bad_input_is_named():
         K.cnn_accuracy(p[:-1], np.zeros((2, 64)), np.zeros(2, dtype=int), shape)
     with pytest.raises(ValueError, match="side"):
         K.CNNShape(3, 2, 4, 10)
+
+
+@pytest.mark.parametrize("side, filters, hidden, n_out", [(8, 4, 8, 3), (7, 2, 5, 4)])
+def test_loss_gradient_and_hits_match_a_numpy_reference(side, filters, hidden, n_out):
+    # pins the numba kernel's forward and backward passes (odd side: the pooling drops
+    # the last row and column) against an independent vectorized implementation
+    shape = K.CNNShape(side, filters, hidden, n_out)
+    rng = np.random.default_rng(4)
+    p = K.cnn_init_params(shape, seed=5) + rng.normal(0, 0.05, shape.n_params)
+    X, y = rng.random((9, side * side)), rng.integers(0, n_out, 9)
+    g = np.empty_like(p)
+    loss = K.cnn_loss_and_grad(p, g, X, y, shape)
+    ref_loss, ref_grad, ref_hits = naive.cnn_loss_grad_hits(p, X, y, side, filters, hidden, n_out)
+    assert loss == pytest.approx(ref_loss, rel=1e-12)
+    np.testing.assert_allclose(g, ref_grad, rtol=1e-9, atol=1e-13)
+    assert K.cnn_accuracy(p, X, y, shape) == ref_hits / 9

@@ -80,6 +80,41 @@ def test_partial_fat_tree_drops_unused_levels():
         multilevel_fat_tree_graph(tree, 5000, host_bandwidth_Bps=1e9, link_bandwidth_Bps=1e9)
 
 
+def test_small_xgft_edges_pinned():
+    # XGFT(2; 2,2; 1,2): hosts 0-3, leaves 4-5, two spines 6-7, every leaf to both
+    G = xgft_graph((2, 2), (1, 2), host_bandwidth_Bps=3e9, link_bandwidth_Bps=5e9,
+                   host_latency_s=1e-6, hop_latency_s=2e-7)
+    assert sorted(G.edges(data="level")) == [
+        (0, 4, "host"), (1, 4, "host"), (2, 5, "host"), (3, 5, "host"),
+        (4, 6, "L1-L2"), (4, 7, "L1-L2"), (5, 6, "L1-L2"), (5, 7, "L1-L2")]
+    assert G.edges[0, 4] == {"bandwidth_Bps": 3e9, "latency_s": 1e-6, "level": "host"}
+    assert G.edges[5, 7] == {"bandwidth_Bps": 5e9, "latency_s": 2e-7, "level": "L1-L2"}
+    assert [G.nodes[v].get("level") for v in range(8)] == [None] * 4 + [1, 1, 2, 2]
+    assert G.graph["routing"] == {"family": "fat-tree", "m": (2, 2), "w": (1, 2), "hosts": 4,
+                                  "offset": (0, 4, 6)}
+    # three hosts of XGFT(2; 2,2; 2,1): two rails, a partial second leaf per rail
+    P = xgft_graph((2, 2), (2, 1), 3)
+    assert sorted(P.edges()) == [(0, 3), (0, 4), (1, 3), (1, 4), (2, 5), (2, 6),
+                                 (3, 7), (4, 8), (5, 7), (6, 8)]
+
+
+def test_small_dragonfly_edges_pinned():
+    # g=3, a=2, p=1, h=1: hosts 0-5 on routers 6-11, one global link per pair of
+    # groups on consecutive ports
+    G = dragonfly_graph(3, 2, 1, 1, host_bandwidth_Bps=1e9, local_bandwidth_Bps=2e9,
+                        global_bandwidth_Bps=3e9, host_latency_s=1e-6, hop_latency_s=2e-7)
+    assert sorted(G.edges(data="level")) == [(h, 6 + h, "host") for h in range(6)] + [
+        (6, 7, "local"), (6, 9, "global"), (7, 10, "global"), (8, 9, "local"),
+        (8, 11, "global"), (10, 11, "local")]
+    assert G.edges[7, 10] == {"bandwidth_Bps": 3e9, "latency_s": 2e-7, "level": "global",
+                              "multiplicity": 1}
+    assert G.edges[8, 9]["bandwidth_Bps"] == 2e9 and G.edges[0, 6]["latency_s"] == 1e-6
+    # two global links between the same two routers are one edge of twice the bandwidth
+    M = dragonfly_graph(2, 1, 1, 2, global_bandwidth_Bps=3e9)
+    assert M.edges[2, 3] == {"bandwidth_Bps": 6e9, "latency_s": 1e-7, "level": "global",
+                             "multiplicity": 2}
+
+
 def test_xgft_rejects_bad_shapes():
     with pytest.raises(ConfigError, match="same positive length"):
         xgft_graph((2, 2), (1,))

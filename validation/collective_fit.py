@@ -47,6 +47,7 @@ from dlscale.perfmodel.fitting.collectives import (
     PiecewiseCollectiveFit,
     fit_collective_piecewise,
 )
+from dlscale.perfmodel.runtime import mpich_short
 
 __all__ = ["MMAP_THRESHOLD_MAX_BYTES", "fit_allreduce", "library_allreduce_algorithms",
            "piecewise_form", "predict_allreduce", "temp_fault_bytes"]
@@ -76,8 +77,7 @@ def library_allreduce_algorithms(library: str, sizes_bytes: Any, ranks: Any,
         return None
     n, p = np.broadcast_arrays(np.asarray(sizes_bytes, float)[:, None],
                                np.asarray(ranks, float)[None, :])
-    pof2 = 2.0 ** np.floor(np.log2(np.maximum(p, 1)))
-    short = (n <= 8) | (n / itemsize < pof2)
+    short = mpich_short(n, p, itemsize, 8)   # coll_selection.json: 8-byte short bound
     return sorted({"recursive-doubling" if s else "rabenseifner" for s in short.ravel()})
 
 

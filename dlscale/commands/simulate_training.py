@@ -30,7 +30,8 @@ from typing import Any
 
 from dlscale.output import format_table, to_jsonable, write_rows
 from dlscale.perfmodel.errors import ConfigError
-from dlscale.perfmodel.workload import ALGORITHMS
+from dlscale.perfmodel.hardware import Cluster
+from dlscale.perfmodel.workload import ALGORITHMS, Workload
 from dlscale.simulator.training.net import DEFAULT_NETWORK, NETWORKS
 from dlscale.simulator.training.result import TrainingResult
 
@@ -120,16 +121,15 @@ def _rows(runs: list[TrainingResult]) -> list[dict]:
     return [r.to_rows()[0] for r in runs]
 
 
-def run_training(args: argparse.Namespace) -> int:
-    """Run the training simulation described by ``args``; 0 on success."""
+def _load(args: argparse.Namespace) -> tuple[Cluster, Workload, list[str], dict[str, Any]]:
+    """Cluster (profile, runtime) and workload (tau, collective, measured inputs) of ``args``."""
     import dataclasses
 
     from dlscale.perfmodel.config import load_cluster, load_workload
-    from dlscale.simulator.training.run import simulate_training
 
     if not getattr(args, "workload", None):
         raise ConfigError("workload: simulated training needs a WORKLOAD (preset or TOML)")
-    from dlscale.commands.runtime_args import apply_runtime, collective_label
+    from dlscale.commands.runtime_args import apply_runtime
 
     cluster = apply_runtime(load_cluster(args.cluster, getattr(args, "profile", None)),
                             getattr(args, "runtime", None))
@@ -141,16 +141,20 @@ def run_training(args: argparse.Namespace) -> int:
     from dlscale.commands.measured_args import apply_measured
 
     workload, measured_lines, measured_meta = apply_measured(args, workload)
-    network = args.network or (getattr(args, "mode", None) if getattr(args, "mode", None)
-                               in NETWORKS else None) or DEFAULT_NETWORK
-    nodes = _nodes(args.nodes)
+    return cluster, workload, measured_lines, measured_meta
+
+
+def _algorithms(args: argparse.Namespace) -> list[str | None]:
+    """``--compare``'s algorithms (checked), else ``[--algorithm]`` (None: the workload's)."""
     algs = [a.strip() for a in args.compare.split(",")] if args.compare else [args.algorithm]
     for a in algs:
         if a is not None and a not in ALGORITHMS:
             raise ConfigError(f"--compare: unknown algorithm {a!r}; valid: {', '.join(ALGORITHMS)}")
-    from dlscale.commands.simulate_target import check_target_args, run_target
+    return algs
 
-    target = check_target_args(args, nodes)
+
+def _cosim_options(args: argparse.Namespace) -> dict[str, Any]:
+    """Check the counts; the co-simulation options given on the command line."""
     for flag, v, low in (("--eval-every", getattr(args, "eval_every", None), 1),
                          ("--hidden", getattr(args, "hidden", None), 0),
                          ("--iterations", args.iterations, 1)):
@@ -165,6 +169,61 @@ def run_training(args: argparse.Namespace) -> int:
         cosim["hidden"] = args.hidden
     if getattr(args, "cosim_model", None):
         cosim["model"] = args.cosim_model
+    return cosim
+
+
+def _print_table(args: argparse.Namespace, runs: list[TrainingResult], rows: list[dict],
+                 meta: dict[str, Any], cluster: Cluster, workload: Workload,
+                 measured_lines: list[str]) -> None:
+    """The table, its header line and a note per configuration that does not fit."""
+    from dlscale.commands.runtime_args import collective_label
+
+    cols = [c for c in COLUMNS if any(c in r for r in rows)]
+    print(f"# {cluster.name} / {workload.name}: simulated ({meta['mode']}, network "
+          f"{meta['network']}, noise {args.noise}, seed {args.seed}); runtime "
+          f"{cluster.runtime.name}, allreduce "
+          f"{collective_label(workload.collective, cluster)}")
+    for line in measured_lines:
+        print(f"# {line}")
+    print(format_table(rows, cols))
+    for r in runs:
+        if not r.fits:
+            m = r.memory
+            print(f"# {r.nodes} nodes do not fit: {m['resource']} needs "
+                  f"{m['per_rank_bytes'] / 2**30:.2f} GiB per rank, has "
+                  f"{m['capacity_bytes'] / 2**30:.2f} GiB (short by "
+                  f"{m['shortfall_bytes'] / 2**30:.2f} GiB); not simulated")
+    if runs[0].surrogate:
+        print(f"# numerics: {runs[0].surrogate}")
+
+
+def _plot(args: argparse.Namespace, runs: list[TrainingResult], meta: dict[str, Any],
+          cluster: Cluster, workload: Workload) -> None:
+    """Write ``--plot``: the accuracy plot with ``--cosim``, else scaling + breakdown."""
+    from dlscale.simulator.training.plots import plot_accuracy, plot_training_scaling
+    title = (f"{workload.name} on {cluster.name} (simulated), runtime "
+             f"{cluster.runtime.name}")
+    if meta["allreduce_chosen"]:
+        title += f"\nallreduce: {meta['allreduce_chosen']}"
+    if args.cosim:
+        plot_accuracy(args.plot, runs, title)
+    else:
+        plot_training_scaling(args.plot, runs, title)
+
+
+def run_training(args: argparse.Namespace) -> int:
+    """Run the training simulation described by ``args``; 0 on success."""
+    from dlscale.simulator.training.run import simulate_training
+
+    cluster, workload, measured_lines, measured_meta = _load(args)
+    network = args.network or (getattr(args, "mode", None) if getattr(args, "mode", None)
+                               in NETWORKS else None) or DEFAULT_NETWORK
+    nodes = _nodes(args.nodes)
+    algs = _algorithms(args)
+    from dlscale.commands.simulate_target import check_target_args, run_target
+
+    target = check_target_args(args, nodes)
+    cosim = _cosim_options(args)
     from dlscale.simulator.training.cosim import check_cosim_options
     from dlscale.simulator.training.stragglers import make_noise
 
@@ -205,33 +264,9 @@ def run_training(args: argparse.Namespace) -> int:
         doc = {"meta": meta, "runs": [r.to_dict() for r in runs]}
         sys.stdout.write(json.dumps(to_jsonable(doc), indent=2) + "\n")
     else:
-        cols = [c for c in COLUMNS if any(c in r for r in rows)]
-        print(f"# {cluster.name} / {workload.name}: simulated ({meta['mode']}, network "
-              f"{network}, noise {args.noise}, seed {args.seed}); runtime "
-              f"{cluster.runtime.name}, allreduce "
-              f"{collective_label(workload.collective, cluster)}")
-        for line in measured_lines:
-            print(f"# {line}")
-        print(format_table(rows, cols))
-        for r in runs:
-            if not r.fits:
-                m = r.memory
-                print(f"# {r.nodes} nodes do not fit: {m['resource']} needs "
-                      f"{m['per_rank_bytes'] / 2**30:.2f} GiB per rank, has "
-                      f"{m['capacity_bytes'] / 2**30:.2f} GiB (short by "
-                      f"{m['shortfall_bytes'] / 2**30:.2f} GiB); not simulated")
-        if runs[0].surrogate:
-            print(f"# numerics: {runs[0].surrogate}")
+        _print_table(args, runs, rows, meta, cluster, workload, measured_lines)
     if args.output:
         write_rows(args.output, rows, meta)
     if args.plot:
-        from dlscale.simulator.training.plots import plot_accuracy, plot_training_scaling
-        title = (f"{workload.name} on {cluster.name} (simulated), runtime "
-                 f"{cluster.runtime.name}")
-        if meta["allreduce_chosen"]:
-            title += f"\nallreduce: {meta['allreduce_chosen']}"
-        if args.cosim:
-            plot_accuracy(args.plot, runs, title)
-        else:
-            plot_training_scaling(args.plot, runs, title)
+        _plot(args, runs, meta, cluster, workload)
     return 0

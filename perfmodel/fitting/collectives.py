@@ -93,8 +93,7 @@ def fit_collective(
     Examples
     --------
     >>> import numpy as np
-    >>> def ring(n, p, a, b, g=0.0):
-    ...     return 2 * (p - 1) * a + 2 * (p - 1) / p * n * b + (p - 1) / p * n * g
+    >>> from dlscale.perfmodel.collectives import ring_allreduce_s as ring
     >>> n = np.array([8, 1024, 65536, 1 << 20, 8 << 20] * 2)
     >>> p = np.array([2] * 5 + [4] * 5)
     >>> t = ring(n, p, 2e-6, 2e-10, 2e-10)   # twice the p2p alpha, beta and gamma
@@ -273,8 +272,7 @@ def fit_collective_piecewise(
     Examples
     --------
     >>> import numpy as np
-    >>> def ring(n, p, a, b, g=0.0):
-    ...     return 2 * (p - 1) * a + 2 * (p - 1) / p * n * b + (p - 1) / p * n * g
+    >>> from dlscale.perfmodel.collectives import ring_allreduce_s as ring
     >>> n = np.tile(2.0 ** np.arange(2, 22), 2); p = np.repeat([2, 4], 20)
     >>> t = np.where(n < 4096, ring(n, p, 1e-6, 1e-10), ring(n, p, 3e-6, 3e-10))
     >>> fit = fit_collective_piecewise("ring", ring, n, p, t, 1e-6, 1e-10)

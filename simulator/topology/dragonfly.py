@@ -45,6 +45,51 @@ def dragonfly_global_port(group: int, peer: int, c: int, groups: int, links_per_
     return (d - 1) * links_per_pair + c
 
 
+def _check_dragonfly(g: int, a: int, p: int, h: int, hosts: int | None, routing: str,
+                     host_bandwidth_Bps: float, local_bandwidth_Bps: float,
+                     global_bandwidth_Bps: float) -> int:
+    """Check the dragonfly's counts, routing, host count and bandwidths; return the host count."""
+    for name, val in (("groups", g), ("routers_per_group", a),
+                      ("terminals_per_router", p), ("global_links_per_router", h)):
+        if not isinstance(val, int) or isinstance(val, bool) or val < 1:
+            raise ConfigError(f"dragonfly.{name}: must be a positive integer, got {val!r}")
+    if g > a * h + 1:
+        raise ConfigError(
+            f"dragonfly.groups: {g} groups need at least {g - 1} global ports per group "
+            f"for all-to-all groups, but routers_per_group*global_links_per_router = {a * h}"
+        )
+    if routing not in ("minimal", "valiant"):
+        raise ConfigError(f"dragonfly.routing: must be 'minimal' or 'valiant', got {routing!r}")
+    total = g * a * p
+    n = total if hosts is None else hosts
+    if not isinstance(n, int) or n < 1 or n > total:
+        raise ConfigError(f"hosts: must be an integer in 1..{total}, got {n!r}")
+    bandwidths: tuple[tuple[str, float], ...] = (
+        ("host_bandwidth_Bps", host_bandwidth_Bps), ("local_bandwidth_Bps", local_bandwidth_Bps),
+        ("global_bandwidth_Bps", global_bandwidth_Bps))
+    for name, bw in bandwidths:
+        if not bw > 0:
+            raise ConfigError(f"dragonfly.{name}: must be > 0, got {bw!r}")
+    return n
+
+
+def _add_global_links(G: nx.Graph, n: int, built: int, g: int, a: int, h: int, lpp: int,
+                      bandwidth_Bps: float, latency_s: float) -> None:
+    """Join every pair of the ``built`` groups by ``lpp`` global links (merged per router pair)."""
+    for gi in range(built):
+        for gj in range(gi + 1, built):
+            for c in range(lpp):
+                ri = n + gi * a + dragonfly_global_port(gi, gj, c, g, lpp) // h
+                rj = n + gj * a + dragonfly_global_port(gj, gi, c, g, lpp) // h
+                if G.has_edge(ri, rj):
+                    e = G.edges[ri, rj]
+                    e["bandwidth_Bps"] += bandwidth_Bps
+                    e["multiplicity"] += 1
+                else:
+                    G.add_edge(ri, rj, bandwidth_Bps=bandwidth_Bps,
+                               latency_s=latency_s, level="global", multiplicity=1)
+
+
 def dragonfly_graph(
     groups: int,
     routers_per_group: int,
@@ -97,28 +142,10 @@ def dragonfly_graph(
     >>> dragonfly_graph(3, 2, 1, 1, hosts=2).number_of_nodes()   # one group of 2 routers
     4
     """
+    n = _check_dragonfly(groups, routers_per_group, terminals_per_router,
+                         global_links_per_router, hosts, routing, host_bandwidth_Bps,
+                         local_bandwidth_Bps, global_bandwidth_Bps)
     g, a, p, h = groups, routers_per_group, terminals_per_router, global_links_per_router
-    for name, val in (("groups", g), ("routers_per_group", a),
-                      ("terminals_per_router", p), ("global_links_per_router", h)):
-        if not isinstance(val, int) or isinstance(val, bool) or val < 1:
-            raise ConfigError(f"dragonfly.{name}: must be a positive integer, got {val!r}")
-    if g > a * h + 1:
-        raise ConfigError(
-            f"dragonfly.groups: {g} groups need at least {g - 1} global ports per group "
-            f"for all-to-all groups, but routers_per_group*global_links_per_router = {a * h}"
-        )
-    if routing not in ("minimal", "valiant"):
-        raise ConfigError(f"dragonfly.routing: must be 'minimal' or 'valiant', got {routing!r}")
-    total = g * a * p
-    n = total if hosts is None else hosts
-    if not isinstance(n, int) or n < 1 or n > total:
-        raise ConfigError(f"hosts: must be an integer in 1..{total}, got {n!r}")
-    bandwidths: tuple[tuple[str, float], ...] = (
-        ("host_bandwidth_Bps", host_bandwidth_Bps), ("local_bandwidth_Bps", local_bandwidth_Bps),
-        ("global_bandwidth_Bps", global_bandwidth_Bps))
-    for name, bw in bandwidths:
-        if not bw > 0:
-            raise ConfigError(f"dragonfly.{name}: must be > 0, got {bw!r}")
     lpp = (a * h) // (g - 1) if g > 1 else 0
     G = nx.Graph(family="dragonfly")
     G.graph["routing"] = {"family": "dragonfly", "groups": g, "routers_per_group": a,
@@ -136,16 +163,5 @@ def dragonfly_graph(
             for s in range(r + 1, a):
                 G.add_edge(base + r, base + s, bandwidth_Bps=local_bandwidth_Bps,
                            latency_s=hop_latency_s, level="local", multiplicity=1)
-    for gi in range(built):
-        for gj in range(gi + 1, built):
-            for c in range(lpp):
-                ri = n + gi * a + dragonfly_global_port(gi, gj, c, g, lpp) // h
-                rj = n + gj * a + dragonfly_global_port(gj, gi, c, g, lpp) // h
-                if G.has_edge(ri, rj):
-                    e = G.edges[ri, rj]
-                    e["bandwidth_Bps"] += global_bandwidth_Bps
-                    e["multiplicity"] += 1
-                else:
-                    G.add_edge(ri, rj, bandwidth_Bps=global_bandwidth_Bps,
-                               latency_s=hop_latency_s, level="global", multiplicity=1)
+    _add_global_links(G, n, built, g, a, h, lpp, global_bandwidth_Bps, hop_latency_s)
     return G

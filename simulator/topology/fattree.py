@@ -40,6 +40,25 @@ def _check_positive(name: str, value: float) -> None:
         raise ConfigError(f"{name}: must be a positive number, got {value!r}")
 
 
+def _check_xgft(m: tuple[int, ...], w: tuple[int, ...], hosts: int | None,
+                host_bandwidth_Bps: float, link_bandwidth_Bps: float) -> int:
+    """Check the XGFT shape, host count and bandwidths; return the host count."""
+    if len(m) != len(w) or not m:
+        raise ConfigError(f"xgft: m and w need the same positive length, got {m!r} and {w!r}")
+    for i, (mi, wi) in enumerate(zip(m, w, strict=True)):
+        _check_positive_int(f"xgft.m[{i}]", mi)
+        _check_positive_int(f"xgft.w[{i}]", wi)
+    total = math.prod(m)
+    n = total if hosts is None else hosts
+    _check_positive_int("hosts", n)
+    if n > total:
+        raise ConfigError(f"hosts: {n} is more than XGFT{m} holds ({total})")
+    for name, val in (("host_bandwidth_Bps", host_bandwidth_Bps),
+                      ("link_bandwidth_Bps", link_bandwidth_Bps)):
+        _check_positive(name, val)
+    return n
+
+
 def xgft_graph(
     m: tuple[int, ...],
     w: tuple[int, ...],
@@ -84,19 +103,7 @@ def xgft_graph(
     >>> sorted({lvl for _, _, lvl in G.edges(data="level")})
     ['L1-L2', 'host']
     """
-    if len(m) != len(w) or not m:
-        raise ConfigError(f"xgft: m and w need the same positive length, got {m!r} and {w!r}")
-    for i, (mi, wi) in enumerate(zip(m, w, strict=True)):
-        _check_positive_int(f"xgft.m[{i}]", mi)
-        _check_positive_int(f"xgft.w[{i}]", wi)
-    total = math.prod(m)
-    n = total if hosts is None else hosts
-    _check_positive_int("hosts", n)
-    if n > total:
-        raise ConfigError(f"hosts: {n} is more than XGFT{m} holds ({total})")
-    for name, val in (("host_bandwidth_Bps", host_bandwidth_Bps),
-                      ("link_bandwidth_Bps", link_bandwidth_Bps)):
-        _check_positive(name, val)
+    n = _check_xgft(m, w, hosts, host_bandwidth_Bps, link_bandwidth_Bps)
     h = len(m)
     M = [math.prod(m[:i]) for i in range(h + 1)]  # hosts under a level-i element
     W = [math.prod(w[:i]) for i in range(h + 1)]  # parent choices below level i

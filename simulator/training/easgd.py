@@ -46,7 +46,8 @@ from collections.abc import Generator
 import numpy as np
 import simpy
 
-from dlscale.perfmodel.training_easgd import MASTER_ARRAYS
+from dlscale.perfmodel.training_easgd import MASTER_ARRAYS, exchange_s, period
+from dlscale.perfmodel.workload import SGD_FAMILY
 
 from .common import Breakdown, RunContext, RunOutcome, compute_profile
 from .master import SharedPipe
@@ -57,7 +58,6 @@ __all__ = ["ASYNC", "HOGWILD", "StepDraws", "run_easgd", "step_time_s"]
 ASYNC = ("async-easgd", "async-measgd", "async-sgd", "async-msgd")
 #: Lock-free master.
 HOGWILD = ("hogwild-easgd", "hogwild-sgd")
-_SGD_FAMILY = ("async-sgd", "async-msgd", "hogwild-sgd")
 
 
 class StepDraws:
@@ -78,12 +78,12 @@ def step_time_s(ctx: RunContext) -> float:
     alg = ctx.algorithm
     prof = compute_profile(ctx.cluster, ctx.workload, ctx.lay, momentum=alg == "async-measgd")
     fb = prof.forward_s + prof.backward_s
-    return fb if alg in _SGD_FAMILY else fb + prof.update_s
+    return fb if alg in SGD_FAMILY else fb + prof.update_s
 
 
 def tau_of(ctx: RunContext) -> int:
     """Communication period: the workload's tau, 1 for the SGD baselines."""
-    return 1 if ctx.algorithm in _SGD_FAMILY else int(ctx.workload.tau)
+    return period(ctx.workload)
 
 
 def completions_to_iterations(done: list[float], ranks: int) -> np.ndarray:
@@ -124,7 +124,7 @@ class _AsyncRun:
         alg = ctx.algorithm
         self.ctx, self.R, self.K = ctx, ctx.ranks, ctx.iterations
         self.t_step, self.tau = step_time_s(ctx), tau_of(ctx)
-        self.W = float(ctx.workload.model.params * ctx.workload.bytes_per_element)
+        self.W = ctx.workload.gradient_bytes
         self.alpha, self.beta = ctx.net.master_link(alg, self.W)
         self.mem_bw = ctx.cluster.node.device.training_memory_bandwidth_Bps
         self.upd_bytes = MASTER_ARRAYS[alg] * self.W
@@ -145,7 +145,7 @@ class _AsyncRun:
     def join(self, w: int) -> Generator[simpy.Event, object, None]:
         """Joining: one exchange with the master each (push the initial weights, pull
         the center), served one worker at a time before training starts."""
-        yield self.env.timeout((w + 1) * 2 * (self.alpha + self.W * self.beta))
+        yield self.env.timeout((w + 1) * exchange_s(self.alpha, self.beta, self.W))
 
     def local_step(self, w: int, k: int) -> Generator[simpy.Event, object, None]:
         """Step ``k`` of worker ``w``: its compute time times its drawn factor."""
@@ -224,7 +224,7 @@ class _LockedRun(_AsyncRun):
         yield req
         ts = env.now
         acc.master_queue_s[w] += ts - tq
-        xfer = 2 * (self.alpha + self.W * self.beta)
+        xfer = exchange_s(self.alpha, self.beta, self.W)
         yield env.timeout(xfer)
         self.master_busy_s += xfer
         if self.num is not None:

@@ -31,10 +31,13 @@ True
 
 from __future__ import annotations
 
+from collections.abc import Generator
+
 import numpy as np
 import simpy
 
-from dlscale.perfmodel.training_easgd import MASTER_ARRAYS
+from dlscale.perfmodel.collectives import parameter_server_s
+from dlscale.perfmodel.training_easgd import master_update_s_per_B
 
 from .common import Breakdown, RunContext, RunOutcome
 from .easgd import StepDraws, step_time_s, tau_of
@@ -46,52 +49,59 @@ def _blocks(iterations: int, tau: int) -> list[range]:
     return [range(s, min(s + tau, iterations)) for s in range(0, iterations, tau)]
 
 
-def run_rounds(ctx: RunContext) -> RunOutcome:
-    """Simulate ``easgd`` or ``sync-easgd`` (see module docstring)."""
-    alg, R = ctx.algorithm, ctx.ranks
-    t_step, tau = step_time_s(ctx), tau_of(ctx)
-    W = float(ctx.workload.model.params * ctx.workload.bytes_per_element)
-    draws = StepDraws(ctx)
-    acc = Breakdown(R)
-    env = simpy.Environment()
-    master = simpy.Resource(env, capacity=1)
-    num, tr = ctx.numerics, ctx.tracer
-    blocks = _blocks(ctx.iterations, tau)
-    block_end = np.zeros(len(blocks))
-    counters = {"rounds": len(blocks)}
+class _Rounds:
+    """State of one round-based run: the SimPy environment, the master, the blocks."""
 
-    if alg == "easgd":
-        alpha, beta = ctx.net.master_link(alg, W)
-        u = MASTER_ARRAYS[alg] / ctx.cluster.node.device.training_memory_bandwidth_Bps
-        serve = 2 * alpha + 2 * W * beta + W * u
-        copy = ctx.net.host_copy_s(W)
-    else:
-        rnd = ctx.net.reduce_broadcast_s(W)
-        copy = 0.0
-    overlap = alg == "sync-easgd" and ctx.workload.overlap
+    def __init__(self, ctx: RunContext) -> None:
+        alg, R = ctx.algorithm, ctx.ranks
+        self.ctx, self.alg, self.R = ctx, alg, R
+        self.t_step, tau = step_time_s(ctx), tau_of(ctx)
+        W = ctx.workload.gradient_bytes
+        self.draws = StepDraws(ctx)
+        self.acc = Breakdown(R)
+        self.env = simpy.Environment()
+        self.master = simpy.Resource(self.env, capacity=1)
+        self.num, self.tr = ctx.numerics, ctx.tracer
+        self.blocks = _blocks(ctx.iterations, tau)
+        self.block_end = np.zeros(len(self.blocks))
+        self.serve = self.rnd = 0.0
+        if alg == "easgd":
+            alpha, beta = ctx.net.master_link(alg, W)
+            # one worker's turn of the round-robin round (the analytical round is P of them)
+            self.serve = float(parameter_server_s(W, 1, alpha, beta,
+                                                  master_update_s_per_B(ctx.cluster, alg)))
+            self.copy = ctx.net.host_copy_s(W)
+        else:
+            self.rnd = ctx.net.reduce_broadcast_s(W)
+            self.copy = 0.0
+        self.overlap = alg == "sync-easgd" and ctx.workload.overlap
 
-    def local(start: np.ndarray, steps: range) -> np.ndarray:
+    def local(self, start: np.ndarray, steps: range) -> np.ndarray:
+        """Every worker's ``steps`` local steps from ``start``; returns when each is done."""
+        tr, num, acc = self.tr, self.num, self.acc
         t = start.copy()
         for k in steps:
-            f = draws(k)
-            d = f * t_step + copy
+            f = self.draws(k)
+            d = f * self.t_step + self.copy
             if tr is not None and k < tr.max_iterations:
                 for r in tr.ranks.tolist():
                     tr.slice(r, "compute", f"step {k}", float(t[r]), float(d[r]))
             t += d
             acc.compute_s += d
             if num is not None:
-                for w in range(R):
+                for w in range(self.R):
                     num.local_step(w, k)
         return t
 
-    def original():
+    def original(self) -> Generator[simpy.Event, object, None]:
+        """EASGD's round-robin master: serve the workers in rank order each round."""
+        env, tr, num, acc, R, serve = self.env, self.tr, self.num, self.acc, self.R, self.serve
         start = np.zeros(R)
-        for b, steps in enumerate(blocks):
-            ready = local(start, steps)
+        for b, steps in enumerate(self.blocks):
+            ready = self.local(start, steps)
             served = np.zeros(R)
             for w in range(R):                      # round-robin, rank order
-                with master.request() as req:
+                with self.master.request() as req:
                     yield req
                     yield env.timeout(max(float(ready[w]) - env.now, 0.0))
                     t0 = env.now
@@ -107,19 +117,22 @@ def run_rounds(ctx: RunContext) -> RunOutcome:
             acc.comm_s += serve
             acc.exposed_comm_s += serve
             acc.straggler_wait_s += end - served        # waiting for the round to end
-            block_end[b] = end
+            self.block_end[b] = end
             start = np.full(R, end)
             if num is not None:
                 num.step_done_all(steps[-1], end)
 
-    def sync_easgd():
+    def sync_easgd(self) -> Generator[simpy.Event, object, None]:
+        """Sync EASGD: a reduce + broadcast round once the slowest worker is there."""
+        env, tr, num, acc, R, rnd = self.env, self.tr, self.num, self.acc, self.R, self.rnd
+        overlap, block_end = self.overlap, self.block_end
         start = np.zeros(R)
         prev_end = 0.0
-        for b, steps in enumerate(blocks):
-            ready = local(start, steps)
+        for b, steps in enumerate(self.blocks):
+            ready = self.local(start, steps)
             go = max(float(ready.max()), prev_end)
             yield env.timeout(max(go - env.now, 0.0))
-            with master.request() as req:
+            with self.master.request() as req:
                 yield req
                 t0 = env.now
                 if num is not None:
@@ -147,10 +160,17 @@ def run_rounds(ctx: RunContext) -> RunOutcome:
             if num is not None:
                 num.step_done_all(steps[-1], float(block_end[b]))
 
-    env.process(original() if alg == "easgd" else sync_easgd())
+
+def run_rounds(ctx: RunContext) -> RunOutcome:
+    """Simulate ``easgd`` or ``sync-easgd`` (see module docstring)."""
+    run = _Rounds(ctx)
+    counters = {"rounds": len(run.blocks)}
+    env = run.env
+    env.process(run.original() if run.alg == "easgd" else run.sync_easgd())
     env.run()
+    block_end, blocks = run.block_end, run.blocks
     sim_end = max(float(env.now), float(block_end[-1]))
     sizes = np.array([len(s) for s in blocks], dtype=float)
     per_block = np.diff(np.concatenate([[0.0], block_end])) / sizes
     times = np.repeat(per_block, sizes.astype(int))
-    return RunOutcome(times, acc.per_iteration(ctx.iterations), sim_end, counters)
+    return RunOutcome(times, run.acc.per_iteration(ctx.iterations), sim_end, counters)

@@ -30,10 +30,10 @@ from dlscale.perfmodel.hardware import Cluster
 from dlscale.perfmodel.memory import memory_per_rank
 from dlscale.perfmodel.netapi import NetworkModel
 from dlscale.perfmodel.predict import one_device
-from dlscale.perfmodel.training import iteration_times, layout
+from dlscale.perfmodel.training import Layout, iteration_times, layout
 from dlscale.perfmodel.workload import ALGORITHMS, Workload
 
-from .common import RunContext, compute_profile
+from .common import RunContext, RunOutcome, compute_profile
 from .net import DEFAULT_NETWORK, NETWORKS, make_training_network
 from .result import TrainingResult
 from .stragglers import Noise, make_noise
@@ -95,6 +95,100 @@ def _run(ctx: RunContext):
     return run_easgd(ctx)
 
 
+def _check_run_options(cluster: Cluster, workload: Workload, baseline: str,
+                       noise: str | Noise | None, mode: str,
+                       cosim_options: dict | None) -> tuple[Cluster, Workload, Noise]:
+    """Check ``baseline``, ``noise`` and the co-simulation options, in that order.
+
+    Returns the baseline run's cluster and workload ("node": the same; "device": one
+    device, :func:`dlscale.perfmodel.predict.one_device`) and the noise model.
+    """
+    if baseline not in ("node", "device"):
+        raise unknown_name("baseline", baseline, ("node", "device"))
+    base_cluster, base_workload = (cluster, workload) if baseline == "node" \
+        else one_device(cluster, workload)
+    nz = make_noise(cluster.noise if noise is None else noise)
+    if mode == "cosim":
+        from .cosim import check_cosim_options
+
+        check_cosim_options(cosim_options or {})
+    return base_cluster, base_workload, nz
+
+
+def _context(cluster: Cluster, workload: Workload, nodes: int, lay: Layout, network: str | NetworkModel,
+             nz: Noise, seed: int, iterations: int, tracer: TraceRecorder | None, mode: str,
+             cosim_options: dict | None) -> RunContext:
+    """The run's context: network backend, seeded generator, tracer, co-simulation numerics."""
+    net = make_training_network(cluster, workload, nodes, network, seed)
+    ctx = RunContext(cluster, workload, nodes, lay, net, nz, np.random.default_rng(seed),
+                     iterations, tracer)
+    if mode == "cosim":
+        from .cosim import make_numerics
+        ctx.numerics = make_numerics(ctx, cosim_options or {}, seed)
+    return ctx
+
+
+def _record_outcome(res: TrainingResult, out: RunOutcome, ctx: RunContext, nz: Noise) -> None:
+    """Copy the run's outcome into ``res`` and add the analytical reference figure."""
+    cluster, workload, lay = ctx.cluster, ctx.workload, ctx.lay
+    res.iteration_times_s = out.iteration_times_s
+    res.samples_per_iteration = float(lay.global_batch[0])
+    res.breakdown = out.breakdown
+    res.backward_s = float(compute_profile(cluster, workload, lay).backward_s)
+    res.sim_time_s = out.sim_time_s
+    res.counters = dict(out.counters)
+    if ctx.numerics is not None:
+        res.curve = ctx.numerics.curve
+        res.counters.update(ctx.numerics.counters())
+    # the analytical reference with the run's noise (its expected slowest rank), where
+    # the noise has a spec (not a sample given as an array)
+    ref = dataclasses.replace(cluster, noise=nz.spec) if nz.spec else cluster
+    res.analytical_iteration_s = float(iteration_times(ref, workload, ctx.nodes).iteration_s[0])
+
+
+def _efficiency(res: TrainingResult, base_cluster: Cluster, base_workload: Workload,
+                efficiency: bool, baseline: str, cluster: Cluster, iterations: int, seed: int,
+                network: str | NetworkModel, nz: Noise) -> float | None:
+    """Throughput over that of a one-node (or one-device) run with the same settings.
+
+    1.0 for one node against a one-node baseline (or without ``efficiency``); ``None``
+    where the baseline does not fit.
+    """
+    nodes = res.nodes
+    if not (efficiency and (nodes > 1 or baseline == "device")):
+        return 1.0 if nodes == 1 else res.efficiency
+    one = simulate_training(base_cluster, base_workload, 1,
+                            iterations=min(int(iterations), 20),
+                            seed=seed, mode="timing", network="analytical"
+                            if not isinstance(network, str) else network,
+                            noise=nz, efficiency=False)
+    units = nodes * (1 if baseline == "node" else cluster.node.devices_per_node)
+    if one.fits and one.samples_per_s > 0:
+        return res.samples_per_s / (units * one.samples_per_s)
+    return res.efficiency
+
+
+def _record_trace(res: TrainingResult, tracer: TraceRecorder, trace: bool | str) -> None:
+    """Build the Chrome trace into ``res.trace``; write it (atomically) if ``trace`` is a path."""
+    meta = {"cluster": res.cluster, "workload": res.workload,
+            "algorithm": res.algorithm, "nodes": res.nodes, "ranks": res.ranks,
+            "seed": res.seed, "mode": res.mode, "network": res.network,
+            "traced_ranks": tracer.ranks.tolist()}
+    res.trace = tracer.build(meta)
+    if isinstance(trace, (str, os.PathLike)):
+        from dlscale.perfmodel.atomicio import atomic_write_text
+        atomic_write_text(trace, json.dumps(res.trace, sort_keys=True))
+
+
+def _new_result(cluster: Cluster, workload: Workload, nodes: int, ranks: int, mode: str,
+                network: str | NetworkModel, nz: Noise, seed: int, mem: dict) -> TrainingResult:
+    """The result before the run: what was asked for and the memory verdict."""
+    net_name = network if isinstance(network, str) else type(network).__name__
+    return TrainingResult(cluster.name, workload.name, workload.algorithm, nodes, ranks, mode,
+                          net_name, getattr(nz, "name", "none") if not hasattr(nz, "sigma")
+                          else f"lognormal:{nz.sigma}", seed, memory=mem)
+
+
 def simulate_training(cluster: Cluster, workload: Workload, nodes: int, *,
                       algorithm: str | None = None, iterations: int = 20, seed: int = 0,
                       mode: str = "timing", network: str | NetworkModel = DEFAULT_NETWORK,
@@ -152,66 +246,24 @@ def simulate_training(cluster: Cluster, workload: Workload, nodes: int, *,
         A bad argument (naming it and what is allowed), before any simulation.
     """
     workload = _check(cluster, workload, nodes, algorithm, iterations, mode, network, seed)
-    if baseline not in ("node", "device"):
-        raise unknown_name("baseline", baseline, ("node", "device"))
-    base_cluster, base_workload = (cluster, workload) if baseline == "node" \
-        else one_device(cluster, workload)
-    nz = make_noise(cluster.noise if noise is None else noise)
-    if mode == "cosim":
-        from .cosim import check_cosim_options
-
-        check_cosim_options(cosim_options or {})
+    base_cluster, base_workload, nz = _check_run_options(cluster, workload, baseline, noise,
+                                                         mode, cosim_options)
     nodes = int(nodes)
     lay = layout(cluster, workload, nodes)
     ranks = int(lay.ranks[0])
     mem = _memory(workload, cluster, ranks, float(lay.batch_per_rank[0]))
-    net_name = network if isinstance(network, str) else type(network).__name__
-    res = TrainingResult(cluster.name, workload.name, workload.algorithm, nodes, ranks, mode,
-                         net_name, getattr(nz, "name", "none") if not hasattr(nz, "sigma")
-                         else f"lognormal:{nz.sigma}", seed, memory=mem)
+    res = _new_result(cluster, workload, nodes, ranks, mode, network, nz, seed, mem)
     if not mem["fits"]:
         res.fits = False
         return res
-    net = make_training_network(cluster, workload, nodes, network, seed)
     tracer = TraceRecorder(ranks, trace_ranks, trace_iterations) if trace else None
-    ctx = RunContext(cluster, workload, nodes, lay, net, nz, np.random.default_rng(seed),
-                     int(iterations), tracer)
-    if mode == "cosim":
-        from .cosim import make_numerics
-        ctx.numerics = make_numerics(ctx, cosim_options or {}, seed)
-        res.surrogate = ctx.numerics.label
-    out = _run(ctx)
-    res.iteration_times_s = out.iteration_times_s
-    res.samples_per_iteration = float(lay.global_batch[0])
-    res.breakdown = out.breakdown
-    res.backward_s = float(compute_profile(cluster, workload, lay).backward_s)
-    res.sim_time_s = out.sim_time_s
-    res.counters = dict(out.counters)
+    ctx = _context(cluster, workload, nodes, lay, network, nz, seed, int(iterations), tracer,
+                   mode, cosim_options)
     if ctx.numerics is not None:
-        res.curve = ctx.numerics.curve
-        res.counters.update(ctx.numerics.counters())
-    # the analytical reference with the run's noise (its expected slowest rank), where
-    # the noise has a spec (not a sample given as an array)
-    ref = dataclasses.replace(cluster, noise=nz.spec) if nz.spec else cluster
-    res.analytical_iteration_s = float(iteration_times(ref, workload, nodes).iteration_s[0])
-    if efficiency and (nodes > 1 or baseline == "device"):
-        one = simulate_training(base_cluster, base_workload, 1,
-                                iterations=min(int(iterations), 20),
-                                seed=seed, mode="timing", network="analytical"
-                                if not isinstance(network, str) else network,
-                                noise=nz, efficiency=False)
-        units = nodes * (1 if baseline == "node" else cluster.node.devices_per_node)
-        if one.fits and one.samples_per_s > 0:
-            res.efficiency = res.samples_per_s / (units * one.samples_per_s)
-    elif nodes == 1:
-        res.efficiency = 1.0
+        res.surrogate = ctx.numerics.label
+    _record_outcome(res, _run(ctx), ctx, nz)
+    res.efficiency = _efficiency(res, base_cluster, base_workload, efficiency, baseline,
+                                 cluster, iterations, seed, network, nz)
     if tracer is not None:
-        meta = {"cluster": cluster.name, "workload": workload.name,
-                "algorithm": workload.algorithm, "nodes": nodes, "ranks": ranks,
-                "seed": seed, "mode": mode, "network": net_name,
-                "traced_ranks": tracer.ranks.tolist()}
-        res.trace = tracer.build(meta)
-        if isinstance(trace, (str, os.PathLike)):
-            from dlscale.perfmodel.atomicio import atomic_write_text
-            atomic_write_text(trace, json.dumps(res.trace, sort_keys=True))
+        _record_trace(res, tracer, trace)
     return res

@@ -46,13 +46,15 @@ True
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import simpy
 
 from dlscale.perfmodel.memory import sparse_gather_bytes
-from dlscale.perfmodel.training_sync import buckets
+from dlscale.perfmodel.training_sync import Buckets, buckets
 
-from .common import Breakdown, RunContext, RunOutcome, compute_profile
+from .common import Breakdown, ComputeProfile, RunContext, RunOutcome, compute_profile
 
 __all__ = ["run_sync_sgd"]
 
@@ -75,14 +77,27 @@ def _trace_compute(ctx: RunContext, prof, start: np.ndarray, f: np.ndarray,
         tr.slice(r, "compute", "update", float(end[r]) - u, u)
 
 
-def run_sync_sgd(ctx: RunContext) -> RunOutcome:
-    """Simulate ``ctx.iterations`` iterations of synchronous SGD (see module docstring)."""
+@dataclass(frozen=True)
+class _SyncCosts:
+    """What every iteration of a synchronous run repeats: waits, durations, labels."""
+
+    wait_s: float              # half the runtime's cycle (0 on one rank)
+    negotiation_s: float       # coordination of each bucket
+    durations_s: list[float]   # each bucket's coordination + allreduce
+    ready_s: list[float]       # each bucket's ready time from the rank's start, before f_r
+    fb_s: float                # forward + backward
+    sparse: bool               # an allgather of sparse gradients follows the buckets
+    sparse_s: float            # its duration
+    orchestration: str         # trace label of the coordination
+    group: str                 # trace label of a bucket
+
+
+def _sync_costs(ctx: RunContext, prof: ComputeProfile, bk: Buckets) -> _SyncCosts:
+    """The per-iteration constants of :func:`run_sync_sgd` (network asked in a fixed order)."""
     w, net, R = ctx.workload, ctx.net, ctx.ranks
-    prof = compute_profile(ctx.cluster, w, ctx.lay)
     rt = ctx.cluster.runtime
-    bk = buckets(w, rt)
     multi = R > 1
-    wait = rt.cycle_s / 2 if multi else 0.0
+    wait = rt.cycle_wait_s if multi else 0.0
     neg = net.negotiation_s(bk.tensors) if multi else 0.0
     durs = [neg + net.allreduce_s(float(b)) if multi else 0.0 for b in bk.bytes]
     if w.overlap:
@@ -95,12 +110,23 @@ def run_sync_sgd(ctx: RunContext) -> RunOutcome:
         total = float(sparse_gather_bytes(w, R, float(ctx.lay.batch_per_rank[0])))
         sparse_dur = neg + net.allgather_s(total) + total * net.gamma_s_per_B
     fb = prof.forward_s + prof.backward_s
-
     fusion = w.grouping == "fusion"
     orchestration = ("agree (bit-vector allreduce)" if not fusion
                      else {"rank0": "negotiate (rank 0)",
                            "cache": "agree (response cache bit vector)"}.get(rt.coordination, ""))
     group = "fusion buffer" if fusion else "group"
+    return _SyncCosts(wait, neg, durs, ready_off, fb, sparse, sparse_dur, orchestration, group)
+
+
+def run_sync_sgd(ctx: RunContext) -> RunOutcome:
+    """Simulate ``ctx.iterations`` iterations of synchronous SGD (see module docstring)."""
+    w, net, R = ctx.workload, ctx.net, ctx.ranks
+    prof = compute_profile(ctx.cluster, w, ctx.lay)
+    bk = buckets(w, ctx.cluster.runtime)
+    multi = R > 1
+    c = _sync_costs(ctx, prof, bk)
+    wait, neg, durs, ready_off, fb = c.wait_s, c.negotiation_s, c.durations_s, c.ready_s, c.fb_s
+    sparse, sparse_dur, orchestration, group = c.sparse, c.sparse_s, c.orchestration, c.group
     env = simpy.Environment()
     channel = simpy.Resource(env, capacity=1)
     acc = Breakdown(R)

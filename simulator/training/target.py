@@ -66,7 +66,13 @@ from dataclasses import dataclass, field
 
 from dlscale.perfmodel.errors import ConfigError, unknown_name
 from dlscale.perfmodel.hardware import Cluster
-from dlscale.perfmodel.workload import ALGORITHMS, Workload
+from dlscale.perfmodel.workload import (
+    ALGORITHMS,
+    EASGD_FAMILY,
+    MOMENTUM_ALGORITHMS,
+    SGD_FAMILY,
+    Workload,
+)
 
 from .target_report import SEED_PAIRS, TargetReport, ordering
 
@@ -91,9 +97,6 @@ DEFAULT_TAU = 4
 #: Fraction of the training rows held out as the validation split of the search.
 VALIDATION_FRACTION = 0.2
 
-_EASGD = ("easgd", "sync-easgd", "async-easgd", "async-measgd", "hogwild-easgd")
-_MOMENTUM = ("async-measgd", "async-msgd", "sync-sgd")
-_STALE = ("async-sgd", "async-msgd", "hogwild-sgd")
 #: Search grid (see the module docstring).
 LR_FACTORS = (1 / 3, 1.0, 3.0, 9.0, 27.0)
 BETAS = (0.9, 2.7)
@@ -153,7 +156,7 @@ def _check_algorithm(alg: str) -> None:
 
 def _default_lr(alg: str, ranks: int, momentum: float | None) -> float:
     lr = BASE_LR * ((1 - momentum) if momentum is not None else 1.0)
-    if alg in _STALE:
+    if alg in SGD_FAMILY:
         return lr / ranks
     if alg == "sync-sgd":
         return lr * ranks
@@ -172,9 +175,9 @@ def default_settings(alg: str, ranks: int, fixed: dict | None = None) -> dict:
     """
     _check_algorithm(alg)
     fixed = fixed or {}
-    mu = fixed.get("momentum", MOMENTUM) if alg in _MOMENTUM else None
+    mu = fixed.get("momentum", MOMENTUM) if alg in MOMENTUM_ALGORITHMS else None
     s: dict = {"lr": round(_default_lr(alg, ranks, mu), 12)}
-    if alg in _EASGD:
+    if alg in EASGD_FAMILY:
         s["beta"] = EASGD_BETA
         s["tau"] = DEFAULT_TAU
     if mu is not None:
@@ -196,15 +199,15 @@ def grid(alg: str, ranks: int, fixed: dict | None = None) -> list[dict]:
     fixed = fixed or {}
     momenta = [fixed["momentum"]] if "momentum" in fixed else list(MOMENTA)
     out = []
-    for mu in (momenta if alg in _MOMENTUM else [None]):
+    for mu in (momenta if alg in MOMENTUM_ALGORITHMS else [None]):
         lrs = [fixed["lr"]] if "lr" in fixed else \
             [round(_default_lr(alg, ranks, mu) * f, 12) for f in LR_FACTORS]
         betas = [fixed.get("beta")] if "beta" in fixed else list(BETAS)
         taus = [fixed["tau"]] if "tau" in fixed else list(TAUS)
-        for lr, beta, tau in itertools.product(lrs, betas if alg in _EASGD else [None],
-                                               taus if alg in _EASGD else [None]):
+        for lr, beta, tau in itertools.product(lrs, betas if alg in EASGD_FAMILY else [None],
+                                               taus if alg in EASGD_FAMILY else [None]):
             s: dict = {"lr": lr}
-            if alg in _EASGD:
+            if alg in EASGD_FAMILY:
                 s.update(beta=beta, tau=tau)
             if mu is not None:
                 s["momentum"] = mu

@@ -198,7 +198,6 @@ def torus_graph(
     for i in range(n):
         G.add_node(i, kind="host", order=int(order[i]))
     G.add_nodes_from(range(n, n + built), kind="router")
-    # each kept router's coordinates, and a coordinate's position in its dimension
     box = np.arange(built)
     cs, pos, bstride = [], [], 1
     for d, c, k in zip(dims, coords, size, strict=True):
@@ -212,6 +211,16 @@ def torus_graph(
     for i in range(n):
         G.add_edge(i, n + int(host_router[i]), bandwidth_Bps=host_bandwidth_Bps,
                    latency_s=host_latency_s, level="host", multiplicity=1)
+    _add_ring_links(G, n, dims, cs, pos, strides, link_bandwidth_Bps, hop_latency_s)
+    return G
+
+
+def _add_ring_links(G: nx.Graph, n: int, dims: tuple[int, ...], cs: list[np.ndarray],
+                    pos: list[np.ndarray], strides: np.ndarray, bandwidth_Bps: float,
+                    latency_s: float) -> None:
+    """The links ``c -> c + 1`` of every ring whose both ends are in the box (a ring of
+    two: one edge of multiplicity 2)."""
+    box = np.arange(len(cs[0]))
     for k, d in enumerate(dims):
         if d < 2:
             continue
@@ -221,12 +230,11 @@ def torus_graph(
         for r, q in zip(box[keep].tolist(), nb[keep].tolist(), strict=True):
             u, v = n + r, n + q
             if G.has_edge(u, v):
-                G.edges[u, v]["bandwidth_Bps"] += link_bandwidth_Bps
+                G.edges[u, v]["bandwidth_Bps"] += bandwidth_Bps
                 G.edges[u, v]["multiplicity"] += 1
             else:
-                G.add_edge(u, v, bandwidth_Bps=link_bandwidth_Bps, latency_s=hop_latency_s,
+                G.add_edge(u, v, bandwidth_Bps=bandwidth_Bps, latency_s=latency_s,
                            level="torus", multiplicity=1)
-    return G
 
 
 def torus_router_index(routers: np.ndarray, dims: tuple[int, ...], pos: list[np.ndarray],

@@ -184,8 +184,9 @@ def _overridden(obj: Any, overrides: Mapping[str, Any], where: str,
     except TypeError:  # values JSON cannot encode: no caching
         return apply_overrides(obj, overrides, where)
     if ckey not in cache:
-        cache[ckey] = apply_overrides(obj, overrides, where)
-    return cache[ckey]
+        # the entry holds ``obj`` too: while it is cached no other object can take its id
+        cache[ckey] = (obj, apply_overrides(obj, overrides, where))
+    return cache[ckey][1]
 
 
 def materialize(base_cluster: Cluster | str, base_workload: Workload | str,

@@ -253,9 +253,7 @@ class AnalyticalNetwork:
         """
         if n_bytes < 0:
             raise ConfigError(f"n_bytes: must be >= 0, got {n_bytes!r}")
-        for r in (src_rank, dst_rank):
-            if not 0 <= r < self.max_ranks:
-                raise ConfigError(f"rank: must be in 0..{self.max_ranks - 1}, got {r}")
+        check_ranks(sorted({src_rank, dst_rank}), self.max_ranks)
         if src_rank == dst_rank:
             return 0.0
         r = self.ranks_per_node

@@ -130,16 +130,26 @@ def rows_to_csv(rows: Sequence[Mapping[str, Any]]) -> str:
     Parameters
     ----------
     rows : sequence of mapping
-        Result rows (dicts); the first row's keys are the header.
+        Result rows (dicts); the header is every key, in order of first appearance
+        (rows of different algorithms carry different fields; a row without a field
+        leaves its cell empty).
 
     Returns
     -------
     str
         CSV text (empty for no rows).
+
+    Examples
+    --------
+    >>> print(rows_to_csv([{"a": 1}, {"a": 2, "b": 3}]), end="")
+    a,b
+    1,
+    2,3
     """
     buf = io.StringIO()
     if rows:
-        writer = csv.DictWriter(buf, fieldnames=list(rows[0].keys()), lineterminator="\n")
+        fields = list(dict.fromkeys(k for row in rows for k in row))
+        writer = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
         writer.writeheader()
         for row in rows:
             writer.writerow({k: to_jsonable(v) for k, v in row.items()})

@@ -136,25 +136,19 @@ def run_compiled(sched: CompiledSchedule, n_ranks: int,
 
 
 @njit(cache=True)
-def _run(step_phase, msg_off, msg_src, msg_dst, sub_off, sub_msg, sub_links, sub_bytes,
-         sub_lat, rank_off, rank_msg, reduce_s, R, cap, pool, tick):
+def _index_messages(step_phase, msg_off, sub_off, sub_msg, n_msgs):
+    """Global message ids per step (``msg_base``) and each message's subflows (CSR)."""
     K = len(step_phase)
-    H = sub_links.shape[1]
-    L = len(cap)
-    # global message ids: step k's messages start at msg_base[k]
     msg_base = np.zeros(K + 1, dtype=np.int64)
     for k in range(K):
         p = step_phase[k]
         msg_base[k + 1] = msg_base[k] + msg_off[p + 1] - msg_off[p]
-    posted = np.zeros(msg_base[K], dtype=np.int8)
-    msg_left = np.zeros(msg_base[K], dtype=np.int32)
-    # subflows of each message (CSR over the phases' messages)
     P = len(msg_off) - 1
-    msub_off = np.zeros(len(msg_src) + 1, dtype=np.int64)
+    msub_off = np.zeros(n_msgs + 1, dtype=np.int64)
     for p in range(P):
         for s in range(sub_off[p], sub_off[p + 1]):
             msub_off[msg_off[p] + sub_msg[s] + 1] += 1
-    for i in range(len(msg_src)):
+    for i in range(n_msgs):
         msub_off[i + 1] += msub_off[i]
     msub = np.zeros(len(sub_msg), dtype=np.int64)
     fill = msub_off[:-1].copy()
@@ -163,257 +157,299 @@ def _run(step_phase, msg_off, msg_src, msg_dst, sub_off, sub_msg, sub_links, sub
             gm = msg_off[p] + sub_msg[s]
             msub[fill[gm]] = s
             fill[gm] += 1
-    # ranks
-    rank_step = np.zeros(R, dtype=np.int64)
-    pending = np.zeros(R, dtype=np.int64)
-    step_end = np.zeros(K)
-    # flow table
-    f_sub = np.zeros(pool, dtype=np.int64)
-    f_msg = np.zeros(pool, dtype=np.int64)
-    f_rem = np.zeros(pool)
-    f_rate = np.zeros(pool)
-    f_tupd = np.zeros(pool)
-    f_ver = np.zeros(pool, dtype=np.int64)
-    f_stamp = np.zeros(pool, dtype=np.int64)
+    return msg_base, msub_off, msub
+
+
+@njit(cache=True)
+def _flow_table(pool, H, L):
+    """The flow slots (``f_*``, free list) and the per-link lists of their entries."""
+    f_sub, f_msg = np.zeros(pool, dtype=np.int64), np.zeros(pool, dtype=np.int64)
+    f_ver, f_stamp = np.zeros(pool, dtype=np.int64), np.zeros(pool, dtype=np.int64)
+    f_rem, f_rate, f_tupd = np.zeros(pool), np.zeros(pool), np.zeros(pool)
     f_frozen = np.zeros(pool, dtype=np.bool_)
     free = np.arange(pool - 1, -1, -1).astype(np.int64)
-    n_free = pool
-    # link -> flows: doubly linked lists of entries e = slot * H + hop
     head = np.full(L, -1, dtype=np.int64)
-    e_next = np.full(pool * H, -1, dtype=np.int64)
-    e_prev = np.full(pool * H, -1, dtype=np.int64)
-    l_stamp = np.zeros(L, dtype=np.int64)
-    l_local = np.zeros(L, dtype=np.int64)
-    dirty = np.zeros(L, dtype=np.int64)
-    d_mark = np.zeros(L, dtype=np.int64)
-    d_gen = 1
-    n_dirty = 0
-    stamp = 0
-    comp_f = np.zeros(pool, dtype=np.int64)
-    comp_l = np.zeros(L, dtype=np.int64)
-    c_cap = np.zeros(L)
-    c_cnt = np.zeros(L, dtype=np.int64)
-    lstack = np.zeros(L, dtype=np.int64)
-    rstack = np.zeros(2 * R + 2, dtype=np.int64)
+    e_next, e_prev = np.full(pool * H, -1, dtype=np.int64), np.full(pool * H, -1, dtype=np.int64)
+    return (f_sub, f_msg, f_ver, f_stamp, f_rem, f_rate, f_tupd, f_frozen, free, head, e_next,
+            e_prev)
 
-    heap = [(0.0, 0, 0, 0, 0)]
-    heap.pop()
-    seq = 0
-    now = 0.0
-    delivered = 0
 
-    # every rank enters its first step at time 0
-    n_r = 0
-    for r in range(R):
-        rstack[n_r] = r
-        rstack[n_r + 1] = 0
-        n_r += 2
-    while True:
-        # ---- ranks that enter a step: (rank, first step to look at) pairs on rstack
-        while n_r > 0:
-            n_r -= 2
-            r = rstack[n_r]
-            k = rstack[n_r + 1]
-            while k < K:
-                p = step_phase[k]
-                a = rank_off[p * (R + 1) + r]
-                b = rank_off[p * (R + 1) + r + 1]
-                if b > a:
-                    break
-                k += 1
-            rank_step[r] = k
-            if k >= K:
-                continue
-            p = step_phase[k]
-            a = rank_off[p * (R + 1) + r]
-            b = rank_off[p * (R + 1) + r + 1]
-            pending[r] = b - a
-            for i in range(a, b):
-                m = rank_msg[i]
-                g = msg_base[k] + m
-                posted[g] += 1
-                if posted[g] == 2:  # both ends are here (a message to oneself: listed twice)
-                    gm = msg_off[p] + m
-                    msg_left[g] = msub_off[gm + 1] - msub_off[gm]
-                    for j in range(msub_off[gm], msub_off[gm + 1]):
-                        s = msub[j]
-                        n_free -= 1
-                        slot = free[n_free]
-                        f_sub[slot] = s
-                        f_msg[slot] = g
-                        f_ver[slot] += 1
-                        seq += 1
-                        heapq.heappush(heap, (now + sub_lat[s], seq, _START, slot, f_ver[slot]))
-        # ---- rates of the components touched at this instant
-        if n_dirty > 0:
-            stamp += 1
-            nf = 0
-            nl = 0
-            top = 0
-            for i in range(n_dirty):
-                l0 = dirty[i]
-                if l_stamp[l0] != stamp:
-                    l_stamp[l0] = stamp
-                    lstack[top] = l0
-                    top += 1
-            while top > 0:
-                top -= 1
-                l0 = lstack[top]
-                l_local[l0] = nl
-                comp_l[nl] = l0
-                c_cap[nl] = cap[l0]
-                c_cnt[nl] = 0
-                nl += 1
-                e = head[l0]
-                while e >= 0:
-                    f = e // H
-                    if f_stamp[f] != stamp:
-                        f_stamp[f] = stamp
-                        comp_f[nf] = f
-                        nf += 1
-                        for h in range(H):
-                            l1 = sub_links[f_sub[f], h]
-                            if l1 >= 0 and l_stamp[l1] != stamp:
-                                l_stamp[l1] = stamp
-                                lstack[top] = l1
-                                top += 1
-                    e = e_next[e]
-            for i in range(nf):
-                f = comp_f[i]
-                f_rem[f] -= f_rate[f] * (now - f_tupd[f])
-                if f_rem[f] < 0.0:
-                    f_rem[f] = 0.0
-                f_tupd[f] = now
-                f_frozen[f] = False
+@njit(cache=True, inline="always")
+def _enter(r, k, now, heap, seq, n_free, K, R, step_phase, rank_off, rank_msg, msg_off,
+           msg_base, msub_off, msub, posted, msg_left, rank_step, pending, free, f_sub, f_msg, f_ver, f_stamp,
+           sub_lat):
+    """Rank ``r`` enters its first step from ``k`` on that has messages of its own:
+    post them; a message both ends posted starts its subflows after their latency.
+    Returns ``(seq, n_free)``."""
+    while k < K:
+        p = step_phase[k]
+        if rank_off[p * (R + 1) + r + 1] > rank_off[p * (R + 1) + r]:
+            break
+        k += 1
+    rank_step[r] = k
+    if k >= K:
+        return seq, n_free
+    p = step_phase[k]
+    a = rank_off[p * (R + 1) + r]
+    b = rank_off[p * (R + 1) + r + 1]
+    pending[r] = b - a
+    for i in range(a, b):
+        m = rank_msg[i]
+        g = msg_base[k] + m
+        posted[g] += 1
+        if posted[g] == 2:  # both ends are here (a message to oneself: listed twice)
+            gm = msg_off[p] + m
+            msg_left[g] = msub_off[gm + 1] - msub_off[gm]
+            for j in range(msub_off[gm], msub_off[gm + 1]):
+                s = msub[j]
+                n_free -= 1
+                slot = free[n_free]
+                f_sub[slot] = s
+                f_msg[slot] = g
+                f_ver[slot] += 1
+                seq += 1
+                heapq.heappush(heap, (now + sub_lat[s], seq, _START, slot, f_ver[slot]))
+    return seq, n_free
+
+
+@njit(cache=True, inline="always")
+def _component(dirty, n_dirty, stamp, l_stamp, lstack, l_local, comp_l, comp_f, c_cap, c_cnt,
+               cap, head, e_next, e_prev, H, f_sub, f_msg, f_ver, f_stamp, sub_links):
+    """The links and flows connected to the dirty links (marked with ``stamp``);
+    returns ``(flows, links)`` counts in ``comp_f`` and ``comp_l``."""
+    nf = 0
+    nl = 0
+    top = 0
+    for i in range(n_dirty):
+        l0 = dirty[i]
+        if l_stamp[l0] != stamp:
+            l_stamp[l0] = stamp
+            lstack[top] = l0
+            top += 1
+    while top > 0:
+        top -= 1
+        l0 = lstack[top]
+        l_local[l0] = nl
+        comp_l[nl] = l0
+        c_cap[nl] = cap[l0]
+        c_cnt[nl] = 0
+        nl += 1
+        e = head[l0]
+        while e >= 0:
+            f = e // H
+            if f_stamp[f] != stamp:
+                f_stamp[f] = stamp
+                comp_f[nf] = f
+                nf += 1
                 for h in range(H):
                     l1 = sub_links[f_sub[f], h]
-                    if l1 >= 0:
-                        c_cnt[l_local[l1]] += 1
-            left = nf
-            while left > 0:
-                m_share = np.inf
-                for j in range(nl):
-                    if c_cnt[j] > 0:
-                        sh = c_cap[j] / c_cnt[j]
-                        if sh < m_share:
-                            m_share = sh
-                lim = m_share * (1.0 + 1e-12)
-                for j in range(nl):
-                    if c_cnt[j] > 0 and c_cap[j] / c_cnt[j] <= lim:
-                        e = head[comp_l[j]]
-                        while e >= 0:
-                            f = e // H
-                            if not f_frozen[f]:
-                                f_frozen[f] = True
-                                f_rate[f] = m_share
-                                left -= 1
-                                for h in range(H):
-                                    l1 = sub_links[f_sub[f], h]
-                                    if l1 >= 0:
-                                        q = l_local[l1]
-                                        c_cap[q] -= m_share
-                                        if c_cap[q] < 0.0:
-                                            c_cap[q] = 0.0
-                                        c_cnt[q] -= 1
-                            e = e_next[e]
+                    if l1 >= 0 and l_stamp[l1] != stamp:
+                        l_stamp[l1] = stamp
+                        lstack[top] = l1
+                        top += 1
+            e = e_next[e]
+    return nf, nl
+
+
+@njit(cache=True, inline="always")
+def _fill(nf, nl, now, comp_f, comp_l, l_local, c_cap, c_cnt, head, e_next, e_prev, H, f_sub, f_msg, f_ver, f_stamp, f_rem, f_rate, f_tupd,
+          f_frozen, sub_links):
+    """Max-min fair rates of a component's flows by progressive filling (their
+    remaining bytes brought up to ``now`` first)."""
+    for i in range(nf):
+        f = comp_f[i]
+        f_rem[f] = max(f_rem[f] - f_rate[f] * (now - f_tupd[f]), 0.0)
+        f_tupd[f] = now
+        f_frozen[f] = False
+        for h in range(H):
+            l1 = sub_links[f_sub[f], h]
+            if l1 >= 0:
+                c_cnt[l_local[l1]] += 1
+    left = nf
+    while left > 0:
+        m_share = np.inf
+        for j in range(nl):
+            if c_cnt[j] > 0:
+                m_share = min(m_share, c_cap[j] / c_cnt[j])
+        lim = m_share * (1.0 + 1e-12)
+        for j in range(nl):
+            if c_cnt[j] > 0 and c_cap[j] / c_cnt[j] <= lim:
+                e = head[comp_l[j]]
+                while e >= 0:
+                    f = e // H
+                    if not f_frozen[f]:
+                        f_frozen[f] = True
+                        f_rate[f] = m_share
+                        left -= 1
+                        for h in range(H):
+                            l1 = sub_links[f_sub[f], h]
+                            if l1 >= 0:
+                                q = l_local[l1]
+                                c_cap[q] = max(c_cap[q] - m_share, 0.0)
+                                c_cnt[q] -= 1
+                    e = e_next[e]
+
+
+@njit(cache=True, inline="always")
+def _attach(x, s, now, sub_links, sub_bytes, head, e_next, e_prev, H, f_rem, f_rate, f_tupd, dirty, n_dirty, d_mark,
+            d_gen):
+    """A subflow whose latency has passed joins its links; returns ``(joined, dirty
+    count)`` (a subflow of no bytes or no link is delivered at once)."""
+    has_link = False
+    for h in range(H):
+        if sub_links[s, h] >= 0:
+            has_link = True
+    if not (sub_bytes[s] > 0.0 and has_link):
+        return False, n_dirty
+    f_rem[x] = sub_bytes[s]
+    f_rate[x] = 0.0
+    f_tupd[x] = now
+    for h in range(H):
+        l1 = sub_links[s, h]
+        if l1 >= 0:
+            e = x * H + h
+            e_prev[e] = -1
+            e_next[e] = head[l1]
+            if head[l1] >= 0:
+                e_prev[head[l1]] = e
+            head[l1] = e
+            if d_mark[l1] != d_gen:  # mark the link for a refill at this instant
+                d_mark[l1] = d_gen
+                dirty[n_dirty] = l1
+                n_dirty += 1
+    return True, n_dirty
+
+
+@njit(cache=True, inline="always")
+def _detach(x, s, sub_links, head, e_next, e_prev, H, dirty, n_dirty, d_mark, d_gen):
+    """A finished subflow leaves its links; returns the dirty count."""
+    for h in range(H):
+        l1 = sub_links[s, h]
+        if l1 >= 0:
+            e = x * H + h
+            if e_prev[e] >= 0:
+                e_next[e_prev[e]] = e_next[e]
+            else:
+                head[l1] = e_next[e]
+            if e_next[e] >= 0:
+                e_prev[e_next[e]] = e_prev[e]
+            if d_mark[l1] != d_gen:  # mark the link for a refill at this instant
+                d_mark[l1] = d_gen
+                dirty[n_dirty] = l1
+                n_dirty += 1
+    return n_dirty
+
+
+@njit(cache=True, inline="always")
+def _delivered(g, now, heap, seq, n_r, rstack, K, msg_base, step_phase, msg_off, msg_src,
+               msg_dst, pending, reduce_s, step_end):
+    """Message ``g`` is delivered: its sender and receiver may finish their step
+    (then reduce, or enter the next one). Returns ``(seq, n_r)``."""
+    lo = 0
+    hi = K
+    while hi - lo > 1:  # the step of global message g
+        mid = (lo + hi) // 2
+        if msg_base[mid] <= g:
+            lo = mid
+        else:
+            hi = mid
+    k = lo
+    p = step_phase[k]
+    gm = msg_off[p] + (g - msg_base[k])
+    for who in range(2):
+        r = msg_src[gm] if who == 0 else msg_dst[gm]
+        pending[r] -= 1
+        if pending[r] == 0:
+            red = reduce_s[p, r]
+            if red > 0.0:
+                seq += 1
+                heapq.heappush(heap, (now + red, seq, _READY, r, 0))
+            else:
+                step_end[k] = max(step_end[k], now)
+                rstack[n_r] = r
+                rstack[n_r + 1] = k + 1
+                n_r += 2
+    return seq, n_r
+
+
+@njit(cache=True)
+def _run(step_phase, msg_off, msg_src, msg_dst, sub_off, sub_msg, sub_links, sub_bytes,
+         sub_lat, rank_off, rank_msg, reduce_s, R, cap, pool, tick):
+    K, H, L = len(step_phase), sub_links.shape[1], len(cap)
+    msg_base, msub_off, msub = _index_messages(step_phase, msg_off, sub_off, sub_msg,
+                                               len(msg_src))
+    posted = np.zeros(msg_base[K], dtype=np.int8)
+    msg_left = np.zeros(msg_base[K], dtype=np.int32)
+    rank_step, pending = np.zeros(R, dtype=np.int64), np.zeros(R, dtype=np.int64)
+    step_end = np.zeros(K)
+    (f_sub, f_msg, f_ver, f_stamp, f_rem, f_rate, f_tupd, f_frozen, free, head, e_next,
+     e_prev) = _flow_table(pool, H, L)
+    n_free = pool
+    l_stamp, l_local = np.zeros(L, dtype=np.int64), np.zeros(L, dtype=np.int64)
+    dirty, d_mark = np.zeros(L, dtype=np.int64), np.zeros(L, dtype=np.int64)
+    comp_f, comp_l = np.zeros(pool, dtype=np.int64), np.zeros(L, dtype=np.int64)
+    c_cap, c_cnt, lstack = np.zeros(L), np.zeros(L, dtype=np.int64), np.zeros(L, dtype=np.int64)
+    d_gen, n_dirty, stamp, seq, now, delivered = 1, 0, 0, 0, 0.0, 0
+    heap = [(0.0, 0, 0, 0, 0)]
+    heap.pop()
+    rstack = np.zeros(2 * R + 2, dtype=np.int64)   # (rank, first step to look at) pairs
+    for r in range(R):                              # every rank enters at time 0
+        rstack[2 * r] = r
+    n_r = 2 * R
+    while True:
+        while n_r > 0:
+            n_r -= 2
+            seq, n_free = _enter(rstack[n_r], rstack[n_r + 1], now, heap, seq, n_free, K, R,
+                                 step_phase, rank_off, rank_msg, msg_off, msg_base, msub_off,
+                                 msub, posted, msg_left, rank_step, pending, free, f_sub, f_msg, f_ver, f_stamp,
+                                 sub_lat)
+        if n_dirty > 0:  # rates of the components touched at this instant
+            stamp += 1
+            nf, nl = _component(dirty, n_dirty, stamp, l_stamp, lstack, l_local, comp_l,
+                                comp_f, c_cap, c_cnt, cap, head, e_next, e_prev, H, f_sub, f_msg, f_ver, f_stamp, sub_links)
+            _fill(nf, nl, now, comp_f, comp_l, l_local, c_cap, c_cnt, head, e_next, e_prev, H, f_sub, f_msg, f_ver, f_stamp,
+                  f_rem, f_rate, f_tupd, f_frozen, sub_links)
             for i in range(nf):
                 f = comp_f[i]
                 f_ver[f] += 1
                 seq += 1
-                heapq.heappush(heap, (now + f_rem[f] / f_rate[f], seq, _FINISH, f, f_ver[f]))
+                heapq.heappush(heap, (now + f_rem[f] / f_rate[f], seq, _FINISH, f,
+                                      f_ver[f]))
             n_dirty = 0
             d_gen += 1
         if len(heap) == 0:
             break
-        # ---- every event of the next instant
         now = heap[0][0]
-        while len(heap) > 0 and heap[0][0] <= now:
+        while len(heap) > 0 and heap[0][0] <= now:  # every event of the next instant
             t, _, kind, x, ver = heapq.heappop(heap)
             if kind == _READY:
-                k = rank_step[x]
-                if t > step_end[k]:
-                    step_end[k] = t
+                step_end[rank_step[x]] = max(step_end[rank_step[x]], t)
                 rstack[n_r] = x
-                rstack[n_r + 1] = k + 1
+                rstack[n_r + 1] = rank_step[x] + 1
                 n_r += 2
                 continue
             if f_ver[x] != ver:
                 continue  # superseded completion
             s = f_sub[x]
             if kind == _START:
-                has_link = False
-                for h in range(H):
-                    if sub_links[s, h] >= 0:
-                        has_link = True
-                if sub_bytes[s] > 0.0 and has_link:
-                    f_rem[x] = sub_bytes[s]
-                    f_rate[x] = 0.0
-                    f_tupd[x] = now
-                    for h in range(H):
-                        l1 = sub_links[s, h]
-                        if l1 >= 0:
-                            e = x * H + h
-                            e_prev[e] = -1
-                            e_next[e] = head[l1]
-                            if head[l1] >= 0:
-                                e_prev[head[l1]] = e
-                            head[l1] = e
-                            if d_mark[l1] != d_gen:
-                                d_mark[l1] = d_gen
-                                dirty[n_dirty] = l1
-                                n_dirty += 1
+                joined, n_dirty = _attach(x, s, now, sub_links, sub_bytes, head, e_next, e_prev, H,
+                                          f_rem, f_rate, f_tupd, dirty, n_dirty, d_mark, d_gen)
+                if joined:
                     continue
             else:
-                for h in range(H):
-                    l1 = sub_links[s, h]
-                    if l1 >= 0:
-                        e = x * H + h
-                        if e_prev[e] >= 0:
-                            e_next[e_prev[e]] = e_next[e]
-                        else:
-                            head[l1] = e_next[e]
-                        if e_next[e] >= 0:
-                            e_prev[e_next[e]] = e_prev[e]
-                        if d_mark[l1] != d_gen:
-                            d_mark[l1] = d_gen
-                            dirty[n_dirty] = l1
-                            n_dirty += 1
-            # the subflow is delivered
-            g = f_msg[x]
+                n_dirty = _detach(x, s, sub_links, head, e_next, e_prev, H, dirty, n_dirty, d_mark,
+                                  d_gen)
+            g = f_msg[x]                  # the subflow is delivered
             f_ver[x] += 1
             free[n_free] = x
             n_free += 1
             msg_left[g] -= 1
             if msg_left[g] > 0:
                 continue
-            # the message is delivered: sender and receiver may finish their step
             delivered += 1
             if tick > 0 and delivered % tick == 0:
                 with objmode():
                     _progress(delivered)
-            lo = 0
-            hi = K
-            while hi - lo > 1:  # the step of global message g
-                mid = (lo + hi) // 2
-                if msg_base[mid] <= g:
-                    lo = mid
-                else:
-                    hi = mid
-            k = lo
-            p = step_phase[k]
-            gm = msg_off[p] + (g - msg_base[k])
-            for who in range(2):
-                r = msg_src[gm] if who == 0 else msg_dst[gm]
-                pending[r] -= 1
-                if pending[r] == 0:
-                    red = reduce_s[p, r]
-                    if red > 0.0:
-                        seq += 1
-                        heapq.heappush(heap, (now + red, seq, _READY, r, 0))
-                    else:
-                        if now > step_end[k]:
-                            step_end[k] = now
-                        rstack[n_r] = r
-                        rstack[n_r + 1] = k + 1
-                        n_r += 2
+            seq, n_r = _delivered(g, now, heap, seq, n_r, rstack, K, msg_base, step_phase,
+                                  msg_off, msg_src, msg_dst, pending, reduce_s, step_end)
     return now, step_end

@@ -161,8 +161,18 @@ def run_flow(phases: list[Phase], table: LinkTable, router, rank_nodes: np.ndarr
     tracing = on_rates is not None or record_ranks is not None
     if engine == "compiled" or (engine == "auto" and not tracing):
         return _run_compiled(phases, table, router, rank_nodes, cache, gamma_s_per_B, factors)
-    env = simpy.Environment()
-    net = FlowNetwork(env, table.bandwidth_Bps, on_rates)
+    link_bytes, prepared = _prepare_simpy(phases, table, router, rank_nodes, cache, factors)
+    run = _SimpyRun(phases, prepared, len(rank_nodes), table.bandwidth_Bps, gamma_s_per_B,
+                    on_rates, record_ranks)
+    return _result(phases, run.run(), run.step_end, link_bytes, run.rank_steps)
+
+
+def _prepare_simpy(phases: list[Phase], table: LinkTable, router, rank_nodes: np.ndarray,
+                   cache: RouteCache, factors: MessageFactors | None
+                   ) -> tuple[np.ndarray, list[tuple]]:
+    """Bytes on every link, and per phase ``(phase, subflows per message, messages sent
+    by each rank, messages received by each rank)``, each subflow as
+    ``(link ids, bytes, latency)``."""
     n_ranks = len(rank_nodes)
     link_bytes = np.zeros(table.n_links)
     prepared = []
@@ -174,72 +184,94 @@ def run_flow(phases: list[Phase], table: LinkTable, router, rank_nodes: np.ndarr
         n_msg = len(ph.src)
         rt = routed.routes
         rails = len(rt.pair) // max(n_msg, 1)
-        # per message: its subflows as (clean link ids, bytes, latency)
         subflows = [[(rt.links[m + j * n_msg][rt.links[m + j * n_msg] >= 0],
                       float(sub_bytes[m + j * n_msg]), float(latency_s[m + j * n_msg]))
                      for j in range(rails)] for m in range(n_msg)]
         outs = [x.tolist() for x in _by_rank(ph.src, n_ranks)]
         ins = [x.tolist() for x in _by_rank(ph.dst, n_ranks)]
         prepared.append((ph, subflows, outs, ins))
-    steps = [i for i, ph in enumerate(phases) for _ in range(ph.repeat)]
-    step_end = np.zeros(len(steps))
-    arrived: dict[tuple[int, int], simpy.Event] = {}
-    posted: dict[tuple[int, int], int] = {}  # receiver posted first: -1; sender waiting: phase
-    record = set() if record_ranks is None else {int(r) for r in record_ranks}
-    rank_steps: dict[int, list] = {r: [] for r in record}
+    return link_bytes, prepared
 
-    def message_event(key: tuple[int, int]) -> simpy.Event:
-        ev = arrived.get(key)
+
+class _SimpyRun:
+    """One SimPy process per rank over a :class:`FlowNetwork` (rendezvous messages)."""
+
+    def __init__(self, phases: list[Phase], prepared: list[tuple], n_ranks: int,
+                 capacity_Bps: np.ndarray, gamma_s_per_B: float,
+                 on_rates: Callable[[float, np.ndarray], None] | None,
+                 record_ranks: np.ndarray | None) -> None:
+        self.env = simpy.Environment()
+        self.net = FlowNetwork(self.env, capacity_Bps, on_rates)
+        self.prepared = prepared
+        self.n_ranks = n_ranks
+        self.gamma_s_per_B = gamma_s_per_B
+        self.steps = [i for i, ph in enumerate(phases) for _ in range(ph.repeat)]
+        self.step_end = np.zeros(len(self.steps))
+        self.arrived: dict[tuple[int, int], simpy.Event] = {}
+        # receiver posted first: -1; sender waiting: its phase
+        self.posted: dict[tuple[int, int], int] = {}
+        self.record = set() if record_ranks is None else {int(r) for r in record_ranks}
+        self.rank_steps: dict[int, list] = {r: [] for r in self.record}
+
+    def run(self) -> float:
+        """Run every rank to its last step; returns the end time."""
+        for r in range(self.n_ranks):
+            self.env.process(self._rank(r))
+        self.env.run()
+        return float(self.env.now)
+
+    def _event(self, key: tuple[int, int]) -> simpy.Event:
+        ev = self.arrived.get(key)
         if ev is None:
-            ev = arrived[key] = env.event()
+            ev = self.arrived[key] = self.env.event()
         return ev
 
-    def start(key: tuple[int, int], pi: int) -> None:
-        subs = prepared[pi][1][key[1]]
-        ev = message_event(key)
+    def _start(self, key: tuple[int, int], pi: int) -> None:
+        subs = self.prepared[pi][1][key[1]]
+        ev = self._event(key)
         if len(subs) == 1:
             links, nbytes, lat = subs[0]
-            net.send(links, nbytes, lat, ev)
+            self.net.send(links, nbytes, lat, ev)
             return
-        parts = [net.transfer(links, nbytes, lat) for links, nbytes, lat in subs]
+        parts = [self.net.transfer(links, nbytes, lat) for links, nbytes, lat in subs]
+
         def deliver(_e: simpy.Event) -> None:
             ev.succeed()
 
-        simpy.AllOf(env, parts).callbacks.append(deliver)
+        simpy.AllOf(self.env, parts).callbacks.append(deliver)
 
-    def rank(r: int):
-        for k, pi in enumerate(steps):
-            ph, _, outs, ins = prepared[pi]
+    def _post(self, k: int, pi: int, out_m: list[int], in_m: list[int]) -> None:
+        """Post a step's receives and sends; a message starts once both ends posted."""
+        for m in in_m:
+            key = (k, m)
+            waiting = self.posted.pop(key, None)
+            if waiting is None:
+                self.posted[key] = -1
+            else:  # the sender is already there
+                self._start(key, waiting)
+        for m in out_m:
+            key = (k, m)
+            if self.posted.pop(key, None) == -1:
+                self._start(key, pi)
+            else:
+                self.posted[key] = pi
+
+    def _rank(self, r: int):
+        env = self.env
+        for k, pi in enumerate(self.steps):
+            ph, _, outs, ins = self.prepared[pi]
             out_m, in_m = outs[r], ins[r]
             if not out_m and not in_m:
                 continue
             t_start = env.now
-            for m in in_m:  # post the receives (rendezvous)
-                key = (k, m)
-                waiting = posted.pop(key, None)
-                if waiting is None:
-                    posted[key] = -1
-                else:  # the sender is already there
-                    start(key, waiting)
-            for m in out_m:
-                key = (k, m)
-                if posted.pop(key, None) == -1:
-                    start(key, pi)
-                else:
-                    posted[key] = pi
-            waits = [message_event((k, m)) for m in out_m]
-            waits += [message_event((k, m)) for m in in_m]
+            self._post(k, pi, out_m, in_m)
+            waits = [self._event((k, m)) for m in out_m + in_m]
             yield from waits  # one at a time: done when all have fired
             for m in in_m:  # the receiver forgets the message (the sender holds its event)
-                arrived.pop((k, m), None)
-            if ph.reduce and gamma_s_per_B > 0 and in_m:
-                yield env.timeout(gamma_s_per_B * float(ph.nbytes[in_m].sum()))
-            if env.now > step_end[k]:
-                step_end[k] = env.now
-            if r in record:
-                rank_steps[r].append((k, t_start, env.now, ph.label))
-
-    for r in range(n_ranks):
-        env.process(rank(r))
-    env.run()
-    return _result(phases, float(env.now), step_end, link_bytes, rank_steps)
+                self.arrived.pop((k, m), None)
+            if ph.reduce and self.gamma_s_per_B > 0 and in_m:
+                yield env.timeout(self.gamma_s_per_B * float(ph.nbytes[in_m].sum()))
+            if env.now > self.step_end[k]:
+                self.step_end[k] = env.now
+            if r in self.record:
+                self.rank_steps[r].append((k, t_start, env.now, ph.label))

@@ -12,7 +12,10 @@ meet different loads within a step also keeps each flow's own loads
 (:class:`StepFlows`): its time is then the longest chain of messages through the
 ranks (:mod:`.rendezvous`), not the sum of each step's slowest message. A repeated
 step (a ring's shift) reaches a regime in which every repetition advances by its
-slowest message, where the two agree, so it keeps only the step's loads.
+slowest message, where the two agree, so it keeps only the step's loads; so does a
+pipeline (the double binary tree's segments), whose steps' sum is within 2% of the
+routed rendezvous (measured on the preset families at 4-36 nodes, 1-256 MB) and whose
+critical path would cost a pass over every rank for each of its ``k + D - 1`` steps.
 
 Examples
 --------
@@ -237,7 +240,7 @@ def plan_collective(topology: Topology, nodes: int, ranks_per_node: int, device_
         reduce.append(ph.reduce)
         scale.append(size)
     plan = _assemble(loads, repeat, reduce, scale, device_links)
-    if max(repeat, default=1) > 1 or not any(
+    if max(repeat, default=1) > 1 or segments or not any(
             _uneven(s, ph.src, ph.dst) for s, ph in zip(loads, phases, strict=True)):
         return plan
     flows = tuple(_step_flows(s, plan.levels, ph.src, ph.dst, sz,

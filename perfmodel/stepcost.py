@@ -166,7 +166,8 @@ def critical_path_s(cluster: Cluster, plan: CollectivePlan, n: ArrayLike,
     """
     assert plan.flows is not None
     nn = np.asarray(n, dtype=float)
-    col = nn.reshape(-1, 1)
+    sizes, back = np.unique(nn, return_inverse=True)    # layers often share a size
+    col = sizes.reshape(-1, 1)
     betas = level_betas(cluster, plan.levels)
     p = max(int(max(st.src.max(initial=0), st.dst.max(initial=0))) for st in plan.flows) + 1
     clock = np.zeros((len(col), p))
@@ -178,7 +179,7 @@ def critical_path_s(cluster: Cluster, plan: CollectivePlan, n: ArrayLike,
         if st.recv is not None and gamma_s_per_B:
             red = gamma_s_per_B * col * st.recv[:p]
         clock = advance_clocks(clock, st.src, st.dst, cost[:, st.cls], red, st.distinct)
-    return np.asarray(clock.max(axis=1).reshape(nn.shape))
+    return np.asarray(clock.max(axis=1)[back.ravel()].reshape(nn.shape))
 
 
 @lru_cache(maxsize=1 << 16)

@@ -13,9 +13,10 @@ meet different loads within a step also keeps each flow's own loads
 ranks (:mod:`.rendezvous`), not the sum of each step's slowest message. A repeated
 step (a ring's shift) reaches a regime in which every repetition advances by its
 slowest message, where the two agree, so it keeps only the step's loads; so does a
-pipeline (the double binary tree's segments), whose steps' sum is within 2% of the
-routed rendezvous (measured on the preset families at 4-36 nodes, 1-256 MB) and whose
-critical path would cost a pass over every rank for each of its ``k + D - 1`` steps.
+pipeline (the double binary tree's segments): the sum of its steps is an upper bound
+of the routed rendezvous, by at most +6.8% on the preset families at 2-4,096 nodes
+(``benchmarks/run.py whatif``; torus, 1,000 nodes, 1 MB), where its critical path
+would cost a pass over every rank for each of its ``k + D - 1`` steps.
 
 Examples
 --------

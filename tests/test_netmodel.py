@@ -59,9 +59,9 @@ def test_closed_form_agrees_with_the_routed_fast_mode(family, nodes, algorithm):
     # of distinct, unevenly loaded steps (MPICH's fold of a non-power-of-two count in
     # recursive doubling, a binomial tree whose subtrees straddle nodes unevenly) on its
     # critical path through the ranks, as fast mode does, and the double binary tree's
-    # pipeline from its filling, draining and steady steps. Measured on this grid: at
-    # most 0.36% (double binary tree, Summit fat tree, 36 nodes, 1 MB); up to 4,096
-    # nodes in benchmarks/bench_whatif.py.
+    # pipeline from its filling, draining and steady steps (summed: an upper bound).
+    # Measured on this grid: at most 3.1% (double binary tree, Stampede2, 36 nodes,
+    # 64 B), every other algorithm 0.0%; up to 4,096 nodes in benchmarks/bench_whatif.py.
     c = FAMILIES[family]
     r = c.node.devices_per_node
     net = _routed(family, nodes)

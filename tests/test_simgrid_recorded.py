@@ -7,8 +7,8 @@ SimGrid is not needed to run this test; its figures are in the file.
 
 Measured when recorded: 24 of 32 cases equal to 4 digits; the rest within 4% (the
 largest: torus 4x4, random placement, Rabenseifner, +3.9%; dragonfly 5x4x2, linear,
-Rabenseifner, +1.8%), where flows of different phases overlap and SimGrid starts a
-flow's bandwidth share only after its latency while flow mode shares from the start.
+Rabenseifner, +1.8%; -1.7% to +3.9% in all), all with random placement or on the
+dragonfly. The cause of those differences is not diagnosed.
 """
 
 import json

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
@@ -148,6 +148,10 @@ class CollectivePlan:
     ranks: np.ndarray | None = None
     size: np.ndarray | None = None
     flows: tuple[StepFlows, ...] | None = None
+    #: priced critical paths of this plan, by machine figures and sizes (see
+    #: :func:`.stepcost.critical_path_s`); not copied by ``dataclasses.replace``
+    priced: dict[tuple[object, ...], np.ndarray] = field(default_factory=dict, init=False,
+                                                         compare=False, repr=False)
 
 
 def shape_key(topology: Topology) -> Topology:

@@ -47,3 +47,27 @@ def test_a_ring_keeps_the_sum_of_its_steps():
     summit = get_cluster("summit")
     plan = plan_collective(summit.network.topology, 4, 6, True, "allreduce", "ring")
     assert plan.flows is None
+
+
+def test_a_priced_path_is_kept_per_machine_and_size_and_moves_with_the_links():
+    import dataclasses
+
+    summit = get_cluster("summit")
+    plan = plan_collective(summit.network.topology, 4, 6, True, "allreduce",
+                           "recursive-doubling")
+    assert plan.flows is not None
+    sizes = np.array([1e3, 1e6, 1e6, 64e6])
+    first = plan_time_s(summit, plan, sizes, 0.0)
+    again = plan_time_s(summit, plan, sizes, 0.0)            # from the plan's memo
+    np.testing.assert_array_equal(first, again)
+    fresh = dataclasses.replace(plan)                         # no memo: priced anew
+    assert not fresh.priced
+    np.testing.assert_array_equal(plan_time_s(summit, fresh, sizes, 0.0), first)
+    slow = dataclasses.replace(summit, node=dataclasses.replace(
+        summit.node, nic=dataclasses.replace(summit.node.nic,
+                                             bandwidth_Bps=summit.node.nic.bandwidth_Bps / 4)))
+    assert (plan_time_s(slow, plan, sizes, 0.0)[1:] > first[1:]).all()
+    later = dataclasses.replace(summit.node.nic, latency_s=summit.node.nic.latency_s * 10)
+    slower = dataclasses.replace(summit, node=dataclasses.replace(summit.node, nic=later))
+    assert plan_time_s(slower, plan, sizes, 0.0)[0] > first[0]
+    assert plan_time_s(summit, plan, sizes, 1e-9)[-1] > first[-1]      # reduction cost

@@ -99,3 +99,27 @@ def test_oversubscribed_layout_keeps_the_batch_per_rank_or_says_why_not():
     assert got == {"simulated_note": "not simulated: ranks: 4 ranks on 3 cores give 42.6667 "
                                      "samples per core; the simulator's layout needs a whole "
                                      "number"}
+
+
+def test_the_diagnosis_prints_both_predictions_parts(capsys, tmp_path):
+    import json as _json
+    from pathlib import Path as _Path
+
+    from dlscale.validation.diagnose_local import breakdown, main
+
+    data = _Path(__file__).parent / "data" / "validate_local_2ranks.json"
+    report = _json.loads(data.read_text())
+    parts = breakdown(report["profile"], "sgd-allreduce", 2, 38440)
+    assert all(v > 0 for v in parts.values())
+    assert parts["closed_s"] == pytest.approx(parts["closed_compute_s"] + parts["closed_comm_s"]
+                                              + parts["closed_update_s"])
+    full = {"profile": report["profile"], "training": [
+        {"algorithm": "sgd-ring", "ranks": 2, "message_bytes": 38440,
+         "iteration_median_s": 8e-5},
+        {"algorithm": "async-easgd", "ranks": 2, "message_bytes": 38440,
+         "iteration_median_s": 9e-5}]}
+    path = tmp_path / "r.json"
+    path.write_text(_json.dumps(full))
+    assert main([str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "sgd-ring p=2" in out and "async-easgd" not in out

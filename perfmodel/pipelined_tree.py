@@ -27,7 +27,7 @@ from numpy.typing import ArrayLike
 
 from .hardware import Cluster
 from .netplan import plan_collective
-from .stepcost import device_links, latency_s, level_betas, path_hockney, plan_time_s
+from .stepcost import device_links, latency_s, level_betas, path_hockney, plan_time_s, step_s
 
 __all__ = ["MAX_SEGMENTS", "dbt_segments", "dbt_time_s", "pipeline_segments"]
 
@@ -85,14 +85,9 @@ def _steady_step_s(cluster: Cluster, chunk: np.ndarray, lat: np.ndarray, busy: n
     """One steady pipeline step per direction, every edge of both trees carrying one
     ``chunk``-byte segment (``lat``, ``busy``: the reduction step and the broadcast step;
     per-size factors at the segment's size)."""
-    fl: np.ndarray | float = 1.0
-    fb: np.ndarray | float = 1.0
-    factors = cluster.network.message_factors
-    if factors is not None:
-        fl, fb = factors.at(chunk)
-    red = fl * lat[0] + chunk * busy[0] / fb + np.asarray(gamma_s_per_B) * chunk * recv
-    bc = fl * lat[1] + chunk * busy[1] / fb
-    return np.asarray(red + bc)
+    red = (step_s(cluster, lat[0], busy[0], None, chunk)
+           + np.asarray(gamma_s_per_B) * chunk * recv)
+    return np.asarray(red + step_s(cluster, lat[1], busy[1], None, chunk))
 
 
 def dbt_time_s(cluster: Cluster, nodes: int, ranks_per_node: int, n_bytes: ArrayLike,

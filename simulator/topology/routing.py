@@ -35,6 +35,7 @@ import numpy as np
 from dlscale.perfmodel.errors import ConfigError
 
 from .linktable import LinkTable
+from .torus import box_index
 
 __all__ = ["ROUTERS", "Router", "Routes", "make_router", "route"]
 
@@ -177,8 +178,7 @@ class TorusRouter:
         self._box = np.cumprod((1, *[len(c) for c in coords][:-1]))
 
     def _label(self, cur: list[np.ndarray]) -> np.ndarray:
-        return self.n + sum(w[c] * st for w, c, st in zip(self._pos, cur, self._box,
-                                                           strict=True))
+        return self.n + box_index(cur, self._pos, self._box)
 
     def node_paths(self, s: np.ndarray, t: np.ndarray, rail: int) -> np.ndarray:
         strides = np.cumprod((1, *self.dims[:-1]))

@@ -28,7 +28,7 @@ import numpy as np
 
 from dlscale.perfmodel.errors import ConfigError
 
-__all__ = ["snake_order", "snake_position", "torus_extent", "torus_graph",
+__all__ = ["box_index", "snake_order", "snake_position", "torus_extent", "torus_graph",
            "torus_router_index"]
 
 
@@ -252,9 +252,25 @@ def torus_router_index(routers: np.ndarray, dims: tuple[int, ...], pos: list[np.
     strides : ndarray of int
         Mixed-radix strides of the box.
     """
-    out = np.zeros(len(routers), dtype=np.int64)
-    stride = 1
-    for d, where, st in zip(dims, pos, strides, strict=True):
-        out += where[(routers // stride) % d] * st
-        stride *= d
+    full = np.cumprod((1, *dims[:-1]))
+    return box_index([(routers // st) % d for st, d in zip(full, dims, strict=True)],
+                     pos, strides)
+
+
+def box_index(coords: list[np.ndarray], pos: list[np.ndarray],
+              strides: np.ndarray) -> np.ndarray:
+    """Index in the built box of the routers at torus coordinates ``coords``.
+
+    Parameters
+    ----------
+    coords : list of ndarray of int
+        Per dimension, each router's coordinate.
+    pos : list of ndarray
+        Per dimension, each coordinate's position among the kept ones (-1: not kept).
+    strides : ndarray of int
+        Mixed-radix strides of the box.
+    """
+    out = np.zeros(np.shape(coords[0]), dtype=np.int64)
+    for c, where, st in zip(coords, pos, strides, strict=True):
+        out += where[c] * st
     return out

@@ -384,7 +384,9 @@ def apply_profile(cluster: Cluster, profile: MachineProfile) -> Cluster:
       profile has them (a one-host calibration has none: the catalog's stay), and
       ``network.message_factors`` <- their piecewise fit (``segments``) as per-size
       factors (:func:`.msgfactors.from_segments`), so that every message between
-      nodes costs what the fit says at its size, in both fidelities;
+      nodes costs what the fit says at its size, in both fidelities; on a machine of
+      one node (``max_nodes`` 1), where every message is intra-node, a profile
+      without inter-node figures gives the factors of its ``intra-node`` fit;
     - for CPU and KNL devices only (the kernels run on the host CPU, so they say
       nothing about a GPU): the device's memory bandwidth (MCDRAM's on a KNL,
       where the training state lives) <- the host STREAM triad bandwidth
@@ -429,6 +431,14 @@ def apply_profile(cluster: Cluster, profile: MachineProfile) -> Cluster:
     if "intra-node" in profile.p2p:
         node = replace(node, intra_link=_link(node.intra_link, profile.p2p["intra-node"],
                                               "intra-node", host))
+    intra = profile.p2p.get("intra-node", {})
+    if "inter-node" not in profile.p2p and cluster.max_nodes == 1 and intra.get("segments"):
+        # a machine of one node: every message is intra-node, so the per-size costs of
+        # the MPI stack there (the piecewise fit of its ping-pongs) are every message's
+        network = replace(network, message_factors=from_segments(
+            intra["segments"], float(intra["latency_s"]), float(intra["bandwidth_Bps"]),
+            name=f"calibrated@{host}",
+            source=f"piecewise Hockney fit of intra-node ping-pongs on {host}"))
     if "inter-node" in profile.p2p:
         inter = profile.p2p["inter-node"]
         node = replace(node, nic=_link(node.nic, inter, "inter-node", host))

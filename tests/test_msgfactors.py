@@ -169,3 +169,21 @@ def test_catalog_lists_every_range_of_every_preset():
     top = [r for r in rows if r["name"] == "smpi-default" and r["from_bytes"] == 65472]
     assert top == [{"name": "smpi-default", "from_bytes": 65472, "latency_factor": 11.6436,
                     "bandwidth_factor": 0.940694, "source": SMPI.source}]
+
+
+def test_a_one_node_machine_takes_its_factors_from_the_intra_node_fit():
+    from dlscale.perfmodel.hardware import Crossbar, NetworkSpec
+    from dlscale.perfmodel.profile import MachineProfile, apply_profile
+
+    segs = [{"min_bytes": 1.0, "max_bytes": 4096.0, "alpha_s": 1.5e-6, "beta_s_per_B": 1e-10},
+            {"min_bytes": 8192.0, "max_bytes": 1e8, "alpha_s": 4e-6, "beta_s_per_B": 7e-11}]
+    prof = MachineProfile(p2p={"intra-node": {"latency_s": 1.5e-6, "bandwidth_Bps": 5e10,
+                                              "segments": segs}})
+    base = get_cluster("stampede2-skx")
+    one = dataclasses.replace(base, network=NetworkSpec("one", Crossbar(1), base.network.link))
+    f = apply_profile(one, prof).network.message_factors
+    assert f is not None
+    lat, bw = f.at(38440.0)
+    assert lat == pytest.approx(4e-6 / 1.5e-6) and bw == pytest.approx((1 / 7e-11) / 5e10)
+    # many nodes: a one-host fit says nothing about the messages between nodes
+    assert apply_profile(base, prof).network.message_factors == base.network.message_factors

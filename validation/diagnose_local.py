@@ -25,12 +25,14 @@ import json
 import sys
 from typing import Any
 
+import numpy as np
+
 from dlscale.perfmodel.profile import MachineProfile
 from dlscale.perfmodel.training import iteration_times
 
 from . import local_model, local_sim
 
-__all__ = ["breakdown", "main"]
+__all__ = ["breakdown", "main", "resimulate"]
 
 SYNCHRONOUS = ("sgd-ring", "sgd-allreduce", "sync-easgd")
 
@@ -62,8 +64,31 @@ def breakdown(profile: dict[str, Any], algorithm: str, p: int,
             "sim_comm_s": float(it.comm_s[0])}
 
 
+def resimulate(report: dict[str, Any]) -> list[tuple[str, float, float]]:
+    """The simulator's figure of every training row of a report, computed again from
+    its profile with the code as it is now: ``(case, measured_s, simulated_s)``.
+
+    Parameters
+    ----------
+    report : dict
+        A ``validate local`` JSON report (its ``profile``, ``rows`` and ``training``).
+    """
+    prof = MachineProfile.from_dict(report["profile"], where="report.profile")
+    out = []
+    for row in report["rows"]:
+        if row["kind"] != "training" or "simulated_s" not in row:
+            continue
+        alg = row["case"].split()[0]
+        runs = [t for t in report["training"]
+                if t["algorithm"] == alg and t["ranks"] == row["ranks"]]
+        sim = local_sim.simulate_local_run(prof, alg, row["ranks"], runs[0]["iterations"])
+        out.append((row["case"], row["measured_s"], sim["simulated_s"]))
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Print the parts of every synchronous run of a ``validate local`` JSON report."""
+    """Print the parts of every synchronous run of a ``validate local`` JSON report,
+    then every training run's simulated figure from the code as it is now."""
     args = sys.argv[1:] if argv is None else argv
     report = json.loads(open(args[0], encoding="utf-8").read())
     print(f"{'run':<18} {'measured_us':>11} {'closed_us':>9} {'compute':>8} {'comm':>6} "
@@ -78,6 +103,12 @@ def main(argv: list[str] | None = None) -> int:
               f"{us['closed_compute_s']:>8.1f} {us['closed_comm_s']:>6.1f} "
               f"{us['closed_update_s']:>6.1f} {us['sim_s']:>7.1f} {us['sim_compute_s']:>8.1f} "
               f"{us['sim_comm_s']:>6.1f}")
+    again = resimulate(report)
+    for case, measured, sim in again:
+        print(f"simulated now: {case:<18} {sim * 1e6:>7.1f} us, {100 * (sim / measured - 1):+.1f} %")
+    if again:
+        errs = sorted(abs(sim / m - 1) for _, m, sim in again)
+        print(f"simulated now: median |error| {100 * float(np.median(errs)):.1f} %")
     return 0
 
 

@@ -75,7 +75,7 @@ def resimulate(report: dict[str, Any]) -> list[tuple[str, float, float]]:
     """
     prof = MachineProfile.from_dict(report["profile"], where="report.profile")
     out = []
-    for row in report["rows"]:
+    for row in report.get("rows", []):
         if row["kind"] != "training" or "simulated_s" not in row:
             continue
         alg = row["case"].split()[0]

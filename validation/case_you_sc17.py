@@ -109,27 +109,28 @@ _NO_CONVERGENCE = ("not predicted: time to an accuracy needs samples to that acc
                    "training layer, running the real EASGD kernels, will)")
 _K80_COMPUTE = (
     "the model's local step (roofline forward+backward of AlexNet-CIFAR10, batch 128, "
-    "on one GK210 at the catalog's measured sustained fraction) is about 0.70 s against "
-    "0.31 s of round-robin exchange (8 x 2 x 249 MB over PCIe gen3 at 15.75 GB/s plus "
-    "the host copy), so communication is 31% of the time, not 87%; the paper's original "
+    "on one GK210 at the catalog's measured sustained fraction) is about twice the "
+    "round-robin exchange (8 x 2 x 249 MB over PCIe gen3 at 15.75 GB/s plus the host "
+    "copy; the figures follow), so communication is about a third of the time, not 87%; "
+    "the paper's original "
     "EASGD (Torch, CPU master, serial pack/unpack per worker) moved weights far below "
     "PCIe peak, a software cost the model does not describe")
 
 #: Quantity -> diagnosed cause of the miss.
 MISSES: dict[str, str] = {
     "k80_comm_share_original": _K80_COMPUTE,
-    "k80_speedup_tree": "follows from the communication share: with communication 31% "
-                        "of the time, replacing 8 sequential exchanges by log2(8) = 3 tree "
-                        "steps can only cut the iteration by about 1.2x (see "
-                        "k80_comm_share_original for why the share is 31%)",
+    "k80_speedup_tree": "follows from the communication share: with communication about "
+                        "a third of the time, replacing 8 sequential exchanges by "
+                        "log2(8) = 3 tree steps can only cut the iteration by about 1.25x "
+                        "(see k80_comm_share_original for why the share is a third)",
     "k80_speedup_weights_on_gpu": "the host copy the model drops in this step is "
-                                  "2 x 249 MB over PCIe gen3 (15.75 GB/s), 32 ms against a "
-                                  "0.80 s iteration that the 0.70 s local step dominates; "
-                                  "same root cause as k80_comm_share_original",
+                                  "2 x 249 MB over PCIe gen3 (15.75 GB/s), 32 ms against an "
+                                  "iteration that the local step dominates (its figures: "
+                                  "k80_comm_share_original); same root cause",
     "k80_speedup_total": "the model's total is bounded by compute: the original iteration "
-                         "is 1.44x the compute time, so no communication change can give "
-                         "more than 1.44x; the paper's 5.3x needs communication near 87% "
-                         "(see k80_comm_share_original)",
+                         "is about 1.5x the compute time (k80_comm_share_original's "
+                         "figures), so no communication change can give more than that; "
+                         "the paper's 5.3x needs communication near 87%",
     **{f"knl_time_to_0.625_P{p}": _NO_CONVERGENCE for p in PARTS},
     **{f"knl_speedup_P{p}": (
         "the model's split chip gains only from utilization: P parts of the same batch "

@@ -34,8 +34,9 @@ from .linkload import StepLoad, level_bandwidths_Bps, step_load
 from .netplan import CollectivePlan, shape_key
 from .rendezvous import advance_clocks
 
-#: Priced critical paths a plan keeps (the oldest goes first).
-PRICED_PER_PLAN = 64
+#: Priced critical paths a plan keeps (the oldest goes first): few, since up to
+#: 65,536 plans are cached (a sweep over link speeds prices each plan anew anyway).
+PRICED_PER_PLAN = 8
 
 __all__ = ["PRICED_PER_PLAN", "critical_path_s", "device_links", "latency_s", "level_betas", "path_hockney",
            "path_load", "plan_time_s", "step_s"]

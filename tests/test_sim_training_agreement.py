@@ -1,9 +1,13 @@
 """Without noise, the simulated training agrees with the analytical model (routed network,
 the default, unless a test names the analytical one)."""
 
+import dataclasses
+
 import pytest
 
 from dlscale.perfmodel.catalog import get_cluster, get_workload
+from dlscale.perfmodel.hardware import Crossbar, Torus
+from dlscale.perfmodel.predict import predict
 from dlscale.perfmodel.workload import ALGORITHMS
 from dlscale.simulator.training.run import simulate_training
 
@@ -41,3 +45,38 @@ def test_sync_easgd_with_tau_and_without_overlap():
     r = simulate_training(get_cluster("cori-knl"), w, 16, algorithm="sync-easgd",
                           iterations=40, efficiency=False)
     assert r.iteration_s == pytest.approx(r.analytical_iteration_s, rel=1e-9)
+
+
+def _family(cluster, topology, name):
+    return dataclasses.replace(cluster, name=name, network=dataclasses.replace(
+        cluster.network, topology=topology))
+
+
+SUMMIT = get_cluster("summit")
+FAMILY_CLUSTERS = {
+    "fat-tree": SUMMIT,
+    "tapered-fat-tree": get_cluster("stampede2-knl"),
+    "dragonfly": get_cluster("cori-knl"),
+    "torus": _family(SUMMIT, Torus((4, 4, 4)), "summit-torus"),
+    "crossbar": _family(SUMMIT, Crossbar(max_nodes=64), "summit-crossbar"),
+}
+
+
+@pytest.mark.parametrize("family", FAMILY_CLUSTERS)
+@pytest.mark.parametrize("algorithm,collective", [("sync-sgd", "auto"),
+                                                  ("sync-sgd", "recursive-doubling"),
+                                                  ("sync-easgd", "auto")])
+@pytest.mark.parametrize("nodes", [3, 12])
+def test_training_agrees_on_every_topology_family(family, algorithm, collective, nodes):
+    # the training layer, not only the collectives (test_netmodel's grid): predict's
+    # iteration and the simulator's on its routed network, within 2% on each family,
+    # at node counts that are not powers of two; without overlap, so the whole
+    # exchange is in the iteration
+    w = dataclasses.replace(get_workload("alexnet"), collective=collective, overlap=False)
+    cluster = FAMILY_CLUSTERS[family]
+    r = simulate_training(cluster, w, nodes, algorithm=algorithm, iterations=3,
+                          efficiency=False)
+    assert r.network == "fast"
+    p = predict(cluster, dataclasses.replace(w, algorithm=algorithm), [nodes])
+    assert p.exposed_comm_s[0] > 0.05 * p.iteration_s[0], "the exchange must count"
+    assert r.iteration_s == pytest.approx(r.analytical_iteration_s, rel=0.02), family

@@ -111,7 +111,7 @@ def _precision_bytes(precision: str) -> int:
 
 
 def layer_times(model: Model, device: Device, precision: str, batch: ArrayLike,
-                share: float = 1.0) -> LayerTimes:
+                share: float = 1.0, compute_fraction: float = 1.0) -> LayerTimes:
     """Roofline time of every layer's forward and backward pass (see module docstring).
 
     Parameters
@@ -123,6 +123,10 @@ def layer_times(model: Model, device: Device, precision: str, batch: ArrayLike,
         Samples per rank (may be fractional in strong scaling).
     share : float
         Devices per rank (``devices_per_node / ranks_per_node``).
+    compute_fraction : float
+        Share of those devices' cores that computes (the rest run the software stack's
+        communication threads): scales the FLOP rate and the work that fills the
+        device, not the memory bandwidth.
     """
     e = _precision_bytes(precision)
     b = np.asarray(batch, dtype=float)
@@ -130,15 +134,18 @@ def layer_times(model: Model, device: Device, precision: str, batch: ArrayLike,
         raise ConfigError(f"batch: must be a positive number or 1-D array, got {batch!r}")
     if not (np.isfinite(share) and share > 0):
         raise ConfigError(f"share: must be a positive number, got {share!r}")
-    times = _roofline(model, device, precision, e, b, share)
+    if not (0 < compute_fraction <= 1):
+        raise ConfigError(f"compute_fraction: must be in (0, 1], got {compute_fraction!r}")
+    times = _roofline(model, device, precision, e, b, share, compute_fraction)
     if model.measured is None:
         return times
     return _apply_measured(model, device, precision, e, times)
 
 
 def _roofline(model: Model, device: Device, precision: str, e: int, b: np.ndarray,
-              share: float) -> LayerTimes:
-    flops_rate = device.sustained_flops(precision) * share
+              share: float, compute_fraction: float = 1.0) -> LayerTimes:
+    cores = share * compute_fraction          # devices' worth of computing cores
+    flops_rate = device.sustained_flops(precision) * cores
     bw = device.training_memory_bandwidth_Bps * share
     layers = model.layers
     f = np.array([layer.forward_flops for layer in layers], dtype=float)
@@ -148,7 +155,7 @@ def _roofline(model: Model, device: Device, precision: str, e: int, b: np.ndarra
     inp = np.concatenate(([float(np.prod(model.input_shape))], out[:-1]))
     bcol = b[..., None]                                   # (N, 1) or (1,)
     # a share of a device fills it as much as the whole batch would the whole device
-    rate = flops_rate * k * utilization(np.maximum(bcol * out, 1.0) / share,
+    rate = flops_rate * k * utilization(np.maximum(bcol * out, 1.0) / cores,
                                         half_saturation_elements(device))
     ff = f * bcol
     fb = 2.0 * ff

@@ -274,7 +274,8 @@ def predict(cluster: Cluster, workload: Workload, nodes: ArrayLike,
     eff = node_eff if baseline == "node" else efficiency(sps, lay.devices, base_sps)
     notes = row_notes(cluster, workload, lay, sps, node_eff, used, limit)
     backward = layer_times(workload.model, cluster.node.device, workload.precision,
-                           lay.batch_per_rank, lay.share).backward_s.sum(axis=-1)
+                           lay.batch_per_rank, lay.share,
+                           lay.compute_fraction).backward_s.sum(axis=-1)
     return Prediction(
         cluster=cluster.name, workload=workload.name, algorithm=workload.algorithm,
         collective=workload.collective, scaling=workload.scaling,

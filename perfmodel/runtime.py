@@ -33,9 +33,17 @@ iteration, each a field with its cited default in :mod:`.catalog.runtimes`:
     latency is at least :data:`TCP_LATENCY_S`. A link whose name says ``tcp`` is
     sockets whatever the stack.
 
+``progress_cores``
+    Cores of each rank's share of a CPU or KNL device that the stack pins to its own
+    communication threads (Intel MLSL's endpoint servers, ``MLSL_NUM_SERVERS``), per
+    device kind: ``(("cpu", 2), ("knl", 4))``. The rank computes on the rest: its FLOP
+    rate and the work that fills it scale by ``1 - progress / (share x cores)``
+    (:meth:`Runtime.compute_fraction`); its memory bandwidth does not. Empty: every
+    core computes.
+
 Compute slowed down by concurrent communication (memory-bandwidth and PCIe
-interference) is not modelled: no cited figure was found that separates it from the
-rest of the overlap.
+interference) is not modelled otherwise: no cited figure was found that separates it
+from the rest of the overlap.
 
 Examples
 --------
@@ -118,6 +126,7 @@ class Runtime:
     short_msg_bytes: float = 2048.0
     links_measured: bool = False
     source: str = ""
+    progress_cores: tuple[tuple[str, float], ...] = ()
 
     def __post_init__(self) -> None:
         from .workload import COLLECTIVES
@@ -138,6 +147,7 @@ class Runtime:
         if not (math.isfinite(self.short_msg_bytes) and self.short_msg_bytes >= 0):
             raise ConfigError(f"{owner}.short_msg_bytes: must be a finite number >= 0, got "
                               f"{self.short_msg_bytes!r}")
+        self._check_progress_cores(owner)
         flat = [c for c in COLLECTIVES if c != "auto"]
         bad = [a for a in self.algorithms if a not in flat]
         if not self.algorithms or bad:
@@ -147,6 +157,55 @@ class Runtime:
                 self.algorithms):
             raise ConfigError(f"{owner}.algorithms: selection 'mpich' needs "
                               f"recursive-doubling and rabenseifner, got {list(self.algorithms)!r}")
+
+    def _check_progress_cores(self, owner: str) -> None:
+        kinds = ("cpu", "knl", "gpu")
+        seen = set()
+        for entry in self.progress_cores:
+            ok = (isinstance(entry, (tuple, list)) and len(entry) == 2
+                  and entry[0] in kinds and entry[0] not in seen
+                  and isinstance(entry[1], (int, float)) and math.isfinite(entry[1])
+                  and entry[1] >= 0)
+            if not ok:
+                raise ConfigError(
+                    f"{owner}.progress_cores: each entry must be [kind, cores] with kind one "
+                    f"of {', '.join(kinds)} (once each) and cores a finite number >= 0, got "
+                    f"{list(self.progress_cores)!r}")
+            seen.add(entry[0])
+
+    def compute_fraction(self, kind: str, cores: float) -> float:
+        """Share of a rank's ``cores`` that computes: ``1 - progress / cores``, where
+        ``progress`` is :attr:`progress_cores` for the device ``kind``.
+
+        Parameters
+        ----------
+        kind : str
+            The device's kind (``"cpu"``, ``"knl"``, ``"gpu"``).
+        cores : float
+            Cores of the rank's share of its device (``share x device.cores``).
+
+        Raises
+        ------
+        ConfigError
+            The stack's threads take every core the rank has.
+
+        Examples
+        --------
+        >>> from dlscale.perfmodel.catalog import get_runtime
+        >>> round(get_runtime("mlsl").compute_fraction("cpu", 24), 4)   # 22 of 24 cores
+        0.9167
+        >>> get_runtime("mlsl").compute_fraction("gpu", 80)
+        1.0
+        """
+        progress = dict(self.progress_cores).get(kind, 0.0)
+        if progress == 0:
+            return 1.0
+        if progress >= cores:
+            raise ConfigError(
+                f"runtime {self.name!r}.progress_cores: {progress:g} cores per rank for "
+                f"communication leave none of the {cores:g} cores a rank has on its "
+                f"{kind}; use fewer ranks per node or fewer progress cores")
+        return float(1.0 - progress / cores)
 
     @property
     def cycle_wait_s(self) -> float:

@@ -67,6 +67,9 @@ class Layout:
         Samples per rank per iteration.
     global_batch : ndarray
         Samples per iteration over all ranks.
+    compute_fraction : float
+        Share of the rank's cores that computes, the rest running the software stack's
+        communication threads (:meth:`.runtime.Runtime.compute_fraction`).
     """
 
     nodes: np.ndarray
@@ -76,6 +79,7 @@ class Layout:
     share: float
     batch_per_rank: np.ndarray
     global_batch: np.ndarray
+    compute_fraction: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -201,7 +205,9 @@ def layout(cluster: Cluster, workload: Workload, nodes: ArrayLike) -> Layout:
     else:
         batch = np.full(n.shape, workload.batch_per_device * share)
         global_batch = batch * ranks
-    return Layout(n, ranks, n * dpn, rpn, share, batch, global_batch)
+    dev = cluster.node.device
+    fraction = cluster.runtime.compute_fraction(dev.kind, share * dev.cores)
+    return Layout(n, ranks, n * dpn, rpn, share, batch, global_batch, fraction)
 
 
 def iteration_times(cluster: Cluster, workload: Workload, nodes: ArrayLike, *,

@@ -262,7 +262,8 @@ def easgd_times(cluster: Cluster, workload: Workload, lay: Layout) -> IterationT
     """
     alg = workload.algorithm
     node, dev = cluster.node, cluster.node.device
-    lt = layer_times(workload.model, dev, workload.precision, lay.batch_per_rank, lay.share)
+    lt = layer_times(workload.model, dev, workload.precision, lay.batch_per_rank, lay.share,
+                     lay.compute_fraction)
     fb = lt.forward_s.sum(axis=-1) + lt.backward_s.sum(axis=-1)
     if alg in SGD_FAMILY:
         t_step = fb                       # the master applies the update

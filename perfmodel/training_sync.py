@@ -409,7 +409,8 @@ def _compute_phases(cluster: Cluster, workload: Workload, lay: Layout) -> tuple[
     dev = cluster.node.device
     weak = workload.scaling == "weak"
     batch = lay.batch_per_rank[0] if weak else lay.batch_per_rank
-    lt = layer_times(workload.model, dev, workload.precision, batch, lay.share)
+    lt = layer_times(workload.model, dev, workload.precision, batch, lay.share,
+                     lay.compute_fraction)
     fwd = lt.forward_s.sum(axis=-1)
     bwd_cum = np.cumsum(lt.backward_s[..., ::-1], axis=-1)[..., ::-1]   # time to finish layer i
     bwd = bwd_cum[..., 0]

@@ -35,7 +35,7 @@ def test_every_runtime_has_its_terms_and_a_source():
     for r in rows:
         assert r["source"].strip() and r["stack"].strip(), r["name"]
         for key in ("coordination", "cycle_ms", "fusion_cap", "auto_rule", "transport",
-                    "transport_efficiency", "compute_slowdown"):
+                    "transport_efficiency", "progress_cores", "compute_slowdown"):
             assert r[key] not in (None, ""), (r["name"], key)
 
 
@@ -211,3 +211,47 @@ def test_plan_defaults_to_the_stacks_choice(tmp_path):
     assert all(r["allreduce"] in ("ring", "double-binary-tree") for r in res.rows)
     res = plan("resnet50", ["summit"], epochs=1, nodes=[64], runtime="mpi")
     assert {r["allreduce"] for r in res.rows} <= {"recursive-doubling", "rabenseifner"}
+
+
+def test_mlsl_progress_cores_take_compute_from_cpu_ranks_only():
+    # Intel Caffe's launcher pins 2 MLSL servers per process on a Xeon, 4 on a KNL:
+    # the rank computes on the rest, so a compute-bound step is longer (by at most the
+    # core ratio: fewer cores are also filled better by the same batch); a GPU rank's
+    # compute is untouched
+    skx = get_cluster("stampede2-skx")
+    base = iteration_times(_stack(skx, progress_cores=()), RESNET, [1]).compute_s[0]
+    mlsl = iteration_times(_stack(skx, progress_cores=(("cpu", 2.0),)), RESNET, [1]).compute_s[0]
+    assert base < mlsl <= base * 24 / 22
+    assert layout(_stack(skx, progress_cores=(("cpu", 2.0),)), RESNET, [1]).compute_fraction \
+        == pytest.approx(22 / 24)
+    knl = get_cluster("stampede2-knl")
+    lay = layout(dataclasses.replace(knl, runtime=RUNTIMES["mlsl"]), RESNET, [1])
+    assert lay.compute_fraction == pytest.approx(64 / 68)
+    gpu = iteration_times(dataclasses.replace(SUMMIT, runtime=RUNTIMES["mlsl"]), RESNET, [1])
+    assert gpu.compute_s[0] == iteration_times(SUMMIT, RESNET, [1]).compute_s[0]
+    # both fidelities take it from the layout
+    c = _stack(skx, progress_cores=(("cpu", 2.0),))
+    r = simulate_training(c, RESNET, 2, iterations=3, efficiency=False)
+    assert r.iteration_s == pytest.approx(r.analytical_iteration_s, rel=0.02)
+
+
+def test_progress_cores_are_checked():
+    with pytest.raises(ConfigError, match=r"progress_cores: each entry must be \[kind, cores\]"):
+        _stack(SUMMIT, progress_cores=(("tpu", 1.0),))
+    with pytest.raises(ConfigError, match="progress_cores"):
+        _stack(SUMMIT, progress_cores=(("cpu", -1.0),))
+    # 4 ranks on a 2-socket node of 24-core sockets: 12 cores each; 12 servers leave none
+    skx = _stack(get_cluster("stampede2-skx"), progress_cores=(("cpu", 12.0),))
+    w = dataclasses.replace(RESNET, ranks_per_node=4)
+    with pytest.raises(ConfigError, match="leave none of the 12 cores"):
+        predict(skx, w, [1])
+
+
+def test_progress_cores_from_a_toml_runtime(tmp_path):
+    f = tmp_path / "c.toml"
+    f.write_text('base = "stampede2-skx"\n[runtime]\nname = "mine"\nstack = "x"\n'
+                 'coordination = "none"\ncycle_s = 0.0\nfusion_cap_bytes = 0.0\n'
+                 'algorithms = ["ring"]\nselection = "model"\ntransport = "rdma"\n'
+                 'progress_cores = [["cpu", 4]]\n')
+    c = load_cluster(str(f))
+    assert c.runtime.compute_fraction("cpu", 24) == pytest.approx(20 / 24)

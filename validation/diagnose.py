@@ -150,15 +150,16 @@ def _ceilings(cluster: Any, workload: Any, nodes: int) -> dict[str, float]:
     lay = layout(cluster, workload, [nodes])
     dev = cluster.node.device
     batch, share = float(lay.batch_per_rank[0]), float(lay.share)
+    cf = lay.compute_fraction
     rep = dataclasses.replace
     fast_mem = rep(dev, memory_bandwidth_Bps=dev.memory_bandwidth_Bps * _FAST,
                    fast_memory_bandwidth_Bps=dev.fast_memory_bandwidth_Bps * _FAST)
     fast_flop = rep(dev, peak_fp64_flops=dev.peak_fp64_flops * _FAST,
                     peak_fp32_flops=dev.peak_fp32_flops * _FAST,
                     peak_fp16_flops=dev.peak_fp16_flops * _FAST)
-    roof = layer_times(workload.model, dev, workload.precision, batch, share)
-    flop = layer_times(workload.model, fast_mem, workload.precision, batch, share)
-    mem = layer_times(workload.model, fast_flop, workload.precision, batch, share)
+    roof = layer_times(workload.model, dev, workload.precision, batch, share, cf)
+    flop = layer_times(workload.model, fast_mem, workload.precision, batch, share, cf)
+    mem = layer_times(workload.model, fast_flop, workload.precision, batch, share, cf)
     per_layer = roof.forward_s + roof.backward_s
     flop_layers = (flop.forward_s + flop.backward_s) >= (mem.forward_s + mem.backward_s)
     return {"batch_per_rank": batch, "flop_ms": 1e3 * float(flop.total_s),

@@ -108,7 +108,13 @@ RUNTIMES: dict[str, Runtime] = {r.name: r for r in (
     Runtime("mlsl", "Intel MLSL on Intel MPI (Intel Caffe multinode, one message per layer)",
             "none", 0.0, 0.0, INTEL_MPI_ALGS, "model", "rdma",
             source="Intel MLSL developer guide; Intel MPI I_MPI_ADJUST_ALLREDUCE "
-                   "(tables not public: model's fastest, assumed)"),
+                   "(tables not public: model's fastest, assumed); Intel Caffe "
+                   "scripts/run_intelcaffe.sh (MLSL_NUM_SERVERS)",
+            # MLSL endpoint servers pinned to their own cores, per process: Intel Caffe's
+            # multinode launcher (github.com/intel/caffe, scripts/run_intelcaffe.sh,
+            # num_mlsl_servers default: 4 on KNL/KNM, 2 otherwise; OMP_NUM_THREADS =
+            # cores - servers; MLSL_NUM_SERVERS in the Intel MLSL developer guide)
+            progress_cores=(("cpu", 2.0), ("knl", 4.0))),
     Runtime("gloo", "Gloo over TCP (Caffe2, PyTorch gloo backend)", "none", 0.0, INF,
             GLOO_ALGS, "model", "tcp",
             source="gloo allreduce_ring / allreduce_halving_doubling; Goyal et al. 2017 "
@@ -155,6 +161,7 @@ def runtime_rows() -> list[dict[str, Any]]:
                           ("per layer" if cap == 0 else f"{cap / 1024**2:g} MiB"),
             "auto_rule": rule, "transport": rt.transport,
             "transport_efficiency": round(TRANSPORT_EFFICIENCY[rt.transport], 3),
+            "progress_cores": ", ".join(f"{k} {c:g}" for k, c in rt.progress_cores) or "0",
             "compute_slowdown": "not modelled", "source": rt.source})
     return rows
 

@@ -68,7 +68,7 @@ def compute_profile(cluster: Cluster, workload: Workload, lay: Layout,
                     momentum: bool | None = None) -> ComputeProfile:
     """Roofline times of one rank (batch ``lay.batch_per_rank[0]``, share ``lay.share``)."""
     lt = layer_times(workload.model, cluster.node.device, workload.precision,
-                     float(lay.batch_per_rank[0]), lay.share)
+                     float(lay.batch_per_rank[0]), lay.share, lay.compute_fraction)
     f, b = np.asarray(lt.forward_s, dtype=float), np.asarray(lt.backward_s, dtype=float)
     done = np.cumsum(b[::-1])[::-1]
     mom = workload.momentum > 0 if momentum is None else momentum

@@ -129,6 +129,12 @@ def _convert(tp: Any, value: Any, where: str, lookup: PresetLookup | None,
                 raise ConfigError(f"{where}: expected a table, got {value!r}")
             return lookup(tp, value, where)
         if isinstance(value, Mapping):
+            if "base" in value and lookup is not None:   # a nested table from a preset
+                name = value["base"]
+                if not isinstance(name, str) or not name:
+                    raise ConfigError(f"{where}.base: expected a preset name, got {name!r}")
+                base = lookup(tp, name, f"{where}.base")
+                value = {k: v for k, v in value.items() if k != "base"}
             return build(tp, value, where, base=base, lookup=lookup)
         raise ConfigError(f"{where}: expected a table or a preset name, got {value!r}")
     if origin is tuple:

@@ -112,3 +112,25 @@ def test_base_file_errors_name_the_field_and_value(tmp_path) -> None:
     with pytest.raises(ConfigError, match=r"cluster\.base: expected a preset name or the path "
                                           r"of a TOML file .*got 3"):
         load_cluster(tmp_path / "num.toml")
+
+
+def test_a_nested_table_may_start_from_a_preset_of_its_kind(tmp_path) -> None:
+    from dlscale.perfmodel.catalog import get_device, get_runtime
+
+    f = tmp_path / "c.toml"
+    f.write_text('base = "summit"\n[runtime]\nbase = "nccl"\nname = "mine"\n'
+                 'algorithms = ["ring"]\n[node.device]\nbase = "p100-sxm2"\nmemory_GB = 32\n')
+    c = load_cluster(str(f))
+    nccl = get_runtime("nccl")
+    assert c.runtime.name == "mine" and c.runtime.algorithms == ("ring",)
+    assert c.runtime.fusion_cap_bytes == nccl.fusion_cap_bytes        # from nccl, not horovod
+    assert c.runtime.coordination == nccl.coordination == "none"
+    p100 = get_device("p100-sxm2")
+    assert c.node.device.peak_fp32_flops == p100.peak_fp32_flops
+    assert c.node.device.memory_bytes == 32e9
+    f.write_text('base = "summit"\n[runtime]\nbase = "ncl"\n')
+    with pytest.raises(ConfigError, match=r"runtime\.base: runtime: unknown name 'ncl'.*nccl"):
+        load_cluster(str(f))
+    f.write_text('base = "summit"\n[runtime]\nbase = 3\n')
+    with pytest.raises(ConfigError, match=r"runtime\.base: expected a preset name, got 3"):
+        load_cluster(str(f))

@@ -110,6 +110,47 @@ CASES: tuple[Case, ...] = (
 )
 
 
+@dataclass(frozen=True)
+class Check:
+    """A diagnostic command for a miss: no published value, never counted."""
+
+    name: str
+    question: str
+    argv: tuple[str, ...]
+    field: str
+    nodes: int
+
+
+HVD_VGG_NO_OVERLAP = (*HVD, f"{HERE}/vgg16-no-overlap.toml", "--collective", "ring",
+                      "--baseline", "device", "--nodes")
+HVD_TCP = (f"{HERE}/uber-horovod-pascal-tcp.toml", "vgg16", *HVD_FLAGS, "--nodes")
+KNL = ("stampede2-knl", "resnet50", "--batch", "16", "--runtime", "mlsl", "--nodes")
+
+CHECKS: tuple[Check, ...] = (
+    Check("vgg16-128-no-overlap", "VGG-16 efficiency, 128 GPUs, allreduce not overlapped",
+          (*HVD_VGG_NO_OVERLAP, "32"), "efficiency", 32),
+    Check("vgg16-512-no-overlap", "VGG-16 efficiency, 512 GPUs, allreduce not overlapped",
+          (*HVD_VGG_NO_OVERLAP, "128"), "efficiency", 128),
+    Check("vgg16-128-tcp", "VGG-16 efficiency, 128 GPUs, over TCP (H3 reversed)",
+          (*HVD_TCP, "32"), "efficiency", 32),
+    Check("vgg16-512-tcp", "VGG-16 efficiency, 512 GPUs, over TCP (H3 reversed)",
+          (*HVD_TCP, "128"), "efficiency", 128),
+    Check("vgg16-512-noise", "VGG-16 efficiency, 512 GPUs, 5% lognormal per-rank noise",
+          (*HVD, "vgg16", *HVD_FLAGS, "--noise", "lognormal:0.05", "--nodes", "128"),
+          "efficiency", 128),
+    Check("inception-v3-512-noise", "Inception V3, 512 GPUs, the same 5% noise",
+          (*HVD, "inception-v3", *HVD_FLAGS, "--noise", "lognormal:0.05", "--nodes", "128"),
+          "efficiency", 128),
+    Check("goyal-256-hierarchical", "Big Basin, 256 GPUs, three-phase (hierarchical) allreduce",
+          (*BIG_BASIN, "--collective", "hierarchical"), "efficiency", 32),
+    Check("akiba-1-node-rate", "MN-1, one node (8 P100): images/s x 128 = perfect scaling",
+          (*MN1[:2], "--nodes", "1"), "samples_per_s", 1),
+    Check("akiba-catalog-nccl", "MN-1, 1,024 GPUs with the catalog's nccl runtime instead",
+          (*MN1, "--runtime", "nccl"), "samples_per_s", 128),
+    Check("you-1-knl-rate", "one KNL, batch 16: images/s x 2,048 = perfect scaling",
+          (*KNL, "1"), "samples_per_s", 1),
+)
+
 def predict_json(argv: tuple[str, ...]) -> dict[str, Any]:
     """Run ``dlscale predict ARGV --format json`` from the repository root.
 
@@ -208,6 +249,25 @@ def run_all(cases: tuple[Case, ...] = CASES) -> list[dict[str, Any]]:
     return [evaluate(c, cache) for c in cases]
 
 
+def run_checks(checks: tuple[Check, ...] = CHECKS) -> list[dict[str, Any]]:
+    """Each diagnostic command's figure with its row's compute/communication split.
+
+    Parameters
+    ----------
+    checks : tuple of Check
+        The diagnostics (default: all of :data:`CHECKS`).
+    """
+    out = []
+    for check in checks:
+        rows = [r for r in predict_json(check.argv)["rows"] if r["nodes"] == check.nodes]
+        row = rows[0]
+        out.append({"check": check.name, "question": check.question,
+                    "field": check.field, "value": float(row[check.field]),
+                    "iteration_s": row["iteration_s"], "compute_s": row["compute_s"],
+                    "comm_s": row["comm_s"], "exposed_comm_s": row["exposed_comm_s"],
+                    "command": command_line(check.argv)})
+    return out
+
 def _fmt(value: float, kind: str) -> str:
     if kind == "efficiency":
         return f"{value:.3f}"
@@ -253,7 +313,7 @@ def format_rows(rows: list[dict[str, Any]], markdown: bool = False) -> str:
     for r in rows:
         tol = f"{EFF_TOL_PP:g} pp" if r["unit"] == "pp" else f"{REL_TOL_PCT:g}%"
         body.append([r["case"], _fmt(r["published"], r["kind"]),
-                     _fmt(r["predicted"], r["kind"]), f"{r['error']:+.1f} {r['unit']}", tol,
+                     _fmt(r["predicted"], r["kind"]), f"{r['error']:+.2f} {r['unit']}", tol,
                      "within" if r["within"] else "MISS", f"{r['compute_s']:.3f}",
                      f"{r['comm_s']:.3f}", f"{r['exposed_comm_s']:.3f}",
                      f"{r['gap_s']:+.3f}"])
@@ -268,17 +328,23 @@ def format_rows(rows: list[dict[str, Any]], markdown: bool = False) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Print the table, the summary and every command that produced a prediction."""
+    """Print the table, the summary, the diagnostic checks and every command."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--markdown", action="store_true", help="a Markdown table")
     args = parser.parse_args(argv)
     rows = run_all()
     print(format_rows(rows, markdown=args.markdown))
-    print()
+    print("\ndiagnostic checks (no published value; not counted):")
+    for c in run_checks():
+        value = (f"{c['value']:.3f}" if c["field"] == "efficiency"
+                 else f"{c['value']:,.0f}/s")
+        print(f"  {c['check']}: {c['field']} {value} (iteration {c['iteration_s']:.3f} s: "
+              f"compute {c['compute_s']:.3f}, comm {c['comm_s']:.3f}, exposed "
+              f"{c['exposed_comm_s']:.3f}) -- {c['question']}\n    {c['command']}")
+    print("\ncommands:")
     for r in rows:
-        print(f"{r['case']}: {r['command']}")
+        print(f"  {r['case']}: {r['command']}")
     return 0 if all(math.isfinite(r["predicted"]) for r in rows) else 1
-
 
 if __name__ == "__main__":
     raise SystemExit(main())

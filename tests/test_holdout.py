@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from dlscale.perfmodel.config import load_cluster, load_workload
+from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.hardware import Cluster
 from dlscale.perfmodel.workload import Workload
 
@@ -99,3 +100,66 @@ def test_a_failing_command_names_itself():
     mod = _script()
     with pytest.raises(RuntimeError, match="dlscale predict no-such-cluster"):
         mod.predict_json(("no-such-cluster", "resnet50", "--nodes", "1"))
+
+
+# --- found by the trial: a new device written over a preset device -------------------
+
+P40 = """base = "p100-cluster"
+name = "p40-cluster"
+[node.device]
+name = "p40"
+kind = "gpu"
+cores = 30
+clock_GHz = 1.531
+peak_fp64_TFLOPS = 0.367
+peak_fp32_TFLOPS = 11.76
+peak_fp16_TFLOPS = 0.183
+memory_GB = 24
+memory_bandwidth_GBps = 346
+tdp_w = 250
+"""
+
+
+def test_new_device_over_a_preset_must_give_its_own_fraction(tmp_path):
+    """A P40 described over p100-cluster silently took the P100's solved fraction
+    (0.533) and the P100 datasheet as its source; now it is one clear error."""
+    path = tmp_path / "p40.toml"
+    path.write_text(P40)
+    with pytest.raises(ConfigError) as err:
+        load_cluster(str(path))
+    msg = str(err.value)
+    assert "cluster.node.device" in msg and "sustained_fraction" in msg
+    assert "'p40'" in msg and "'p100-pcie'" in msg and "0.533" in msg
+    assert "\n" not in msg
+
+
+def test_new_device_with_its_own_fraction_drops_the_base_source(tmp_path):
+    path = tmp_path / "p40.toml"
+    path.write_text(P40 + "sustained_fraction = 0.5\n")
+    device = load_cluster(str(path)).node.device
+    assert device.sustained_fraction == 0.5
+    assert "P100" not in device.source
+    assert device.sustained_fraction_fp16 == 0.0  # not the base's mixed-precision figure
+
+
+def test_same_device_variants_keep_the_fraction(tmp_path):
+    """Renaming a device without changing its compute (a memory variant), or changing
+    its peaks without renaming it (a what-if), keeps the base's fraction."""
+    mem = tmp_path / "mem.toml"
+    mem.write_text('base = "summit"\n[node.device]\nname = "v100-32gb"\nmemory_GB = 32\n')
+    assert load_cluster(str(mem)).node.device.sustained_fraction == pytest.approx(
+        load_cluster("summit").node.device.sustained_fraction)
+    fast = tmp_path / "fast.toml"
+    fast.write_text('base = "summit"\n[node.device]\npeak_fp32_TFLOPS = 20\n')
+    assert load_cluster(str(fast)).node.device.sustained_fraction == pytest.approx(
+        load_cluster("summit").node.device.sustained_fraction)
+
+
+def test_cli_reports_the_device_error_with_status_2(tmp_path, capsys):
+    from dlscale.cli import main
+
+    path = tmp_path / "p40.toml"
+    path.write_text(P40)
+    assert main(["predict", str(path), "resnet50", "--nodes", "1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "sustained_fraction" in err[0]

@@ -82,8 +82,9 @@ CASES: tuple[Case, ...] = (
     # Goyal et al. 2017 (arXiv 1706.02677), ResNet-50, 32 images per GPU, Caffe2 + Gloo.
     Case("goyal-256-resnet50", "resnet50 scaling efficiency, 256 GPUs vs 8 (1 server)",
          "efficiency", 0.90, "stated (~90%); also 29 h on 8 GPUs vs 1 h on 256: 29/32 = 0.906",
-         "Goyal et al. 2017 sec. 5.5 / Fig. 7 (~90% from 8 to 256 GPUs); 29 h -> 1 h: "
-         "NVIDIA developer news 'Facebook trains ImageNet in 1 hour' (Jun 2017)",
+         "Goyal et al. 2017 (~90% from 8 to 256 GPUs, as quoted by secondary summaries; "
+         "paper text not opened); 29 h -> 1 h: NVIDIA developer news 'Facebook trains "
+         "ImageNet in 1 hour' (Jun 2017)",
          BIG_BASIN, "efficiency", 32),
     Case("goyal-8-resnet50-rate", "resnet50 images/s, 8 GPUs (90 epochs in 29 h)",
          "throughput", 90 * IMAGENET_TRAIN / (29 * 3600),
@@ -92,7 +93,7 @@ CASES: tuple[Case, ...] = (
          BIG_BASIN, "samples_per_s", 1),
     Case("goyal-backward-p100", "backward pass, one P100, 32 images",
          "time", 0.120, "stated (120 ms)",
-         "Goyal et al. 2017 sec. 4 bandwidth estimate, as summarised by ai-papers.xuzou.cn "
+         "Goyal et al. 2017, the paper's bandwidth estimate, as summarised by ai-papers.xuzou.cn "
          "(imagenet_one_hour_2017); paper text not opened",
          BIG_BASIN, "backward_s", 1),
     # Akiba, Suzuki, Fukuda 2017 (arXiv 1711.04325): 90 epochs in 15 minutes, 1,024 P100.

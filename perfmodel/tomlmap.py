@@ -24,6 +24,7 @@ from typing import Any
 
 from . import units as u
 from .errors import ConfigError, closest
+from .hardware import Device
 
 __all__ = ["UNITS", "build", "resolve_key"]
 
@@ -215,6 +216,8 @@ def build(cls: type, table: Mapping[str, Any], where: str, *, base: Any = None,
                      else value * factor)
         values[name] = value
     if base is not None:
+        if cls is Device:
+            values = _rebased_device(base, values, where)
         return _checked(where, lambda: dataclasses.replace(base, **values))
     missing = [f.name for f in dataclasses.fields(cls)
                if f.init and f.name not in values
@@ -222,6 +225,51 @@ def build(cls: type, table: Mapping[str, Any], where: str, *, base: Any = None,
     if missing:
         raise ConfigError(f"{where}: missing required field(s): {', '.join(missing)}")
     return _checked(where, lambda: cls(**values))
+
+
+#: The figures that say which chip a device is: a file that renames a preset device and
+#: changes any of them describes another chip.
+_CHIP_FIELDS = ("kind", "cores", "clock_hz", "peak_fp64_flops", "peak_fp32_flops",
+                "peak_fp16_flops")
+
+
+def _rebased_device(base: Device, values: dict[str, Any], where: str) -> dict[str, Any]:
+    """A device table written over a preset device: what it may not carry over.
+
+    A table that renames the device and changes its chip figures (:data:`_CHIP_FIELDS`)
+    describes another chip: the base's sustained fractions were solved from a
+    measurement of the base device at its own peaks, and its source cites the base's
+    datasheet. Such a table must give ``sustained_fraction`` (one clear error
+    otherwise); the mixed-precision fraction falls back to it and the source is
+    cleared unless the table sets them. A rename alone (a memory variant) or changed
+    peaks under the same name (a what-if) keep everything else from the base.
+
+    Parameters
+    ----------
+    base : Device
+        The device the table is written over.
+    values : dict
+        The fields the table sets, already converted to SI.
+    where : str
+        Dotted path of the table, for the error message.
+
+    Returns
+    -------
+    dict
+        The fields to replace in ``base``.
+    """
+    name = values.get("name", base.name)
+    other_chip = name != base.name and any(
+        key in values and values[key] != getattr(base, key) for key in _CHIP_FIELDS)
+    if not other_chip:
+        return values
+    if "sustained_fraction" not in values:
+        raise ConfigError(
+            f"{where}: device {name!r} has other chip figures than its base {base.name!r}, "
+            f"whose sustained_fraction {base.sustained_fraction:.3f} was solved from a "
+            f"measurement of {base.name!r}; give sustained_fraction for {name!r} (from a "
+            f"measurement of it; `dlscale catalog devices` shows how each preset's was solved)")
+    return {"sustained_fraction_fp16": 0.0, "source": "", **values}
 
 
 def _checked(where: str, make: Callable[[], Any]) -> Any:

@@ -1,0 +1,165 @@
+"""The out-of-sample trial (``validation/holdout/``): its files load, its script runs.
+
+Not a test of the error sizes: those are the trial's result, reported in
+``validation/holdout/README.md``, and no figure here is compared with a published one.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+from dlscale.perfmodel.config import load_cluster, load_workload
+from dlscale.perfmodel.errors import ConfigError
+from dlscale.perfmodel.hardware import Cluster
+from dlscale.perfmodel.workload import Workload
+
+ROOT = Path(__file__).resolve().parents[1]
+HOLDOUT = ROOT / "validation" / "holdout"
+
+CLUSTER_FILES = ("uber-horovod-pascal.toml", "uber-horovod-pascal-tcp.toml",
+                 "big-basin-50gbe.toml", "mn1-p100-fdr.toml")
+WORKLOAD_FILES = ("resnet50-chainermn.toml", "vgg16-no-overlap.toml")
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("run_holdout", HOLDOUT / "run_holdout.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["run_holdout"] = module  # dataclasses look their module up by name
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_toml_is_classified():
+    assert sorted(p.name for p in HOLDOUT.glob("*.toml")) == sorted(
+        CLUSTER_FILES + WORKLOAD_FILES)
+
+
+@pytest.mark.parametrize("name", CLUSTER_FILES)
+def test_cluster_files_load(name):
+    cluster = load_cluster(str(HOLDOUT / name))
+    assert isinstance(cluster, Cluster)
+    assert cluster.name != cluster.node.name  # each file names its machine
+
+
+@pytest.mark.parametrize("name", WORKLOAD_FILES)
+def test_workload_files_load(name):
+    assert isinstance(load_workload(str(HOLDOUT / name)), Workload)
+
+
+def test_chainermn_runtime_is_one_buffer_ring():
+    """The MN-1 file's runtime table reaches the cluster: one packed buffer, ring only."""
+    runtime = load_cluster(str(HOLDOUT / "mn1-p100-fdr.toml")).runtime
+    assert runtime.name == "chainermn-pure-nccl"
+    assert runtime.algorithms == ("ring",)
+    assert runtime.fusion_cap_bytes == float("inf")
+    assert runtime.coordination == "none" and runtime.cycle_s == 0.0
+
+
+def test_every_case_has_a_source_and_existing_files():
+    cases = _script().CASES
+    assert len({c.name for c in cases}) == len(cases)
+    for case in cases:
+        assert case.source and case.basis and case.published > 0
+        assert case.kind in ("efficiency", "throughput", "time")
+        for arg in case.argv:
+            if arg.endswith(".toml"):
+                assert (ROOT / arg).is_file(), f"{case.name}: {arg} missing"
+
+
+def test_error_sign_and_tolerance():
+    mod = _script()
+    eff = mod.Case("e", "q", "efficiency", 0.80, "stated", "s", ("x",), "efficiency", 1)
+    assert mod.error(eff, 0.86)[0] == pytest.approx(6.0)
+    assert mod.error(eff, 0.86)[1:] == ("pp", False)
+    assert mod.error(eff, 0.76)[2] is True
+    rate = mod.Case("r", "q", "throughput", 100.0, "stated", "s", ("x",), "samples_per_s", 1)
+    assert mod.error(rate, 85.0) == (pytest.approx(-15.0), "%", True)
+    assert mod.error(rate, 120.0)[2] is False
+
+
+def test_one_case_end_to_end():
+    """The cheapest case runs through the real command and gives a complete row."""
+    mod = _script()
+    case = next(c for c in mod.CASES if c.name == "goyal-backward-p100")
+    rows = mod.run_all((case,))
+    row = rows[0]
+    assert row["command"].startswith("dlscale predict validation/holdout/big-basin-50gbe.toml")
+    assert 0 < row["predicted"] < row["iteration_s"]
+    assert row["compute_s"] >= row["predicted"]
+    text = mod.format_rows(rows)
+    assert "goyal-backward-p100" in text and "within tolerance:" in text
+    assert mod.format_rows(rows, markdown=True).startswith("| case |")
+
+
+def test_a_failing_command_names_itself():
+    mod = _script()
+    with pytest.raises(RuntimeError, match="dlscale predict no-such-cluster"):
+        mod.predict_json(("no-such-cluster", "resnet50", "--nodes", "1"))
+
+
+# --- found by the trial: a new device written over a preset device -------------------
+
+P40 = """base = "p100-cluster"
+name = "p40-cluster"
+[node.device]
+name = "p40"
+kind = "gpu"
+cores = 30
+clock_GHz = 1.531
+peak_fp64_TFLOPS = 0.367
+peak_fp32_TFLOPS = 11.76
+peak_fp16_TFLOPS = 0.183
+memory_GB = 24
+memory_bandwidth_GBps = 346
+tdp_w = 250
+"""
+
+
+def test_new_device_over_a_preset_must_give_its_own_fraction(tmp_path):
+    """A P40 described over p100-cluster silently took the P100's solved fraction
+    (0.533) and the P100 datasheet as its source; now it is one clear error."""
+    path = tmp_path / "p40.toml"
+    path.write_text(P40)
+    with pytest.raises(ConfigError) as err:
+        load_cluster(str(path))
+    msg = str(err.value)
+    assert "cluster.node.device" in msg and "sustained_fraction" in msg
+    assert "'p40'" in msg and "'p100-pcie'" in msg and "0.533" in msg
+    assert "\n" not in msg
+
+
+def test_new_device_with_its_own_fraction_drops_the_base_source(tmp_path):
+    path = tmp_path / "p40.toml"
+    path.write_text(P40 + "sustained_fraction = 0.5\n")
+    device = load_cluster(str(path)).node.device
+    assert device.sustained_fraction == 0.5
+    assert "P100" not in device.source
+    assert device.sustained_fraction_fp16 == 0.0  # not the base's mixed-precision figure
+
+
+def test_same_device_variants_keep_the_fraction(tmp_path):
+    """Renaming a device without changing its compute (a memory variant), or changing
+    its peaks without renaming it (a what-if), keeps the base's fraction."""
+    mem = tmp_path / "mem.toml"
+    mem.write_text('base = "summit"\n[node.device]\nname = "v100-32gb"\nmemory_GB = 32\n')
+    assert load_cluster(str(mem)).node.device.sustained_fraction == pytest.approx(
+        load_cluster("summit").node.device.sustained_fraction)
+    fast = tmp_path / "fast.toml"
+    fast.write_text('base = "summit"\n[node.device]\npeak_fp32_TFLOPS = 20\n')
+    assert load_cluster(str(fast)).node.device.sustained_fraction == pytest.approx(
+        load_cluster("summit").node.device.sustained_fraction)
+
+
+def test_cli_reports_the_device_error_with_status_2(tmp_path, capsys):
+    from dlscale.cli import main
+
+    path = tmp_path / "p40.toml"
+    path.write_text(P40)
+    assert main(["predict", str(path), "resnet50", "--nodes", "1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "sustained_fraction" in err[0]

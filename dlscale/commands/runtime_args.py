@@ -38,9 +38,24 @@ def apply_runtime(cluster: Cluster, name: str | None) -> Cluster:
 
 
 def collective_label(collective: str, cluster: Cluster) -> str:
-    """``"auto"`` named as whose choice it is: ``"auto (horovod-nccl's choice)"``."""
+    """``"auto"`` named as whose choice it is: ``"auto (horovod-nccl's choice)"``; an
+    algorithm the stack does not have is priced all the same, and said to be a what-if.
+
+    Examples
+    --------
+    >>> from dlscale.perfmodel.catalog import get_cluster
+    >>> collective_label("auto", get_cluster("summit"))
+    "auto (horovod-nccl's choice)"
+    >>> collective_label("ring", get_cluster("summit"))
+    'ring'
+    >>> collective_label("binomial-tree", get_cluster("summit"))
+    "binomial-tree (not one of horovod-nccl's algorithms: a what-if)"
+    """
+    rt = cluster.runtime
     if collective == "auto":
-        return f"auto ({cluster.runtime.name}'s choice)"
+        return f"auto ({rt.name}'s choice)"
+    if collective not in rt.algorithms:
+        return f"{collective} (not one of {rt.name}'s algorithms: a what-if)"
     return collective
 
 

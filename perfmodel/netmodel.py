@@ -45,13 +45,14 @@ from numpy.typing import ArrayLike
 
 from .errors import ConfigError, unknown_name
 from .hardware import Cluster
-from .netplan import CollectivePlan, plan_collective, plan_curve, shape_key
+from .netplan import CollectivePlan, packed_curve, plan_collective, plan_curve, shape_key
 from .pipelined_tree import dbt_segments, dbt_time_s
 from .schedules import ALGORITHMS, FLAT_ALLREDUCE
 from .stepcost import (
     device_links,
     latency_s,
     level_betas,
+    packed_time_s,
     path_hockney,
     path_load,
     plan_time_s,
@@ -268,11 +269,13 @@ def time_per_node_count(cluster: Cluster, collective: str, algorithm: str,
     nn = n[..., None]                                                       # (..., N, 1)
     step = step_s(cluster, lat, busy, curve.size, nn) + g[:, None] * nn * curve.recv
     out = (curve.repeat * step).sum(axis=-1)
-    # plans costed on their critical path (see .netplan) one node count at a time
-    for j, nd in enumerate(nodes):
-        if ranks[j] > 1:
-            plan = plan_collective(cluster.network.topology, nd, ranks_per_node, dev,
-                                   collective, algorithm, inter_algorithm)
-            if plan.flows is not None:
-                out[..., j] = plan_time_s(cluster, plan, n[..., j], float(g[j]))
+    # plans costed on their critical path (see .netplan): every node count's at once
+    packed, cols = packed_curve(shape_key(cluster.network.topology), nodes, ranks_per_node,
+                                dev, collective, algorithm, inter_algorithm)
+    if packed is not None:
+        idx = list(cols)
+        sub = n[..., idx].reshape(-1, len(idx))
+        rows, back = np.unique(sub, axis=0, return_inverse=True)   # buckets share sizes
+        priced = packed_time_s(cluster, packed, dev, rows, g[idx].copy())
+        out[..., idx] = priced[back.ravel()].reshape(n[..., idx].shape)
     return np.where(ranks > 1, out, 0.0)

@@ -37,9 +37,11 @@ import numpy as np
 
 from .hardware import Dragonfly, Topology
 from .linkload import StepLoad, step_load
+from .packedflows import PackedFlows, concat, pack_flows
 from .schedules import build_schedule, double_binary_tree_edges
 
-__all__ = ["CollectivePlan", "StepFlows", "plan_collective", "plan_curve", "shape_key"]
+__all__ = ["CollectivePlan", "StepFlows", "packed_curve", "plan_collective", "plan_curve",
+           "shape_key"]
 
 
 @dataclass(frozen=True)
@@ -135,6 +137,9 @@ class CollectivePlan:
     flows : tuple of StepFlows or None
         Each step's messages with their own loads, for a schedule costed on its
         critical path (see the module docstring); None: the sum of the steps.
+    packed : PackedFlows or None
+        ``flows`` packed for the compiled walk (:mod:`.packedflows`; set from
+        ``flows``, not an argument).
     """
 
     levels: tuple[str, ...]
@@ -152,6 +157,11 @@ class CollectivePlan:
     #: :func:`.stepcost.critical_path_s`); not copied by ``dataclasses.replace``
     priced: dict[tuple[object, ...], np.ndarray] = field(default_factory=dict, init=False,
                                                          compare=False, repr=False)
+    packed: PackedFlows | None = field(default=None, init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.flows is not None:
+            object.__setattr__(self, "packed", pack_flows(self.flows, self.levels))
 
 
 def shape_key(topology: Topology) -> Topology:
@@ -298,3 +308,35 @@ def plan_curve(topology: Topology, nodes: tuple[int, ...], ranks_per_node: int,
             size[j, :k] = pl.size
     return CollectivePlan(levels, load, repeat, inter, hops, recv, device_links,
                           ranks=np.array(nodes) * ranks_per_node, size=size)
+
+
+@lru_cache(maxsize=1024)
+def packed_curve(topology: Topology, nodes: tuple[int, ...], ranks_per_node: int,
+                 device_links: bool, collective: str, algorithm: str,
+                 inter_algorithm: str) -> tuple[PackedFlows | None, tuple[int, ...]]:
+    """The plans of a curve's node counts that are costed on their critical path,
+    packed one after another (cached), and the positions of those node counts in
+    ``nodes``; ``(None, ())`` where there are none.
+
+    Parameters
+    ----------
+    topology : Topology
+        The network's topology (its link speeds are ignored).
+    nodes : tuple of int
+        The node counts.
+    ranks_per_node : int
+        Ranks per node, placed block-wise.
+    device_links : bool
+        Ranks sit behind a device link.
+    collective, algorithm, inter_algorithm : str
+        As in :func:`plan_collective`.
+    """
+    packs, cols = [], []
+    for j, nd in enumerate(nodes):
+        if nd * ranks_per_node > 1:
+            pl = plan_collective(topology, nd, ranks_per_node, device_links, collective,
+                                 algorithm, inter_algorithm)
+            if pl.packed is not None:
+                packs.append(pl.packed)
+                cols.append(j)
+    return (concat(packs) if packs else None), tuple(cols)

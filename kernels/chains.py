@@ -21,8 +21,9 @@ Two pairs exchange in step 1 (the pair (2, 3) is slow); in step 2 ranks 1 and 2:
 
 >>> import numpy as np
 >>> i = lambda *v: np.array(v, dtype=np.int64)
->>> steps = ChainSteps(i(4), i(0, 2), i(0, 4, 6), i(0, 2), i(-1, -1), i(0, 1, 2, 3, 1, 2),
-...                    i(1, 0, 3, 2, 2, 1), i(0, 0, 1, 1, 0, 0), np.zeros(0), 3)
+>>> m = lambda *v: np.array(v, dtype=np.int32)
+>>> steps = ChainSteps(i(4), i(0, 2), i(0, 4, 6), i(0, 2), i(-1, -1), m(0, 1, 2, 3, 1, 2),
+...                    m(1, 0, 3, 2, 2, 1), m(0, 0, 1, 1, 0, 0), np.zeros(0), 3)
 >>> longest_chains(steps, np.array([[1.0, 5.0, 1.0]]), np.zeros((1, 1))).tolist()
 [[6.0]]
 """
@@ -37,6 +38,7 @@ from numba import njit
 __all__ = ["ChainSteps", "longest_chains"]
 
 _INT = np.dtype(np.int64)
+_INDEX = np.dtype(np.int32)      # per message: 12 bytes, not 24, read once per walk
 _FLOAT = np.dtype(np.float64)
 
 
@@ -71,7 +73,7 @@ class ChainSteps:
         Column of ``cost`` of each step's class 0.
     step_recv : ndarray of int64, shape (S,)
         Offset in ``recv`` of each step's per-rank reductions; negative: none.
-    src, dst, cls : ndarray of int64, shape (M,)
+    src, dst, cls : ndarray of int32, shape (M,)
         Each message's ranks (within its plan) and class (within its step).
     recv : ndarray of float64, shape (R,)
         Reduction units of each rank in the steps that reduce.
@@ -93,8 +95,8 @@ class ChainSteps:
     def __post_init__(self) -> None:
         for nm in ("plan_ranks", "plan_steps", "step_msgs", "step_cost", "step_recv", "src",
                    "dst", "cls", "recv"):
-            object.__setattr__(self, nm, _check(nm, getattr(self, nm),
-                                                _FLOAT if nm == "recv" else _INT, 1))
+            dtype = _FLOAT if nm == "recv" else _INDEX if nm in ("src", "dst", "cls") else _INT
+            object.__setattr__(self, nm, _check(nm, getattr(self, nm), dtype, 1))
         J, S, M = len(self.plan_ranks), len(self.step_cost), len(self.src)
         if (len(self.plan_steps), len(self.step_msgs), len(self.step_recv), len(self.dst),
                 len(self.cls)) != (J + 1, S + 1, S, M, M):

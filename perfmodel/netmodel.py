@@ -46,7 +46,7 @@ from numpy.typing import ArrayLike
 from .errors import ConfigError, unknown_name
 from .hardware import Cluster
 from .netplan import CollectivePlan, packed_curve, plan_collective, plan_curve, shape_key
-from .pipelined_tree import dbt_segments, dbt_time_s
+from .pipelined_tree import dbt_curve_time_s, dbt_segments, dbt_time_s
 from .schedules import ALGORITHMS, FLAT_ALLREDUCE
 from .stepcost import (
     device_links,
@@ -211,6 +211,55 @@ def limiting_level(cluster: Cluster, collective: str, algorithm: str, nodes: int
     return plan.levels[int(share.argmax())]
 
 
+def _critical_paths(cluster: Cluster, dev: bool, nodes: tuple[int, ...], ranks_per_node: int,
+                    collective: str, algorithm: str, inter_algorithm: str, n: np.ndarray,
+                    g: np.ndarray, out: np.ndarray) -> None:
+    """Write into ``out[..., j]`` the critical path of each node count whose plan keeps
+    its flows: all in one compiled walk over one packing of the distinct node counts
+    (a curve and the same curve after its one-node baseline share it and its memo); a
+    node count listed again is one more block of rows (identical rows priced once)."""
+    distinct = tuple(sorted({nd for nd in nodes if nd * ranks_per_node > 1}))
+    packed, cols = packed_curve(shape_key(cluster.network.topology), distinct,
+                                ranks_per_node, dev, collective, algorithm, inter_algorithm)
+    if packed is None:
+        return
+    plan_of = {distinct[c]: i for i, c in enumerate(cols)}
+    layers: list[list[tuple[int, int]]] = []
+    seen: dict[int, int] = {}
+    for j, nd in enumerate(nodes):
+        if nd in plan_of:
+            k = seen[nd] = seen.get(nd, -1) + 1
+            if k == len(layers):
+                layers.append([])
+            layers[k].append((j, plan_of[nd]))
+    lead, J = n.shape[:-1], len(cols)
+    sizes, gammas = np.zeros((*lead, J)), np.zeros((*lead, J))
+    for j, i in layers[0]:
+        sizes[..., i], gammas[..., i] = n[..., j], g[j]
+    blocks = [(sizes, gammas)]
+    for layer in layers[1:]:
+        sz, gm = sizes.copy(), gammas.copy()
+        for j, i in layer:
+            sz[..., i], gm[..., i] = n[..., j], g[j]
+        blocks.append((sz, gm))
+    both = np.concatenate([np.concatenate([sz, gm], axis=-1).reshape(-1, 2 * J)
+                           for sz, gm in blocks])
+    first: dict[bytes, int] = {}                                 # buckets share sizes
+    pick: list[int] = []
+    back = np.empty(len(both), dtype=np.int64)
+    for r, row in enumerate(both):
+        k = first.setdefault(row.tobytes(), len(pick))
+        if k == len(pick):
+            pick.append(r)
+        back[r] = k
+    rows = both[pick]
+    priced = packed_time_s(cluster, packed, dev, rows[:, :J].copy(), rows[:, J:].copy())
+    per_block = priced[back].reshape((len(blocks), *lead, J))
+    for k, layer in enumerate(layers):
+        for j, i in layer:
+            out[..., j] = per_block[k][..., i]
+
+
 def time_per_node_count(cluster: Cluster, collective: str, algorithm: str,
                         n_bytes: ArrayLike, nodes: ArrayLike, ranks_per_node: int,
                         gamma_s_per_B: float | np.ndarray = 0.0,
@@ -252,7 +301,7 @@ def time_per_node_count(cluster: Cluster, collective: str, algorithm: str,
     _check_names(collective, algorithm, inter_algorithm)
     if np.any(~np.isfinite(n)) or np.any(n < 0):
         raise ConfigError(f"n_bytes: must be finite and >= 0, got {n_bytes!r}")
-    for nd in set(nodes):
+    for nd in sorted({min(nodes), max(nodes)}) if nodes else ():
         cluster.check_nodes(nd)
     dev = device_links(cluster, ranks_per_node)
     curve = plan_curve(shape_key(cluster.network.topology), nodes, ranks_per_node, dev,
@@ -260,9 +309,10 @@ def time_per_node_count(cluster: Cluster, collective: str, algorithm: str,
     ranks = np.asarray(curve.ranks)
     if collective == "allreduce" and algorithm == "double-binary-tree":
         out = np.zeros(n.shape)
-        for j, nd in enumerate(nodes):
-            if ranks[j] > 1:
-                out[..., j] = dbt_time_s(cluster, nd, ranks_per_node, n[..., j], float(g[j]))
+        idx = np.flatnonzero(ranks > 1)
+        if len(idx):
+            out[..., idx] = dbt_curve_time_s(cluster, tuple(nodes[j] for j in idx),
+                                             ranks_per_node, n[..., idx], g[idx])
         return out
     lat = latency_s(cluster, dev, curve.inter, curve.hops)                  # (N, S)
     busy = (curve.load * level_betas(cluster, curve.levels)).max(axis=-1, initial=0.0)
@@ -270,12 +320,6 @@ def time_per_node_count(cluster: Cluster, collective: str, algorithm: str,
     step = step_s(cluster, lat, busy, curve.size, nn) + g[:, None] * nn * curve.recv
     out = (curve.repeat * step).sum(axis=-1)
     # plans costed on their critical path (see .netplan): every node count's at once
-    packed, cols = packed_curve(shape_key(cluster.network.topology), nodes, ranks_per_node,
-                                dev, collective, algorithm, inter_algorithm)
-    if packed is not None:
-        idx = list(cols)
-        sub = n[..., idx].reshape(-1, len(idx))
-        rows, back = np.unique(sub, axis=0, return_inverse=True)   # buckets share sizes
-        priced = packed_time_s(cluster, packed, dev, rows, g[idx].copy())
-        out[..., idx] = priced[back.ravel()].reshape(n[..., idx].shape)
+    _critical_paths(cluster, dev, nodes, ranks_per_node, collective, algorithm,
+                    inter_algorithm, n, g, out)
     return np.where(ranks > 1, out, 0.0)

@@ -103,8 +103,8 @@ def pack_flows(flows: Sequence[StepFlows], levels: tuple[str, ...]) -> PackedFlo
     steps = ChainSteps(
         np.array([p], dtype=np.int64), np.array([0, len(flows)], dtype=np.int64),
         msgs.astype(np.int64), classes[:-1].astype(np.int64), np.array(step_recv, np.int64),
-        _cat([st.src for st in flows], np.int64), _cat([st.dst for st in flows], np.int64),
-        _cat([st.cls for st in flows], np.int64), _cat(recv, np.float64), int(classes[-1]))
+        _cat([st.src for st in flows], np.int32), _cat([st.dst for st in flows], np.int32),
+        _cat([st.cls for st in flows], np.int32), _cat(recv, np.float64), int(classes[-1]))
     sizes = np.repeat([float(st.size) for st in flows], [len(st.moves) for st in flows])
     return PackedFlows(steps, levels, np.concatenate([st.load for st in flows]).reshape(
         -1, len(levels)), _cat([st.inter for st in flows], np.bool_),
@@ -148,8 +148,8 @@ def concat(packs: Sequence[PackedFlows]) -> PackedFlows:
         _cat([s.step_cost + o for s, o in zip(st, n_cls, strict=False)], np.int64),
         _cat([np.where(s.step_recv >= 0, s.step_recv + o, -1)
               for s, o in zip(st, n_recv, strict=False)], np.int64),
-        _cat([s.src for s in st], np.int64), _cat([s.dst for s in st], np.int64),
-        _cat([s.cls for s in st], np.int64), _cat([s.recv for s in st], np.float64),
+        _cat([s.src for s in st], np.int32), _cat([s.dst for s in st], np.int32),
+        _cat([s.cls for s in st], np.int32), _cat([s.recv for s in st], np.float64),
         int(n_cls[-1]))
     return PackedFlows(steps, levels, load, _cat([pk.inter for pk in packs], np.bool_),
                        _cat([pk.hops for pk in packs], np.int64),

@@ -176,7 +176,7 @@ def critical_path_s(cluster: Cluster, plan: CollectivePlan, n: ArrayLike,
     nn = np.asarray(n, dtype=float)
     sizes, back = np.unique(nn, return_inverse=True)    # layers often share a size
     hit = packed_time_s(cluster, plan.packed, plan.device_links, sizes.reshape(-1, 1),
-                        np.array([float(gamma_s_per_B)]), plan.priced)
+                        np.full((len(sizes), 1), float(gamma_s_per_B)), plan.priced)
     return np.asarray(hit[back.ravel(), 0].reshape(nn.shape))
 
 
@@ -199,8 +199,8 @@ def packed_time_s(cluster: Cluster, packed: PackedFlows, device_links: bool, n: 
         Ranks sit behind a device link.
     n : ndarray, shape (B, J)
         Vector sizes in bytes: row ``b`` prices plan ``j`` at ``n[b, j]``.
-    gamma_s_per_B : ndarray, shape (J,)
-        Reduction cost per byte of each plan.
+    gamma_s_per_B : ndarray, shape (B, J)
+        Reduction cost per byte, per row and plan.
     memo : dict, optional
         Priced answers by machine figures and sizes (default ``packed.priced``): a
         repeated question (a sweep that changes the model, not the network) is
@@ -213,22 +213,48 @@ def packed_time_s(cluster: Cluster, packed: PackedFlows, device_links: bool, n: 
     """
     memo = packed.priced if memo is None else memo
     betas = level_betas(cluster, packed.levels)
-    # every machine figure the pricing reads, and the sizes
+    both = np.concatenate([n, gamma_s_per_B], axis=1)
+    # every machine figure the pricing reads, and the sizes and reduction costs
     key = (betas.tobytes(), cluster.node.intra_link.latency_s, cluster.node.nic.latency_s,
            cluster.network.hop_latency_s, cluster.network.message_factors, device_links,
-           n.shape, n.tobytes(), gamma_s_per_B.tobytes())
+           n.shape, both.tobytes())
     hit = memo.get(key)
     if hit is None:
-        busy = (packed.load * betas).max(axis=1, initial=0.0)
-        lat = latency_s(cluster, device_links, packed.inter, packed.hops)
-        nn = n[:, packed.plan]
-        cost = np.where(packed.moves, step_s(cluster, lat, busy, packed.size, nn), 0.0)
-        hit = longest_chains(packed.steps, np.ascontiguousarray(cost, dtype=float),
-                             np.ascontiguousarray(gamma_s_per_B * n, dtype=float))
+        # rows priced before on this machine (the largest bucket after all buckets)
+        known = _known_rows(memo, key)
+        found = [known.get(row.tobytes()) for row in both]
+        todo = [i for i, r in enumerate(found) if r is None]
+        hit = np.zeros(n.shape)
+        for i, r in enumerate(found):
+            if r is not None:
+                hit[i] = r
+        if todo:
+            m = n[todo]
+            busy = (packed.load * betas).max(axis=1, initial=0.0)
+            lat = latency_s(cluster, device_links, packed.inter, packed.hops)
+            cost = np.where(packed.moves, step_s(cluster, lat, busy, packed.size,
+                                                 m[:, packed.plan]), 0.0)
+            hit[todo] = longest_chains(packed.steps, np.ascontiguousarray(cost, dtype=float),
+                                       np.ascontiguousarray(gamma_s_per_B[todo] * m,
+                                                            dtype=float))
         if len(memo) >= PRICED_PER_PLAN:
             memo.pop(next(iter(memo)))
         memo[key] = hit
     return hit
+
+
+def _known_rows(memo: dict[tuple[object, ...], np.ndarray],
+                key: tuple[object, ...]) -> dict[bytes, np.ndarray]:
+    """Answers in ``memo`` for the machine of ``key``, by the bytes of their row of
+    sizes and reduction costs."""
+    out: dict[bytes, np.ndarray] = {}
+    for k, v in memo.items():
+        shape, rows = k[-2], k[-1]
+        if k[:-2] == key[:-2] and isinstance(rows, bytes) and isinstance(shape, tuple):
+            width = len(rows) // max(int(shape[0]), 1)
+            for i in range(int(shape[0])):
+                out[rows[i * width:(i + 1) * width]] = v[i]
+    return out
 
 
 def walk_s(cluster: Cluster, plan: CollectivePlan, n: ArrayLike,

@@ -12,14 +12,14 @@ import dataclasses
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from dlscale.kernels.chains import ChainSteps, longest_chains
 from dlscale.perfmodel.catalog import get_cluster
 from dlscale.perfmodel.hardware import Crossbar, FatTree, Torus
 from dlscale.perfmodel.msgfactors import MESSAGE_FACTORS
-from dlscale.perfmodel.netmodel import time_per_node_count
+from dlscale.perfmodel.netmodel import collective_time_s, time_per_node_count
 from dlscale.perfmodel.netplan import plan_collective
 from dlscale.perfmodel.stepcost import critical_path_s, device_links, walk_s
 
@@ -69,13 +69,11 @@ def test_the_compiled_walk_equals_the_numpy_walk(name, schedule, nodes, rpn, fac
     cluster = _machine(name, rng, factors)
     nodes = min(nodes, cluster.max_nodes)
     collective, algorithm, inter = schedule
-    if nodes * rpn < 2:
-        return
+    assume(nodes * rpn >= 2)
     dev = device_links(cluster, rpn)
     plan = plan_collective(cluster.network.topology, nodes, rpn, dev, collective, algorithm,
                            inter)
-    if plan.flows is None:
-        return
+    assume(plan.flows is not None)
     sizes = np.concatenate([[0.0], 10 ** rng.uniform(0, 9, 4)])
     gamma = float(rng.choice([0.0, rng.uniform(1e-12, 1e-9)]))
     fresh = dataclasses.replace(plan)                       # no memo: priced here
@@ -91,24 +89,60 @@ def test_a_curve_priced_at_once_equals_each_node_count_walked(name, algorithm):
     nodes = [n for n in (1, 2, 3, 5, 12, 36) if n <= cluster.max_nodes]
     sizes = np.array([[8.0], [3e5], [3e5], [1e8]])      # two buckets of one size
     gamma = rng.uniform(1e-12, 1e-10, len(nodes))
-    got = time_per_node_count(cluster, "allreduce", algorithm, sizes, nodes, 4, gamma)
-    dev = device_links(cluster, 4)
+    got = time_per_node_count(cluster, "allreduce", algorithm, sizes, nodes, 3, gamma)
+    dev = device_links(cluster, 3)
+    walked = 0
     for j, nd in enumerate(nodes):
-        plan = plan_collective(cluster.network.topology, nd, 4, dev, "allreduce", algorithm)
+        plan = plan_collective(cluster.network.topology, nd, 3, dev, "allreduce", algorithm)
         if plan.flows is not None:
             np.testing.assert_array_equal(got[:, j], walk_s(cluster, plan, sizes[:, 0],
                                                             float(gamma[j])))
+            walked += 1
+    assert walked >= 3
+
+
+def test_node_counts_listed_twice_keep_their_own_sizes_and_reduction_costs():
+    # the baseline's one node is listed again in predict; here each copy has its own
+    cluster = _machine("torus", np.random.default_rng(5), factors=True)
+    nodes = [3, 5, 3, 12, 5, 1]
+    sizes = np.array([[1e3, 2e6, 5e7, 8.0, 2e6, 4e4], [3e8, 3e8, 3e8, 3e8, 3e8, 3e8]])
+    gamma = np.array([1e-11, 2e-11, 3e-11, 1e-11, 2e-11, 0.0])
+    got = time_per_node_count(cluster, "allreduce", "binomial-tree", sizes, nodes, 3, gamma)
+    dev = device_links(cluster, 3)
+    walked = 0
+    for j, nd in enumerate(nodes):
+        plan = plan_collective(cluster.network.topology, nd, 3, dev, "allreduce",
+                               "binomial-tree")
+        if plan.flows is not None:
+            np.testing.assert_array_equal(got[:, j], walk_s(cluster, plan, sizes[:, j],
+                                                            float(gamma[j])))
+            walked += 1
+    assert walked == 5           # all but one node, both copies of 3 and of 5
+
+
+@pytest.mark.parametrize("name", sorted(MACHINES))
+def test_the_pipelined_tree_of_a_curve_equals_each_node_count_alone(name):
+    cluster = _machine(name, np.random.default_rng(len(name)), factors=name == "torus")
+    nodes = [n for n in (1, 2, 3, 5, 12, 36) if n <= cluster.max_nodes]
+    sizes = np.array([[8.0], [3e4], [1e8]])          # short pipelines and full ones
+    got = time_per_node_count(cluster, "allreduce", "double-binary-tree", sizes, nodes, 3,
+                              1e-11)
+    for j, nd in enumerate(nodes):
+        one = collective_time_s(cluster, "allreduce", "double-binary-tree", sizes[:, 0], nd, 3,
+                                1e-11)
+        np.testing.assert_array_equal(got[:, j], one)
 
 
 def test_the_kernel_checks_its_packing_before_any_work():
     i = lambda *v: np.array(v, dtype=np.int64)   # noqa: E731
+    m = lambda *v: np.array(v, dtype=np.int32)   # noqa: E731
     with pytest.raises(ValueError, match="src, dst"):
-        ChainSteps(i(2), i(0, 1), i(0, 1), i(0), i(-1), i(0), i(2), i(0), np.zeros(0), 1)
+        ChainSteps(i(2), i(0, 1), i(0, 1), i(0), i(-1), m(0), m(2), m(0), np.zeros(0), 1)
     with pytest.raises(ValueError, match="step_msgs"):
-        ChainSteps(i(2), i(0, 1), i(0, 2), i(0), i(-1), i(0), i(1), i(0), np.zeros(0), 1)
+        ChainSteps(i(2), i(0, 1), i(0, 2), i(0), i(-1), m(0), m(1), m(0), np.zeros(0), 1)
     with pytest.raises(TypeError, match="recv"):
-        ChainSteps(i(2), i(0, 1), i(0, 1), i(0), i(-1), i(0), i(1), i(0), [], 1)
-    steps = ChainSteps(i(2), i(0, 1), i(0, 1), i(0), i(-1), i(0), i(1), i(0), np.zeros(0), 1)
+        ChainSteps(i(2), i(0, 1), i(0, 1), i(0), i(-1), m(0), m(1), m(0), [], 1)
+    steps = ChainSteps(i(2), i(0, 1), i(0, 1), i(0), i(-1), m(0), m(1), m(0), np.zeros(0), 1)
     with pytest.raises(ValueError, match="cost, scale"):
         longest_chains(steps, np.ones((1, 2)), np.zeros((1, 1)))
     assert longest_chains(steps, np.array([[2.5]]), np.zeros((1, 1))).tolist() == [[2.5]]

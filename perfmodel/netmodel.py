@@ -60,7 +60,8 @@ from .stepcost import (
 )
 
 __all__ = ["CollectivePlan", "collective_time_s", "dbt_segments", "limiting_level",
-           "path_hockney", "path_load", "plan_collective", "time_per_node_count"]
+           "limiting_levels", "path_hockney", "path_load", "plan_collective",
+           "time_per_node_count"]
 
 
 
@@ -209,6 +210,77 @@ def limiting_level(cluster: Cluster, collective: str, algorithm: str, nodes: int
     weight = per.max(axis=1) * (plan.repeat if not plan.dbt_depth else 1.0)
     share = np.bincount(arg, weights=weight, minlength=len(plan.levels))
     return plan.levels[int(share.argmax())]
+
+
+def limiting_levels(cluster: Cluster, collective: str, algorithms: Sequence[str],
+                    nodes: ArrayLike, ranks_per_node: int,
+                    inter_algorithm: str = "ring") -> list[str]:
+    """:func:`limiting_level` at each node count, by its own algorithm (the same
+    answers; each algorithm's node counts in one pass); ``""`` where the algorithm is
+    ``""``.
+
+    Parameters
+    ----------
+    cluster : Cluster
+        The machine.
+    collective : str
+        The collective.
+    algorithms : sequence of str
+        The algorithm at each node count (``""``: none).
+    nodes : array_like of int
+        Node counts.
+    ranks_per_node : int
+        Ranks per node, placed block-wise.
+    inter_algorithm : str
+        Flat algorithm among node leaders for ``hierarchical``.
+
+    Examples
+    --------
+    >>> from dlscale.perfmodel.catalog import get_cluster
+    >>> limiting_levels(get_cluster("summit"), "allreduce", ["ring", "ring", ""], [1, 64, 2], 6)
+    ['intra', 'host', '']
+    """
+    counts = [int(x) for x in np.atleast_1d(nodes)]
+    out = [""] * len(counts)
+    for alg in sorted(set(algorithms) - {""}):
+        idx = [i for i, a in enumerate(algorithms) if a == alg]
+        got = _levels(cluster, collective, alg, tuple(counts[i] for i in idx), ranks_per_node,
+                      inter_algorithm)
+        for i, level in zip(idx, got, strict=True):
+            out[i] = level
+    return out
+
+
+def _levels(cluster: Cluster, collective: str, algorithm: str, nodes: tuple[int, ...],
+            ranks_per_node: int, inter_algorithm: str) -> list[str]:
+    out = ["latency"] * len(nodes)
+    multi = tuple(sorted({nd for nd in nodes if nd * ranks_per_node > 1}))
+    if not multi:
+        return out
+    dev = device_links(cluster, ranks_per_node)
+    curve = plan_curve(shape_key(cluster.network.topology), multi, ranks_per_node, dev,
+                       collective, algorithm, inter_algorithm)
+    if not curve.levels:
+        return out
+    # a level a node count's plan lacks is never its answer (as in limiting_level,
+    # whose arrays hold only the plan's levels); padded steps weigh 0
+    own = np.zeros((len(multi), len(curve.levels)), dtype=bool)
+    for i, nd in enumerate(multi):
+        pl = plan_collective(cluster.network.topology, nd, ranks_per_node, dev, collective,
+                             algorithm, inter_algorithm)
+        own[i, [curve.levels.index(lvl) for lvl in pl.levels]] = True
+    per = np.where(own[:, None, :], curve.load * level_betas(cluster, curve.levels), -1.0)
+    arg = per.argmax(axis=-1)                                              # (N, S)
+    dbt = collective == "allreduce" and algorithm == "double-binary-tree"
+    weight = np.where(curve.repeat > 0, per.max(axis=-1) * (curve.repeat if not dbt else 1.0),
+                      0.0)
+    share = np.zeros((len(multi), len(curve.levels)))
+    for s in range(arg.shape[1]):                   # step by step, as bincount adds
+        np.add.at(share, (np.arange(len(multi)), arg[:, s]), weight[:, s])
+    best = np.where(own, share, -1.0).argmax(axis=-1)
+    answer = {nd: curve.levels[int(b)] if own[i].any() else "latency"
+              for i, (nd, b) in enumerate(zip(multi, best, strict=True))}
+    return [answer.get(nd, "latency") for nd in nodes]
 
 
 def _critical_paths(cluster: Cluster, dev: bool, nodes: tuple[int, ...], ranks_per_node: int,

@@ -37,11 +37,17 @@ import numpy as np
 
 from .hardware import Dragonfly, Topology
 from .linkload import StepLoad, step_load
-from .packedflows import PackedFlows, concat, pack_flows
+from .packedflows import PackedFlows, pack_flows
 from .schedules import build_schedule, double_binary_tree_edges
 
-__all__ = ["CollectivePlan", "StepFlows", "packed_curve", "plan_collective", "plan_curve",
-           "shape_key"]
+#: Packed curves kept (:func:`packed_curve`): one holds every message of its plans
+#: (the bench's Summit curve of 1-256 nodes by Rabenseifner: 2.9 M messages, 53 MB,
+#: less than its plans' own flows in the plan cache); a predict call uses one to three
+#: per algorithm it costs, so a sweep over a few workloads keeps its curves.
+PACKED_CURVES = 64
+
+__all__ = ["PACKED_CURVES", "CollectivePlan", "StepFlows", "packed_curve", "plan_collective",
+           "plan_curve", "shape_key"]
 
 
 @dataclass(frozen=True)
@@ -137,9 +143,6 @@ class CollectivePlan:
     flows : tuple of StepFlows or None
         Each step's messages with their own loads, for a schedule costed on its
         critical path (see the module docstring); None: the sum of the steps.
-    packed : PackedFlows or None
-        ``flows`` packed for the compiled walk (:mod:`.packedflows`; set from
-        ``flows``, not an argument).
     """
 
     levels: tuple[str, ...]
@@ -157,11 +160,19 @@ class CollectivePlan:
     #: :func:`.stepcost.critical_path_s`); not copied by ``dataclasses.replace``
     priced: dict[tuple[object, ...], np.ndarray] = field(default_factory=dict, init=False,
                                                          compare=False, repr=False)
-    packed: PackedFlows | None = field(default=None, init=False, compare=False, repr=False)
+    #: ``flows`` packed for the compiled walk, once asked for (:meth:`packed`)
+    packing: list[PackedFlows] = field(default_factory=list, init=False, compare=False,
+                                       repr=False)
 
-    def __post_init__(self) -> None:
-        if self.flows is not None:
-            object.__setattr__(self, "packed", pack_flows(self.flows, self.levels))
+    def packed(self) -> PackedFlows | None:
+        """``flows`` packed for the compiled walk (:mod:`.packedflows`; built on first
+        use and kept; None without flows). The plans of a curve are packed together
+        instead (:func:`packed_curve`), not one by one."""
+        if self.flows is None:
+            return None
+        if not self.packing:
+            self.packing.append(pack_flows([(self.flows, self.levels)]))
+        return self.packing[0]
 
 
 def shape_key(topology: Topology) -> Topology:
@@ -310,7 +321,7 @@ def plan_curve(topology: Topology, nodes: tuple[int, ...], ranks_per_node: int,
                           ranks=np.array(nodes) * ranks_per_node, size=size)
 
 
-@lru_cache(maxsize=1024)
+@lru_cache(maxsize=PACKED_CURVES)
 def packed_curve(topology: Topology, nodes: tuple[int, ...], ranks_per_node: int,
                  device_links: bool, collective: str, algorithm: str,
                  inter_algorithm: str) -> tuple[PackedFlows | None, tuple[int, ...]]:
@@ -331,12 +342,13 @@ def packed_curve(topology: Topology, nodes: tuple[int, ...], ranks_per_node: int
     collective, algorithm, inter_algorithm : str
         As in :func:`plan_collective`.
     """
-    packs, cols = [], []
+    packs: list[tuple[tuple[StepFlows, ...], tuple[str, ...]]] = []
+    cols: list[int] = []
     for j, nd in enumerate(nodes):
         if nd * ranks_per_node > 1:
             pl = plan_collective(topology, nd, ranks_per_node, device_links, collective,
                                  algorithm, inter_algorithm)
-            if pl.packed is not None:
-                packs.append(pl.packed)
+            if pl.flows is not None:
+                packs.append((pl.flows, pl.levels))
                 cols.append(j)
-    return (concat(packs) if packs else None), tuple(cols)
+    return (pack_flows(packs) if packs else None), tuple(cols)

@@ -172,10 +172,11 @@ def critical_path_s(cluster: Cluster, plan: CollectivePlan, n: ArrayLike,
     ndarray
         Seconds, the shape of ``n``.
     """
-    assert plan.packed is not None
+    packed = plan.packed()
+    assert packed is not None
     nn = np.asarray(n, dtype=float)
     sizes, back = np.unique(nn, return_inverse=True)    # layers often share a size
-    hit = packed_time_s(cluster, plan.packed, plan.device_links, sizes.reshape(-1, 1),
+    hit = packed_time_s(cluster, packed, plan.device_links, sizes.reshape(-1, 1),
                         np.full((len(sizes), 1), float(gamma_s_per_B)), plan.priced)
     return np.asarray(hit[back.ravel(), 0].reshape(nn.shape))
 

@@ -19,8 +19,14 @@ from dlscale.kernels.chains import ChainSteps, longest_chains
 from dlscale.perfmodel.catalog import get_cluster
 from dlscale.perfmodel.hardware import Crossbar, FatTree, Torus
 from dlscale.perfmodel.msgfactors import MESSAGE_FACTORS
-from dlscale.perfmodel.netmodel import collective_time_s, time_per_node_count
+from dlscale.perfmodel.netmodel import (
+    collective_time_s,
+    limiting_level,
+    limiting_levels,
+    time_per_node_count,
+)
 from dlscale.perfmodel.netplan import plan_collective
+from dlscale.perfmodel.schedules import ALGORITHMS
 from dlscale.perfmodel.stepcost import critical_path_s, device_links, walk_s
 
 SUMMIT = get_cluster("summit")
@@ -131,6 +137,21 @@ def test_the_pipelined_tree_of_a_curve_equals_each_node_count_alone(name):
         one = collective_time_s(cluster, "allreduce", "double-binary-tree", sizes[:, 0], nd, 3,
                                 1e-11)
         np.testing.assert_array_equal(got[:, j], one)
+
+
+@pytest.mark.parametrize("name", sorted(MACHINES))
+def test_limiting_levels_of_a_curve_are_each_node_counts_own(name):
+    cluster = _machine(name, np.random.default_rng(len(name) + 1), factors=False)
+    nodes = [n for n in (1, 2, 3, 5, 12, 36, 2) if n <= cluster.max_nodes]
+    for rpn in (1, 4):
+        for algorithm in ALGORITHMS["allreduce"]:
+            got = limiting_levels(cluster, "allreduce", [algorithm] * len(nodes), nodes, rpn)
+            assert got == [limiting_level(cluster, "allreduce", algorithm, nd, rpn)
+                           for nd in nodes], (algorithm, rpn)
+    mixed = ["ring", "", "recursive-doubling", "double-binary-tree", "ring", "", "ring"]
+    got = limiting_levels(cluster, "allreduce", mixed[:len(nodes)], nodes, 3)
+    assert got == [limiting_level(cluster, "allreduce", a, nd, 3) if a else ""
+                   for a, nd in zip(mixed[:len(nodes)], nodes, strict=True)]
 
 
 def test_the_kernel_checks_its_packing_before_any_work():

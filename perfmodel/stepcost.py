@@ -10,7 +10,10 @@ with the path latency summed along the links (half the intra-node latency at eac
 device end, half the NIC's at each host end, ``hop_latency_s`` per switch-to-switch
 link) and the per-size factors of :mod:`.msgfactors` at the step's largest message.
 A plan's time is the sum of its steps, or, for a plan that keeps each message's own
-loads, the longest chain of messages through the ranks (:mod:`.rendezvous`).
+loads, the longest chain of messages through the ranks (:mod:`.rendezvous`): the
+rank clocks advance in the compiled walk of :mod:`dlscale.kernels.chains`, over one
+plan or a whole curve's plans packed together (:mod:`.packedflows`), bit-equal to
+the numpy walk :func:`walk_s` kept as its reference.
 
 Examples
 --------

@@ -30,7 +30,7 @@ Two pairs exchange in step 1 (the pair (2, 3) is slow); in step 2 ranks 1 and 2:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from numba import njit
@@ -79,6 +79,10 @@ class ChainSteps:
         Reduction units of each rank in the steps that reduce.
     classes : int
         Columns of ``cost`` (classes of all steps).
+    back : ndarray of int32, shape (M,), optional
+        The class of a message ``dst -> src`` in the same step folded into this one
+        (an exchange: both leave at the same time, each end takes the later arrival;
+        half the records to walk), or -1; default all -1.
     """
 
     plan_ranks: np.ndarray
@@ -91,17 +95,21 @@ class ChainSteps:
     cls: np.ndarray
     recv: np.ndarray
     classes: int
+    back: np.ndarray = field(default_factory=lambda: np.zeros(0, _INDEX))
 
     def __post_init__(self) -> None:
+        if not len(self.back) and len(self.src):
+            object.__setattr__(self, "back", np.full(len(self.src), -1, _INDEX))
         for nm in ("plan_ranks", "plan_steps", "step_msgs", "step_cost", "step_recv", "src",
-                   "dst", "cls", "recv"):
-            dtype = _FLOAT if nm == "recv" else _INDEX if nm in ("src", "dst", "cls") else _INT
+                   "dst", "cls", "recv", "back"):
+            dtype = (_FLOAT if nm == "recv" else _INDEX if nm in ("src", "dst", "cls", "back")
+                     else _INT)
             object.__setattr__(self, nm, _check(nm, getattr(self, nm), dtype, 1))
         J, S, M = len(self.plan_ranks), len(self.step_cost), len(self.src)
         if (len(self.plan_steps), len(self.step_msgs), len(self.step_recv), len(self.dst),
-                len(self.cls)) != (J + 1, S + 1, S, M, M):
-            raise ValueError(f"plan_steps, step_msgs, step_recv, dst, cls: need {J + 1}, "
-                             f"{S + 1}, {S}, {M}, {M} entries (J={J}, S={S}, M={M})")
+                len(self.cls), len(self.back)) != (J + 1, S + 1, S, M, M, M):
+            raise ValueError(f"plan_steps, step_msgs, step_recv, dst, cls, back: need {J + 1}, "
+                             f"{S + 1}, {S}, {M}, {M}, {M} entries (J={J}, S={S}, M={M})")
         _bounds("plan_ranks", self.plan_ranks, 1, 2**62)
         for nm, a, end in (("plan_steps", self.plan_steps, S), ("step_msgs", self.step_msgs, M)):
             if a[0] != 0 or a[-1] != end or (np.diff(a) < 0).any():
@@ -112,6 +120,10 @@ class ChainSteps:
         if ((self.src < 0) | (self.dst < 0) | (self.src >= top) | (self.dst >= top)).any():
             raise ValueError("src, dst: each rank must be in 0..plan_ranks - 1 of its plan")
         _bounds("step_cost + cls", self.step_cost[msg_step] + self.cls, 0, self.classes - 1)
+        two = self.back >= 0
+        _bounds("step_cost + back", self.step_cost[msg_step[two]] + self.back[two], 0,
+                self.classes - 1)
+        _bounds("back", self.back, -1, self.classes - 1)
         has = self.step_recv >= 0
         _bounds("step_recv + plan_ranks", self.step_recv[has] + self.plan_ranks[step_plan[has]],
                 0, len(self.recv))
@@ -141,13 +153,13 @@ def longest_chains(steps: ChainSteps, cost: np.ndarray, scale: np.ndarray) -> np
                          f"{cost.shape} and {scale.shape}")
     return np.asarray(_chains(steps.plan_ranks, steps.plan_steps, steps.step_msgs,
                               steps.step_cost, steps.step_recv, steps.src, steps.dst,
-                              steps.cls, cost, scale, steps.recv))
+                              steps.cls, steps.back, cost, scale, steps.recv))
 
 
 @njit(cache=True)
 def _chains(plan_ranks: np.ndarray, plan_steps: np.ndarray, step_msgs: np.ndarray,
             step_cost: np.ndarray, step_recv: np.ndarray, src: np.ndarray, dst: np.ndarray,
-            cls: np.ndarray, cost: np.ndarray, scale: np.ndarray,
+            cls: np.ndarray, back: np.ndarray, cost: np.ndarray, scale: np.ndarray,
             recv: np.ndarray) -> np.ndarray:
     B, J = scale.shape
     out = np.zeros((B, J))
@@ -163,7 +175,10 @@ def _chains(plan_ranks: np.ndarray, plan_steps: np.ndarray, step_msgs: np.ndarra
                 c0 = step_cost[s]
                 for m in range(step_msgs[s], step_msgs[s + 1]):
                     a, d = src[m], dst[m]
-                    arrive = max(clock[a], clock[d]) + cost[b, c0 + cls[m]]
+                    t = max(clock[a], clock[d])
+                    arrive = t + cost[b, c0 + cls[m]]
+                    if back[m] >= 0:
+                        arrive = max(arrive, t + cost[b, c0 + back[m]])
                     new[a] = max(new[a], arrive)
                     new[d] = max(new[d], arrive)
                 r0 = step_recv[s]

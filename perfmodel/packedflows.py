@@ -110,18 +110,36 @@ def pack_flows(plans: Sequence[tuple[Sequence[StepFlows], tuple[str, ...]]]) -> 
         for st in fl:
             load[row:row + len(st.moves), cols] = st.load
             row += len(st.moves)
+    msgs = [_fold(st, int(p)) for st, p in zip(flows, per_step, strict=True)]
     steps = ChainSteps(
         np.array(ranks, dtype=np.int64), np.cumsum([0] + [len(fl) for fl, _ in plans]),
-        np.cumsum([0] + [len(st.src) for st in flows]), classes[:-1].astype(np.int64),
-        step_recv, _cat([st.src for st in flows], np.int32),
-        _cat([st.dst for st in flows], np.int32), _cat([st.cls for st in flows], np.int32),
-        _cat(recv, np.float64), int(classes[-1]))
+        np.cumsum([0] + [len(m[0]) for m in msgs]), classes[:-1].astype(np.int64),
+        step_recv, _cat([m[0] for m in msgs], np.int32), _cat([m[1] for m in msgs], np.int32),
+        _cat([m[2] for m in msgs], np.int32), _cat(recv, np.float64), int(classes[-1]),
+        _cat([m[3] for m in msgs], np.int32))
     step_plan = np.repeat(np.arange(len(plans)), [len(fl) for fl, _ in plans])
     return PackedFlows(steps, levels, load, _cat([st.inter for st in flows], np.bool_),
                        _cat([st.hops for st in flows], np.int64),
                        _cat([st.moves for st in flows], np.bool_),
                        np.repeat([float(st.size) for st in flows], width).astype(np.float64),
                        np.repeat(step_plan, width).astype(np.int64))
+
+
+def _fold(st: StepFlows, p: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A step's messages with each exchange ``a <-> b`` folded into one record from its
+    lower rank (``back``: the class of ``b -> a``, else -1); only in steps where no
+    rank sends or receives twice."""
+    src, dst, cls = st.src, st.dst, st.cls
+    if not st.distinct or not len(src):
+        return src, dst, cls, np.full(len(src), -1)
+    key = src.astype(np.int64) * p + dst
+    rkey = dst.astype(np.int64) * p + src
+    order = np.argsort(key)
+    pos = np.minimum(np.searchsorted(key[order], rkey), len(key) - 1)
+    pair = (key[order][pos] == rkey) & (src != dst)
+    keep = ~pair | (src < dst)
+    back = np.where(pair & (src < dst), cls[order[pos]], -1)
+    return src[keep], dst[keep], cls[keep], back[keep]
 
 
 def _cat(parts: Sequence[np.ndarray], dtype: npt.DTypeLike) -> np.ndarray:

@@ -163,7 +163,23 @@ def test_the_kernel_checks_its_packing_before_any_work():
         ChainSteps(i(2), i(0, 1), i(0, 2), i(0), i(-1), m(0), m(1), m(0), np.zeros(0), 1)
     with pytest.raises(TypeError, match="recv"):
         ChainSteps(i(2), i(0, 1), i(0, 1), i(0), i(-1), m(0), m(1), m(0), [], 1)
+    with pytest.raises(ValueError, match="back"):
+        ChainSteps(i(2), i(0, 1), i(0, 1), i(0), i(-1), m(0), m(1), m(0), np.zeros(0), 1, m(3))
     steps = ChainSteps(i(2), i(0, 1), i(0, 1), i(0), i(-1), m(0), m(1), m(0), np.zeros(0), 1)
     with pytest.raises(ValueError, match="cost, scale"):
         longest_chains(steps, np.ones((1, 2)), np.zeros((1, 1)))
     assert longest_chains(steps, np.array([[2.5]]), np.zeros((1, 1))).tolist() == [[2.5]]
+
+
+def test_exchanges_are_walked_as_one_record_each():
+    # recursive doubling: every pair exchanges; the packing folds a <-> b into one
+    # record (the walk above holds the result to the numpy walk)
+    plan = plan_collective(SUMMIT.network.topology, 5, 6, True, "allreduce",
+                           "recursive-doubling")
+    assert plan.flows is not None
+    packed = plan.packed()
+    assert packed is not None
+    messages = sum(len(st.src) for st in plan.flows)
+    folded = int((packed.steps.back >= 0).sum())
+    assert folded > messages / 4                 # most steps are pairwise exchanges
+    assert len(packed.steps.src) == messages - folded

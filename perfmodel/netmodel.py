@@ -39,12 +39,13 @@ True
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from .errors import ConfigError, unknown_name
-from .hardware import Cluster
+from .hardware import Cluster, Topology
 from .netplan import CollectivePlan, packed_curve, plan_collective, plan_curve, shape_key
 from .pipelined_tree import dbt_curve_time_s, dbt_segments, dbt_time_s
 from .schedules import ALGORITHMS, FLAT_ALLREDUCE
@@ -264,11 +265,8 @@ def _levels(cluster: Cluster, collective: str, algorithm: str, nodes: tuple[int,
         return out
     # a level a node count's plan lacks is never its answer (as in limiting_level,
     # whose arrays hold only the plan's levels); padded steps weigh 0
-    own = np.zeros((len(multi), len(curve.levels)), dtype=bool)
-    for i, nd in enumerate(multi):
-        pl = plan_collective(cluster.network.topology, nd, ranks_per_node, dev, collective,
-                             algorithm, inter_algorithm)
-        own[i, [curve.levels.index(lvl) for lvl in pl.levels]] = True
+    own = _own_levels(shape_key(cluster.network.topology), multi, ranks_per_node, dev,
+                      collective, algorithm, inter_algorithm)
     per = np.where(own[:, None, :], curve.load * level_betas(cluster, curve.levels), -1.0)
     arg = per.argmax(axis=-1)                                              # (N, S)
     dbt = collective == "allreduce" and algorithm == "double-binary-tree"
@@ -283,6 +281,21 @@ def _levels(cluster: Cluster, collective: str, algorithm: str, nodes: tuple[int,
     return [answer.get(nd, "latency") for nd in nodes]
 
 
+@lru_cache(maxsize=1024)
+def _own_levels(topology: Topology, nodes: tuple[int, ...], ranks_per_node: int, dev: bool,
+                collective: str, algorithm: str, inter_algorithm: str) -> np.ndarray:
+    """Which levels of :func:`.netplan.plan_curve`'s union each node count's plan has."""
+    curve = plan_curve(topology, nodes, ranks_per_node, dev, collective, algorithm,
+                       inter_algorithm)
+    own = np.zeros((len(nodes), len(curve.levels)), dtype=bool)
+    for i, nd in enumerate(nodes):
+        pl = plan_collective(topology, nd, ranks_per_node, dev, collective, algorithm,
+                             inter_algorithm)
+        own[i, [curve.levels.index(lvl) for lvl in pl.levels]] = True
+    own.flags.writeable = False
+    return own
+
+
 def _critical_paths(cluster: Cluster, dev: bool, nodes: tuple[int, ...], ranks_per_node: int,
                     collective: str, algorithm: str, inter_algorithm: str, n: np.ndarray,
                     g: np.ndarray, out: np.ndarray) -> None:
@@ -295,24 +308,15 @@ def _critical_paths(cluster: Cluster, dev: bool, nodes: tuple[int, ...], ranks_p
                                 ranks_per_node, dev, collective, algorithm, inter_algorithm)
     if packed is None:
         return
-    plan_of = {distinct[c]: i for i, c in enumerate(cols)}
-    layers: list[list[tuple[int, int]]] = []
-    seen: dict[int, int] = {}
-    for j, nd in enumerate(nodes):
-        if nd in plan_of:
-            k = seen[nd] = seen.get(nd, -1) + 1
-            if k == len(layers):
-                layers.append([])
-            layers[k].append((j, plan_of[nd]))
+    layers = _layers(nodes, tuple(distinct[c] for c in cols))
     lead, J = n.shape[:-1], len(cols)
     sizes, gammas = np.zeros((*lead, J)), np.zeros((*lead, J))
-    for j, i in layers[0]:
-        sizes[..., i], gammas[..., i] = n[..., j], g[j]
+    j0, i0 = layers[0]
+    sizes[..., i0], gammas[..., i0] = n[..., j0], g[j0]
     blocks = [(sizes, gammas)]
-    for layer in layers[1:]:
+    for j, i in layers[1:]:
         sz, gm = sizes.copy(), gammas.copy()
-        for j, i in layer:
-            sz[..., i], gm[..., i] = n[..., j], g[j]
+        sz[..., i], gm[..., i] = n[..., j], g[j]
         blocks.append((sz, gm))
     both = np.concatenate([np.concatenate([sz, gm], axis=-1).reshape(-1, 2 * J)
                            for sz, gm in blocks])
@@ -327,9 +331,26 @@ def _critical_paths(cluster: Cluster, dev: bool, nodes: tuple[int, ...], ranks_p
     rows = both[pick]
     priced = packed_time_s(cluster, packed, dev, rows[:, :J].copy(), rows[:, J:].copy())
     per_block = priced[back].reshape((len(blocks), *lead, J))
-    for k, layer in enumerate(layers):
-        for j, i in layer:
-            out[..., j] = per_block[k][..., i]
+    for k, (j, i) in enumerate(layers):
+        out[..., j] = per_block[k][..., i]
+
+
+@lru_cache(maxsize=1024)
+def _layers(nodes: tuple[int, ...], packed: tuple[int, ...]) -> list[tuple[np.ndarray,
+                                                                             np.ndarray]]:
+    """For the ``k``-th listing of each packed node count: its positions in ``nodes``
+    and its plan's index in ``packed``, as two index arrays per ``k``."""
+    plan_of = {nd: i for i, nd in enumerate(packed)}
+    layers: list[tuple[list[int], list[int]]] = []
+    seen: dict[int, int] = {}
+    for j, nd in enumerate(nodes):
+        if nd in plan_of:
+            k = seen[nd] = seen.get(nd, -1) + 1
+            if k == len(layers):
+                layers.append(([], []))
+            layers[k][0].append(j)
+            layers[k][1].append(plan_of[nd])
+    return [(np.array(j, dtype=np.int64), np.array(i, dtype=np.int64)) for j, i in layers]
 
 
 def time_per_node_count(cluster: Cluster, collective: str, algorithm: str,
@@ -366,7 +387,7 @@ def time_per_node_count(cluster: Cluster, collective: str, algorithm: str,
     >>> t.shape, bool((t[1] > t[0]).all())
     ((2, 3), True)
     """
-    nodes = tuple(int(x) for x in np.atleast_1d(nodes))
+    nodes = tuple(np.atleast_1d(nodes).astype(np.int64).tolist())
     n = np.asarray(n_bytes, dtype=float)
     n = np.broadcast_to(n, np.broadcast_shapes(n.shape, (len(nodes),)))
     g = np.broadcast_to(np.asarray(gamma_s_per_B, dtype=float), (len(nodes),))

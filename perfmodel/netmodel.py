@@ -39,19 +39,21 @@ True
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from .errors import ConfigError, unknown_name
-from .hardware import Cluster
-from .netplan import CollectivePlan, plan_collective, plan_curve, shape_key
-from .pipelined_tree import dbt_segments, dbt_time_s
+from .hardware import Cluster, Topology
+from .netplan import CollectivePlan, packed_curve, plan_collective, plan_curve, shape_key
+from .pipelined_tree import dbt_curve_time_s, dbt_segments, dbt_time_s
 from .schedules import ALGORITHMS, FLAT_ALLREDUCE
 from .stepcost import (
     device_links,
     latency_s,
     level_betas,
+    packed_time_s,
     path_hockney,
     path_load,
     plan_time_s,
@@ -59,7 +61,8 @@ from .stepcost import (
 )
 
 __all__ = ["CollectivePlan", "collective_time_s", "dbt_segments", "limiting_level",
-           "path_hockney", "path_load", "plan_collective", "time_per_node_count"]
+           "limiting_levels", "path_hockney", "path_load", "plan_collective",
+           "time_per_node_count"]
 
 
 
@@ -210,6 +213,146 @@ def limiting_level(cluster: Cluster, collective: str, algorithm: str, nodes: int
     return plan.levels[int(share.argmax())]
 
 
+def limiting_levels(cluster: Cluster, collective: str, algorithms: Sequence[str],
+                    nodes: ArrayLike, ranks_per_node: int,
+                    inter_algorithm: str = "ring") -> list[str]:
+    """:func:`limiting_level` at each node count, by its own algorithm (the same
+    answers; each algorithm's node counts in one pass); ``""`` where the algorithm is
+    ``""``.
+
+    Parameters
+    ----------
+    cluster : Cluster
+        The machine.
+    collective : str
+        The collective.
+    algorithms : sequence of str
+        The algorithm at each node count (``""``: none).
+    nodes : array_like of int
+        Node counts.
+    ranks_per_node : int
+        Ranks per node, placed block-wise.
+    inter_algorithm : str
+        Flat algorithm among node leaders for ``hierarchical``.
+
+    Examples
+    --------
+    >>> from dlscale.perfmodel.catalog import get_cluster
+    >>> limiting_levels(get_cluster("summit"), "allreduce", ["ring", "ring", ""], [1, 64, 2], 6)
+    ['intra', 'host', '']
+    """
+    counts = [int(x) for x in np.atleast_1d(nodes)]
+    out = [""] * len(counts)
+    for alg in sorted(set(algorithms) - {""}):
+        idx = [i for i, a in enumerate(algorithms) if a == alg]
+        got = _levels(cluster, collective, alg, tuple(counts[i] for i in idx), ranks_per_node,
+                      inter_algorithm)
+        for i, level in zip(idx, got, strict=True):
+            out[i] = level
+    return out
+
+
+def _levels(cluster: Cluster, collective: str, algorithm: str, nodes: tuple[int, ...],
+            ranks_per_node: int, inter_algorithm: str) -> list[str]:
+    out = ["latency"] * len(nodes)
+    multi = tuple(sorted({nd for nd in nodes if nd * ranks_per_node > 1}))
+    if not multi:
+        return out
+    dev = device_links(cluster, ranks_per_node)
+    curve = plan_curve(shape_key(cluster.network.topology), multi, ranks_per_node, dev,
+                       collective, algorithm, inter_algorithm)
+    if not curve.levels:
+        return out
+    # a level a node count's plan lacks is never its answer (as in limiting_level,
+    # whose arrays hold only the plan's levels); padded steps weigh 0
+    own = _own_levels(shape_key(cluster.network.topology), multi, ranks_per_node, dev,
+                      collective, algorithm, inter_algorithm)
+    per = np.where(own[:, None, :], curve.load * level_betas(cluster, curve.levels), -1.0)
+    arg = per.argmax(axis=-1)                                              # (N, S)
+    dbt = collective == "allreduce" and algorithm == "double-binary-tree"
+    weight = np.where(curve.repeat > 0, per.max(axis=-1) * (curve.repeat if not dbt else 1.0),
+                      0.0)
+    share = np.zeros((len(multi), len(curve.levels)))
+    for s in range(arg.shape[1]):                   # step by step, as bincount adds
+        np.add.at(share, (np.arange(len(multi)), arg[:, s]), weight[:, s])
+    best = np.where(own, share, -1.0).argmax(axis=-1)
+    answer = {nd: curve.levels[int(b)] if own[i].any() else "latency"
+              for i, (nd, b) in enumerate(zip(multi, best, strict=True))}
+    return [answer.get(nd, "latency") for nd in nodes]
+
+
+@lru_cache(maxsize=1024)
+def _own_levels(topology: Topology, nodes: tuple[int, ...], ranks_per_node: int, dev: bool,
+                collective: str, algorithm: str, inter_algorithm: str) -> np.ndarray:
+    """Which levels of :func:`.netplan.plan_curve`'s union each node count's plan has."""
+    curve = plan_curve(topology, nodes, ranks_per_node, dev, collective, algorithm,
+                       inter_algorithm)
+    own = np.zeros((len(nodes), len(curve.levels)), dtype=bool)
+    for i, nd in enumerate(nodes):
+        pl = plan_collective(topology, nd, ranks_per_node, dev, collective, algorithm,
+                             inter_algorithm)
+        own[i, [curve.levels.index(lvl) for lvl in pl.levels]] = True
+    own.flags.writeable = False
+    return own
+
+
+def _critical_paths(cluster: Cluster, dev: bool, nodes: tuple[int, ...], ranks_per_node: int,
+                    collective: str, algorithm: str, inter_algorithm: str, n: np.ndarray,
+                    g: np.ndarray, out: np.ndarray) -> None:
+    """Write into ``out[..., j]`` the critical path of each node count whose plan keeps
+    its flows: all in one compiled walk over one packing of the distinct node counts
+    (a curve and the same curve after its one-node baseline share it and its memo); a
+    node count listed again is one more block of rows (identical rows priced once)."""
+    distinct = tuple(sorted({nd for nd in nodes if nd * ranks_per_node > 1}))
+    packed, cols = packed_curve(shape_key(cluster.network.topology), distinct,
+                                ranks_per_node, dev, collective, algorithm, inter_algorithm)
+    if packed is None:
+        return
+    layers = _layers(nodes, tuple(distinct[c] for c in cols))
+    lead, J = n.shape[:-1], len(cols)
+    sizes, gammas = np.zeros((*lead, J)), np.zeros((*lead, J))
+    j0, i0 = layers[0]
+    sizes[..., i0], gammas[..., i0] = n[..., j0], g[j0]
+    blocks = [(sizes, gammas)]
+    for j, i in layers[1:]:
+        sz, gm = sizes.copy(), gammas.copy()
+        sz[..., i], gm[..., i] = n[..., j], g[j]
+        blocks.append((sz, gm))
+    both = np.concatenate([np.concatenate([sz, gm], axis=-1).reshape(-1, 2 * J)
+                           for sz, gm in blocks])
+    first: dict[bytes, int] = {}                                 # buckets share sizes
+    pick: list[int] = []
+    back = np.empty(len(both), dtype=np.int64)
+    for r, row in enumerate(both):
+        k = first.setdefault(row.tobytes(), len(pick))
+        if k == len(pick):
+            pick.append(r)
+        back[r] = k
+    rows = both[pick]
+    priced = packed_time_s(cluster, packed, dev, rows[:, :J].copy(), rows[:, J:].copy())
+    per_block = priced[back].reshape((len(blocks), *lead, J))
+    for k, (j, i) in enumerate(layers):
+        out[..., j] = per_block[k][..., i]
+
+
+@lru_cache(maxsize=1024)
+def _layers(nodes: tuple[int, ...], packed: tuple[int, ...]) -> list[tuple[np.ndarray,
+                                                                             np.ndarray]]:
+    """For the ``k``-th listing of each packed node count: its positions in ``nodes``
+    and its plan's index in ``packed``, as two index arrays per ``k``."""
+    plan_of = {nd: i for i, nd in enumerate(packed)}
+    layers: list[tuple[list[int], list[int]]] = []
+    seen: dict[int, int] = {}
+    for j, nd in enumerate(nodes):
+        if nd in plan_of:
+            k = seen[nd] = seen.get(nd, -1) + 1
+            if k == len(layers):
+                layers.append(([], []))
+            layers[k][0].append(j)
+            layers[k][1].append(plan_of[nd])
+    return [(np.array(j, dtype=np.int64), np.array(i, dtype=np.int64)) for j, i in layers]
+
+
 def time_per_node_count(cluster: Cluster, collective: str, algorithm: str,
                         n_bytes: ArrayLike, nodes: ArrayLike, ranks_per_node: int,
                         gamma_s_per_B: float | np.ndarray = 0.0,
@@ -244,14 +387,14 @@ def time_per_node_count(cluster: Cluster, collective: str, algorithm: str,
     >>> t.shape, bool((t[1] > t[0]).all())
     ((2, 3), True)
     """
-    nodes = tuple(int(x) for x in np.atleast_1d(nodes))
+    nodes = tuple(np.atleast_1d(nodes).astype(np.int64).tolist())
     n = np.asarray(n_bytes, dtype=float)
     n = np.broadcast_to(n, np.broadcast_shapes(n.shape, (len(nodes),)))
     g = np.broadcast_to(np.asarray(gamma_s_per_B, dtype=float), (len(nodes),))
     _check_names(collective, algorithm, inter_algorithm)
     if np.any(~np.isfinite(n)) or np.any(n < 0):
         raise ConfigError(f"n_bytes: must be finite and >= 0, got {n_bytes!r}")
-    for nd in set(nodes):
+    for nd in sorted({min(nodes), max(nodes)}) if nodes else ():
         cluster.check_nodes(nd)
     dev = device_links(cluster, ranks_per_node)
     curve = plan_curve(shape_key(cluster.network.topology), nodes, ranks_per_node, dev,
@@ -259,20 +402,17 @@ def time_per_node_count(cluster: Cluster, collective: str, algorithm: str,
     ranks = np.asarray(curve.ranks)
     if collective == "allreduce" and algorithm == "double-binary-tree":
         out = np.zeros(n.shape)
-        for j, nd in enumerate(nodes):
-            if ranks[j] > 1:
-                out[..., j] = dbt_time_s(cluster, nd, ranks_per_node, n[..., j], float(g[j]))
+        idx = np.flatnonzero(ranks > 1)
+        if len(idx):
+            out[..., idx] = dbt_curve_time_s(cluster, tuple(nodes[j] for j in idx),
+                                             ranks_per_node, n[..., idx], g[idx])
         return out
     lat = latency_s(cluster, dev, curve.inter, curve.hops)                  # (N, S)
     busy = (curve.load * level_betas(cluster, curve.levels)).max(axis=-1, initial=0.0)
     nn = n[..., None]                                                       # (..., N, 1)
     step = step_s(cluster, lat, busy, curve.size, nn) + g[:, None] * nn * curve.recv
     out = (curve.repeat * step).sum(axis=-1)
-    # plans costed on their critical path (see .netplan) one node count at a time
-    for j, nd in enumerate(nodes):
-        if ranks[j] > 1:
-            plan = plan_collective(cluster.network.topology, nd, ranks_per_node, dev,
-                                   collective, algorithm, inter_algorithm)
-            if plan.flows is not None:
-                out[..., j] = plan_time_s(cluster, plan, n[..., j], float(g[j]))
+    # plans costed on their critical path (see .netplan): every node count's at once
+    _critical_paths(cluster, dev, nodes, ranks_per_node, collective, algorithm,
+                    inter_algorithm, n, g, out)
     return np.where(ranks > 1, out, 0.0)

@@ -37,9 +37,17 @@ import numpy as np
 
 from .hardware import Dragonfly, Topology
 from .linkload import StepLoad, step_load
+from .packedflows import PackedFlows, pack_flows
 from .schedules import build_schedule, double_binary_tree_edges
 
-__all__ = ["CollectivePlan", "StepFlows", "plan_collective", "plan_curve", "shape_key"]
+#: Packed curves kept (:func:`packed_curve`): one holds every message of its plans
+#: (the bench's Summit curve of 1-256 nodes by Rabenseifner: 2.9 M messages, 53 MB,
+#: less than its plans' own flows in the plan cache); a predict call uses one to three
+#: per algorithm it costs, so a sweep over a few workloads keeps its curves.
+PACKED_CURVES = 64
+
+__all__ = ["PACKED_CURVES", "CollectivePlan", "StepFlows", "packed_curve", "plan_collective",
+           "plan_curve", "shape_key"]
 
 
 @dataclass(frozen=True)
@@ -152,6 +160,19 @@ class CollectivePlan:
     #: :func:`.stepcost.critical_path_s`); not copied by ``dataclasses.replace``
     priced: dict[tuple[object, ...], np.ndarray] = field(default_factory=dict, init=False,
                                                          compare=False, repr=False)
+    #: ``flows`` packed for the compiled walk, once asked for (:meth:`packed`)
+    packing: list[PackedFlows] = field(default_factory=list, init=False, compare=False,
+                                       repr=False)
+
+    def packed(self) -> PackedFlows | None:
+        """``flows`` packed for the compiled walk (:mod:`.packedflows`; built on first
+        use and kept; None without flows). The plans of a curve are packed together
+        instead (:func:`packed_curve`), not one by one."""
+        if self.flows is None:
+            return None
+        if not self.packing:
+            self.packing.append(pack_flows([(self.flows, self.levels)]))
+        return self.packing[0]
 
 
 def shape_key(topology: Topology) -> Topology:
@@ -298,3 +319,36 @@ def plan_curve(topology: Topology, nodes: tuple[int, ...], ranks_per_node: int,
             size[j, :k] = pl.size
     return CollectivePlan(levels, load, repeat, inter, hops, recv, device_links,
                           ranks=np.array(nodes) * ranks_per_node, size=size)
+
+
+@lru_cache(maxsize=PACKED_CURVES)
+def packed_curve(topology: Topology, nodes: tuple[int, ...], ranks_per_node: int,
+                 device_links: bool, collective: str, algorithm: str,
+                 inter_algorithm: str) -> tuple[PackedFlows | None, tuple[int, ...]]:
+    """The plans of a curve's node counts that are costed on their critical path,
+    packed one after another (cached), and the positions of those node counts in
+    ``nodes``; ``(None, ())`` where there are none.
+
+    Parameters
+    ----------
+    topology : Topology
+        The network's topology (its link speeds are ignored).
+    nodes : tuple of int
+        The node counts.
+    ranks_per_node : int
+        Ranks per node, placed block-wise.
+    device_links : bool
+        Ranks sit behind a device link.
+    collective, algorithm, inter_algorithm : str
+        As in :func:`plan_collective`.
+    """
+    packs: list[tuple[tuple[StepFlows, ...], tuple[str, ...]]] = []
+    cols: list[int] = []
+    for j, nd in enumerate(nodes):
+        if nd * ranks_per_node > 1:
+            pl = plan_collective(topology, nd, ranks_per_node, device_links, collective,
+                                 algorithm, inter_algorithm)
+            if pl.flows is not None:
+                packs.append((pl.flows, pl.levels))
+                cols.append(j)
+    return (pack_flows(packs) if packs else None), tuple(cols)

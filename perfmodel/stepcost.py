@@ -10,7 +10,10 @@ with the path latency summed along the links (half the intra-node latency at eac
 device end, half the NIC's at each host end, ``hop_latency_s`` per switch-to-switch
 link) and the per-size factors of :mod:`.msgfactors` at the step's largest message.
 A plan's time is the sum of its steps, or, for a plan that keeps each message's own
-loads, the longest chain of messages through the ranks (:mod:`.rendezvous`).
+loads, the longest chain of messages through the ranks (:mod:`.rendezvous`): the
+rank clocks advance in the compiled walk of :mod:`dlscale.kernels.chains`, over one
+plan or a whole curve's plans packed together (:mod:`.packedflows`), bit-equal to
+the numpy walk :func:`walk_s` kept as its reference.
 
 Examples
 --------
@@ -29,17 +32,20 @@ from functools import lru_cache
 import numpy as np
 from numpy.typing import ArrayLike
 
+from dlscale.kernels.chains import longest_chains
+
 from .hardware import Cluster, Topology
 from .linkload import StepLoad, level_bandwidths_Bps, step_load
 from .netplan import CollectivePlan, shape_key
+from .packedflows import PackedFlows
 from .rendezvous import advance_clocks
 
 #: Priced critical paths a plan keeps (the oldest goes first): few, since up to
 #: 65,536 plans are cached (a sweep over link speeds prices each plan anew anyway).
 PRICED_PER_PLAN = 8
 
-__all__ = ["PRICED_PER_PLAN", "critical_path_s", "device_links", "latency_s", "level_betas", "path_hockney",
-           "path_load", "plan_time_s", "step_s"]
+__all__ = ["PRICED_PER_PLAN", "critical_path_s", "device_links", "latency_s", "level_betas",
+           "packed_time_s", "path_hockney", "path_load", "plan_time_s", "step_s", "walk_s"]
 
 
 def device_links(cluster: Cluster, ranks_per_node: int) -> bool:
@@ -150,7 +156,115 @@ def critical_path_s(cluster: Cluster, plan: CollectivePlan, n: ArrayLike,
                     gamma_s_per_B: float) -> np.ndarray:
     """The longest chain of messages through the ranks (:mod:`.rendezvous`): each
     message costs what its own path meets (its class's latency and most loaded link),
-    by the same step formula as :func:`plan_time_s`.
+    by the same step formula as :func:`plan_time_s`; the rank clocks advance in the
+    compiled walk of :func:`packed_time_s`, bit-equal to :func:`walk_s`.
+
+    Parameters
+    ----------
+    cluster : Cluster
+        The machine whose links price the plan.
+    plan : CollectivePlan
+        A plan with per-message classes (``plan.flows``).
+    n : array_like
+        Vector sizes in bytes (vectorized).
+    gamma_s_per_B : float
+        Reduction cost per byte.
+
+    Returns
+    -------
+    ndarray
+        Seconds, the shape of ``n``.
+    """
+    packed = plan.packed()
+    assert packed is not None
+    nn = np.asarray(n, dtype=float)
+    sizes, back = np.unique(nn, return_inverse=True)    # layers often share a size
+    hit = packed_time_s(cluster, packed, plan.device_links, sizes.reshape(-1, 1),
+                        np.full((len(sizes), 1), float(gamma_s_per_B)), plan.priced)
+    return np.asarray(hit[back.ravel(), 0].reshape(nn.shape))
+
+
+def packed_time_s(cluster: Cluster, packed: PackedFlows, device_links: bool, n: np.ndarray,
+                  gamma_s_per_B: np.ndarray,
+                  memo: dict[tuple[object, ...], np.ndarray] | None = None) -> np.ndarray:
+    """Critical paths of packed plans (:mod:`.packedflows`), each at its own sizes.
+
+    Each class's message costs :func:`step_s` of its path at its plan's size (0 for a
+    message to oneself), then :func:`dlscale.kernels.chains.longest_chains` walks the
+    rank clocks of every plan, with the reduction ``gamma * n * recv`` after a step.
+
+    Parameters
+    ----------
+    cluster : Cluster
+        The machine whose links price the plans.
+    packed : PackedFlows
+        ``J`` plans.
+    device_links : bool
+        Ranks sit behind a device link.
+    n : ndarray, shape (B, J)
+        Vector sizes in bytes: row ``b`` prices plan ``j`` at ``n[b, j]``.
+    gamma_s_per_B : ndarray, shape (B, J)
+        Reduction cost per byte, per row and plan.
+    memo : dict, optional
+        Priced answers by machine figures and sizes (default ``packed.priced``): a
+        repeated question (a sweep that changes the model, not the network) is
+        answered from it; it keeps the last :data:`PRICED_PER_PLAN`.
+
+    Returns
+    -------
+    ndarray, shape (B, J)
+        Seconds.
+    """
+    memo = packed.priced if memo is None else memo
+    betas = level_betas(cluster, packed.levels)
+    both = np.concatenate([n, gamma_s_per_B], axis=1)
+    # every machine figure the pricing reads, and the sizes and reduction costs
+    key = (betas.tobytes(), cluster.node.intra_link.latency_s, cluster.node.nic.latency_s,
+           cluster.network.hop_latency_s, cluster.network.message_factors, device_links,
+           n.shape, both.tobytes())
+    hit = memo.get(key)
+    if hit is None:
+        # rows priced before on this machine (the largest bucket after all buckets)
+        known = _known_rows(memo, key)
+        found = [known.get(row.tobytes()) for row in both]
+        todo = [i for i, r in enumerate(found) if r is None]
+        hit = np.zeros(n.shape)
+        for i, r in enumerate(found):
+            if r is not None:
+                hit[i] = r
+        if todo:
+            m = n[todo]
+            busy = (packed.load * betas).max(axis=1, initial=0.0)
+            lat = latency_s(cluster, device_links, packed.inter, packed.hops)
+            cost = np.where(packed.moves, step_s(cluster, lat, busy, packed.size,
+                                                 m[:, packed.plan]), 0.0)
+            hit[todo] = longest_chains(packed.steps, np.ascontiguousarray(cost, dtype=float),
+                                       np.ascontiguousarray(gamma_s_per_B[todo] * m,
+                                                            dtype=float))
+        if len(memo) >= PRICED_PER_PLAN:
+            memo.pop(next(iter(memo)))
+        memo[key] = hit
+    return hit
+
+
+def _known_rows(memo: dict[tuple[object, ...], np.ndarray],
+                key: tuple[object, ...]) -> dict[bytes, np.ndarray]:
+    """Answers in ``memo`` for the machine of ``key``, by the bytes of their row of
+    sizes and reduction costs."""
+    out: dict[bytes, np.ndarray] = {}
+    for k, v in memo.items():
+        shape, rows = k[-2], k[-1]
+        if k[:-2] == key[:-2] and isinstance(rows, bytes) and isinstance(shape, tuple):
+            width = len(rows) // max(int(shape[0]), 1)
+            for i in range(int(shape[0])):
+                out[rows[i * width:(i + 1) * width]] = v[i]
+    return out
+
+
+def walk_s(cluster: Cluster, plan: CollectivePlan, n: ArrayLike,
+           gamma_s_per_B: float) -> np.ndarray:
+    """:func:`critical_path_s` by :func:`.rendezvous.advance_clocks` step by step in
+    numpy (the reference the compiled walk is held to; slower).
 
     Parameters
     ----------
@@ -170,28 +284,8 @@ def critical_path_s(cluster: Cluster, plan: CollectivePlan, n: ArrayLike,
     """
     assert plan.flows is not None
     nn = np.asarray(n, dtype=float)
-    sizes, back = np.unique(nn, return_inverse=True)    # layers often share a size
-    col = sizes.reshape(-1, 1)
+    col = nn.reshape(-1, 1)
     betas = level_betas(cluster, plan.levels)
-    # every machine figure the pricing reads, and the sizes: a repeated question (a
-    # sweep that changes the model, not the network) is answered from the plan's memo
-    key = (betas.tobytes(), cluster.node.intra_link.latency_s, cluster.node.nic.latency_s,
-           cluster.network.hop_latency_s, cluster.network.message_factors, sizes.tobytes(),
-           float(gamma_s_per_B))
-    hit = plan.priced.get(key)
-    if hit is None:
-        hit = _walk(cluster, plan, col, betas, gamma_s_per_B)
-        if len(plan.priced) >= PRICED_PER_PLAN:
-            plan.priced.pop(next(iter(plan.priced)))
-        plan.priced[key] = hit
-    return np.asarray(hit[back.ravel()].reshape(nn.shape))
-
-
-def _walk(cluster: Cluster, plan: CollectivePlan, col: np.ndarray, betas: np.ndarray,
-          gamma_s_per_B: float) -> np.ndarray:
-    """The rank clocks through every step of ``plan`` at the sizes ``col`` (a column);
-    returns the last rank's finish at each size."""
-    assert plan.flows is not None
     p = max(int(max(st.src.max(initial=0), st.dst.max(initial=0))) for st in plan.flows) + 1
     clock = np.zeros((len(col), p))
     for st in plan.flows:
@@ -202,7 +296,7 @@ def _walk(cluster: Cluster, plan: CollectivePlan, col: np.ndarray, betas: np.nda
         if st.recv is not None and gamma_s_per_B:
             red = gamma_s_per_B * col * st.recv[:p]
         clock = advance_clocks(clock, st.src, st.dst, cost[:, st.cls], red, st.distinct)
-    return np.asarray(clock.max(axis=1))
+    return np.asarray(clock.max(axis=1).reshape(nn.shape))
 
 
 @lru_cache(maxsize=1 << 16)

@@ -72,7 +72,7 @@ from .compute import layer_times, update_s
 from .contention import hockney_params
 from .hardware import Cluster
 from .memory import sparse_gather_bytes
-from .netmodel import limiting_level, path_hockney, time_per_node_count
+from .netmodel import limiting_levels, path_hockney, time_per_node_count
 from .noise import expected_max_factor
 from .runtime import Runtime, cache_bitvector_bytes, mpich_short, with_transport
 from .training import IterationTimes, Layout
@@ -279,9 +279,8 @@ def collective_summary(cluster: Cluster, workload: Workload,
         return np.full(n, "", dtype=object), np.full(n, "", dtype=object)
     big = np.array([[bk.bytes.max()]])
     names = workload_allreduce(cluster, workload, lay, big)[1][0]
-    levels = [limiting_level(cluster, "allreduce", str(a), int(nd), lay.ranks_per_node)
-              if p > 1 else "" for a, nd, p in zip(names, lay.nodes, lay.ranks, strict=True)]
     algs = [str(a) if p > 1 else "" for a, p in zip(names, lay.ranks, strict=True)]
+    levels = limiting_levels(cluster, "allreduce", algs, lay.nodes, lay.ranks_per_node)
     return np.array(algs, dtype=object), np.array(levels, dtype=object)
 
 

@@ -43,8 +43,9 @@ from .schedules import build_schedule, double_binary_tree_edges
 #: Packed curves kept (:func:`packed_curve`): one holds every message of its plans
 #: (the bench's Summit curve of 1-256 nodes by Rabenseifner: 2.9 M messages, 53 MB,
 #: less than its plans' own flows in the plan cache); a predict call uses one to three
-#: per algorithm it costs, so a sweep over a few workloads keeps its curves.
-PACKED_CURVES = 64
+#: per algorithm it costs, so a sweep over a few workloads keeps its curves; 16 bound
+#: the worst case of such curves near 1 GB (16 x 53 MB; 64 allowed 3.4 GB).
+PACKED_CURVES = 16
 
 __all__ = ["PACKED_CURVES", "CollectivePlan", "StepFlows", "packed_curve", "plan_collective",
            "plan_curve", "shape_key"]

@@ -25,7 +25,10 @@ share.
 
 A rank that owns a share ``s`` of a device (several CPU ranks per socket: ``s < 1``)
 or of several (one rank driving a two-socket node: ``s = 2``) gets ``s`` times its
-peak and its bandwidth. ``fp16`` uses the device's fp16 peak (tensor cores on a
+peak and its bandwidth. Cores that the software stack's communication threads hold
+(``compute_fraction < 1``, :meth:`.runtime.Runtime.compute_fraction`) take their share
+of the peak and of the work that fills the device, not of the bandwidth; a measured
+throughput (``model.measured``) is taken as measured with every core computing. ``fp16`` uses the device's fp16 peak (tensor cores on a
 V100) and 2-byte activations.
 
 Examples

@@ -7,8 +7,7 @@ kernels compiled with ``cache=True`` (a second process loads them from disk).
 Modules: :mod:`.easgd` (EASGD family), :mod:`.sgd` (SGD baselines),
 :mod:`.hogwild` (lock-free multi-threaded updates with real lost updates),
 :mod:`.reduction_steps` and :mod:`.allreduce` (allreduce algorithms step by step on
-in-process buffers), :mod:`.chains` (the rank clocks of collective plans along their
-critical path, for the performance model),
+in-process buffers),
 :mod:`.sparse` (IndexedSlices densify / gather), :mod:`.fusion` (fusion buffers),
 :mod:`.model` (softmax regression / one-hidden-layer MLP), :mod:`.cnn` (a small CNN),
 :mod:`.data` (digits and synthetic data).

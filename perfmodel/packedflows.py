@@ -2,11 +2,11 @@
 
 A plan costed on its critical path (:attr:`.netplan.CollectivePlan.flows`) is a list of
 steps, each with its messages and their cost classes. :func:`pack_flows` packs them
-into the compressed rows of :class:`dlscale.kernels.chains.ChainSteps` plus one row
+into the compressed rows of :class:`dlscale.perfmodel.chainwalk.ChainSteps` plus one row
 per (step, class) of what prices it (loads per level, NIC, hops, size), one plan
 (:meth:`.netplan.CollectivePlan.packed`) or the plans of a whole scaling curve one
 after another (:func:`.netplan.packed_curve`), so one call of the compiled walk
-(:func:`dlscale.kernels.chains.longest_chains`) prices every node count at once.
+(:func:`dlscale.perfmodel.chainwalk.longest_chains`) prices every node count at once.
 :func:`.stepcost.packed_time_s` prices them.
 
 Examples
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from dlscale.kernels.chains import ChainSteps
+from .chainwalk import ChainSteps
 
 if TYPE_CHECKING:
     from .netplan import StepFlows

@@ -11,7 +11,7 @@ device end, half the NIC's at each host end, ``hop_latency_s`` per switch-to-swi
 link) and the per-size factors of :mod:`.msgfactors` at the step's largest message.
 A plan's time is the sum of its steps, or, for a plan that keeps each message's own
 loads, the longest chain of messages through the ranks (:mod:`.rendezvous`): the
-rank clocks advance in the compiled walk of :mod:`dlscale.kernels.chains`, over one
+rank clocks advance in the compiled walk of :mod:`dlscale.perfmodel.chainwalk`, over one
 plan or a whole curve's plans packed together (:mod:`.packedflows`), bit-equal to
 the numpy walk :func:`walk_s` kept as its reference.
 
@@ -32,8 +32,7 @@ from functools import lru_cache
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dlscale.kernels.chains import longest_chains
-
+from .chainwalk import longest_chains
 from .hardware import Cluster, Topology
 from .linkload import StepLoad, level_bandwidths_Bps, step_load
 from .netplan import CollectivePlan, shape_key
@@ -190,7 +189,7 @@ def packed_time_s(cluster: Cluster, packed: PackedFlows, device_links: bool, n: 
     """Critical paths of packed plans (:mod:`.packedflows`), each at its own sizes.
 
     Each class's message costs :func:`step_s` of its path at its plan's size (0 for a
-    message to oneself), then :func:`dlscale.kernels.chains.longest_chains` walks the
+    message to oneself), then :func:`dlscale.perfmodel.chainwalk.longest_chains` walks the
     rank clocks of every plan, with the reduction ``gamma * n * recv`` after a step.
 
     Parameters

@@ -1,7 +1,7 @@
 """The compiled critical path equals the numpy walk of the rank clocks, bit for bit.
 
 ``stepcost.critical_path_s`` and ``netmodel.time_per_node_count`` price plans that
-keep each message's loads with the compiled walk of ``kernels.chains`` (one call
+keep each message's loads with the compiled walk of ``perfmodel.chainwalk`` (one call
 for a whole curve of node counts); ``stepcost.walk_s`` is the reference: the rank
 clocks advanced step by step by ``rendezvous.advance_clocks``, as before.
 """
@@ -15,8 +15,8 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from dlscale.kernels.chains import ChainSteps, longest_chains
 from dlscale.perfmodel.catalog import get_cluster
+from dlscale.perfmodel.chainwalk import ChainSteps, longest_chains
 from dlscale.perfmodel.hardware import Crossbar, FatTree, Torus
 from dlscale.perfmodel.msgfactors import MESSAGE_FACTORS
 from dlscale.perfmodel.netmodel import (

@@ -45,12 +45,14 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
-from .traces import event_args, intervals_union_s, load_events
+from .tracefile import event_args, finite, intervals_union_s, load_events, shown
 
 __all__ = ["HorovodTimeline", "read_horovod_timeline"]
 
 _US = 1e-6
 _OPS = ("ALLREDUCE", "ALLGATHER", "BROADCAST", "ALLTOALL", "REDUCESCATTER")
+#: A rank tick's name: the rank in ASCII digits ("²" is a digit to str.isdigit, not a rank).
+_RANK = re.compile(r"[0-9]{1,9}")
 
 
 @dataclass(frozen=True)
@@ -121,9 +123,9 @@ class HorovodTimeline:
 
 def _number(path: Path, i: int, ev: dict[str, Any], key: str) -> float:
     v = ev.get(key)
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise ConfigError(f"{path}: traceEvents[{i}].{key}: must be a number of microseconds, "
-                          f"got {v!r}")
+    if not finite(v):
+        raise ConfigError(f"{path}: traceEvents[{i}].{key}: must be a finite number of "
+                          f"microseconds, got {shown(v)}")
     return float(v)
 
 
@@ -145,12 +147,13 @@ def read_horovod_timeline(path: str | Path) -> HorovodTimeline:
         if ph == "B":
             name = ev.get("name")
             if not isinstance(name, str) or not name:
-                raise ConfigError(f"{path}: traceEvents[{i}]: a B event needs a name, got {name!r}")
+                raise ConfigError(f"{path}: traceEvents[{i}]: a B event needs a name, got "
+                                  f"{shown(name)}")
             stacks[pid].append((name, _number(path, i, ev, "ts")))
         elif ph == "E":
             if not stacks[pid]:
                 raise ConfigError(f"{path}: traceEvents[{i}]: E event of pid {pid!r} at ts "
-                                  f"{ev.get('ts')!r} closes nothing (no open B event)")
+                                  f"{shown(ev.get('ts'))} closes nothing (no open B event)")
             name, start = stacks[pid].pop()
             end = _number(path, i, ev, "ts")
             if end < start:
@@ -160,7 +163,7 @@ def read_horovod_timeline(path: str | Path) -> HorovodTimeline:
                 nego[pid].append((start, end))
             elif name in _OPS and not stacks[pid]:
                 ops[pid].append((start, end))
-        elif ph == "X" and str(ev.get("name", "")).isdigit():
+        elif ph == "X" and _RANK.fullmatch(ev.get("name") or ""):
             ranks.add(int(ev["name"]))
     if not ops:
         raise ConfigError(f"{path}: no ALLREDUCE (or other collective) B/E pairs: not a "
@@ -169,7 +172,7 @@ def read_horovod_timeline(path: str | Path) -> HorovodTimeline:
     iterations = int(statistics.median(counts))
     if iterations < 1:
         raise ConfigError(f"{path}: no complete iteration found")
-    tensors = sorted(ops)
+    tensors = sorted(ops, key=repr)  # pids may mix integers and strings
     nego_union = intervals_union_s(s for v in nego.values() for s in v)
     op_union = intervals_union_s(s for v in ops.values() for s in v)
     exposed = 0.0

@@ -52,23 +52,35 @@ Examples
 
 from __future__ import annotations
 
-import gzip
-import json
-import math
 import re
-from collections.abc import Iterable, Sequence
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError
 from .measured import MeasuredCompute
+from .tracefile import Spans, event_args, finite, intervals_union_s, load_events, shown
 
-__all__ = ["TraceCompute", "event_args", "intervals_union_s", "load_events", "read_trace"]
+if TYPE_CHECKING:
+    from .workload import Model
+
+__all__ = ["TraceCompute", "check_model", "event_args", "intervals_union_s", "load_events",
+           "read_trace"]
 
 _US = 1e-6
 _BACKWARD_OP = re.compile(r"Backprop|Grad(?!ient)|_grad\b|Backward")
 _STEP = re.compile(r"^ProfilerStep#\d+$")
+#: Forward operators of a convolution or normalisation layer (the outermost ATen op,
+#: which calls aten::convolution, or aten::_batch_norm_impl_index, in turn; instance_norm
+#: calls batch_norm, so it is counted once there).
+_TORCH_CONV = tuple(f"aten::conv{t}{d}d" for t in ("", "_transpose") for d in (1, 2, 3))
+_TORCH_NORM = ("aten::batch_norm", "aten::layer_norm", "aten::group_norm")
+_TF_KIND = {"Conv2D": "conv", "Conv3D": "conv", "DepthwiseConv2dNative": "conv",
+            "FusedBatchNorm": "norm", "FusedBatchNormV2": "norm", "FusedBatchNormV3": "norm",
+            "LRN": "norm"}
+_KIND_WORDS = {"conv": "convolution", "norm": "normalisation"}
 
 
 @dataclass(frozen=True)
@@ -85,6 +97,9 @@ class TraceCompute:
         Optimizer busy time and whole step per iteration (``step_s`` 0 when unknown).
     layers : tuple of (str, float, float)
         Per-layer ``(name, forward_s, backward_s)`` where the trace names layers.
+    op_counts : tuple of (str, int)
+        Forward operators per iteration by layer kind (``"conv"``, ``"norm"``), to tell
+        a trace of another model (:func:`check_model`).
     """
 
     framework: str
@@ -94,69 +109,12 @@ class TraceCompute:
     optimizer_s: float = 0.0
     step_s: float = 0.0
     layers: tuple[tuple[str, float, float], ...] = ()
+    op_counts: tuple[tuple[str, int], ...] = ()
 
     def measured(self, batch: int, source: str) -> MeasuredCompute:
         """The :class:`~.measured.MeasuredCompute` of this trace at ``batch``."""
         return MeasuredCompute(batch=batch, forward_s=self.forward_s, backward_s=self.backward_s,
                                layers=self.layers, source=source)
-
-
-def intervals_union_s(spans: Iterable[tuple[float, float]]) -> float:
-    """Total length covered by ``(start, end)`` intervals (overlaps counted once).
-
-    Examples
-    --------
-    >>> intervals_union_s([(0, 2), (1, 3), (5, 6)])
-    4.0
-    """
-    total, end = 0.0, -math.inf
-    for a, b in sorted(spans):
-        if b <= end:
-            continue
-        total += b - max(a, end)
-        end = b
-    return float(total)
-
-
-def load_events(path: str | Path, kind: str = "trace") -> list[dict[str, Any]]:
-    """The event list of a Chrome-trace file (object with ``traceEvents``, or a list).
-
-    An unterminated list (Horovod writes ``]`` only on a clean shutdown) is closed.
-    Every failure is a one-line ConfigError naming the file.
-    """
-    path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: file not found") from None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
-    if raw[:2] == b"\x1f\x8b":
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError) as exc:
-            raise ConfigError(f"{path}: broken gzip file: {exc}") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: not UTF-8 text (byte at offset {exc.start}); a {kind} "
-                          f"must be Chrome-trace JSON") from None
-    stripped = text.strip()
-    if stripped.startswith("[") and not stripped.endswith("]"):
-        stripped = stripped.rstrip(",\n\r\t ") + "]"
-    try:
-        data = json.loads(stripped)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{path}: not JSON ({exc.msg} at line {exc.lineno} column "
-                          f"{exc.colno}); a {kind} must be Chrome-trace JSON") from None
-    events = data.get("traceEvents") if isinstance(data, dict) else data
-    if not isinstance(events, list):
-        raise ConfigError(f"{path}: traceEvents: expected a list of events, got "
-                          f"{type(events).__name__}; a {kind} must be Chrome-trace JSON")
-    for i, ev in enumerate(events):
-        if not isinstance(ev, dict):
-            raise ConfigError(f"{path}: traceEvents[{i}]: expected an object, got {ev!r}")
-    return events
 
 
 def _complete(path: Path, events: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -167,26 +125,19 @@ def _complete(path: Path, events: Sequence[dict[str, Any]]) -> list[dict[str, An
             continue
         for key in ("ts", "dur"):
             v = ev.get(key)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) \
-                    or (key == "dur" and v < 0):
+            if not finite(v) or (key == "dur" and v < 0):
                 raise ConfigError(f"{path}: traceEvents[{i}].{key}: must be a number of "
-                                  f"microseconds{' >= 0' if key == 'dur' else ''}, got {v!r}")
+                                  f"microseconds{' >= 0' if key == 'dur' else ''}, got "
+                                  f"{shown(v)}")
+        if not finite(float(ev["ts"]) + float(ev["dur"])):
+            raise ConfigError(f"{path}: traceEvents[{i}]: ts + dur overflows, got ts "
+                              f"{shown(ev['ts'])} and dur {shown(ev['dur'])}")
         out.append(ev)
     return out
 
 
-def event_args(ev: dict[str, Any]) -> dict[str, Any]:
-    """The event's ``args`` object (``{}`` where absent or not an object)."""
-    args = ev.get("args")
-    return args if isinstance(args, dict) else {}
-
-
 def _span(ev: dict[str, Any]) -> tuple[float, float]:
     return float(ev["ts"]), float(ev["ts"]) + float(ev["dur"])
-
-
-def _inside(spans: Sequence[tuple[float, float]], t: float) -> bool:
-    return any(a <= t <= b for a, b in spans)
 
 
 def _share_idle(fwd: float, bwd: float, wall: float) -> tuple[float, float]:
@@ -209,14 +160,17 @@ def _pytorch(path: Path, xs: list[dict[str, Any]]) -> TraceCompute:
     opt_spans = [_span(e) for e in annotations if str(e.get("name", "")).startswith("Optimizer.")]
     data_spans = [_span(e) for e in annotations if str(e.get("name", "")).startswith("enumerate(DataLoader)")]
 
+    opt_in, bwd_in, data_in, step_in = (Spans(s) for s in (opt_spans, bwd_spans, data_spans,
+                                                            steps))
+
     def phase(t: float) -> str:
-        if _inside(opt_spans, t):
+        if t in opt_in:
             return "opt"
-        if _inside(bwd_spans, t):
+        if t in bwd_in:
             return "bwd"
-        if _inside(data_spans, t):
+        if t in data_in:
             return "data"
-        return "fwd" if _inside(steps, t) else "out"
+        return "fwd" if t in step_in else "out"
 
     kernels = [e for e in xs if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
     spans: dict[str, list[tuple[float, float]]] = {"fwd": [], "bwd": [], "opt": [], "data": [],
@@ -246,7 +200,10 @@ def _pytorch(path: Path, xs: list[dict[str, Any]]) -> TraceCompute:
                           f"inside the ProfilerStep events (backward: autograd::engine:: "
                           f"operators or their kernels)")
     fwd, bwd = _share_idle(fwd, bwd, wall)
-    return TraceCompute("pytorch", n, fwd, bwd, opt, wall + opt)
+    names = Counter(str(e.get("name")) for e in cpu if float(e["ts"]) in step_in)
+    convs = sum(names[c] for c in _TORCH_CONV) or names["aten::convolution"]
+    counts = (("conv", convs // n), ("norm", sum(names[c] for c in _TORCH_NORM) // n))
+    return TraceCompute("pytorch", n, fwd, bwd, opt, wall + opt, op_counts=counts)
 
 
 def _tf_scope(ev: dict[str, Any]) -> str:
@@ -273,6 +230,7 @@ def _tensorflow(path: Path, events: list[dict[str, Any]], xs: list[dict[str, Any
     spans: dict[str, list[tuple[float, float]]] = {"fwd": [], "bwd": [], "opt": []}
     per_layer: dict[str, list[float]] = {}
     layer_set = set(layer_names)
+    scopes: dict[str, set[str]] = {"conv": set(), "norm": set()}
     for e in ops:
         scope = _tf_scope(e)
         op = str(event_args(e).get("op", e.get("name", "")))
@@ -284,6 +242,8 @@ def _tensorflow(path: Path, events: list[dict[str, Any]], xs: list[dict[str, Any
         else:
             kind = "fwd"
         spans[kind].append(_span(e))
+        if kind == "fwd" and op in _TF_KIND:
+            scopes[_TF_KIND[op]].add(scope)
         # gradient scopes append "_grad" to the forward op's name (TF1: conv1_relu_grad)
         layer = next((p for p in (q.removesuffix("_grad") for q in parts) if p in layer_set), None)
         if layer is not None and kind != "opt":
@@ -303,7 +263,8 @@ def _tensorflow(path: Path, events: list[dict[str, Any]], xs: list[dict[str, Any
     wall = (last - first) * _US / n - opt if n == 1 else all_ops - opt
     fwd_s, bwd_s = _share_idle(fwd, bwd, wall)
     layers = tuple((name, v[0] / n, v[1] / n) for name, v in per_layer.items() if sum(v) > 0)
-    return TraceCompute("tensorflow", n, fwd_s, bwd_s, opt, wall + opt, layers)
+    counts = tuple((k, len(v)) for k, v in scopes.items())
+    return TraceCompute("tensorflow", n, fwd_s, bwd_s, opt, wall + opt, layers, counts)
 
 
 def read_trace(path: str | Path, layer_names: Sequence[str] = ()) -> TraceCompute:
@@ -330,3 +291,31 @@ def read_trace(path: str | Path, layer_names: Sequence[str] = ()) -> TraceComput
         return _tensorflow(path, events, xs, layer_names)
     raise ConfigError(f"{path}: not a PyTorch or TensorFlow profiler trace: no cpu_op or "
                       f"ProfilerStep#N events and no /device: process names")
+
+
+def check_model(trace: TraceCompute, model: Model, source: str) -> None:
+    """Refuse a trace with more forward convolutions or normalisations per iteration than
+    ``model`` has layers of that kind: it is a trace of another (larger) model.
+
+    A trace with fewer is accepted (a profile of part of the network, as the samples in
+    ``examples/traces/`` are). ``source`` names the trace in the message.
+
+    Examples
+    --------
+    >>> from dlscale.perfmodel.catalog import get_model
+    >>> t = TraceCompute("pytorch", 1, 0.1, 0.2, op_counts=(("conv", 53), ("norm", 53)))
+    >>> check_model(t, get_model("resnet50"), "t.json")
+    >>> check_model(t, get_model("vgg16"), "t.json")
+    Traceback (most recent call last):
+    ...
+    dlscale.perfmodel.errors.ConfigError: t.json: 53 forward convolutions per iteration, but vgg16 has 13 conv layers: a trace of another model (trace vgg16's training, or give the traced model as the workload)
+    """
+    kinds = Counter(layer.kind for layer in model.layers)
+    for kind, found in trace.op_counts:
+        have = kinds.get(kind, 0)
+        if found > have:
+            raise ConfigError(f"{source}: {found} forward {_KIND_WORDS[kind]}"
+                              f"{'s' if found > 1 else ''} per iteration, but "
+                              f"{model.name} has {have or 'no'} {kind} layers: a trace of "
+                              f"another model (trace {model.name}'s training, or give the "
+                              f"traced model as the workload)")

@@ -54,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def check_file_outputs(args: argparse.Namespace) -> None:
-    """Check every file the command will write (``-o``, ``--plot``, ``--trace``) up front.
+    """Check every file the command will write (``-o``, ``--plot``, ``--trace-out``) up front.
 
     A subcommand whose options name folders instead sets ``file_outputs`` (the
     attributes that are files) with ``set_defaults``. A plot's extension must name a
@@ -62,9 +62,9 @@ def check_file_outputs(args: argparse.Namespace) -> None:
     """
     from dlscale.perfmodel.atomicio import check_output_path, plot_format
 
-    for attr in getattr(args, "file_outputs", ("output", "plot", "trace")):
+    for attr in getattr(args, "file_outputs", ("output", "plot", "trace_out")):
         value = getattr(args, attr, None)
-        option = "-o" if attr == "output" else f"--{attr}"
+        option = "-o" if attr == "output" else f"--{attr.replace('_', '-')}"
         for path in value if isinstance(value, list) else [value]:
             if path is None:
                 continue

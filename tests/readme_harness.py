@@ -62,7 +62,7 @@ NOT_RUN = {
 }
 
 #: Output flags whose value is a file (or folder) the command promises to write.
-OUTPUT_FLAGS = ("-o", "--output", "--plot", "--plots", "--trace", "--json")
+OUTPUT_FLAGS = ("-o", "--output", "--plot", "--plots", "--trace-out", "--json")
 
 _PLACEHOLDER = re.compile(r"^[A-Z][A-Z0-9_,]*$")
 
@@ -279,9 +279,7 @@ def to_steps(line: str) -> list[Step] | str:
         for lead, extra in ADDED.items():
             if args[:len(lead)] == lead:
                 argv += extra
-        # predict's and plan's --trace reads a profiler trace; simulate's writes one
-        out_flags = [f for f in OUTPUT_FLAGS if f != "--trace" or args[:1] == ("simulate",)]
-        outputs = [argv[i + 1] for i, w in enumerate(argv[:-1]) if w in out_flags]
+        outputs = [argv[i + 1] for i, w in enumerate(argv[:-1]) if w in OUTPUT_FLAGS]
         steps.append(Step(prefix + argv, outputs, mpi))
     return steps
 

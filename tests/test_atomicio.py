@@ -135,7 +135,7 @@ def test_cli_output_to_dev_null_keeps_the_device(capsys):
     ["predict", "summit", "resnet50", "--nodes", "1", "-o", "/proc/dlscale.json"],
     ["predict", "summit", "resnet50", "--nodes", "1", "--plot", "{tmp}/x.txt"],
     ["plan", "resnet50", "--cluster", "summit", "-o", "{tmp}"],
-    ["simulate", "summit", "--nodes", "2", "--trace", "{tmp}"],
+    ["simulate", "summit", "--nodes", "2", "--trace-out", "{tmp}"],
 ])
 def test_cli_bad_output_fails_before_any_work(tmp_path, capsys, argv):
     code = main([a.replace("{tmp}", str(tmp_path)) for a in argv])

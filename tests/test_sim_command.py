@@ -22,7 +22,7 @@ def parse(argv):
 def test_table_json_output_and_trace(tmp_path, capsys):
     out, trace = tmp_path / "r.json", tmp_path / "t.json"
     args = parse(["stampede2-knl", "--nodes", "8", "--collective", "ring", "--size-bytes", "1e6",
-                  "-o", str(out), "--trace", str(trace)])
+                  "-o", str(out), "--trace-out", str(trace)])
     assert args.run(args) == 0
     text = capsys.readouterr().out
     assert "allreduce (ring)" in text and "most utilised links" in text

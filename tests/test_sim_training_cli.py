@@ -26,7 +26,7 @@ def test_table_on_the_simulate_parser(capsys, tmp_path):
     out = tmp_path / "rows.csv"
     trace = tmp_path / "t.json"
     args = p.parse_args(["summit", "resnet50", "--nodes", "2", "--iterations", "3",
-                         "--trace", str(trace), "-o", str(out), "--noise", "lognormal:0.1"])
+                         "--trace-out", str(trace), "-o", str(out), "--noise", "lognormal:0.1"])
     assert run_training(args) == 0
     text = capsys.readouterr().out
     assert "iteration_s" in text and "straggler_wait_s" in text and "network fast" in text

@@ -122,7 +122,7 @@ def test_defaults_follow_the_cited_rules():
     (["--repeats", "3"], "--repeats: only with --target-accuracy"),
     (["--target-accuracy", "0.9", "--nodes", "2,4"], "--nodes: --target-accuracy runs one"),
     (["--target-accuracy", "0.9", "--eval-every", "0"], "--eval-every: must be an integer >= 1"),
-    (["--target-accuracy", "0.9", "--trace", "t.json"], "--trace: not with --target-accuracy"),
+    (["--target-accuracy", "0.9", "--trace-out", "t.json"], "--trace-out: not with --target-accuracy"),
 ])
 def test_bad_target_options_are_one_line_errors(capsys, argv, msg):
     code = main(["simulate", "cori-knl", "googlenet", "--nodes", "2", "--cosim", *argv])

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+from pathlib import Path
 from typing import Any
 
 from dlscale.perfmodel.errors import ConfigError
@@ -23,8 +24,9 @@ __all__ = ["add_measured_args", "apply_measured"]
 
 def add_measured_args(p: argparse.ArgumentParser, trace_flag: bool = True) -> None:
     """Add ``--measured-samples-per-s``, ``--trace`` (also ``--measured-trace``; only the
-    latter where ``trace_flag`` is false, as on ``simulate``, whose ``--trace`` writes the
-    simulator's own trace) and ``--horovod-timeline`` to ``p``."""
+    latter where ``trace_flag`` is false, as on ``simulate``, which refuses ``--trace``:
+    it writes the simulator's own trace with ``--trace-out``) and ``--horovod-timeline``
+    to ``p``."""
     g = p.add_argument_group("your own measurements (replace the modelled compute)")
     g.add_argument("--measured-samples-per-s", metavar="X@B",
                    help="single-device training throughput you measured: X samples/s at B "
@@ -43,12 +45,24 @@ def add_measured_args(p: argparse.ArgumentParser, trace_flag: bool = True) -> No
 
 
 def _trace_spec(text: str, default_batch: int, flag: str = "--trace") -> tuple[str, int]:
+    """``FILE[@B]`` as ``(FILE, B)``; a FILE whose own name holds ``@`` is taken whole.
+
+    Examples
+    --------
+    >>> _trace_spec("t.json@64", 32), _trace_spec("t.json", 32)
+    (('t.json', 64), ('t.json', 32))
+    >>> _trace_spec("t.json@-1", 32)
+    Traceback (most recent call last):
+    ...
+    dlscale.perfmodel.errors.ConfigError: --trace: the batch after @ must be a positive integer (FILE@B, e.g. t.json@64), got '-1' in 't.json@-1'
+    """
     path, at, batch = text.rpartition("@")
-    if at and batch.isdigit():
-        if int(batch) <= 0:
-            raise ConfigError(f"{flag}: the batch after @ must be a positive integer, got {batch!r}")
-        return path, int(batch)
-    return text, default_batch
+    if not at or Path(text).exists():
+        return text, default_batch
+    if not (batch.isascii() and batch.isdigit() and int(batch) > 0):
+        raise ConfigError(f"{flag}: the batch after @ must be a positive integer (FILE@B, e.g. "
+                          f"{path or 'trace.json'}@64), got {batch!r} in {text!r}")
+    return path, int(batch)
 
 
 def apply_measured(args: argparse.Namespace,
@@ -59,7 +73,7 @@ def apply_measured(args: argparse.Namespace,
     """
     from dlscale.perfmodel.horovod import read_horovod_timeline
     from dlscale.perfmodel.measured import MeasuredCompute, parse_rate
-    from dlscale.perfmodel.traces import read_trace
+    from dlscale.perfmodel.traces import check_model, read_trace
 
     rate = getattr(args, "measured_samples_per_s", None)
     trace = getattr(args, "measured_trace", None)
@@ -74,6 +88,7 @@ def apply_measured(args: argparse.Namespace,
     elif trace is not None:
         path, batch = _trace_spec(trace, workload.batch_per_device)
         tc = read_trace(path, [layer.name for layer in workload.model.layers])
+        check_model(tc, workload.model, f"--trace {path}")
         measured = tc.measured(batch, f"{tc.framework} trace {path}: {tc.iterations} "
                                       f"iteration(s); its optimizer's {tc.optimizer_s * 1e3:.3g} ms "
                                       f"replaced by the model's weight update")
@@ -96,8 +111,9 @@ def apply_measured(args: argparse.Namespace,
         h = read_horovod_timeline(timeline)
         ready = h.layer_ready([layer.name for layer in workload.model.layers])
         if len(ready) >= 2:
-            base = current or MeasuredCompute(batch=tbatch, source=f"Horovod timeline {timeline}")
-            measured = dataclasses.replace(base, backward_ready=ready)
+            measured = (dataclasses.replace(current, backward_ready=ready) if current else
+                        MeasuredCompute(batch=tbatch, source=f"Horovod timeline {timeline}",
+                                        backward_ready=ready))
             workload = dataclasses.replace(
                 workload, model=dataclasses.replace(workload.model, measured=measured))
             if current is None:

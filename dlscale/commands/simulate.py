@@ -66,7 +66,10 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--format", choices=("table", "json"), default="table",
                    help="what to print (default: table)")
     p.add_argument("-o", "--output", metavar="FILE", help="write the JSON result to FILE")
-    p.add_argument("--trace", metavar="FILE.json", help="write a Chrome trace (open in Perfetto)")
+    p.add_argument("--trace-out", metavar="FILE.json",
+                   help="write the simulator's Chrome trace (open in Perfetto)")
+    # the old spelling, refused: --trace reads a profiler trace in predict and plan
+    p.add_argument("--trace", dest="old_trace", metavar="FILE", help=argparse.SUPPRESS)
     p.add_argument("--profile", metavar="FILE",
                    help="machine profile from `dlscale calibrate`: its network and kernel "
                         "figures replace the cluster's")
@@ -144,6 +147,10 @@ def _apply_workload_flags(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.old_trace is not None:
+        raise ConfigError(f"--trace {args.old_trace}: simulate writes its Chrome trace with "
+                          f"--trace-out FILE.json (--trace reads a profiler trace in predict "
+                          f"and plan; here that is --measured-trace FILE); nothing was written")
     if args.workload is not None:
         from dlscale.commands.simulate_training import run_training
 
@@ -168,7 +175,7 @@ def run(args: argparse.Namespace) -> int:
     if args.mode == "flow" and ranks > 64:
         print(f"simulating {ranks} ranks in flow mode (may take a while)...", file=sys.stderr)
     res = net.simulate(args.operation, args.size_bytes, ranks, args.collective,
-                       trace=bool(args.trace))
+                       trace=bool(args.trace_out))
     wall = time.perf_counter() - start
     doc = res.to_dict(top=args.top)
     doc["cluster"] = name
@@ -178,10 +185,10 @@ def run(args: argparse.Namespace) -> int:
         from dlscale.output import atomic_write_text
 
         atomic_write_text(args.output, json.dumps(doc, indent=2) + "\n")
-    if args.trace:
+    if args.trace_out:
         from dlscale.simulator.network.trace import write_json_atomic
 
-        write_json_atomic(res.trace, args.trace)
+        write_json_atomic(res.trace, args.trace_out)
     if args.format == "json":
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
         return 0

@@ -68,8 +68,8 @@ def check_target_args(args: argparse.Namespace, nodes: list[int]) -> bool:
         raise ConfigError(f"--max-sim-time: must be > 0 seconds, got {args.max_sim_time!r}")
     if len(nodes) != 1:
         raise ConfigError(f"--nodes: --target-accuracy runs one node count, got {args.nodes!r}")
-    if getattr(args, "trace", None):
-        raise ConfigError("--trace: not with --target-accuracy (trace one run without it)")
+    if getattr(args, "trace_out", None):
+        raise ConfigError("--trace-out: not with --target-accuracy (trace one run without it)")
     return True
 
 

@@ -2,7 +2,7 @@
 
 :func:`add_training_args` adds the training options to an ``argparse`` parser (it
 skips options the parser already has, so it can extend the ``simulate`` command's
-parser, whose ``--nodes``, ``--seed``, ``--trace``, ``--format`` and ``--mode``
+parser, whose ``--nodes``, ``--seed``, ``--trace-out``, ``--format`` and ``--mode``
 (network mode ``fast``/``flow``) it then shares); :func:`run_training` runs the
 simulation for each node count (or, with ``--compare``, each algorithm), prints a
 table or JSON, and writes ``-o`` files, the trace and the plots, all atomically.
@@ -96,8 +96,8 @@ def add_training_args(parser: argparse.ArgumentParser) -> None:
     _add(parser, "--cosim-model", choices=("mlp", "cnn"), default=None,
          help="co-simulation model: the one-hidden-layer MLP (default) or a small CNN "
               "(3x3 convolution, 8 filters, 2x2 pooling, dense layer) on the 8x8 digits")
-    _add(parser, "--trace", metavar="FILE.json", default=None,
-         help="write a Chrome trace (representative ranks, first iterations)")
+    _add(parser, "--trace-out", metavar="FILE.json", default=None,
+         help="write the simulator's Chrome trace (representative ranks, first iterations)")
     _add(parser, "--plot", metavar="FILE.png", default=None,
          help="write the scaling + breakdown plot (or the accuracy plot with --cosim)")
     _add(parser, "--baseline", choices=("node", "device"), default="node",
@@ -250,7 +250,7 @@ def run_training(args: argparse.Namespace) -> int:
         runs.append(simulate_training(
             cluster, workload, n, algorithm=a, iterations=iterations, seed=args.seed,
             mode="cosim" if args.cosim else "timing", network=network, noise=noise,
-            trace=(args.trace if (args.trace and last) else False), cosim_options=cosim,
+            trace=(args.trace_out if (args.trace_out and last) else False), cosim_options=cosim,
             baseline=getattr(args, "baseline", "node")))
     rows = _rows(runs)
     from dlscale.commands.runtime_args import allreduce_summary

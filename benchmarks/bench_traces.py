@@ -6,9 +6,10 @@ PyTorch traces (``torch.profiler`` layout: ``ProfilerStep#N``, forward ``cpu_op`
 ``cudaLaunchKernel`` linked to its ``kernel`` by ``args.correlation``, an
 ``Optimizer.step`` annotation) of the given sizes into a temporary folder, then reads
 each with :func:`dlscale.perfmodel.traces.read_trace` in a process of its own and
-reports the median wall time of ``--repeats`` reads (and their spread), the time per
-MB, the peak resident memory and the exponent of time against size from the smallest
-size (1: linear; the target applies to the largest). ``--quick``: 1, 5 and 20 MB.
+reports the median wall time of ``--repeats`` reads (and their spread), the median
+CPU time (less sensitive to a loaded machine) and per MB, the peak resident memory
+and the exponent of CPU time against size from the smallest size (1: linear; the
+target applies to the largest). ``--quick``: 1, 5 and 20 MB.
 The reader before the sweep (``any()`` over every backward span per kernel) took
 2.4 s at 5 MB and 18.9 s at 10 MB of this trace.
 """
@@ -78,11 +79,11 @@ def write_synthetic_trace(path: Path, target_bytes: int, ops_per_step: int = 400
 def _child(path: str) -> None:
     from dlscale.perfmodel.traces import read_trace
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     t = read_trace(path)
-    dt = time.perf_counter() - t0
+    dt, cpu = time.perf_counter() - t0, time.process_time() - c0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    print(json.dumps({"s": dt, "peak": peak, "iterations": t.iterations}))
+    print(json.dumps({"s": dt, "cpu": cpu, "peak": peak, "iterations": t.iterations}))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -110,20 +111,21 @@ def main(argv: list[str] | None = None) -> int:
             path.unlink()
             times = sorted(r["s"] for r in runs)
             med = statistics.median(times)
+            cpu = statistics.median(r["cpu"] for r in runs)
             row = {"trace_MB": size / 1e6, "events": events, "iterations": runs[0]["iterations"],
-                   "read_s": med, "min_s": times[0], "max_s": times[-1],
-                   "s_per_MB": med / (size / 1e6),
+                   "read_s": med, "min_s": times[0], "max_s": times[-1], "cpu_s": cpu,
+                   "cpu_s_per_MB": cpu / (size / 1e6),
                    "peak_rss_MB": max(r["peak"] for r in runs) / 1e6, "exponent": "-"}
             if rows:
                 first = rows[0]
-                row["exponent"] = (math.log(med / first["read_s"])
+                row["exponent"] = (math.log(cpu / first["cpu_s"])
                                    / math.log(size / 1e6 / first["trace_MB"]))
             rows.append(row)
     big = [r for r in rows if r["trace_MB"] >= 190]
     ok = (len(rows) < 2 or rows[-1]["exponent"] <= MAX_EXPONENT) and \
         all(r["read_s"] <= TARGET_S_200MB for r in big)
     for r in rows:
-        r["target"] = f"exponent <= {MAX_EXPONENT}; 200 MB <= {TARGET_S_200MB:g} s"
+        r["target"] = f"exponent <= {MAX_EXPONENT}; 200 MB <= {TARGET_S_200MB:g} s wall"
     print(format_table(rows))
     print("met" if ok else "NOT met")
     return 0 if ok else 1

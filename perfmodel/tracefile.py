@@ -15,6 +15,7 @@ Examples
 
 from __future__ import annotations
 
+import gc
 import gzip
 import json
 import math
@@ -30,8 +31,8 @@ __all__ = ["MAX_TRACE_BYTES", "Spans", "event_args", "finite", "intervals_union_
            "load_events", "shown"]
 
 #: Most bytes of JSON text (after decompression) a trace may hold. Parsed, a trace
-#: takes about 6.5 times its text in Python objects (``benchmarks/bench_traces.py``: a
-#: 200 MB trace peaks at 1.35 GB resident), so 512 MiB of text keeps a read near 3.5 GB;
+#: takes about 5.5 times its text in Python objects (``benchmarks/bench_traces.py``: a
+#: 200 MB trace peaks at 1.15 GB resident), so 512 MiB of text keeps a read near 3 GB;
 #: a profiler run of a few steps (``torch.profiler.schedule(active=2)``) writes tens of
 #: MB. A compressed trace is expanded in chunks and refused as soon as it passes this.
 MAX_TRACE_BYTES = 512 << 20
@@ -155,6 +156,8 @@ def _parse(path: Path, raw: bytearray, kind: str) -> Any:
     if head.startswith("[") and not tail.endswith("]"):
         # an unterminated list (Horovod writes "]" only on a clean shutdown)
         text = text.rstrip(",\n\r\t ") + "]"
+    collecting = gc.isenabled()
+    gc.disable()  # millions of new dicts with no cycles: the collector would only rescan them
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
@@ -166,6 +169,9 @@ def _parse(path: Path, raw: bytearray, kind: str) -> Any:
     except RecursionError:
         raise ConfigError(f"{path}: JSON nested too deeply to read; a {kind} is a list of "
                           f"flat event objects") from None
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def _check_event(path: Path, i: int, ev: Any) -> None:
@@ -198,8 +204,7 @@ def load_events(path: str | Path, kind: str = "trace",
     naming the file.
     """
     path = Path(path)
-    raw = _read_capped(path, MAX_TRACE_BYTES if limit is None else limit)
-    data = _parse(path, raw, kind)
+    data = _parse(path, _read_capped(path, MAX_TRACE_BYTES if limit is None else limit), kind)
     events = data.get("traceEvents") if isinstance(data, dict) else data
     if not isinstance(events, list):
         raise ConfigError(f"{path}: traceEvents: expected a list of events, got "

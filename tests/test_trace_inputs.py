@@ -5,6 +5,7 @@ traces of another model, the timeline alone, the ``@B`` part, one meaning of --t
 import gzip
 import importlib.util
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -113,7 +114,7 @@ def test_trace_values_of_unexpected_types_are_one_line(tmp_path, capsys, kind, m
     assert main(["predict", "summit", "resnet50", "--nodes", "1", "--trace", str(f)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1
-    assert __import__("re").search(msg.format(k=k), err[0]), err[0]
+    assert re.search(msg.format(k=k), err[0]), err[0]
 
 
 def _timeline():
@@ -137,7 +138,7 @@ def test_timeline_values_of_unexpected_types_are_one_line(tmp_path, capsys, edit
     assert main(["predict", "summit", "resnet50", "--nodes", "1", "--horovod-timeline",
                  str(f)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and __import__("re").search(msg, err[0]), err
+    assert len(err) == 1 and re.search(msg, err[0]), err
 
 
 def test_timeline_pids_of_mixed_types_and_non_ascii_digit_names(tmp_path):

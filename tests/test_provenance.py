@@ -25,7 +25,7 @@ def _run(capsys, argv: list[str]) -> tuple[str, str]:
 def test_a_profile_that_changes_the_answer_is_named_with_what_it_replaced(capsys):
     argv = ["predict", "stampede2-skx", "resnet50", "--nodes", "1,64"]
     plain, _ = _run(capsys, argv)
-    prof, err = _run(capsys, [*argv, "--profile", PROFILE])
+    prof, _ = _run(capsys, [*argv, "--profile", PROFILE])
     assert plain.splitlines()[1] == f"{VERSION}, no profile (catalog figures)"
     line = prof.splitlines()[1]
     assert line.startswith(f"{VERSION}, profile {PROFILE} (1 host: vm, 2 ranks; measured "

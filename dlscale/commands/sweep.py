@@ -73,14 +73,15 @@ def run(args: argparse.Namespace) -> int:
                        resume=args.resume, quiet=args.quiet, evaluators=evaluators,
                        plots=not args.no_plots, profile=args.profile, force=args.force,
                        baseline=args.baseline)
+    from dlscale.provenance import Provenance
+
     rows = result.rows
+    prov = Provenance.from_meta(result.meta)
     if args.format == "csv":
-        sys.stdout.write(rows_to_csv(rows))
+        sys.stdout.write(rows_to_csv([{**r, **prov.csv_columns()} for r in rows]))
     elif args.format == "table":
-        from dlscale.provenance import Provenance
         from dlscale.sweep_table import summary_lines
 
-        prov = Provenance.from_meta(result.meta)
         print("\n".join(summary_lines(study, rows, result.meta, prov.header_lines())))
         for r in result.failures[:5]:
             print(f"point {r['point']} failed: {r['error']}", file=sys.stderr)

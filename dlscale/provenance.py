@@ -141,8 +141,15 @@ class Provenance:
     warnings: tuple[str, ...] = ()
 
     def with_baseline(self, baseline: str) -> Provenance:
-        """The same provenance with ``baseline`` set."""
-        return dataclasses.replace(self, baseline=baseline)
+        """The same provenance with ``baseline`` set (a leading ``baseline:`` is dropped,
+        so a whole header line may be given).
+
+        Examples
+        --------
+        >>> Provenance(version="1").with_baseline("baseline: 1 node").baseline
+        '1 node'
+        """
+        return dataclasses.replace(self, baseline=baseline.removeprefix("baseline:").strip())
 
     def source_line(self) -> str:
         """``dlscale VERSION, profile ...`` (or ``no profile (catalog figures)``)."""

@@ -39,7 +39,8 @@ from dlscale.perfmodel.workload import ALGORITHMS, COLLECTIVES, Workload
 from dlscale.results import ResultTable
 from dlscale.sweep import Evaluator, resolve_evaluator
 
-__all__ = ["LIMITS", "RANK_BY", "PlanRequest", "PlanResult", "describe_violation", "plan"]
+__all__ = ["LIMITS", "RANK_BY", "PlanRequest", "PlanResult", "describe_violation", "plan",
+           "unpriced_line"]
 
 #: Limit name -> (row field, True if the field must stay <= the bound, unit shown).
 LIMITS: dict[str, tuple[str, bool, str]] = {
@@ -90,7 +91,7 @@ class PlanRequest:
         Limit name (:data:`LIMITS`) -> bound in SI units (seconds, samples/s,
         fraction, nodes, node-hours, currency, watts).
     prices : dict
-        Cluster name -> price per node-hour.
+        Cluster name -> price per node-hour, None where the cluster has none.
     algorithms, collectives : list of str
     nodes : list of int or None
         Node counts to try (default: doubling from 1 to each cluster's size).
@@ -102,7 +103,7 @@ class PlanRequest:
     clusters: list[Cluster]
     samples: float
     bounds: dict[str, float] = field(default_factory=dict)
-    prices: dict[str, float] = field(default_factory=dict)
+    prices: dict[str, float | None] = field(default_factory=dict)
     algorithms: list[str] = field(default_factory=list)
     collectives: list[str] = field(default_factory=list)
     nodes: list[int] | None = None
@@ -161,7 +162,7 @@ def _evaluate(req: PlanRequest, fn: Evaluator) -> list[dict[str, Any]]:
     cands = []
     cap = req.bounds.get("max_nodes", math.inf)
     for cluster in req.clusters:
-        price = req.prices.get(cluster.name, cluster.price_per_node_hour)
+        price = req.prices.get(cluster.name)
         nodes = _node_counts(cluster, req.nodes, cap if req.nodes is None else math.inf)
         if req.workload.scaling == "strong":  # a rank needs at least one sample
             rpn = req.workload.ranks_per_node or cluster.node.devices_per_node
@@ -182,7 +183,8 @@ def _evaluate(req: PlanRequest, fn: Evaluator) -> list[dict[str, Any]]:
                            "devices": got.get("devices", n * cluster.node.devices_per_node),
                            "iteration_s": got.get("iteration_s"), "samples_per_s": rate,
                            "efficiency": got.get("efficiency"), "time_s": t,
-                           "node_hours": n * t / 3600.0, "cost": n * t / 3600.0 * price,
+                           "node_hours": n * t / 3600.0,
+                           "cost": None if price is None else n * t / 3600.0 * price,
                            "power_w": n * cluster.node.power_w,
                            "memory_per_device_bytes": got.get("memory_per_device_bytes", 0.0),
                            "fits": bool(got.get("fits", True)), "bottleneck": _bottleneck(got),
@@ -254,16 +256,20 @@ def _choices(w: Workload, algorithms: Sequence[str] | None,
 
 
 def _prices(cl: list[Cluster], prices: Mapping[str, float] | None, budget_cost: float | None,
-            max_power_w: float | None) -> dict[str, float]:
-    """Price per node-hour of each cluster (``prices`` first); checks what the limits need."""
+            max_power_w: float | None) -> dict[str, float | None]:
+    """Price per node-hour of each cluster: ``prices`` first, else the cluster's own
+    ``price_per_node_hour`` where it is above 0, else None (unpriced); checks what the
+    limits need."""
     prices = dict(prices or {})
     for name in prices:
         if name not in {c.name for c in cl}:
             raise unknown_name("prices", name, [c.name for c in cl])
-    priced = {c.name: prices.get(c.name, c.price_per_node_hour) for c in cl}
+    priced: dict[str, float | None] = {
+        c.name: float(prices[c.name]) if c.name in prices
+        else (c.price_per_node_hour if c.price_per_node_hour > 0 else None) for c in cl}
     if budget_cost is not None:
         for name, p in priced.items():
-            if p <= 0:
+            if p is None:
                 raise ConfigError(f"budget_cost: cluster {name!r} has no price per node-hour; "
                                   f"give one (--price {name}=VALUE or price_per_node_hour)")
     if max_power_w is not None:
@@ -272,6 +278,23 @@ def _prices(cl: list[Cluster], prices: Mapping[str, float] | None, budget_cost: 
                 raise ConfigError(f"max_power: cluster {c.name!r} has no node power_w; "
                                   "give it in the cluster file")
     return priced
+
+
+def unpriced_line(names: Sequence[str], rank_by: str, asked: str = "") -> str:
+    """The line saying which clusters lack a price, how to give one, and how they rank
+    (``rank_by`` the ranking used, ``asked`` the one requested).
+
+    Examples
+    --------
+    >>> unpriced_line(["summit"], "cost")  # doctest: +NORMALIZE_WHITESPACE
+    'unpriced: summit (no price per node-hour; give one with --price summit=PRICE or
+    price_per_node_hour in the cluster file); ranked after the priced clusters, by node-hours'
+    """
+    how = (f"give one with --price {names[0] if len(names) == 1 else 'NAME'}=PRICE or "
+           "price_per_node_hour in the cluster file")
+    tail = ("; ranked after the priced clusters, by node-hours" if rank_by == "cost" else
+            "; no cluster has a price, so ranked by node-hours" if asked == "cost" else "")
+    return f"unpriced: {', '.join(names)} (no price per node-hour; {how}){tail}"
 
 
 def plan(workload: Workload | str | Path, clusters: Sequence[Cluster | str | Path], *,
@@ -310,8 +333,10 @@ def plan(workload: Workload | str | Path, clusters: Sequence[Cluster | str | Pat
     nodes : sequence of int, optional
         Node counts to try (default: doubling up to each cluster's size).
     rank_by : str
-        One of :data:`RANK_BY`; ``cost`` falls back to node-hours when some cluster
-        has no price.
+        One of :data:`RANK_BY`. ``cost`` ranks the plans of priced clusters by cost,
+        then those of unpriced clusters (``cost`` None, listed in ``meta["unpriced"]``)
+        by node-hours; with no price anywhere it is ``node_hours``
+        (``meta["rank_by"]`` says which ranking was used).
     evaluator : str or callable
         ``"analytical"`` (default), ``"simulated"``, ``"module:function"`` or a function.
     overrides : mapping, optional
@@ -338,8 +363,8 @@ def plan(workload: Workload | str | Path, clusters: Sequence[Cluster | str | Pat
         raise unknown_name("rank_by", rank_by, RANK_BY)
     algs, colls = _choices(w, algorithms, collectives)
     priced = _prices(cl, prices, budget_cost, max_power_w)
-    if rank_by == "cost" and any(p <= 0 for p in priced.values()):
-        rank_by = "node_hours"
+    if rank_by == "cost" and all(p is None for p in priced.values()):
+        rank_by = "node_hours"  # no price anywhere: cost says nothing (the meta says why)
     bounds = {k: float(v) for k, v in (("deadline", deadline_s), ("throughput", throughput),
                                        ("min_efficiency", min_efficiency),
                                        ("max_nodes", max_nodes),
@@ -360,13 +385,21 @@ def run_plan(req: PlanRequest, fn: Callable[..., Any]) -> PlanResult:
         c["violates"] = _violations(c, req.bounds)
     fld, smaller = RANK_BY[req.rank_by]
     feasible = [c for c in cands if not c["violates"]]
-    feasible.sort(key=lambda c: ((c[fld] if smaller else -c[fld]), c["time_s"], c["cluster"],
-                                 c["algorithm"], c["collective"], c["nodes"]))
+
+    def order(c: Mapping[str, Any]) -> tuple[Any, ...]:
+        v = c[fld]
+        unpriced = v is None  # only cost can be None: unpriced clusters after, by node-hours
+        v = c["node_hours"] if unpriced else v
+        return (unpriced, v if smaller else -v, c["time_s"], c["cluster"], c["algorithm"],
+                c["collective"], c["nodes"])
+
+    feasible.sort(key=order)
     rows = [{"rank": i + 1, **{k: v for k, v in c.items() if k not in ("violates", "_memory_bound")}}
             for i, c in enumerate(feasible)]
     meta = {"workload": req.workload.name, "clusters": [c.name for c in req.clusters],
             "samples": req.samples, "limits": req.bounds, "prices": req.prices,
-            "rank_by": req.rank_by, "candidates": len(cands)}
+            "rank_by": req.rank_by, "candidates": len(cands), "scaling": req.workload.scaling,
+            "unpriced": [name for name, p in req.prices.items() if p is None]}
     why = [] if rows else (_explain(cands, req.bounds) if cands else
                            ["max_nodes: no cluster has a node count within the limits"])
     return PlanResult(rows, meta, cands, why)

@@ -13,7 +13,7 @@ __all__ = ["plot_scaling"]
 
 
 def plot_scaling(path: str | Path, rows: Sequence[Mapping[str, Any]], title: str,
-                 published: Sequence[tuple[float, float, str]] = ()) -> None:
+                 published: Sequence[tuple[float, float, str]] = (), subtitle: str = "") -> None:
     """Throughput and efficiency against devices, on log-x axes.
 
     Parameters
@@ -27,6 +27,9 @@ def plot_scaling(path: str | Path, rows: Sequence[Mapping[str, Any]], title: str
         Figure title.
     published : sequence of (devices, efficiency, label)
         Published points to draw on the efficiency axis.
+    subtitle : str
+        A smaller line under the title (what produced the figure:
+        :meth:`dlscale.provenance.Provenance.subtitle`).
     """
     import matplotlib
 
@@ -50,6 +53,6 @@ def plot_scaling(path: str | Path, rows: Sequence[Mapping[str, Any]], title: str
     ax2.set_ylim(0, 1.05)
     ax2.grid(True, which="both", alpha=0.3)
     ax2.legend()
-    fig.suptitle(title)
+    fig.suptitle(title + (f"\n{subtitle}" if subtitle else ""), fontsize=8 if subtitle else None)
     atomic_write_with(path, lambda tmp: fig.savefig(tmp, dpi=120, format=plot_format(path)))
     plt.close(fig)

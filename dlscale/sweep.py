@@ -49,7 +49,8 @@ from typing import Any
 
 import numpy as np
 
-from dlscale.output import atomic_write_text, to_jsonable
+from dlscale import provenance
+from dlscale.output import atomic_write_text, rows_to_csv, to_jsonable
 from dlscale.perfmodel.config import load_cluster, load_workload
 from dlscale.perfmodel.errors import ConfigError, DlscaleError, unknown_name
 from dlscale.perfmodel.hardware import Cluster
@@ -267,15 +268,17 @@ def run_sweep(study: Study, out_dir: str | Path | None = None, *, executor: str 
 
     evals = _evaluators(study, executor, jobs, baseline, evaluators)
     cluster, workload = check_study(study)
-    if profile is not None:
-        cluster = load_cluster(cluster, profile)
+    cluster, prov = provenance.load_cluster(cluster, profile)
+    prov = prov.with_baseline(provenance.NO_BASELINE if study.fidelity == "cosim" else
+                              provenance.baseline_phrase(baseline, workload.scaling))
+    prov.warn()
     out = _out_folder(study, out_dir)
     base, ident = _identity(study, profile, baseline)
     with FolderLock(out):
         check_stamp(out, ident, force)
         write_stamp(out, ident)
         return _run_locked(study, out, base, evals, cluster, workload, executor, jobs, resume,
-                           quiet, chunk_groups, plots, tqdm)
+                           quiet, chunk_groups, plots, tqdm, prov)
 
 
 def _evaluators(study: Study, executor: str, jobs: int | None, baseline: str,
@@ -335,7 +338,8 @@ def _identity(study: Study, profile: str | Path | None,
 def _run_locked(study: Study, out: Path, base: dict[str, Any],
                 evals: Mapping[str, Evaluator | str], cluster: Cluster, workload: Workload,
                 executor: str, jobs: int | None, resume: bool, quiet: bool,
-                chunk_groups: int | None, plots: bool, tqdm: Any) -> SweepResult:
+                chunk_groups: int | None, plots: bool, tqdm: Any,
+                prov: provenance.Provenance) -> SweepResult:
     log_path, csv_path = out / "results.jsonl", out / "results.csv"
     shorts = short_names(study.param_names)
     header = ["point", "key", "fidelity", "status", *shorts.values(), *COLUMNS,
@@ -392,7 +396,7 @@ def _run_locked(study: Study, out: Path, base: dict[str, Any],
     finally:
         stop_pool(pool, interrupted)
         bar.close()
-    return _finish(study, out, base, done, header, shorts, plots)
+    return _finish(study, out, base, done, header, shorts, plots, prov)
 
 
 def _start_files(study: Study, base: Mapping[str, Any], log_path: Path, csv_path: Path,
@@ -412,8 +416,11 @@ def _start_files(study: Study, base: Mapping[str, Any], log_path: Path, csv_path
 
 
 def _finish(study: Study, out: Path, base: Mapping[str, Any], done: dict[str, Record],
-            header: list[str], shorts: Mapping[str, str], plots: bool) -> SweepResult:
-    """Rewrite the CSV and write the JSON sorted by point, draw the plots; the result."""
+            header: list[str], shorts: Mapping[str, str], plots: bool,
+            prov: provenance.Provenance) -> SweepResult:
+    """Rewrite the CSV and write the JSON sorted by point, draw the plots; the result.
+
+    ``prov`` goes into the JSON ``meta``, the CSV's last columns and the plots."""
     csv_path = out / "results.csv"
     if study.fidelity == "hybrid":  # only the current best N simulated points
         best_keys = {resume_key(base, p, n, "simulated") for p, _i, n in ranked(study, base, done)}
@@ -426,8 +433,11 @@ def _finish(study: Study, out: Path, base: Mapping[str, Any], done: dict[str, Re
             "fidelity": study.fidelity, "network": _network_of(study.fidelity),
             "seed": study.seed, "points": len(study),
             "failures": sum(r["status"] != "ok" for r in rows), "out_dir": str(out),
-            "parameters": list(shorts.values())}
-    atomic_write_text(csv_path, ",".join(header) + "\n" + "".join(r[2] for r in recs))
+            "parameters": list(shorts.values()), **prov.meta()}
+    extra = prov.csv_columns()
+    cells = rows_to_csv([extra]).split("\n")  # the columns' header, then their cells
+    atomic_write_text(csv_path, ",".join(header) + f",{cells[0]}\n"
+                      + "".join(f"{r[2].rstrip()},{cells[1]}\n" for r in recs))
     atomic_write_text(out / "results.json", '{"meta": ' + json.dumps(to_jsonable(meta))
                       + ',\n "rows": [\n' + ",\n".join(r[1].rstrip("\n") for r in recs)
                       + "\n]}\n")
@@ -435,5 +445,5 @@ def _finish(study: Study, out: Path, base: Mapping[str, Any], done: dict[str, Re
     if plots and result.ok:
         from dlscale.sweep_plots import plot_study
 
-        meta["plots"] = [str(p) for p in plot_study(study, rows, out)]
+        meta["plots"] = [str(p) for p in plot_study(study, rows, out, prov.subtitle())]
     return result

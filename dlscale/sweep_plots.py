@@ -22,6 +22,8 @@ from typing import Any
 
 from dlscale.output import atomic_write_with
 from dlscale.study import METRICS, Study, short_names
+from dlscale.sweep_select import best_row
+from dlscale.sweep_table import hidden_params, rank_metric, show_value
 
 __all__ = ["choose_plots", "pareto_front", "plot_heatmap", "plot_pareto", "plot_scaling_groups",
            "plot_study"]
@@ -81,7 +83,7 @@ def _label(keys: Sequence[str], values: Sequence[Any]) -> str:
     for k, v in zip(keys, values, strict=True):
         if named and (isinstance(v, (dict, list)) or str(v)[:1] in ("{", "[")):
             continue
-        text = str(v)
+        text = show_value(v, 32)
         parts.append(f"{k.rsplit('.', 1)[-1] if k.endswith('.name') else k}="
                      f"{text if len(text) <= 32 else text[:29] + '...'}")
     return ", ".join(parts) or "all"
@@ -125,16 +127,19 @@ def plot_scaling_groups(path: str | Path, rows: Sequence[Mapping[str, Any]],
     for ax in (ax1, ax2):
         ax.grid(True, which="both", alpha=0.3)
     fig.legend(*ax2.get_legend_handles_labels(), loc="outside lower center", fontsize=7)
-    fig.suptitle(title)
+    fig.suptitle(title, fontsize=9 if "\n" in title else None)
     return _save(fig, Path(path))
 
 
 def plot_heatmap(path: str | Path, rows: Sequence[Mapping[str, Any]], x: str, y: str,
-                 metric: str, title: str) -> Path:
-    """``metric`` over two parameters, the best over everything else, at the largest
-    node count present."""
+                 metric: str, title: str, subtitle: str = "") -> Path:
+    """``metric`` over two parameters, the best over everything else, at the node
+    count of the best row (:func:`~dlscale.sweep_select.best_row`; the largest present
+    when no row can be best), whose cell is outlined: the point the sweep's ``best:``
+    line and the Pareto plot name."""
     plt = _plt()
-    top = max(r["nodes"] for r in rows)
+    top_row = best_row(rows, metric)
+    top = top_row["nodes"] if top_row else max(r["nodes"] for r in rows)
     rows = [r for r in rows if r["nodes"] == top] if x != "nodes" and y != "nodes" else rows
     smaller = METRICS.get(metric, True)
     xs = list(dict.fromkeys(r[x] for r in rows))
@@ -149,8 +154,8 @@ def plot_heatmap(path: str | Path, rows: Sequence[Mapping[str, Any]], x: str, y:
     fig, ax = plt.subplots(figsize=(1.2 * len(xs) + 3, 0.6 * len(ys) + 2.5),
                            constrained_layout=True)
     im = ax.imshow(grid, aspect="auto", origin="lower", cmap="viridis_r" if smaller else "viridis")
-    ax.set_xticks(range(len(xs)), [str(v) for v in xs], rotation=30, fontsize=8)
-    ax.set_yticks(range(len(ys)), [str(v) for v in ys], fontsize=8)
+    ax.set_xticks(range(len(xs)), [show_value(v, 24) for v in xs], rotation=30, fontsize=8)
+    ax.set_yticks(range(len(ys)), [show_value(v, 24) for v in ys], fontsize=8)
     ax.set_xlabel(x)
     ax.set_ylabel(y)
     for i, line in enumerate(grid):
@@ -158,13 +163,23 @@ def plot_heatmap(path: str | Path, rows: Sequence[Mapping[str, Any]], x: str, y:
             if math.isfinite(v):
                 ax.text(j, i, f"{v:.3g}", ha="center", va="center", fontsize=7, color="w")
     fig.colorbar(im, ax=ax, label=metric)
-    ax.set_title(f"{title} ({top} nodes)" if x != "nodes" and y != "nodes" else title)
+    if top_row is not None:  # the best point's cell
+        j, i = xs.index(top_row[x]), ys.index(top_row[y])
+        ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, ec="red", lw=2.5,
+                                   label=f"best: point {top_row['point']}"))
+        ax.legend(loc="upper left", bbox_to_anchor=(0, -0.25), fontsize=7, frameon=False)
+    where = f" ({top} nodes{', the best point' if top_row else ''})"
+    ax.set_title((title + where if x != "nodes" and y != "nodes" else title)
+                 + (f"\n{subtitle}" if subtitle else ""), fontsize=8 if subtitle else None)
     return _save(fig, Path(path))
 
 
 def plot_pareto(path: str | Path, rows: Sequence[Mapping[str, Any]], cost: str,
-                label: Callable[[Mapping[str, Any]], str], title: str) -> Path:
-    """Time to train against ``cost`` for every point, the Pareto front drawn and labelled."""
+                label: Callable[[Mapping[str, Any]], str], title: str, metric: str = "",
+                subtitle: str = "") -> Path:
+    """Time to train against ``cost`` for every point, the Pareto front drawn and
+    labelled, and the best row by ``metric`` (:func:`~dlscale.sweep_select.best_row`)
+    starred."""
     plt = _plt()
     pts = [(_num(r[cost]), _num(r["time_to_train_s"]) / 3600.0) for r in rows]
     front = pareto_front(pts)
@@ -174,11 +189,16 @@ def plot_pareto(path: str | Path, rows: Sequence[Mapping[str, Any]], cost: str,
               label="Pareto front")
     for i in front[:12]:
         ax.annotate(label(rows[i]), pts[i], fontsize=6, xytext=(3, 3), textcoords="offset points")
+    top = best_row(rows, metric) if metric else None
+    if top is not None:
+        k = next(i for i, r in enumerate(rows) if r is top)
+        ax.loglog([pts[k][0]], [pts[k][1]], "*", color="gold", mec="black", ms=14,
+                  label=f"best by {metric}: point {top['point']} ({label(top)})")
     ax.set_xlabel("cost" if cost == "cost" else "node-hours")
     ax.set_ylabel("time to train (h)")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend()
-    ax.set_title(title)
+    ax.legend(fontsize=7)
+    ax.set_title(title + (f"\n{subtitle}" if subtitle else ""), fontsize=8 if subtitle else None)
     return _save(fig, Path(path))
 
 
@@ -195,13 +215,17 @@ def choose_plots(study: Study) -> list[str]:
     return out
 
 
-def plot_study(study: Study, rows: Sequence[Mapping[str, Any]], out_dir: str | Path) -> list[Path]:
-    """Draw the study's plots from its result rows (first fidelity, ``ok`` rows)."""
+def plot_study(study: Study, rows: Sequence[Mapping[str, Any]], out_dir: str | Path,
+               subtitle: str = "") -> list[Path]:
+    """Draw the study's plots from its result rows (first fidelity, ``ok`` rows);
+    ``subtitle`` (what produced them) goes under each title."""
     out_dir = Path(out_dir)
     fidelity = "analytical" if study.fidelity == "hybrid" else study.fidelity
     rows = [r for r in rows if r["status"] == "ok" and r["fidelity"] == fidelity]
     if not rows:
         return []
+    hidden = hidden_params(study)
+    metric = rank_metric(study, rows)[0]   # the sweep table's ranking, so all agree
     params = list(short_names(study.param_names).values())
     paths = []
     for kind in choose_plots(study):
@@ -209,7 +233,8 @@ def plot_study(study: Study, rows: Sequence[Mapping[str, Any]], out_dir: str | P
             stacks = ", ".join(sorted({str(r["runtime"]) for r in rows if r.get("runtime")}))
             paths.append(plot_scaling_groups(out_dir / "scaling.png", rows, params,
                                              f"{study.name}: scaling"
-                                             + (f" (runtime {stacks})" if stacks else "")))
+                                             + (f" (runtime {stacks})" if stacks else "")
+                                             + (f"\n{subtitle}" if subtitle else "")))
         elif kind == "heatmap":
             names = study.heatmap or (study.param_names[:2] if len(study.param_names) >= 2
                                       else [*study.param_names[:1], "nodes"])
@@ -217,14 +242,16 @@ def plot_study(study: Study, rows: Sequence[Mapping[str, Any]], out_dir: str | P
                 continue
             shorts = short_names(study.param_names)
             x, y = (shorts.get(n, n) for n in names)
-            paths.append(plot_heatmap(out_dir / "heatmap.png", rows, x, y, study.rank_by,
-                                      f"{study.name}: {study.rank_by}"))
+            paths.append(plot_heatmap(out_dir / "heatmap.png", rows, x, y, metric,
+                                      f"{study.name}: {metric}", subtitle))
         elif kind == "pareto":
             cost = "cost" if any(_num(r.get("cost")) > 0 for r in rows) else "node_hours"
+            shown = [p for p in params if p not in hidden][:2]
 
-            def name(r: Mapping[str, Any]) -> str:
-                return ",".join(str(r[p]) for p in params[:2]) + f",{r['nodes']}n"
+            def name(r: Mapping[str, Any], shown: list[str] = shown) -> str:
+                return ",".join(show_value(r[p], 24) for p in shown) + f",{r['nodes']}n"
 
             paths.append(plot_pareto(out_dir / "pareto.png", rows, cost, name,
-                                     f"{study.name}: time to train vs {cost}"))
+                                     f"{study.name}: time to train vs {cost}",
+                                     metric, subtitle))
     return paths

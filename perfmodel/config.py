@@ -24,7 +24,7 @@ import dataclasses
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .errors import ConfigError
 from .hardware import Cluster, Device, Link, NodeSpec
@@ -32,6 +32,9 @@ from .msgfactors import MessageFactors, get_message_factors
 from .runtime import Runtime
 from .tomlmap import build
 from .workload import Model, Workload
+
+if TYPE_CHECKING:
+    from .profile import MachineProfile
 
 _T = TypeVar("_T")
 
@@ -198,7 +201,8 @@ def _load_file(tp: type, kind: str, path: Path, chain: tuple[Path, ...]) -> Any:
     return build(tp, table, where, base=base, lookup=_preset)
 
 
-def load_cluster(spec: str | Path | Cluster, profile: str | Path | None = None) -> Cluster:
+def load_cluster(spec: str | Path | Cluster,
+                 profile: str | Path | MachineProfile | None = None) -> Cluster:
     """A cluster from a preset name, a TOML path, or a Cluster (returned as is).
 
     With ``profile`` (a machine profile from ``dlscale calibrate``), the profile's
@@ -209,8 +213,9 @@ def load_cluster(spec: str | Path | Cluster, profile: str | Path | None = None) 
     ----------
     spec : str, Path or Cluster
         A catalog name (``dlscale catalog clusters``), a TOML file, or a Cluster.
-    profile : str or Path, optional
-        A calibration profile (JSON) whose measurements replace catalog figures.
+    profile : str, Path or MachineProfile, optional
+        A calibration profile (JSON file, or one already loaded) whose measurements
+        replace catalog figures.
 
     Returns
     -------
@@ -232,9 +237,10 @@ def load_cluster(spec: str | Path | Cluster, profile: str | Path | None = None) 
     """
     cluster: Cluster = _load(Cluster, "cluster", spec)
     if profile is not None:
-        from .profile import apply_profile, load_profile
+        from .profile import MachineProfile, apply_profile, load_profile
 
-        cluster = apply_profile(cluster, load_profile(profile))
+        prof = profile if isinstance(profile, MachineProfile) else load_profile(profile)
+        cluster = apply_profile(cluster, prof)
         # the profile's network figures are measured through the stack: no transport
         # efficiency on top of them
         cluster = dataclasses.replace(

@@ -140,11 +140,12 @@ def _judged_s(row: dict[str, Any]) -> float:
     return float(row.get("predicted_profile_s", row["predicted_s"]))
 
 
-def plot_validation(report: dict[str, Any], path: str) -> None:
+def plot_validation(report: dict[str, Any], path: str, subtitle: str = "") -> None:
     """Predicted versus measured, log-log, one marker per kind; written atomically.
 
     The predicted figure is the judged one (from the profile alone); the
-    simulator's prediction of each training run is drawn with its own marker."""
+    simulator's prediction of each training run is drawn with its own marker;
+    ``subtitle`` (what produced the figure) goes under the title."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -175,7 +176,8 @@ def plot_validation(report: dict[str, Any], path: str) -> None:
     ax.fill_between(xs, xs * 0.9, xs * 1.1, color="grey", alpha=0.2, label="±10 %")
     ax.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi),
            xlabel="measured time (s)", ylabel="predicted time (s)",
-           title="dlscale validate local: held-out cases")
+           title="dlscale validate local: held-out cases" + (f"\n{subtitle}" if subtitle else ""))
+    ax.title.set_fontsize(8 if subtitle else 12)
     ax.legend(fontsize=8)
     fig.tight_layout()
     atomic_write_with(path, lambda tmp: fig.savefig(tmp, dpi=120, format=plot_format(path)))

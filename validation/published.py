@@ -302,8 +302,10 @@ def run_cases(names: Iterable[str] | None = None, fidelities: Sequence[str] = FI
     return rows, outputs
 
 
-def plot_case(name: str, outputs: Sequence[CaseOutput], path: str | Path) -> Path:
-    """Draw the paper's figure (one panel per curve) to ``path``, atomically."""
+def plot_case(name: str, outputs: Sequence[CaseOutput], path: str | Path,
+              subtitle: str = "") -> Path:
+    """Draw the paper's figure (one panel per curve) to ``path``, atomically;
+    ``subtitle`` (what produced it) goes under the paper's name."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -328,7 +330,8 @@ def plot_case(name: str, outputs: Sequence[CaseOutput], path: str | Path) -> Pat
         ax.set_ylabel(c.ylabel)
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=7)
-    fig.suptitle(mod.PAPER, fontsize=10)
+    fig.suptitle(mod.PAPER + (f"\n{subtitle}" if subtitle else ""), fontsize=10 if not subtitle
+                 else 8)
     fig.tight_layout()
     target = Path(path)
     atomic_write_with(target, lambda tmp: fig.savefig(tmp, format=target.suffix[1:] or "png",

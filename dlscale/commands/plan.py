@@ -1,8 +1,11 @@
 """``dlscale plan WORKLOAD``: which cluster, node count and algorithm meet a target.
 
-Prints the ranked feasible plans (time, efficiency, cost, bottleneck) and writes them
-as JSON (``-o``, default ``plan.json``); when nothing is feasible, prints which limit
-makes the request infeasible and by how much, and exits with status 1.
+Prints the ranked feasible plans (time, efficiency, cost, bottleneck), the best of them,
+and what produced them (:mod:`dlscale.provenance`); ``-o FILE`` writes them as JSON
+(nothing is written without it). When nothing is feasible, prints which limit makes
+the request infeasible and by how much, and exits with status 1. Ranked by cost,
+the plans of clusters without a price come after the priced ones (by node-hours),
+their cost shown as ``unpriced``, with a line naming them and how to price them.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from dlscale.commands.measured_args import add_measured_args, apply_measured
 from dlscale.commands.runtime_args import add_runtime_arg
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.workload import ALGORITHMS, COLLECTIVES
+from dlscale.provenance import Provenance, baseline_phrase
 
 __all__ = ["add_parser", "run"]
 
@@ -90,15 +94,14 @@ def add_parser(sub: Any) -> None:
     add_runtime_arg(p)
     add_measured_args(p)
     p.add_argument("--top", type=int, default=10, metavar="N", help="plans to print (default 10)")
-    p.add_argument("-o", "--output", default="plan.json", metavar="FILE",
-                   help="JSON file to write (default: plan.json)")
+    p.add_argument("-o", "--output", default=None, metavar="FILE",
+                   help="also write the plans, the request and the provenance as JSON to FILE")
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from dlscale.commands.common import parse_nodes
     from dlscale.commands.predict import workload_overrides
-    from dlscale.output import format_table
     from dlscale.plan import plan
     from dlscale.sweep_points import analytical_one_device
 
@@ -127,21 +130,55 @@ def run(args: argparse.Namespace) -> int:
         overrides=workload_overrides(args) or None,
         evaluator="analytical" if args.baseline == "node" else analytical_one_device,
         runtime=args.runtime)
-    res.to_json(args.output)
-    m = res.meta
-    print(f"plan for {m['workload']}: {m['samples']:.4g} samples, {m['candidates']} candidates "
-          f"on {len(m['clusters'])} cluster(s), ranked by {m['rank_by']}")
-    for line in measured_lines:
+    prov = Provenance(baseline=baseline_phrase(args.baseline, res.meta["scaling"]))
+    res.meta.update(prov.meta())
+    if args.output:
+        res.to_json(args.output)
+    for line in _report(res, args.top, args.output, measured_lines, prov, args.rank_by):
         print(line)
+    return 0 if res.feasible else 1
+
+
+def _report(res: Any, top: int, output: str | None, measured_lines: list[str],
+            prov: Provenance, asked: str) -> list[str]:
+    """The lines ``plan`` prints: request, provenance, the ranked plans, the best, files."""
+    from dlscale.output import format_table
+    from dlscale.plan import unpriced_line
+
+    m = res.meta
+    lines = [f"plan for {m['workload']}: {m['samples']:.4g} samples, {m['candidates']} "
+             f"candidates on {len(m['clusters'])} cluster(s), ranked by {m['rank_by']}",
+             *prov.header_lines(), *measured_lines]
+    if m["unpriced"]:
+        lines.append(unpriced_line(m["unpriced"], m["rank_by"], asked))
+    written = [f"written: {output}"] if output else []
     if not res.feasible:
-        print("infeasible:")
-        for line in res.infeasible:
-            print(f"  {line}")
-        print(f"written: {args.output}")
-        return 1
-    shown = [{**r, "time_h": r["time_s"] / 3600.0} for r in res.rows[:args.top]]
-    print(format_table(shown, COLUMNS))
-    if len(res.rows) > args.top:
-        print(f"... {len(res.rows) - args.top} more feasible plans in {args.output}")
-    print(f"written: {args.output}")
-    return 0
+        return [*lines, "infeasible:", *(f"  {ln}" for ln in res.infeasible), *written]
+    shown = [{**r, "time_h": r["time_s"] / 3600.0,
+              "cost": "unpriced" if r["cost"] is None else r["cost"]} for r in res.rows[:top]]
+    cols = [c for c in COLUMNS if any(r.get(c) not in (None, "", 0, 0.0, "unpriced")
+                                      for r in shown)]
+    lines.append(format_table(shown, cols) if top else "(--top 0: no plans shown)")
+    if len(res.rows) > top:
+        lines.append(f"... {len(res.rows) - top} more feasible plans"
+                     + (f" in {output}" if output else " (-o FILE writes them all)"))
+    lines.append(_best_line(res.rows[0], m["rank_by"]))
+    return [*lines, *written]
+
+
+def _best_line(b: dict[str, Any], rank_by: str) -> str:
+    """``best (by cost): summit, 16 nodes, sync-sgd/auto (ring): cost 67.8, 1.41 h, ...``."""
+    from dlscale.output import format_value
+
+    fld = {"time": "time_s"}.get(rank_by, rank_by)
+    how = f"by {rank_by}"
+    if b[fld] is None:  # ranked by cost, and no priced cluster has a feasible plan
+        fld, how = "node_hours", "by node-hours: no priced cluster has a feasible plan"
+    what = {"time_s": f"{b['time_s'] / 3600.0:.3g} h", "efficiency":
+            f"efficiency {format_value(b['efficiency'])}",
+            "node_hours": f"{format_value(b['node_hours'])} node-hours"}
+    head = what.pop(fld, f"{fld} {format_value(b[fld])}")
+    alg = f"{b['algorithm']}/{b['collective']}" + (
+        f" ({b['allreduce']})" if b.get("allreduce") not in (None, "", b["collective"]) else "")
+    return (f"best ({how}): {b['cluster']}, {b['nodes']} nodes, {alg}: "
+            + ", ".join([head, *what.values()]))

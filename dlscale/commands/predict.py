@@ -15,7 +15,7 @@ from dlscale.commands.runtime_args import (
     apply_runtime,
     collective_label,
 )
-from dlscale.perfmodel.config import apply_overrides, load_cluster, load_workload
+from dlscale.perfmodel.config import apply_overrides, load_workload
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.predict import BASELINES
 from dlscale.perfmodel.workload import ALGORITHMS, COLLECTIVES, GROUPINGS
@@ -93,8 +93,10 @@ def baseline_line(pred: Any) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from dlscale.perfmodel.predict import predict
+    from dlscale.provenance import baseline_phrase, load_cluster
 
-    cluster = apply_runtime(load_cluster(args.cluster, args.profile), args.runtime)
+    cluster, prov = load_cluster(args.cluster, args.profile)
+    cluster = apply_runtime(cluster, args.runtime)
     if args.noise is not None:
         cluster = dataclasses.replace(cluster, noise=args.noise)
     workload = load_workload(args.workload)
@@ -127,9 +129,11 @@ def run(args: argparse.Namespace) -> int:
     elif flag:
         print(flag, file=sys.stderr)
     cols = [c for c in COLUMNS if c in rows[0] and (c != "note" or any(r[c] for r in rows))]
-    emit(args, rows, meta, cols, header)
+    prov = prov.with_baseline(baseline_phrase(result.baseline, workload.scaling))
+    emit(args, rows, meta, cols, header, prov)
     if args.plot:
         from dlscale.plots import plot_scaling
 
-        plot_scaling(args.plot, rows, header + (f"\nallreduce: {chosen}" if chosen else ""))
+        plot_scaling(args.plot, rows, header + (f"\nallreduce: {chosen}" if chosen else ""),
+                     subtitle=prov.subtitle())
     return 0

@@ -15,6 +15,7 @@ import time
 from typing import Any
 
 from dlscale.perfmodel.errors import ConfigError
+from dlscale.provenance import NO_BASELINE, Provenance
 
 __all__ = ["add_parser", "run"]
 
@@ -107,7 +108,8 @@ def _node_graph(kind: str, cluster: Any) -> Any:
                              nic_Bps=cluster.node.nic.bandwidth_Bps)
 
 
-def _network(args: argparse.Namespace):
+def _network(args: argparse.Namespace) -> tuple[Any, str, Provenance]:
+    """The simulated network of ``args``, its name, and the provenance of its figures."""
     from dlscale.simulator.network import SimulatedNetwork
 
     opts = {"mode": args.mode, "placement": args.placement, "seed": args.seed,
@@ -115,14 +117,19 @@ def _network(args: argparse.Namespace):
     if str(args.cluster).endswith(".graphml"):
         from dlscale.simulator.topology.graphml import read_graphml_topology
 
-        return SimulatedNetwork(read_graphml_topology(args.cluster), **opts), args.cluster
-    from dlscale.perfmodel.config import load_cluster
+        if args.profile is not None:
+            raise ConfigError("--profile: a .graphml topology carries its own link figures; "
+                              "a profile applies to a cluster preset or TOML file")
+        return (SimulatedNetwork(read_graphml_topology(args.cluster), **opts), args.cluster,
+                Provenance(baseline=NO_BASELINE))
+    from dlscale.provenance import load_cluster
 
-    cluster = load_cluster(args.cluster, args.profile)
+    cluster, prov = load_cluster(args.cluster, args.profile)
     nodes = 2 if args.nodes is None else _one_node_count(args.nodes)
     cluster.check_nodes(nodes)
     graph = _node_graph(args.intranode, cluster)
-    return SimulatedNetwork.from_cluster(cluster, nodes, graph, **opts), cluster.name
+    return (SimulatedNetwork.from_cluster(cluster, nodes, graph, **opts), cluster.name,
+            prov.with_baseline(NO_BASELINE))
 
 
 def _one_node_count(text: str) -> int:
@@ -170,7 +177,8 @@ def run(args: argparse.Namespace) -> int:
     if args.seed < 0:
         raise ConfigError(f"--seed: must be an integer >= 0, got {args.seed}")
     start = time.perf_counter()
-    net, name = _network(args)
+    net, name, prov = _network(args)
+    prov.warn()
     ranks = net.max_ranks if args.ranks is None else args.ranks
     if args.mode == "flow" and ranks > 64:
         print(f"simulating {ranks} ranks in flow mode (may take a while)...", file=sys.stderr)
@@ -181,6 +189,7 @@ def run(args: argparse.Namespace) -> int:
     doc["cluster"] = name
     doc["wall_s"] = wall
     doc["metrics"] = net.metrics().to_dict()
+    doc.update(prov.meta())
     if args.output:
         from dlscale.output import atomic_write_text
 
@@ -194,6 +203,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     print(f"{res.collective} ({res.algorithm}) of {res.n_bytes:.4g} B on {res.ranks} ranks of "
           f"{name}, {res.mode} mode, {res.placement} placement")
+    for line in prov.header_lines("  "):
+        print(line)
     busbw = 0.0
     if res.time_s > 0 and res.collective == "allreduce" and res.ranks > 1:
         busbw = 2 * (res.ranks - 1) / res.ranks * res.n_bytes / res.time_s

@@ -35,6 +35,7 @@ from typing import Any
 
 from dlscale.output import format_table, to_jsonable, write_rows
 from dlscale.perfmodel.errors import ConfigError
+from dlscale.provenance import NO_BASELINE, Provenance
 from dlscale.simulator.training.target import TargetReport, TargetSpec, grid, time_to_target
 
 __all__ = ["check_target_args", "run_target"]
@@ -82,8 +83,12 @@ def _table(rows: list[dict], cols: tuple[str, ...]) -> str:
 
 
 def run_target(args: argparse.Namespace, cluster: Any, workload: Any, network: str,
-               nodes: int, algs: list[str], cosim: dict) -> int:
-    """Time to target of ``algs`` on ``nodes`` nodes (module docstring); 0 on success."""
+               nodes: int, algs: list[str], cosim: dict, prov: Provenance | None = None) -> int:
+    """Time to target of ``algs`` on ``nodes`` nodes (module docstring); 0 on success.
+
+    ``prov`` (default: this version, no profile) is named in the header, the JSON
+    ``meta`` and the plot's title."""
+    prov = prov or Provenance(baseline=NO_BASELINE)
     from tqdm import tqdm
 
     from dlscale.perfmodel.training import layout
@@ -112,24 +117,26 @@ def run_target(args: argparse.Namespace, cluster: Any, workload: Any, network: s
         import json
 
         doc = {"cluster": cluster.name, "workload": workload.name, "network": network,
-               "noise": args.noise, **rep.to_dict()}
+               "noise": args.noise, **prov.meta(), **rep.to_dict()}
         sys.stdout.write(json.dumps(to_jsonable(doc), indent=2) + "\n")
     else:
-        _print(rep, rows, cluster.name, workload.name, network, args.noise)
+        _print(rep, rows, cluster.name, workload.name, network, args.noise, prov)
     if args.output:
-        write_rows(args.output, rows, {"cluster": cluster.name, "workload": workload.name,
-                                       "target_accuracy": spec.target_accuracy,
-                                       "seeds": rep.seeds, "tuned": rep.tuned})
+        csv = str(args.output).lower().endswith(".csv")
+        write_rows(args.output, [{**r, **prov.csv_columns()} for r in rows] if csv else rows,
+                   {"cluster": cluster.name, "workload": workload.name,
+                    "target_accuracy": spec.target_accuracy, "seeds": rep.seeds,
+                    "tuned": rep.tuned, **prov.meta()})
     if args.plot:
         from dlscale.simulator.training.plots import plot_target
 
         plot_target(args.plot, rep, f"{workload.name} on {cluster.name}, {nodes} nodes "
-                                    "(simulated)")
+                                    "(simulated)", prov.subtitle())
     return 0
 
 
 def _print(rep: TargetReport, rows: list[dict], cluster: str, workload: str, network: str,
-           noise: str) -> None:
+           noise: str, prov: Provenance) -> None:
     s = rep.spec
     seeds = f"seed {rep.seeds[0]}" if len(rep.seeds) == 1 else \
         f"seeds {rep.seeds[0]}-{rep.seeds[-1]}"
@@ -141,6 +148,8 @@ def _print(rep: TargetReport, rows: list[dict], cluster: str, workload: str, net
           f"{s.target_accuracy:g} test accuracy; {how}; {len(rep.seeds)} run(s) per "
           f"algorithm ({seeds}); cap {cap}; evaluated every {s.eval_every} steps/worker; "
           f"network {network}, noise {noise}")
+    for line in prov.header_lines("# "):
+        print(line)
     print(_table(rows, _COLS))
     print("# time_to_target_s: median over the runs (inf: not reached); time_min_s/"
           "time_max_s: their range; crossing = first evaluation at or above the target")

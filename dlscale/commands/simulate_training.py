@@ -32,6 +32,7 @@ from dlscale.output import format_table, to_jsonable, write_rows
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.hardware import Cluster
 from dlscale.perfmodel.workload import ALGORITHMS, Workload
+from dlscale.provenance import NO_BASELINE, Provenance, baseline_phrase
 from dlscale.simulator.training.net import DEFAULT_NETWORK, NETWORKS
 from dlscale.simulator.training.result import TrainingResult
 
@@ -121,18 +122,21 @@ def _rows(runs: list[TrainingResult]) -> list[dict]:
     return [r.to_rows()[0] for r in runs]
 
 
-def _load(args: argparse.Namespace) -> tuple[Cluster, Workload, list[str], dict[str, Any]]:
-    """Cluster (profile, runtime) and workload (tau, collective, measured inputs) of ``args``."""
+def _load(args: argparse.Namespace) -> tuple[Cluster, Workload, list[str], dict[str, Any],
+                                             Provenance]:
+    """Cluster (profile, runtime) and workload (tau, collective, measured inputs) of
+    ``args``, and the provenance of the cluster."""
     import dataclasses
 
-    from dlscale.perfmodel.config import load_cluster, load_workload
+    from dlscale.perfmodel.config import load_workload
+    from dlscale.provenance import load_cluster
 
     if not getattr(args, "workload", None):
         raise ConfigError("workload: simulated training needs a WORKLOAD (preset or TOML)")
     from dlscale.commands.runtime_args import apply_runtime
 
-    cluster = apply_runtime(load_cluster(args.cluster, getattr(args, "profile", None)),
-                            getattr(args, "runtime", None))
+    cluster, prov = load_cluster(args.cluster, getattr(args, "profile", None))
+    cluster = apply_runtime(cluster, getattr(args, "runtime", None))
     workload = load_workload(args.workload)
     if getattr(args, "tau", None) is not None:
         workload = dataclasses.replace(workload, tau=int(args.tau))
@@ -141,7 +145,7 @@ def _load(args: argparse.Namespace) -> tuple[Cluster, Workload, list[str], dict[
     from dlscale.commands.measured_args import apply_measured
 
     workload, measured_lines, measured_meta = apply_measured(args, workload)
-    return cluster, workload, measured_lines, measured_meta
+    return cluster, workload, measured_lines, measured_meta, prov
 
 
 def _algorithms(args: argparse.Namespace) -> list[str | None]:
@@ -174,7 +178,7 @@ def _cosim_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def _print_table(args: argparse.Namespace, runs: list[TrainingResult], rows: list[dict],
                  meta: dict[str, Any], cluster: Cluster, workload: Workload,
-                 measured_lines: list[str]) -> None:
+                 measured_lines: list[str], prov: Provenance) -> None:
     """The table, its header line and a note per configuration that does not fit."""
     from dlscale.commands.runtime_args import collective_label
 
@@ -183,7 +187,7 @@ def _print_table(args: argparse.Namespace, runs: list[TrainingResult], rows: lis
           f"{meta['network']}, noise {args.noise}, seed {args.seed}); runtime "
           f"{cluster.runtime.name}, allreduce "
           f"{collective_label(workload.collective, cluster)}")
-    for line in measured_lines:
+    for line in [*prov.header_lines(), *measured_lines]:
         print(f"# {line}")
     print(format_table(rows, cols))
     for r in runs:
@@ -198,13 +202,14 @@ def _print_table(args: argparse.Namespace, runs: list[TrainingResult], rows: lis
 
 
 def _plot(args: argparse.Namespace, runs: list[TrainingResult], meta: dict[str, Any],
-          cluster: Cluster, workload: Workload) -> None:
+          cluster: Cluster, workload: Workload, prov: Provenance) -> None:
     """Write ``--plot``: the accuracy plot with ``--cosim``, else scaling + breakdown."""
     from dlscale.simulator.training.plots import plot_accuracy, plot_training_scaling
     title = (f"{workload.name} on {cluster.name} (simulated), runtime "
              f"{cluster.runtime.name}")
     if meta["allreduce_chosen"]:
         title += f"\nallreduce: {meta['allreduce_chosen']}"
+    title += "\n" + prov.subtitle()
     if args.cosim:
         plot_accuracy(args.plot, runs, title)
     else:
@@ -215,7 +220,7 @@ def run_training(args: argparse.Namespace) -> int:
     """Run the training simulation described by ``args``; 0 on success."""
     from dlscale.simulator.training.run import simulate_training
 
-    cluster, workload, measured_lines, measured_meta = _load(args)
+    cluster, workload, measured_lines, measured_meta, prov = _load(args)
     network = args.network or (getattr(args, "mode", None) if getattr(args, "mode", None)
                                in NETWORKS else None) or DEFAULT_NETWORK
     nodes = _nodes(args.nodes)
@@ -234,7 +239,9 @@ def run_training(args: argparse.Namespace) -> int:
     noise = make_noise(args.noise)
     if target:
         alg_list = [a or workload.algorithm for a in algs]
-        return run_target(args, cluster, workload, network, nodes[0], alg_list, cosim)
+        prov.warn()
+        return run_target(args, cluster, workload, network, nodes[0], alg_list, cosim,
+                          prov.with_baseline(NO_BASELINE))
     if getattr(args, "eval_every", None) is not None:
         cosim["eval_every"] = args.eval_every
     check_cosim_options(cosim)  # every option checked before the first run
@@ -260,13 +267,17 @@ def run_training(args: argparse.Namespace) -> int:
             "allreduce_chosen": allreduce_summary(rows), "seed": args.seed, "noise": args.noise,
             "iterations": iterations, "mode": "cosim" if args.cosim else "timing",
             "baseline": getattr(args, "baseline", "node"), **measured_meta}
+    prov = prov.with_baseline(baseline_phrase(getattr(args, "baseline", "node"), workload.scaling))
+    meta.update(prov.meta())
+    prov.warn()
     if args.format == "json":
         doc = {"meta": meta, "runs": [r.to_dict() for r in runs]}
         sys.stdout.write(json.dumps(to_jsonable(doc), indent=2) + "\n")
     else:
-        _print_table(args, runs, rows, meta, cluster, workload, measured_lines)
+        _print_table(args, runs, rows, meta, cluster, workload, measured_lines, prov)
     if args.output:
-        write_rows(args.output, rows, meta)
+        csv = str(args.output).lower().endswith(".csv")
+        write_rows(args.output, [{**r, **prov.csv_columns()} for r in rows] if csv else rows, meta)
     if args.plot:
-        _plot(args, runs, meta, cluster, workload)
+        _plot(args, runs, meta, cluster, workload, prov)
     return 0

@@ -25,7 +25,7 @@ import argparse
 import sys
 from typing import Any
 
-from dlscale.output import format_table, rows_to_csv
+from dlscale.output import rows_to_csv
 
 __all__ = ["add_parser", "run"]
 
@@ -73,27 +73,18 @@ def run(args: argparse.Namespace) -> int:
                        resume=args.resume, quiet=args.quiet, evaluators=evaluators,
                        plots=not args.no_plots, profile=args.profile, force=args.force,
                        baseline=args.baseline)
+    from dlscale.provenance import Provenance
+
     rows = result.rows
-    params = result.meta["parameters"]
+    prov = Provenance.from_meta(result.meta)
     if args.format == "csv":
-        sys.stdout.write(rows_to_csv(rows))
+        sys.stdout.write(rows_to_csv([{**r, **prov.csv_columns()} for r in rows]))
     elif args.format == "table":
-        cols = ["point", "fidelity", *params, "nodes", "ranks", "iteration_s", "backward_s",
-                "exposed_comm_s", "samples_per_s", "efficiency", "allreduce", "time_to_train_s",
-                "cost", "status"]
-        if study.fidelity == "cosim":  # time to the study's target accuracy
-            cols[cols.index("time_to_train_s")] = "time_to_target_s"
-        shown = rows if len(rows) <= 40 else rows[:20] + rows[-20:]
-        runtimes = ", ".join(sorted({str(r["runtime"]) for r in rows if r.get("runtime")}))
-        print(f"study {study.name}: {len(study)} points, {result.meta['failures']} failed, "
-              f"fidelity {study.fidelity}" + (f", runtime {runtimes}" if runtimes else ""))
-        print(format_table(shown, cols))
-        if len(rows) > 40:
-            print(f"... {len(rows) - 40} more rows in {result.meta['out_dir']}/results.csv")
+        from dlscale.sweep_table import summary_lines
+
+        print("\n".join(summary_lines(study, rows, result.meta, prov.header_lines())))
         for r in result.failures[:5]:
             print(f"point {r['point']} failed: {r['error']}", file=sys.stderr)
-        print(f"results: {result.meta['out_dir']}/results.csv, results.json"
-              + "".join(f", {p.rsplit('/', 1)[-1]}" for p in result.meta.get("plots", [])))
     return 1 if result.failures and not result.ok else 0
 
 

@@ -154,6 +154,22 @@ def _simulated_lines(report: dict[str, Any]) -> list[str]:
     return lines
 
 
+def local_provenance(report: dict[str, Any]) -> Any:
+    """The :class:`~dlscale.provenance.Provenance` of a ``validate local`` report: this
+    version, the profile the run fitted (its hosts, ranks and date, and the median
+    held-out allreduce error it measured), no efficiency baseline."""
+    from dlscale.provenance import NO_BASELINE, ProfileSource, Provenance
+
+    prov = report.get("profile", {}).get("provenance", {})
+    err = report.get("summary", {}).get("allreduce", {}).get("median_abs_error")
+    ranks = prov.get("ranks")
+    src = ProfileSource(path="fitted in this run", hosts=tuple(prov.get("hosts", ())),
+                        ranks=ranks if isinstance(ranks, int) else None,
+                        date=str(prov.get("date", "")),
+                        held_out_error=float(err) if isinstance(err, (int, float)) else None)
+    return Provenance(profile=src, baseline=NO_BASELINE)
+
+
 def _check_outputs(args: argparse.Namespace) -> str | None:
     """The error message of an output (-o, --plot) that cannot be written, else None."""
     from dlscale.perfmodel.atomicio import check_output_path, plot_format
@@ -201,11 +217,12 @@ def run_local(args: argparse.Namespace) -> int:
                                 oversubscribe=args.oversubscribe)
     if report is None:
         return 0
-    for line in report_lines(report):
+    prov = local_provenance(report)
+    for line in [prov.source_line(), f"baseline: {prov.baseline}", *report_lines(report)]:
         print(line)
-    write_report(report, args.output)
+    write_report({**report, **prov.meta()}, args.output)
     print(f"wrote {args.output}")
     if args.plot != "none":
-        plot_validation(report, args.plot)
+        plot_validation(report, args.plot, prov.subtitle())
         print(f"wrote {args.plot}")
     return 0

@@ -25,12 +25,17 @@ from typing import Any
 from dlscale.output import atomic_write_text, to_jsonable
 from dlscale.perfmodel.config import read_utf8
 from dlscale.perfmodel.errors import ConfigError
+from dlscale.provenance import Provenance
 from dlscale.validation.accounting import summarize
 from dlscale.validation.published import CASE_MODULES, get_case, plot_case, run_cases
 from dlscale.validation.readme import README, replace_block, write_readme
 from dlscale.validation.report import format_results
 
-__all__ = ["add_published_parser", "run_published"]
+__all__ = ["PUBLISHED_BASELINE", "add_published_parser", "run_published"]
+
+#: What the predicted efficiencies of the published cases are measured against.
+PUBLISHED_BASELINE = ("predicted efficiencies as predict computes them (against one node "
+                      "of the same run); speedups against the reference each case names")
 
 
 def add_published_parser(validate_subparsers: Any) -> argparse.ArgumentParser:
@@ -70,18 +75,21 @@ def run_published(args: argparse.Namespace) -> int:
         readme = README if readme == "" else Path(readme)
         replace_block(read_utf8(readme, "README"), "")  # no block: refused before any work
     rows, outputs = run_cases(names)
+    prov = Provenance(baseline=PUBLISHED_BASELINE)
     doc = {"meta": {"cases": names, "within": sum(r["within"] is True for r in rows),
                     "compared": sum(r["within"] is not None for r in rows),
-                    "rows": len(rows), **summarize(rows)},
+                    "rows": len(rows), **summarize(rows), **prov.meta()},
            "rows": to_jsonable(rows)}
     text = json.dumps(doc, indent=1)
     if getattr(args, "output", None):
         atomic_write_text(args.output, text + "\n")
     if getattr(args, "plots", None):
         for n in names:
-            path = plot_case(n, outputs.get(n, []), Path(args.plots) / f"{n}.png")
+            path = plot_case(n, outputs.get(n, []), Path(args.plots) / f"{n}.png",
+                             prov.subtitle())
             print(f"wrote {path}", file=sys.stderr)
     if readme is not None:
         print(f"wrote {write_readme(rows, readme)}", file=sys.stderr)
-    sys.stdout.write(text + "\n" if args.format == "json" else format_results(rows) + "\n")
+    sys.stdout.write(text + "\n" if args.format == "json" else
+                     "\n".join([*prov.header_lines(), format_results(rows)]) + "\n")
     return 0

@@ -106,8 +106,9 @@ def plot_accuracy(path: str | Path, runs: Sequence[TrainingResult], title: str) 
     plt.close(fig)
 
 
-def plot_target(path: str | Path, report: Any, title: str) -> None:
-    """Accuracy against simulated time and samples, target line, crossings marked."""
+def plot_target(path: str | Path, report: Any, title: str, subtitle: str = "") -> None:
+    """Accuracy against simulated time and samples, target line, crossings marked;
+    ``subtitle`` (what produced the figure) goes under the title."""
     from .target import crossing
 
     plt = _plt()
@@ -145,6 +146,7 @@ def plot_target(path: str | Path, report: Any, title: str) -> None:
     ax1.legend(fontsize="small", loc="lower right")
     how = "tuned" if report.tuned else "literature defaults"
     fig.suptitle(f"{title}: time to {target:g} ({how}; dots: first evaluation at or above "
-                 f"the target)\n{report.surrogate}", fontsize="medium")
+                 f"the target)\n{report.surrogate}" + (f"\n{subtitle}" if subtitle else ""),
+                 fontsize="medium")
     atomic_write_with(path, lambda tmp: fig.savefig(tmp, format="png", dpi=110))
     plt.close(fig)

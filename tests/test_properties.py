@@ -65,6 +65,19 @@ def test_valid_configs_give_finite_positive_results(cfg):
 
 
 @FAST
+@given(configs())
+def test_exposed_comm_never_exceeds_comm(cfg):
+    """Issue 26 item 9: exposed communication is a part of the communication (each
+    buffer's cycle wait and orchestration count in comm_s; a saturated master's queue
+    too), so it never exceeds it, in any row."""
+    rows = _rows(*cfg)
+    if rows is None:
+        return
+    for r in rows:
+        assert r["exposed_comm_s"] <= r["comm_s"] * (1 + 1e-12) + 1e-15, r
+
+
+@FAST
 @given(configs(algorithms=SYNC))
 def test_sync_efficiency_in_zero_one(cfg):
     rows = _rows(*cfg)

@@ -43,6 +43,20 @@ def emit(args: argparse.Namespace, rows: Sequence[Mapping[str, Any]],
         write_rows(path, rows, meta)
 
 
+def baseline_rule(baseline: str, each: str) -> str:
+    """The ``baseline:`` header line of a table whose rows have baselines of their own
+    (a sweep's points, a plan's clusters): the rule they all follow.
+
+    Examples
+    --------
+    >>> baseline_rule("node", "point")
+    "baseline: efficiency of each point against 1 node of its cluster running the stack's own allreduce (auto)"
+    """
+    what = "1 node" if baseline == "node" else "1 device alone"
+    return (f"baseline: efficiency of each {each} against {what} of its cluster running "
+            f"the stack's own allreduce (auto)")
+
+
 def outputs_ok_on_all_ranks(comm: Any, check: Callable[[], str | None]) -> bool:
     """Run the output check ``check`` (``None`` or the problem) on rank 0 of ``comm``
     and tell every rank: with a problem, rank 0 raises it as a

@@ -131,6 +131,9 @@ def run(args: argparse.Namespace) -> int:
     m = res.meta
     print(f"plan for {m['workload']}: {m['samples']:.4g} samples, {m['candidates']} candidates "
           f"on {len(m['clusters'])} cluster(s), ranked by {m['rank_by']}")
+    from dlscale.commands.common import baseline_rule
+
+    print(baseline_rule(args.baseline, "plan"))
     for line in measured_lines:
         print(line)
     if not res.feasible:

@@ -112,14 +112,16 @@ def run(args: argparse.Namespace) -> int:
             "precision": workload.precision, "batch_per_device": workload.batch_per_device,
             "fidelity": "analytical", "scaling": workload.scaling,
             "baseline": result.baseline, "baseline_fits": result.baseline_fits,
+            "baseline_runs": result.baseline_runs,
+            "baseline_iteration_s": result.baseline_iteration_s,
+            "baseline_samples_per_s": result.baseline_samples_per_s,
             **measured_meta}
     batch = (f"global batch {workload.global_batch}" if workload.scaling == "strong"
              else f"batch {workload.batch_per_device}/device")
     header = (f"{workload.name} ({workload.algorithm}, "
               f"{collective_label(workload.collective, cluster)}, {workload.precision}, "
-              f"{batch}) on {cluster.name}, runtime {cluster.runtime.name}"
-              + ("" if args.baseline == "node" else ", efficiency against one device"))
-    header = "\n".join([header, *measured_lines])
+              f"{batch}) on {cluster.name}, runtime {cluster.runtime.name}")
+    header = "\n".join([header, result.baseline_text(), *measured_lines])
     chosen = allreduce_summary(rows) if workload.algorithm == "sync-sgd" else ""
     flag = baseline_line(result)
     if flag and args.format == "table":

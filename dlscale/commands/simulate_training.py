@@ -183,6 +183,9 @@ def _print_table(args: argparse.Namespace, runs: list[TrainingResult], rows: lis
           f"{meta['network']}, noise {args.noise}, seed {args.seed}); runtime "
           f"{cluster.runtime.name}, allreduce "
           f"{collective_label(workload.collective, cluster)}")
+    line = baseline_line(runs, getattr(args, "baseline", "node"))
+    if line:
+        print(f"# {line}")
     for line in measured_lines:
         print(f"# {line}")
     print(format_table(rows, cols))
@@ -195,6 +198,23 @@ def _print_table(args: argparse.Namespace, runs: list[TrainingResult], rows: lis
                   f"{m['shortfall_bytes'] / 2**30:.2f} GiB); not simulated")
     if runs[0].surrogate:
         print(f"# numerics: {runs[0].surrogate}")
+
+
+def baseline_line(runs: list[TrainingResult], baseline: str) -> str:
+    """The ``baseline:`` header line: what ``efficiency`` divides by (one simulated run
+    of the stack's own allreduce, ``auto``, shared by every row that differs only in
+    its collective); "" when no row has an efficiency."""
+    base = {(r.baseline_runs, r.baseline_iteration_s) for r in runs
+            if r.baseline_iteration_s is not None}
+    what = "1 node" if baseline == "node" else "1 device alone"
+    if not base:
+        return ""
+    if len(base) > 1:
+        return (f"baseline: efficiency of each algorithm against {what} simulated with the "
+                f"same settings and the stack's own allreduce (auto)")
+    runs_label, it = base.pop()
+    return (f"baseline: efficiency against {what} running {runs_label}: {it:.3g} s per "
+            f"iteration (simulated, same network, noise and seed)")
 
 
 def _plot(args: argparse.Namespace, runs: list[TrainingResult], meta: dict[str, Any],
@@ -259,7 +279,9 @@ def run_training(args: argparse.Namespace) -> int:
             "runtime": cluster.runtime.name, "collective": workload.collective,
             "allreduce_chosen": allreduce_summary(rows), "seed": args.seed, "noise": args.noise,
             "iterations": iterations, "mode": "cosim" if args.cosim else "timing",
-            "baseline": getattr(args, "baseline", "node"), **measured_meta}
+            "baseline": getattr(args, "baseline", "node"),
+            "baseline_line": baseline_line(runs, getattr(args, "baseline", "node")),
+            **measured_meta}
     if args.format == "json":
         doc = {"meta": meta, "runs": [r.to_dict() for r in runs]}
         sys.stdout.write(json.dumps(to_jsonable(doc), indent=2) + "\n")

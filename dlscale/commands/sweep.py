@@ -87,6 +87,10 @@ def run(args: argparse.Namespace) -> int:
         runtimes = ", ".join(sorted({str(r["runtime"]) for r in rows if r.get("runtime")}))
         print(f"study {study.name}: {len(study)} points, {result.meta['failures']} failed, "
               f"fidelity {study.fidelity}" + (f", runtime {runtimes}" if runtimes else ""))
+        if study.fidelity != "cosim" and not args.evaluator:  # an evaluator has its own
+            from dlscale.commands.common import baseline_rule
+
+            print(baseline_rule(args.baseline, "point"))
         print(format_table(shown, cols))
         if len(rows) > 40:
             print(f"... {len(rows) - 40} more rows in {result.meta['out_dir']}/results.csv")

@@ -29,7 +29,7 @@ from dlscale.perfmodel.errors import ConfigError, unknown_name
 from dlscale.perfmodel.hardware import Cluster
 from dlscale.perfmodel.memory import memory_per_rank
 from dlscale.perfmodel.netapi import NetworkModel
-from dlscale.perfmodel.predict import one_device
+from dlscale.perfmodel.predict import baseline_workload, one_device
 from dlscale.perfmodel.training import Layout, iteration_times, layout
 from dlscale.perfmodel.workload import ALGORITHMS, Workload
 
@@ -105,8 +105,9 @@ def _check_run_options(cluster: Cluster, workload: Workload, baseline: str,
     """
     if baseline not in ("node", "device"):
         raise unknown_name("baseline", baseline, ("node", "device"))
-    base_cluster, base_workload = (cluster, workload) if baseline == "node" \
-        else one_device(cluster, workload)
+    base = baseline_workload(workload)  # the stack's own allreduce: one baseline per question
+    base_cluster, base_workload = (cluster, base) if baseline == "node" \
+        else one_device(cluster, base)
     nz = make_noise(cluster.noise if noise is None else noise)
     if mode == "cosim":
         from .cosim import check_cosim_options
@@ -146,23 +147,36 @@ def _record_outcome(res: TrainingResult, out: RunOutcome, ctx: RunContext, nz: N
     res.analytical_iteration_s = float(iteration_times(ref, workload, ctx.nodes).iteration_s[0])
 
 
+def _runs(res: TrainingResult) -> str:
+    """What a baseline run ran, for the header line: ``"auto (ring)"``."""
+    if res.algorithm != "sync-sgd":
+        return res.algorithm
+    return f"auto ({res.counters.get('allreduce') or 'one rank: no allreduce'})"
+
+
 def _efficiency(res: TrainingResult, base_cluster: Cluster, base_workload: Workload,
                 efficiency: bool, baseline: str, cluster: Cluster, iterations: int, seed: int,
-                network: str | NetworkModel, nz: Noise) -> float | None:
-    """Throughput over that of a one-node (or one-device) run with the same settings.
+                network: str | NetworkModel, nz: Noise, collective: str) -> float | None:
+    """Throughput over that of a one-node (or one-device) run with the same settings
+    and the stack's own allreduce (:func:`~dlscale.perfmodel.predict.baseline_workload`;
+    ``collective`` is the run's own); records what the baseline ran on ``res``.
 
-    1.0 for one node against a one-node baseline (or without ``efficiency``); ``None``
+    1.0 for one node running the baseline itself (or without ``efficiency``); ``None``
     where the baseline does not fit.
     """
     nodes = res.nodes
-    if not (efficiency and (nodes > 1 or baseline == "device")):
+    if not efficiency:
         return 1.0 if nodes == 1 else res.efficiency
+    if nodes == 1 and baseline == "node" and base_workload.collective == collective:
+        res.baseline_runs, res.baseline_iteration_s = _runs(res), res.iteration_s
+        return 1.0
     one = simulate_training(base_cluster, base_workload, 1,
                             iterations=min(int(iterations), 20),
                             seed=seed, mode="timing", network="analytical"
                             if not isinstance(network, str) else network,
                             noise=nz, efficiency=False)
     units = nodes * (1 if baseline == "node" else cluster.node.devices_per_node)
+    res.baseline_runs, res.baseline_iteration_s = _runs(one), one.iteration_s
     if one.fits and one.samples_per_s > 0:
         return res.samples_per_s / (units * one.samples_per_s)
     return res.efficiency
@@ -263,7 +277,7 @@ def simulate_training(cluster: Cluster, workload: Workload, nodes: int, *,
         res.surrogate = ctx.numerics.label
     _record_outcome(res, _run(ctx), ctx, nz)
     res.efficiency = _efficiency(res, base_cluster, base_workload, efficiency, baseline,
-                                 cluster, iterations, seed, network, nz)
+                                 cluster, iterations, seed, network, nz, workload.collective)
     if tracer is not None:
         _record_trace(res, tracer, trace)
     return res

@@ -152,3 +152,16 @@ def test_exposed_comm_never_exceeds_comm(cluster, workload, nodes, alg, noise):
     assert np.all(b["exposed_comm_s"] <= b["comm_s"] * (1 + 1e-12) + 1e-15), b
     s = r.summary()
     assert s["exposed_comm_s"] <= s["comm_s"] * (1 + 1e-12) + 1e-15
+
+
+def test_simulated_efficiency_has_one_baseline_across_collectives():
+    """Issue 26 item 8, simulated: a forced collective's efficiency divides by the same
+    one-node run of the stack's own choice as auto's does."""
+    runs = {
+        (col, n): simulate_training(SUMMIT, dataclasses.replace(RESNET, collective=col), n,
+                                    iterations=3)
+        for col in ("auto", "hierarchical") for n in (1, 2)}
+    base = runs[("auto", 1)].samples_per_s
+    for (col, n), r in runs.items():
+        assert r.efficiency == pytest.approx(r.samples_per_s / (n * base), rel=1e-9), (col, n)
+        assert r.baseline_runs == "auto (ring)"

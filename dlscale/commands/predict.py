@@ -18,6 +18,7 @@ from dlscale.commands.runtime_args import (
 from dlscale.perfmodel.config import apply_overrides, load_cluster, load_workload
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.predict import BASELINES
+from dlscale.perfmodel.topoinfo import network_line
 from dlscale.perfmodel.workload import ALGORITHMS, COLLECTIVES, GROUPINGS
 
 COLUMNS = ("nodes", "devices", "ranks", "iteration_s", "compute_s", "backward_s", "comm_s",
@@ -115,13 +116,15 @@ def run(args: argparse.Namespace) -> int:
             "baseline_runs": result.baseline_runs,
             "baseline_iteration_s": result.baseline_iteration_s,
             "baseline_samples_per_s": result.baseline_samples_per_s,
+            "network_line": network_line(cluster),
             **measured_meta}
     batch = (f"global batch {workload.global_batch}" if workload.scaling == "strong"
              else f"batch {workload.batch_per_device}/device")
     header = (f"{workload.name} ({workload.algorithm}, "
               f"{collective_label(workload.collective, cluster)}, {workload.precision}, "
               f"{batch}) on {cluster.name}, runtime {cluster.runtime.name}")
-    header = "\n".join([header, result.baseline_text(), *measured_lines])
+    header = "\n".join([header, network_line(cluster), result.baseline_text(),
+                        *measured_lines])
     chosen = allreduce_summary(rows) if workload.algorithm == "sync-sgd" else ""
     flag = baseline_line(result)
     if flag and args.format == "table":

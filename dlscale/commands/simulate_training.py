@@ -100,7 +100,7 @@ def add_training_args(parser: argparse.ArgumentParser) -> None:
          help="write a Chrome trace (representative ranks, first iterations)")
     _add(parser, "--plot", metavar="FILE.png", default=None,
          help="write the scaling + breakdown plot (or the accuracy plot with --cosim)")
-    _add(parser, "--baseline", choices=("node", "device"), default="node",
+    _add(parser, "--baseline", choices=("node", "device"), default=None,
          help="efficiency against a one-node simulation (default) or one device alone")
     _add(parser, "--format", choices=("table", "json"), default="table",
          help="what to print (default: table)")
@@ -179,11 +179,12 @@ def _print_table(args: argparse.Namespace, runs: list[TrainingResult], rows: lis
     from dlscale.commands.runtime_args import collective_label
 
     cols = [c for c in COLUMNS if any(c in r for r in rows)]
+    placed = "" if meta["placement"] == "linear" else f", placement {meta['placement']}"
     print(f"# {cluster.name} / {workload.name}: simulated ({meta['mode']}, network "
-          f"{meta['network']}, noise {args.noise}, seed {args.seed}); runtime "
+          f"{meta['network']}{placed}, noise {args.noise}, seed {args.seed}); runtime "
           f"{cluster.runtime.name}, allreduce "
           f"{collective_label(workload.collective, cluster)}")
-    line = baseline_line(runs, getattr(args, "baseline", "node"))
+    line = baseline_line(runs, getattr(args, "baseline", None) or "node")
     if line:
         print(f"# {line}")
     for line in measured_lines:
@@ -243,6 +244,10 @@ def run_training(args: argparse.Namespace) -> int:
     from dlscale.commands.simulate_target import check_target_args, run_target
 
     target = check_target_args(args, nodes)
+    from dlscale.commands.simulate_flags import check_run_flags
+
+    check_run_flags(args, [a or workload.algorithm for a in algs], network)
+    placement = getattr(args, "placement", None) or "linear"
     cosim = _cosim_options(args)
     from dlscale.simulator.training.cosim import check_cosim_options
     from dlscale.simulator.training.stragglers import make_noise
@@ -271,7 +276,7 @@ def run_training(args: argparse.Namespace) -> int:
             cluster, workload, n, algorithm=a, iterations=iterations, seed=args.seed,
             mode="cosim" if args.cosim else "timing", network=network, noise=noise,
             trace=(args.trace if (args.trace and last) else False), cosim_options=cosim,
-            baseline=getattr(args, "baseline", "node")))
+            baseline=getattr(args, "baseline", None) or "node", placement=placement))
     rows = _rows(runs)
     from dlscale.commands.runtime_args import allreduce_summary
 
@@ -279,8 +284,9 @@ def run_training(args: argparse.Namespace) -> int:
             "runtime": cluster.runtime.name, "collective": workload.collective,
             "allreduce_chosen": allreduce_summary(rows), "seed": args.seed, "noise": args.noise,
             "iterations": iterations, "mode": "cosim" if args.cosim else "timing",
-            "baseline": getattr(args, "baseline", "node"),
-            "baseline_line": baseline_line(runs, getattr(args, "baseline", "node")),
+            "baseline": getattr(args, "baseline", None) or "node",
+            "baseline_line": baseline_line(runs, getattr(args, "baseline", None) or "node"),
+            "placement": placement,
             **measured_meta}
     if args.format == "json":
         doc = {"meta": meta, "runs": [r.to_dict() for r in runs]}

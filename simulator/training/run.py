@@ -33,6 +33,7 @@ from dlscale.perfmodel.predict import baseline_workload, one_device
 from dlscale.perfmodel.training import Layout, iteration_times, layout
 from dlscale.perfmodel.workload import ALGORITHMS, Workload
 
+from ..topology.placement import PLACEMENTS
 from .common import RunContext, RunOutcome, compute_profile
 from .net import DEFAULT_NETWORK, NETWORKS, make_training_network
 from .result import TrainingResult
@@ -63,7 +64,8 @@ def _memory(workload: Workload, cluster: Cluster, ranks: int, batch: float) -> d
 
 
 def _check(cluster: Cluster, workload: Workload, nodes: int, algorithm: str | None,
-           iterations: int, mode: str, network: object, seed: int = 0) -> Workload:
+           iterations: int, mode: str, network: object, seed: int = 0,
+           placement: str = "linear") -> Workload:
     if not isinstance(cluster, Cluster):
         raise ConfigError(f"cluster: must be a Cluster, got {type(cluster).__name__}")
     if not isinstance(workload, Workload):
@@ -80,6 +82,12 @@ def _check(cluster: Cluster, workload: Workload, nodes: int, algorithm: str | No
         raise unknown_name("network", network, NETWORKS)
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ConfigError(f"seed: must be an integer >= 0, got {seed!r}")
+    if placement not in PLACEMENTS:
+        raise unknown_name("placement", placement, PLACEMENTS)
+    if placement != "linear" and not (isinstance(network, str) and network in ("fast", "flow")):
+        raise ConfigError(f"placement: {placement!r} places ranks on a simulated network "
+                          f"(network 'fast' or 'flow'); network {network!r} places them "
+                          f"block-wise")
     if algorithm is not None:
         if algorithm not in ALGORITHMS:
             raise unknown_name("algorithm", algorithm, ALGORITHMS)
@@ -118,9 +126,9 @@ def _check_run_options(cluster: Cluster, workload: Workload, baseline: str,
 
 def _context(cluster: Cluster, workload: Workload, nodes: int, lay: Layout, network: str | NetworkModel,
              nz: Noise, seed: int, iterations: int, tracer: TraceRecorder | None, mode: str,
-             cosim_options: dict | None) -> RunContext:
+             cosim_options: dict | None, placement: str = "linear") -> RunContext:
     """The run's context: network backend, seeded generator, tracer, co-simulation numerics."""
-    net = make_training_network(cluster, workload, nodes, network, seed)
+    net = make_training_network(cluster, workload, nodes, network, seed, placement)
     ctx = RunContext(cluster, workload, nodes, lay, net, nz, np.random.default_rng(seed),
                      iterations, tracer)
     if mode == "cosim":
@@ -156,7 +164,8 @@ def _runs(res: TrainingResult) -> str:
 
 def _efficiency(res: TrainingResult, base_cluster: Cluster, base_workload: Workload,
                 efficiency: bool, baseline: str, cluster: Cluster, iterations: int, seed: int,
-                network: str | NetworkModel, nz: Noise, collective: str) -> float | None:
+                network: str | NetworkModel, nz: Noise, collective: str,
+                placement: str = "linear") -> float | None:
     """Throughput over that of a one-node (or one-device) run with the same settings
     and the stack's own allreduce (:func:`~dlscale.perfmodel.predict.baseline_workload`;
     ``collective`` is the run's own); records what the baseline ran on ``res``.
@@ -174,7 +183,8 @@ def _efficiency(res: TrainingResult, base_cluster: Cluster, base_workload: Workl
                             iterations=min(int(iterations), 20),
                             seed=seed, mode="timing", network="analytical"
                             if not isinstance(network, str) else network,
-                            noise=nz, efficiency=False)
+                            noise=nz, efficiency=False,
+                            placement=placement if isinstance(network, str) else "linear")
     units = nodes * (1 if baseline == "node" else cluster.node.devices_per_node)
     res.baseline_runs, res.baseline_iteration_s = _runs(one), one.iteration_s
     if one.fits and one.samples_per_s > 0:
@@ -209,7 +219,7 @@ def simulate_training(cluster: Cluster, workload: Workload, nodes: int, *,
                       noise: str | Noise | None = None, trace: bool | str = False,
                       efficiency: bool = True, cosim_options: dict | None = None,
                       trace_ranks: int = 16, trace_iterations: int = 5,
-                      baseline: str = "node") -> TrainingResult:
+                      baseline: str = "node", placement: str = "linear") -> TrainingResult:
     """Simulate ``iterations`` iterations of ``workload`` on ``nodes`` nodes of ``cluster``.
 
     Parameters
@@ -237,6 +247,10 @@ def simulate_training(cluster: Cluster, workload: Workload, nodes: int, *,
         Record a Chrome trace (``result.trace``); a path also writes it (atomically).
     efficiency : bool
         Also simulate one node (same settings) for the scaling efficiency.
+    placement : {"linear", "random", "topology"}
+        Where the ranks run on a simulated network
+        (:mod:`dlscale.simulator.topology.placement`; ``random`` is seeded by ``seed``);
+        the closed forms (``network="analytical"``) place ranks block-wise only.
     cosim_options : dict, optional
         Co-simulation settings (:class:`~dlscale.simulator.training.cosim.CosimOptions` fields).
     trace_ranks, trace_iterations : int
@@ -259,7 +273,8 @@ def simulate_training(cluster: Cluster, workload: Workload, nodes: int, *,
     ConfigError
         A bad argument (naming it and what is allowed), before any simulation.
     """
-    workload = _check(cluster, workload, nodes, algorithm, iterations, mode, network, seed)
+    workload = _check(cluster, workload, nodes, algorithm, iterations, mode, network, seed,
+                      placement)
     base_cluster, base_workload, nz = _check_run_options(cluster, workload, baseline, noise,
                                                          mode, cosim_options)
     nodes = int(nodes)
@@ -272,12 +287,13 @@ def simulate_training(cluster: Cluster, workload: Workload, nodes: int, *,
         return res
     tracer = TraceRecorder(ranks, trace_ranks, trace_iterations) if trace else None
     ctx = _context(cluster, workload, nodes, lay, network, nz, seed, int(iterations), tracer,
-                   mode, cosim_options)
+                   mode, cosim_options, placement)
     if ctx.numerics is not None:
         res.surrogate = ctx.numerics.label
     _record_outcome(res, _run(ctx), ctx, nz)
     res.efficiency = _efficiency(res, base_cluster, base_workload, efficiency, baseline,
-                                 cluster, iterations, seed, network, nz, workload.collective)
+                                 cluster, iterations, seed, network, nz, workload.collective,
+                                 placement)
     if tracer is not None:
         _record_trace(res, tracer, trace)
     return res

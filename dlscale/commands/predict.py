@@ -80,6 +80,18 @@ def workload_overrides(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
+def check_sync_only(args: argparse.Namespace, algorithms: list[str]) -> None:
+    """Refuse ``--collective`` and ``--grouping`` where no algorithm run allreduces
+    gradients (the EASGD family and asynchronous SGD talk to a master or reduce and
+    broadcast the weights)."""
+    if "sync-sgd" in algorithms:
+        return
+    for flag in ("collective", "grouping"):
+        if getattr(args, flag, None) is not None:
+            raise ConfigError(f"--{flag}: sets the gradient allreduce of sync-sgd; "
+                              f"{', '.join(algorithms)} has none")
+
+
 def baseline_line(pred: Any) -> str:
     """A line flagging a baseline that does not fit in memory ("" when it fits)."""
     if pred.baseline_fits:
@@ -102,6 +114,7 @@ def run(args: argparse.Namespace) -> int:
     overrides = workload_overrides(args)
     if overrides:
         workload = apply_overrides(workload, overrides, "command line")
+    check_sync_only(args, [workload.algorithm])
     workload, measured_lines, measured_meta = apply_measured(args, workload)
     nodes = parse_nodes(f"1-{cluster.max_nodes}" if args.nodes is None else args.nodes)
     result = predict(cluster, workload, nodes, baseline=args.baseline)

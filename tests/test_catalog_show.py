@@ -78,3 +78,9 @@ def test_misuse_is_one_line(argv, match, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert match in err and err.count("\n") == 1
+
+
+def test_the_parser_knows_every_kind():
+    from dlscale.commands import catalog
+
+    assert catalog.PRESET_KINDS == tuple(PRESET_KINDS)

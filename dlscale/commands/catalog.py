@@ -17,9 +17,14 @@ KINDS = ("devices", "machines", "networks", "models", "topologies", "algorithms"
          "message-factors")
 
 
-def add_parser(sub: Any) -> None:
-    from dlscale.perfmodel.catalog.show import PRESET_KINDS
+#: The kinds of preset ``catalog show`` knows (the keys of
+#: :data:`dlscale.perfmodel.catalog.show.PRESET_KINDS`, written out so that building the
+#: parser imports no catalog; a test holds them equal).
+PRESET_KINDS = ("cluster", "workload", "device", "network", "runtime", "model", "node", "link",
+                "message-factors")
 
+
+def add_parser(sub: Any) -> None:
     p = sub.add_parser("catalog", help="list built-in devices, machines, models, ...",
                        description="Tables of what is built in, with the public source of "
                                    "each figure; `catalog show NAME` prints one preset as "

@@ -256,14 +256,28 @@ def _runs(cluster: Cluster, workload: Workload, lay: Any) -> str:
     return f"auto ({collective_summary(cluster, workload, lay)[0][0]})"
 
 
-def _baseline(cluster: Cluster, workload: Workload, baseline: str
+def _faster_than_baseline(workload: Workload, eff: np.ndarray, runs: str, baseline: str,
+                          notes: np.ndarray) -> np.ndarray:
+    """``notes`` with the rows that a forced collective puts above 1 explained."""
+    if workload.collective == "auto":
+        return notes
+    where = "1 node" if baseline == "node" else "1 device"
+    return np.where((eff > 1 + 1e-9) & (notes == ""),
+                    f"efficiency above 1: {workload.collective} beats the baseline's {runs} "
+                    f"on {where}", notes).astype(object)
+
+
+def _baseline(cluster: Cluster, workload: Workload, baseline: str, times: Any = None
               ) -> tuple[float, float, bool, str]:
     """Samples/s and iteration time of the baseline run (one node, or one device,
-    :func:`baseline_workload`), whether it fits, and what it runs."""
-    workload = baseline_workload(workload)
-    if baseline == "device":
-        cluster, workload = one_device(cluster, workload)
-    times = iteration_times(cluster, workload, [1])
+    :func:`baseline_workload`), whether it fits, and what it runs. ``times``: the
+    curve's own times, whose first node count is 1 (the baseline itself when the
+    workload runs ``auto`` and the baseline is one node)."""
+    if not (times is not None and baseline == "node" and workload.collective == "auto"):
+        workload = baseline_workload(workload)
+        if baseline == "device":
+            cluster, workload = one_device(cluster, workload)
+        times = iteration_times(cluster, workload, [1])
     lay = layout(cluster, workload, [1])
     mem = memory_per_rank(workload, cluster, lay.ranks, lay.batch_per_rank)
     return (float(times.samples_per_s[0]), float(times.iteration_s[0]),
@@ -322,24 +336,11 @@ def predict(cluster: Cluster, workload: Workload, nodes: ArrayLike,
         used, limit = collective_summary(cluster, workload, lay)
     else:
         used = limit = np.full(len(n), "", dtype=object)
-    if baseline == "node" and workload.collective == "auto":  # the run above is the baseline
-        one = layout(cluster, workload, [1])
-        base_sps, base_it = float(times.samples_per_s[0]), float(times.iteration_s[0])
-        base_fits = bool(np.all(memory_per_rank(workload, cluster, one.ranks,
-                                                one.batch_per_rank).fits))
-        runs = _runs(cluster, workload, one)
-    else:
-        base_sps, base_it, base_fits, runs = _baseline(cluster, workload, baseline)
-    node_eff = efficiency(sps, n, base_sps) if baseline == "node" else None
-    eff = node_eff if node_eff is not None else efficiency(sps, lay.devices, base_sps)
-    notes = row_notes(cluster, workload, lay, sps,
-                      node_eff if node_eff is not None
-                      else efficiency(sps, n, float(times.samples_per_s[0])), used, limit)
-    if workload.collective != "auto":  # above 1 against the stack's own choice
-        faster = (eff > 1 + 1e-9) & (notes == "")
-        notes = np.where(faster, f"efficiency above 1: {workload.collective} beats the "
-                                 f"baseline's {runs} on {'1 node' if baseline == 'node' else '1 device'}",
-                         notes).astype(object)
+    base_sps, base_it, base_fits, runs = _baseline(cluster, workload, baseline, times)
+    node_eff = efficiency(sps, n, base_sps if baseline == "node" else float(times.samples_per_s[0]))
+    eff = node_eff if baseline == "node" else efficiency(sps, lay.devices, base_sps)
+    notes = _faster_than_baseline(workload, eff, runs, baseline,
+                                  row_notes(cluster, workload, lay, sps, node_eff, used, limit))
     backward = layer_times(workload.model, cluster.node.device, workload.precision,
                            lay.batch_per_rank, lay.share,
                            lay.compute_fraction).backward_s.sum(axis=-1)

@@ -248,17 +248,14 @@ def simulate_training(cluster: Cluster, workload: Workload, nodes: int, *,
     efficiency : bool
         Also simulate one node (same settings) for the scaling efficiency.
     placement : {"linear", "random", "topology"}
-        Where the ranks run on a simulated network
-        (:mod:`dlscale.simulator.topology.placement`; ``random`` is seeded by ``seed``);
-        the closed forms (``network="analytical"``) place ranks block-wise only.
+        Ranks on a simulated network (:mod:`dlscale.simulator.topology.placement`).
     cosim_options : dict, optional
         Co-simulation settings (:class:`~dlscale.simulator.training.cosim.CosimOptions` fields).
     trace_ranks, trace_iterations : int
         How many ranks and iterations the trace covers.
     baseline : {"node", "device"}
-        What the efficiency is measured against: a one-node simulation, or one of a
-        single device running the workload's ranks per device
-        (:func:`dlscale.perfmodel.predict.one_device`), same settings.
+        Efficiency against a one-node simulation, or a one-device one
+        (:func:`dlscale.perfmodel.predict.one_device`), with the stack's own allreduce.
 
     Returns
     -------
@@ -273,8 +270,7 @@ def simulate_training(cluster: Cluster, workload: Workload, nodes: int, *,
     ConfigError
         A bad argument (naming it and what is allowed), before any simulation.
     """
-    workload = _check(cluster, workload, nodes, algorithm, iterations, mode, network, seed,
-                      placement)
+    workload = _check(cluster, workload, nodes, algorithm, iterations, mode, network, seed, placement)
     base_cluster, base_workload, nz = _check_run_options(cluster, workload, baseline, noise,
                                                          mode, cosim_options)
     nodes = int(nodes)

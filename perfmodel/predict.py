@@ -247,13 +247,13 @@ def baseline_workload(workload: Workload) -> Workload:
     return dataclasses.replace(workload, collective="auto")
 
 
-def _runs(cluster: Cluster, workload: Workload, lay: Any) -> str:
+def _runs(cluster: Cluster, workload: Workload, lay: Any, chosen: str | None = None) -> str:
     """What the baseline runs, for its header line: ``"auto (ring)"``."""
     if workload.algorithm != "sync-sgd":
         return workload.algorithm
     if int(lay.ranks[0]) < 2:
         return "auto (one rank: no allreduce)"
-    return f"auto ({collective_summary(cluster, workload, lay)[0][0]})"
+    return f"auto ({chosen or collective_summary(cluster, workload, lay)[0][0]})"
 
 
 def _faster_than_baseline(workload: Workload, eff: np.ndarray, runs: str, baseline: str,
@@ -267,13 +267,14 @@ def _faster_than_baseline(workload: Workload, eff: np.ndarray, runs: str, baseli
                     f"on {where}", notes).astype(object)
 
 
-def _baseline(cluster: Cluster, workload: Workload, baseline: str, times: Any = None
-              ) -> tuple[float, float, bool, str]:
+def _baseline(cluster: Cluster, workload: Workload, baseline: str, times: Any = None,
+              chosen: str | None = None) -> tuple[float, float, bool, str]:
     """Samples/s and iteration time of the baseline run (one node, or one device,
     :func:`baseline_workload`), whether it fits, and what it runs. ``times``: the
     curve's own times, whose first node count is 1 (the baseline itself when the
     workload runs ``auto`` and the baseline is one node)."""
     if not (times is not None and baseline == "node" and workload.collective == "auto"):
+        chosen = None  # ``chosen``: the curve's own 1-node choice, only for its own run
         workload = baseline_workload(workload)
         if baseline == "device":
             cluster, workload = one_device(cluster, workload)
@@ -281,7 +282,7 @@ def _baseline(cluster: Cluster, workload: Workload, baseline: str, times: Any = 
     lay = layout(cluster, workload, [1])
     mem = memory_per_rank(workload, cluster, lay.ranks, lay.batch_per_rank)
     return (float(times.samples_per_s[0]), float(times.iteration_s[0]),
-            bool(np.all(mem.fits)), _runs(cluster, workload, lay))
+            bool(np.all(mem.fits)), _runs(cluster, workload, lay, chosen))
 
 
 def predict(cluster: Cluster, workload: Workload, nodes: ArrayLike,
@@ -332,11 +333,13 @@ def predict(cluster: Cluster, workload: Workload, nodes: ArrayLike,
     if times.limit is not None:
         basic = np.where(times.limit[1:] != "", times.limit[1:], basic)
     bottleneck = np.where(mem.fits, basic, "memory").astype(str)
+    chosen: str | None = None
     if workload.algorithm == "sync-sgd":
-        used, limit = collective_summary(cluster, workload, lay)
+        used, limit = collective_summary(cluster, workload, layout(cluster, workload, both))
+        chosen, used, limit = str(used[0]), used[1:], limit[1:]   # 1 node: the baseline's
     else:
         used = limit = np.full(len(n), "", dtype=object)
-    base_sps, base_it, base_fits, runs = _baseline(cluster, workload, baseline, times)
+    base_sps, base_it, base_fits, runs = _baseline(cluster, workload, baseline, times, chosen)
     node_eff = efficiency(sps, n, base_sps if baseline == "node" else float(times.samples_per_s[0]))
     eff = node_eff if baseline == "node" else efficiency(sps, lay.devices, base_sps)
     notes = _faster_than_baseline(workload, eff, runs, baseline,

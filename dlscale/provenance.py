@@ -56,19 +56,26 @@ _PHRASES = {"runtime.links_measured False -> True":
             "the stack)"}
 
 
-def baseline_phrase(baseline: str = "node", scaling: str = "weak") -> str:
-    """What a row's ``efficiency`` is measured against, one phrase.
+def baseline_phrase(baseline: str = "node", scaling: str = "weak", each: str = "row") -> str:
+    """The rule every ``efficiency`` of an output follows, one phrase: each row (point,
+    plan) against 1 node, or 1 device alone, of its cluster running the stack's own
+    allreduce (``auto``, :func:`dlscale.perfmodel.predict.baseline_workload`). An output
+    with one baseline run names it with its time instead
+    (:meth:`dlscale.perfmodel.predict.Prediction.baseline_text`).
 
     Examples
     --------
+    >>> baseline_phrase("node", each="point")
+    "efficiency of each point against 1 node of its cluster running the stack's own allreduce (auto)"
     >>> baseline_phrase("device", "strong")
-    'efficiency against one device alone running the whole global batch'
+    "efficiency of each row against 1 device alone running the whole global batch, with the stack's own allreduce (auto)"
     """
     if baseline == "device":
-        return ("efficiency against one device alone running the whole global batch"
-                if scaling == "strong" else
-                "efficiency against one device alone (same per-device batch)")
-    return "efficiency against one node (each row against its own 1-node run)"
+        what = ("1 device alone running the whole global batch, with" if scaling == "strong"
+                else "1 device alone (same per-device batch), with")
+    else:
+        what = "1 node of its cluster running"
+    return f"efficiency of each {each} against {what} the stack's own allreduce (auto)"
 
 
 def version() -> str:

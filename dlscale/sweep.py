@@ -270,7 +270,7 @@ def run_sweep(study: Study, out_dir: str | Path | None = None, *, executor: str 
     cluster, workload = check_study(study)
     cluster, prov = provenance.load_cluster(cluster, profile)
     prov = prov.with_baseline(provenance.NO_BASELINE if study.fidelity == "cosim" else
-                              provenance.baseline_phrase(baseline, workload.scaling))
+                              provenance.baseline_phrase(baseline, workload.scaling, "point"))
     prov.warn()
     out = _out_folder(study, out_dir)
     base, ident = _identity(study, profile, baseline)

@@ -303,7 +303,9 @@ def easgd_times(cluster: Cluster, workload: Workload, lay: Layout) -> IterationT
     rate = np.minimum(demand, 1.0 / service)       # exchanges per second, whole job
     steps_per_s = rate * tau
     iteration = P / steps_per_s
-    comm = link / tau + 0 * iteration
+    # a worker's time away from compute is its exchange, and the wait for the master
+    # when the master saturates: both count as communication (exposed <= comm)
+    comm = np.maximum(link / tau, iteration - t_step)
     limit = np.where(demand * service > 1.0, np.where(link >= upd, "master-link", "master-update"),
                      "")
     return IterationTimes(iteration, t_step + 0 * iteration, comm, iteration - t_step,

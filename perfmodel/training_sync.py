@@ -29,7 +29,8 @@ the rank-0 negotiation and the sparse allgather keep their closed forms.
 ``iteration = forward + max(backward, end of the last message) + update``, each
 compute term times the expected largest noise factor over the ranks (the cluster's
 ``noise``, :mod:`.noise`; 1 without noise); exposed communication = ``iteration -``
-that slowest rank's ``(forward + backward + update)``.
+that slowest rank's ``(forward + backward + update)``; communication = per buffer (and
+sparse allgather) its cycle wait, orchestration and collective, so exposed <= it.
 
 Orchestration per bucket (Laanait et al. 2019, the Horovod design, and the cluster's
 runtime, :mod:`.runtime`):
@@ -482,14 +483,14 @@ def sync_sgd_times(cluster: Cluster, workload: Workload, lay: Layout, *,
             ready = np.broadcast_to(bwd, lay.nodes.shape)[None, :]
         run = np.cumsum(dur, axis=0)
         end = run[-1] + np.maximum.accumulate(ready + wait - (run - dur), axis=0)[-1]
-        comm = run[-1]
+        comm = run[-1] + len(bk.bytes) * wait   # exposed <= one wait + the durations
     if workload.model.sparse_params > 0 and not workload.sparse_as_dense:
         total = np.asarray(sparse_gather_bytes(workload, p, lay.batch_per_rank), dtype=float)
         gather = time_per_node_count(cluster, "allgather", "ring", total, lay.nodes,
                                      lay.ranks_per_node)
         dur = np.where(multi, neg + gather + total * par["gamma_s_per_B"] / lay.share, 0.0)
         end = np.maximum(bwd + wait, end) + dur
-        comm += dur
+        comm += wait + dur
     end = np.where(multi, end, 0.0)
     iteration = fwd + np.maximum(bwd, end) + upd
     iteration = np.broadcast_to(iteration, lay.nodes.shape).astype(float)

@@ -64,7 +64,7 @@ def test_global_batch_flags_a_baseline_that_does_not_fit(capsys) -> None:
     out = capsys.readouterr().out
     assert "global batch 192" in out and "note:" not in out
     assert main(["predict", "summit", "resnet50", "--nodes", "4", "--baseline", "device"]) == 0
-    assert "efficiency against one device" in capsys.readouterr().out
+    assert "baseline: efficiency against 1 device alone" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("argv, match", [

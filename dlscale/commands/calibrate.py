@@ -67,17 +67,18 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("-o", "--output", default="profile.json", metavar="FILE",
                    help="profile to write (default: profile.json)")
-    p.add_argument("--budget-s", type=float, default=60.0, metavar="S",
-                   help="time budget in seconds; repetitions adapt to it (default: 60)")
+    p.add_argument("--budget-s", type=float, default=None, metavar="S",
+                   help="time budget in seconds; repetitions adapt to it (default: 60, "
+                        "10 with --quick)")
     p.add_argument("--quick", action="store_true",
                    help="small run: sizes 4 B .. 64 KiB every 4x, allreduce only, 10 s budget "
                         "unless --budget-s is given")
     p.add_argument("--min-size", type=int, default=1, metavar="BYTES", help="default: 1")
     p.add_argument("--max-size", type=int, default=64 << 20, metavar="BYTES",
                    help="default: 67108864 (64 MiB)")
-    p.add_argument("--size-step", type=int, default=1, metavar="K",
+    p.add_argument("--size-step", type=int, default=None, metavar="K",
                    help="take every K-th power of two (default: 1)")
-    p.add_argument("--collectives", default=",".join(COLLECTIVES),
+    p.add_argument("--collectives", default=None,
                    help=f"comma list of {', '.join(COLLECTIVES)} or 'none' (default: all)")
     p.add_argument("--rank-counts", default=None, metavar="LIST",
                    help="rank counts for the collectives, e.g. '2,4' (default: all ranks)")
@@ -94,17 +95,20 @@ def add_parser(sub: Any) -> None:
 def _options(args: argparse.Namespace) -> dict[str, Any]:
     from dlscale.validation.microbench import COLLECTIVES
 
-    budget = args.budget_s
-    if args.quick and "--budget-s" not in " ".join(sys.argv):
-        budget = 10.0
+    budget = args.budget_s if args.budget_s is not None else 10.0 if args.quick else 60.0
     if not (budget > 0):
         raise ConfigError(f"--budget-s: must be > 0, got {budget!r}")
     if args.quick:
+        for flag, value in (("--size-step", args.size_step), ("--collectives", args.collectives)):
+            if value is not None:
+                raise ConfigError(f"{flag}: --quick measures every 4x in size, allreduce only; "
+                                  f"give {flag} without --quick")
         sizes = parse_sizes(max(4, args.min_size), min(args.max_size, 64 << 10), 2)
         names = ["allreduce"]
     else:
-        sizes = parse_sizes(args.min_size, args.max_size, args.size_step)
-        names = [] if args.collectives == "none" else [c.strip() for c in args.collectives.split(",")]
+        sizes = parse_sizes(args.min_size, args.max_size, args.size_step or 1)
+        collectives = args.collectives or ",".join(COLLECTIVES)
+        names = [] if collectives == "none" else [c.strip() for c in collectives.split(",")]
     bad = [c for c in names if c not in COLLECTIVES]
     if bad:
         raise ConfigError(f"--collectives: unknown {bad}; valid: {', '.join(COLLECTIVES)}, none")

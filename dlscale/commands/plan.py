@@ -130,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
         overrides=workload_overrides(args) or None,
         evaluator="analytical" if args.baseline == "node" else analytical_one_device,
         runtime=args.runtime)
-    prov = Provenance(baseline=baseline_phrase(args.baseline, res.meta["scaling"]))
+    prov = Provenance(baseline=baseline_phrase(args.baseline, res.meta["scaling"], "plan"))
     res.meta.update(prov.meta())
     if args.output:
         res.to_json(args.output)

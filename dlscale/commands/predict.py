@@ -18,6 +18,7 @@ from dlscale.commands.runtime_args import (
 from dlscale.perfmodel.config import apply_overrides, load_workload
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.predict import BASELINES
+from dlscale.perfmodel.topoinfo import network_line
 from dlscale.perfmodel.workload import ALGORITHMS, COLLECTIVES, GROUPINGS
 
 COLUMNS = ("nodes", "devices", "ranks", "iteration_s", "compute_s", "backward_s", "comm_s",
@@ -79,6 +80,18 @@ def workload_overrides(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
+def check_sync_only(args: argparse.Namespace, algorithms: list[str]) -> None:
+    """Refuse ``--collective`` and ``--grouping`` where no algorithm run allreduces
+    gradients (the EASGD family and asynchronous SGD talk to a master or reduce and
+    broadcast the weights)."""
+    if "sync-sgd" in algorithms:
+        return
+    for flag in ("collective", "grouping"):
+        if getattr(args, flag, None) is not None:
+            raise ConfigError(f"--{flag}: sets the gradient allreduce of sync-sgd; "
+                              f"{', '.join(algorithms)} has none")
+
+
 def baseline_line(pred: Any) -> str:
     """A line flagging a baseline that does not fit in memory ("" when it fits)."""
     if pred.baseline_fits:
@@ -93,7 +106,7 @@ def baseline_line(pred: Any) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from dlscale.perfmodel.predict import predict
-    from dlscale.provenance import baseline_phrase, load_cluster
+    from dlscale.provenance import load_cluster
 
     cluster, prov = load_cluster(args.cluster, args.profile)
     cluster = apply_runtime(cluster, args.runtime)
@@ -103,6 +116,7 @@ def run(args: argparse.Namespace) -> int:
     overrides = workload_overrides(args)
     if overrides:
         workload = apply_overrides(workload, overrides, "command line")
+    check_sync_only(args, [workload.algorithm])
     workload, measured_lines, measured_meta = apply_measured(args, workload)
     nodes = parse_nodes(f"1-{cluster.max_nodes}" if args.nodes is None else args.nodes)
     result = predict(cluster, workload, nodes, baseline=args.baseline)
@@ -114,14 +128,17 @@ def run(args: argparse.Namespace) -> int:
             "precision": workload.precision, "batch_per_device": workload.batch_per_device,
             "fidelity": "analytical", "scaling": workload.scaling,
             "baseline": result.baseline, "baseline_fits": result.baseline_fits,
+            "baseline_runs": result.baseline_runs,
+            "baseline_iteration_s": result.baseline_iteration_s,
+            "baseline_samples_per_s": result.baseline_samples_per_s,
+            "network_line": network_line(cluster),
             **measured_meta}
     batch = (f"global batch {workload.global_batch}" if workload.scaling == "strong"
              else f"batch {workload.batch_per_device}/device")
     header = (f"{workload.name} ({workload.algorithm}, "
               f"{collective_label(workload.collective, cluster)}, {workload.precision}, "
-              f"{batch}) on {cluster.name}, runtime {cluster.runtime.name}"
-              + ("" if args.baseline == "node" else ", efficiency against one device"))
-    header = "\n".join([header, *measured_lines])
+              f"{batch}) on {cluster.name}, runtime {cluster.runtime.name}")
+    header = "\n".join([header, network_line(cluster), *measured_lines])
     chosen = allreduce_summary(rows) if workload.algorithm == "sync-sgd" else ""
     flag = baseline_line(result)
     if flag and args.format == "table":
@@ -129,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
     elif flag:
         print(flag, file=sys.stderr)
     cols = [c for c in COLUMNS if c in rows[0] and (c != "note" or any(r[c] for r in rows))]
-    prov = prov.with_baseline(baseline_phrase(result.baseline, workload.scaling))
+    prov = prov.with_baseline(result.baseline_text())
     emit(args, rows, meta, cols, header, prov)
     if args.plot:
         from dlscale.plots import plot_scaling

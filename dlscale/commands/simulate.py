@@ -46,24 +46,27 @@ def add_parser(sub: Any) -> None:
                         "a list or range as in predict")
     p.add_argument("--ranks", type=int, default=None,
                    help="ranks taking part (default: every device of the nodes)")
-    p.add_argument("--operation", choices=tuple(ALGORITHMS), default="allreduce",
+    p.add_argument("--operation", choices=tuple(ALGORITHMS), default=None,
                    help="collective operation (default: allreduce)")
     p.add_argument("--collective", default=None, metavar="ALGORITHM",
                    help="algorithm of the operation, e.g. ring, recursive-doubling, "
                         "rabenseifner, binomial-tree, double-binary-tree, hierarchical, auto "
                         "(default: the operation's first)")
-    p.add_argument("--size-bytes", type=float, default=100e6, help="bytes per rank (default 100e6)")
-    p.add_argument("--mode", choices=MODES, default="fast", help="fast (default) or flow")
-    p.add_argument("--placement", choices=PLACEMENTS, default="linear",
-                   help="rank placement (default: linear)")
+    p.add_argument("--size-bytes", type=float, default=None, help="bytes per rank (default 100e6)")
+    p.add_argument("--mode", choices=MODES, default=None,
+                   help="fast (default) or flow; with a WORKLOAD, as --network")
+    p.add_argument("--placement", choices=PLACEMENTS, default=None,
+                   help="rank placement on the routed topology (default: linear; random "
+                        "is seeded by --seed); with a WORKLOAD, on its simulated network")
     p.add_argument("--seed", type=int, default=0, help="seed of random placement and routing")
-    p.add_argument("--intranode", choices=INTRANODE, default="star",
+    p.add_argument("--intranode", choices=INTRANODE, default=None,
                    help="graph inside a node: star (each device on its own intra link), "
                         "summit (2 x 3 GPUs on NVLink), pcie (GPUs on PCIe switches), "
                         "knl (KNL in parts sharing MCDRAM)")
-    p.add_argument("--gamma", type=float, default=0.0, metavar="S_PER_B",
+    p.add_argument("--gamma", type=float, default=None, metavar="S_PER_B",
                    help="reduction cost per byte reduced (default 0)")
-    p.add_argument("--top", type=int, default=5, help="most utilised links to list (default 5)")
+    p.add_argument("--top", type=int, default=None,
+                   help="most utilised links to list (default 5)")
     p.add_argument("--format", choices=("table", "json"), default="table",
                    help="what to print (default: table)")
     p.add_argument("-o", "--output", metavar="FILE", help="write the JSON result to FILE")
@@ -154,6 +157,12 @@ def _apply_workload_flags(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from dlscale.commands.simulate_flags import (
+        check_collective_flags,
+        check_training_flags,
+        collective_defaults,
+    )
+
     if args.old_trace is not None:
         raise ConfigError(f"--trace {args.old_trace}: simulate writes its Chrome trace with "
                           f"--trace-out FILE.json (--trace reads a profiler trace in predict "
@@ -161,6 +170,7 @@ def run(args: argparse.Namespace) -> int:
     if args.workload is not None:
         from dlscale.commands.simulate_training import run_training
 
+        check_training_flags(args)
         _apply_workload_flags(args)
         return run_training(args)
     if getattr(args, "runtime", None) is not None:
@@ -170,6 +180,8 @@ def run(args: argparse.Namespace) -> int:
         if getattr(args, flag, None) is not None:
             raise ConfigError(f"--{flag.replace('_', '-')}: sets the training workload; "
                               f"give a WORKLOAD (simulate CLUSTER WORKLOAD), got only {args.cluster!r}")
+    check_collective_flags(args)
+    collective_defaults(args)
     if not args.size_bytes >= 0:
         raise ConfigError(f"--size-bytes: must be >= 0, got {args.size_bytes!r}")
     if args.top < 0:

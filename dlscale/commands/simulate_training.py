@@ -32,7 +32,7 @@ from dlscale.output import format_table, to_jsonable, write_rows
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.hardware import Cluster
 from dlscale.perfmodel.workload import ALGORITHMS, Workload
-from dlscale.provenance import NO_BASELINE, Provenance, baseline_phrase
+from dlscale.provenance import NO_BASELINE, Provenance
 from dlscale.simulator.training.net import DEFAULT_NETWORK, NETWORKS
 from dlscale.simulator.training.result import TrainingResult
 
@@ -101,7 +101,7 @@ def add_training_args(parser: argparse.ArgumentParser) -> None:
          help="write the simulator's Chrome trace (representative ranks, first iterations)")
     _add(parser, "--plot", metavar="FILE.png", default=None,
          help="write the scaling + breakdown plot (or the accuracy plot with --cosim)")
-    _add(parser, "--baseline", choices=("node", "device"), default="node",
+    _add(parser, "--baseline", choices=("node", "device"), default=None,
          help="efficiency against a one-node simulation (default) or one device alone")
     _add(parser, "--format", choices=("table", "json"), default="table",
          help="what to print (default: table)")
@@ -183,8 +183,9 @@ def _print_table(args: argparse.Namespace, runs: list[TrainingResult], rows: lis
     from dlscale.commands.runtime_args import collective_label
 
     cols = [c for c in COLUMNS if any(c in r for r in rows)]
+    placed = "" if meta["placement"] == "linear" else f", placement {meta['placement']}"
     print(f"# {cluster.name} / {workload.name}: simulated ({meta['mode']}, network "
-          f"{meta['network']}, noise {args.noise}, seed {args.seed}); runtime "
+          f"{meta['network']}{placed}, noise {args.noise}, seed {args.seed}); runtime "
           f"{cluster.runtime.name}, allreduce "
           f"{collective_label(workload.collective, cluster)}")
     for line in [*prov.header_lines(), *measured_lines]:
@@ -199,6 +200,23 @@ def _print_table(args: argparse.Namespace, runs: list[TrainingResult], rows: lis
                   f"{m['shortfall_bytes'] / 2**30:.2f} GiB); not simulated")
     if runs[0].surrogate:
         print(f"# numerics: {runs[0].surrogate}")
+
+
+def baseline_line(runs: list[TrainingResult], baseline: str) -> str:
+    """The ``baseline:`` header line: what ``efficiency`` divides by (one simulated run
+    of the stack's own allreduce, ``auto``, shared by every row that differs only in
+    its collective); "" when no row has an efficiency."""
+    base = {(r.baseline_runs, r.baseline_iteration_s) for r in runs
+            if r.baseline_iteration_s is not None}
+    what = "1 node" if baseline == "node" else "1 device alone"
+    if not base:
+        return ""
+    if len(base) > 1:
+        return (f"baseline: efficiency of each algorithm against {what} simulated with the "
+                f"same settings and the stack's own allreduce (auto)")
+    runs_label, it = base.pop()
+    return (f"baseline: efficiency against {what} running {runs_label}: {it:.3g} s per "
+            f"iteration (simulated, same network, noise and seed)")
 
 
 def _plot(args: argparse.Namespace, runs: list[TrainingResult], meta: dict[str, Any],
@@ -228,6 +246,10 @@ def run_training(args: argparse.Namespace) -> int:
     from dlscale.commands.simulate_target import check_target_args, run_target
 
     target = check_target_args(args, nodes)
+    from dlscale.commands.simulate_flags import check_run_flags
+
+    check_run_flags(args, [a or workload.algorithm for a in algs], network)
+    placement = getattr(args, "placement", None) or "linear"
     cosim = _cosim_options(args)
     from dlscale.simulator.training.cosim import check_cosim_options
     from dlscale.simulator.training.stragglers import make_noise
@@ -258,7 +280,7 @@ def run_training(args: argparse.Namespace) -> int:
             cluster, workload, n, algorithm=a, iterations=iterations, seed=args.seed,
             mode="cosim" if args.cosim else "timing", network=network, noise=noise,
             trace=(args.trace_out if (args.trace_out and last) else False), cosim_options=cosim,
-            baseline=getattr(args, "baseline", "node")))
+            baseline=getattr(args, "baseline", None) or "node", placement=placement))
     rows = _rows(runs)
     from dlscale.commands.runtime_args import allreduce_summary
 
@@ -266,8 +288,10 @@ def run_training(args: argparse.Namespace) -> int:
             "runtime": cluster.runtime.name, "collective": workload.collective,
             "allreduce_chosen": allreduce_summary(rows), "seed": args.seed, "noise": args.noise,
             "iterations": iterations, "mode": "cosim" if args.cosim else "timing",
-            "baseline": getattr(args, "baseline", "node"), **measured_meta}
-    prov = prov.with_baseline(baseline_phrase(getattr(args, "baseline", "node"), workload.scaling))
+            "baseline": getattr(args, "baseline", None) or "node",
+            "placement": placement, **measured_meta}
+    prov = prov.with_baseline(baseline_line(runs, getattr(args, "baseline", None) or "node")
+                              or NO_BASELINE)
     meta.update(prov.meta())
     prov.warn()
     if args.format == "json":

@@ -33,8 +33,8 @@ def _add_local(sub: Any) -> None:
                     "64 MiB) on 2 and N ranks, predict the other sizes and rank counts and "
                     "the real MPI training runs; print measured, predicted and error.",
     )
-    p.add_argument("--budget-s", type=float, default=60.0, metavar="S",
-                   help="time budget of the measurements (default: 60)")
+    p.add_argument("--budget-s", type=float, default=None, metavar="S",
+                   help="time budget of the measurements (default: 60, 8 with --quick)")
     p.add_argument("--quick", action="store_true",
                    help="small run: 1 KiB .. 64 KiB, 100 iterations, 2 rounds, 8 s budget unless given")
     p.add_argument("--min-size", type=int, default=1024, metavar="BYTES", help="default: 1024")
@@ -198,12 +198,12 @@ def run_local(args: argparse.Namespace) -> int:
         raise ConfigError(f"--algorithms: unknown {bad}; valid: {', '.join(TRAINING_ALGORITHMS)}")
     budget, lo, hi, iters = args.budget_s, args.min_size, args.max_size, args.iterations
     rounds = args.rounds
+    if budget is None:
+        budget = 8.0 if args.quick else 60.0
     if args.quick:
         hi = min(hi, 64 << 10)
         iters = min(iters, 100)
         rounds = min(rounds, 2)
-        if "--budget-s" not in " ".join(sys.argv):
-            budget = 8.0
     if not budget > 0:
         raise ConfigError(f"--budget-s: must be > 0, got {budget!r}")
     oversubscription_env(args.yield_mode)  # before MPI_Init

@@ -73,10 +73,14 @@ class TrainingNetwork:
         :class:`~dlscale.perfmodel.netapi.NetworkModel`.
     seed : int
         Seed of the simulated network's placement and routing.
+    placement : {"linear", "random", "topology"}
+        Where the ranks run on the simulated network (ignored by the closed forms,
+        which :func:`~dlscale.simulator.training.run.simulate_training` refuses it for).
     """
 
     def __init__(self, cluster: Cluster, workload: Workload, nodes: int,
-                 backend: str | NetworkModel = "analytical", seed: int = 0) -> None:
+                 backend: str | NetworkModel = "analytical", seed: int = 0,
+                 placement: str = "linear") -> None:
         # the inter-node links as the runtime's transport delivers them, for the
         # closed forms and the simulated topology alike
         cluster = with_transport(cluster)
@@ -99,7 +103,7 @@ class TrainingNetwork:
                 self.name = "analytical"
             elif backend != "analytical":
                 self.sim = SimulatedNetwork.from_cluster(
-                    cluster, self.nodes, mode=backend, seed=seed,
+                    cluster, self.nodes, mode=backend, seed=seed, placement=placement,
                     gamma_s_per_B=self.gamma_s_per_B)
         else:
             if not isinstance(backend, NetworkModel):
@@ -243,6 +247,6 @@ class TrainingNetwork:
 
 def make_training_network(cluster: Cluster, workload: Workload, nodes: int,
                           network: str | NetworkModel = "analytical",
-                          seed: int = 0) -> TrainingNetwork:
+                          seed: int = 0, placement: str = "linear") -> TrainingNetwork:
     """Build the :class:`TrainingNetwork` of ``nodes`` nodes of ``cluster``."""
-    return TrainingNetwork(cluster, workload, nodes, network, seed)
+    return TrainingNetwork(cluster, workload, nodes, network, seed, placement)

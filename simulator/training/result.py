@@ -74,6 +74,11 @@ class TrainingResult:
     backward_s : float or None
         One rank's backward pass per iteration (local step) before straggler noise:
         the compute profile the simulation scales by each rank's noise factor.
+    baseline_runs : str
+        What the run that ``efficiency`` divides by ran (``"auto (ring)"``: the stack's
+        own allreduce; the algorithm's name outside synchronous SGD).
+    baseline_iteration_s : float or None
+        That run's time per iteration (None when no efficiency was computed).
     """
 
     cluster: str
@@ -98,6 +103,8 @@ class TrainingResult:
     sim_time_s: float = 0.0
     trace: dict | None = None
     backward_s: float | None = None
+    baseline_runs: str = ""
+    baseline_iteration_s: float | None = None
 
     @property
     def iteration_s(self) -> float:

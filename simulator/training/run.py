@@ -29,10 +29,11 @@ from dlscale.perfmodel.errors import ConfigError, unknown_name
 from dlscale.perfmodel.hardware import Cluster
 from dlscale.perfmodel.memory import memory_per_rank
 from dlscale.perfmodel.netapi import NetworkModel
-from dlscale.perfmodel.predict import one_device
+from dlscale.perfmodel.predict import baseline_workload, one_device
 from dlscale.perfmodel.training import Layout, iteration_times, layout
 from dlscale.perfmodel.workload import ALGORITHMS, Workload
 
+from ..topology.placement import PLACEMENTS
 from .common import RunContext, RunOutcome, compute_profile
 from .net import DEFAULT_NETWORK, NETWORKS, make_training_network
 from .result import TrainingResult
@@ -63,7 +64,8 @@ def _memory(workload: Workload, cluster: Cluster, ranks: int, batch: float) -> d
 
 
 def _check(cluster: Cluster, workload: Workload, nodes: int, algorithm: str | None,
-           iterations: int, mode: str, network: object, seed: int = 0) -> Workload:
+           iterations: int, mode: str, network: object, seed: int = 0,
+           placement: str = "linear") -> Workload:
     if not isinstance(cluster, Cluster):
         raise ConfigError(f"cluster: must be a Cluster, got {type(cluster).__name__}")
     if not isinstance(workload, Workload):
@@ -80,6 +82,12 @@ def _check(cluster: Cluster, workload: Workload, nodes: int, algorithm: str | No
         raise unknown_name("network", network, NETWORKS)
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ConfigError(f"seed: must be an integer >= 0, got {seed!r}")
+    if placement not in PLACEMENTS:
+        raise unknown_name("placement", placement, PLACEMENTS)
+    if placement != "linear" and not (isinstance(network, str) and network in ("fast", "flow")):
+        raise ConfigError(f"placement: {placement!r} places ranks on a simulated network "
+                          f"(network 'fast' or 'flow'); network {network!r} places them "
+                          f"block-wise")
     if algorithm is not None:
         if algorithm not in ALGORITHMS:
             raise unknown_name("algorithm", algorithm, ALGORITHMS)
@@ -105,8 +113,9 @@ def _check_run_options(cluster: Cluster, workload: Workload, baseline: str,
     """
     if baseline not in ("node", "device"):
         raise unknown_name("baseline", baseline, ("node", "device"))
-    base_cluster, base_workload = (cluster, workload) if baseline == "node" \
-        else one_device(cluster, workload)
+    base = baseline_workload(workload)  # the stack's own allreduce: one baseline per question
+    base_cluster, base_workload = (cluster, base) if baseline == "node" \
+        else one_device(cluster, base)
     nz = make_noise(cluster.noise if noise is None else noise)
     if mode == "cosim":
         from .cosim import check_cosim_options
@@ -117,9 +126,9 @@ def _check_run_options(cluster: Cluster, workload: Workload, baseline: str,
 
 def _context(cluster: Cluster, workload: Workload, nodes: int, lay: Layout, network: str | NetworkModel,
              nz: Noise, seed: int, iterations: int, tracer: TraceRecorder | None, mode: str,
-             cosim_options: dict | None) -> RunContext:
+             cosim_options: dict | None, placement: str = "linear") -> RunContext:
     """The run's context: network backend, seeded generator, tracer, co-simulation numerics."""
-    net = make_training_network(cluster, workload, nodes, network, seed)
+    net = make_training_network(cluster, workload, nodes, network, seed, placement)
     ctx = RunContext(cluster, workload, nodes, lay, net, nz, np.random.default_rng(seed),
                      iterations, tracer)
     if mode == "cosim":
@@ -146,23 +155,38 @@ def _record_outcome(res: TrainingResult, out: RunOutcome, ctx: RunContext, nz: N
     res.analytical_iteration_s = float(iteration_times(ref, workload, ctx.nodes).iteration_s[0])
 
 
+def _runs(res: TrainingResult) -> str:
+    """What a baseline run ran, for the header line: ``"auto (ring)"``."""
+    if res.algorithm != "sync-sgd":
+        return res.algorithm
+    return f"auto ({res.counters.get('allreduce') or 'one rank: no allreduce'})"
+
+
 def _efficiency(res: TrainingResult, base_cluster: Cluster, base_workload: Workload,
                 efficiency: bool, baseline: str, cluster: Cluster, iterations: int, seed: int,
-                network: str | NetworkModel, nz: Noise) -> float | None:
-    """Throughput over that of a one-node (or one-device) run with the same settings.
+                network: str | NetworkModel, nz: Noise, collective: str,
+                placement: str = "linear") -> float | None:
+    """Throughput over that of a one-node (or one-device) run with the same settings
+    and the stack's own allreduce (:func:`~dlscale.perfmodel.predict.baseline_workload`;
+    ``collective`` is the run's own); records what the baseline ran on ``res``.
 
-    1.0 for one node against a one-node baseline (or without ``efficiency``); ``None``
+    1.0 for one node running the baseline itself (or without ``efficiency``); ``None``
     where the baseline does not fit.
     """
     nodes = res.nodes
-    if not (efficiency and (nodes > 1 or baseline == "device")):
+    if not efficiency:
         return 1.0 if nodes == 1 else res.efficiency
+    if nodes == 1 and baseline == "node" and base_workload.collective == collective:
+        res.baseline_runs, res.baseline_iteration_s = _runs(res), res.iteration_s
+        return 1.0
     one = simulate_training(base_cluster, base_workload, 1,
                             iterations=min(int(iterations), 20),
                             seed=seed, mode="timing", network="analytical"
                             if not isinstance(network, str) else network,
-                            noise=nz, efficiency=False)
+                            noise=nz, efficiency=False,
+                            placement=placement if isinstance(network, str) else "linear")
     units = nodes * (1 if baseline == "node" else cluster.node.devices_per_node)
+    res.baseline_runs, res.baseline_iteration_s = _runs(one), one.iteration_s
     if one.fits and one.samples_per_s > 0:
         return res.samples_per_s / (units * one.samples_per_s)
     return res.efficiency
@@ -195,7 +219,7 @@ def simulate_training(cluster: Cluster, workload: Workload, nodes: int, *,
                       noise: str | Noise | None = None, trace: bool | str = False,
                       efficiency: bool = True, cosim_options: dict | None = None,
                       trace_ranks: int = 16, trace_iterations: int = 5,
-                      baseline: str = "node") -> TrainingResult:
+                      baseline: str = "node", placement: str = "linear") -> TrainingResult:
     """Simulate ``iterations`` iterations of ``workload`` on ``nodes`` nodes of ``cluster``.
 
     Parameters
@@ -223,14 +247,15 @@ def simulate_training(cluster: Cluster, workload: Workload, nodes: int, *,
         Record a Chrome trace (``result.trace``); a path also writes it (atomically).
     efficiency : bool
         Also simulate one node (same settings) for the scaling efficiency.
+    placement : {"linear", "random", "topology"}
+        Ranks on a simulated network (:mod:`dlscale.simulator.topology.placement`).
     cosim_options : dict, optional
         Co-simulation settings (:class:`~dlscale.simulator.training.cosim.CosimOptions` fields).
     trace_ranks, trace_iterations : int
         How many ranks and iterations the trace covers.
     baseline : {"node", "device"}
-        What the efficiency is measured against: a one-node simulation, or one of a
-        single device running the workload's ranks per device
-        (:func:`dlscale.perfmodel.predict.one_device`), same settings.
+        Efficiency against a one-node simulation, or a one-device one
+        (:func:`dlscale.perfmodel.predict.one_device`), with the stack's own allreduce.
 
     Returns
     -------
@@ -245,7 +270,7 @@ def simulate_training(cluster: Cluster, workload: Workload, nodes: int, *,
     ConfigError
         A bad argument (naming it and what is allowed), before any simulation.
     """
-    workload = _check(cluster, workload, nodes, algorithm, iterations, mode, network, seed)
+    workload = _check(cluster, workload, nodes, algorithm, iterations, mode, network, seed, placement)
     base_cluster, base_workload, nz = _check_run_options(cluster, workload, baseline, noise,
                                                          mode, cosim_options)
     nodes = int(nodes)
@@ -258,12 +283,13 @@ def simulate_training(cluster: Cluster, workload: Workload, nodes: int, *,
         return res
     tracer = TraceRecorder(ranks, trace_ranks, trace_iterations) if trace else None
     ctx = _context(cluster, workload, nodes, lay, network, nz, seed, int(iterations), tracer,
-                   mode, cosim_options)
+                   mode, cosim_options, placement)
     if ctx.numerics is not None:
         res.surrogate = ctx.numerics.label
     _record_outcome(res, _run(ctx), ctx, nz)
     res.efficiency = _efficiency(res, base_cluster, base_workload, efficiency, baseline,
-                                 cluster, iterations, seed, network, nz)
+                                 cluster, iterations, seed, network, nz, workload.collective,
+                                 placement)
     if tracer is not None:
         _record_trace(res, tracer, trace)
     return res

@@ -31,7 +31,8 @@ and the last message. The communication times come from the run's
 :class:`~dlscale.simulator.training.net.TrainingNetwork` (closed forms or the simulated topology).
 
 Breakdown per rank and iteration: ``compute`` = ``f_r`` x (forward + backward +
-update); ``comm`` = orchestration + collectives; ``exposed`` = how long the last
+update); ``comm`` = per buffer, its background-cycle wait + orchestration +
+collective (as in the closed form; so exposed <= comm); ``exposed`` = how long the last
 message ends after the slowest rank's backward pass; ``straggler wait`` = the rest of
 the rank's idle time (waiting for slower ranks).
 
@@ -172,7 +173,8 @@ def run_sync_sgd(ctx: RunContext) -> RunOutcome:
             end = np.maximum(bwd_end, comm_end) + f * prof.update_s
             comp = f * (fb + prof.update_s)
             acc.compute_s += comp
-            acc.comm_s += float(sum(durs) + (sparse_dur if sparse else 0.0))
+            acc.comm_s += float(sum(durs) + (sparse_dur if sparse else 0.0)
+                                + wait * (len(durs) + sparse))
             exposed = max(0.0, comm_end - float(bwd_end.max())) if multi else 0.0
             acc.exposed_comm_s += exposed
             acc.straggler_wait_s += np.maximum(end - start - comp - exposed, 0.0)

@@ -1,0 +1,115 @@
+"""Any preset as the TOML that loads back to it (``dlscale catalog show NAME``).
+
+A cluster or a workload is a complete file (``dlscale predict FILE ...`` reads it); a
+part (a device, node, link, network, runtime, model, message factors) is the table a
+cluster or workload file holds it in (``[node.device]``, ``[runtime]``, ``[model]``,
+...), which a file starting from any preset (``base = "summit"``) takes as it is.
+Every field is written, resolved (nothing left to a preset name), in SI units
+(:mod:`..tomldump`).
+
+Examples
+--------
+>>> kind, text = show_preset("ib-edr")
+>>> kind
+'link'
+>>> print(text, end="")  # doctest: +ELLIPSIS
+# link preset 'ib-edr': the [network.link] table of a cluster file; a file with ...
+[network.link]
+name = "ib-edr"
+...
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..errors import unknown_name
+from ..msgfactors import MESSAGE_FACTORS
+from ..tomldump import to_toml
+from .clusters import CLUSTERS, NETWORKS
+from .devices import DEVICES
+from .links import LINKS
+from .models import MODELS
+from .nodes import NODES
+from .runtimes import RUNTIMES
+from .workloads import WORKLOADS
+
+__all__ = ["PRESET_KINDS", "preset_table", "show_preset"]
+
+#: Kind -> (registry, table it is written as ("" for a whole file), the file it
+#: belongs in). A name in several registries is found in this order.
+PRESET_KINDS: dict[str, tuple[Mapping[str, Any], str, str]] = {
+    "cluster": (CLUSTERS, "", "cluster"),
+    "workload": (WORKLOADS, "", "workload"),
+    "device": (DEVICES, "node.device", "cluster"),
+    "network": (NETWORKS, "network", "cluster"),
+    "runtime": (RUNTIMES, "runtime", "cluster"),
+    "model": (MODELS, "model", "workload"),
+    "node": (NODES, "node", "cluster"),
+    "link": (LINKS, "network.link", "cluster"),
+    "message-factors": (MESSAGE_FACTORS, "network.message_factors", "cluster"),
+}
+
+
+def preset_table(kind: str) -> str:
+    """The table a preset of ``kind`` is written as ("" for a whole file)."""
+    return PRESET_KINDS[kind][1]
+
+
+def _find(name: str, kind: str | None) -> tuple[str, list[str]]:
+    """The kind of preset ``name`` (``kind`` if given) and the other kinds it names."""
+    if kind is not None:
+        if kind not in PRESET_KINDS:
+            raise unknown_name("--kind", kind, PRESET_KINDS)
+        if name not in PRESET_KINDS[kind][0]:
+            raise unknown_name(kind, name, PRESET_KINDS[kind][0])
+        return kind, []
+    kinds = [k for k, (reg, _, _) in PRESET_KINDS.items() if name in reg]
+    if not kinds:
+        every = sorted({n for reg, _, _ in PRESET_KINDS.values() for n in reg})
+        raise unknown_name("preset", name, every)
+    return kinds[0], kinds[1:]
+
+
+def _unset(obj: Any, path: str) -> list[str]:
+    """Dotted names of the fields of ``obj`` (and its parts) that are ``None``."""
+    import dataclasses
+
+    out = []
+    for f in dataclasses.fields(obj):
+        if not f.init:
+            continue
+        value = getattr(obj, f.name)
+        where = f"{path}.{f.name}" if path else f.name
+        if value is None:
+            out.append(where)
+        elif dataclasses.is_dataclass(value):
+            out += _unset(value, where)
+    return out
+
+
+def show_preset(name: str, kind: str | None = None) -> tuple[str, str]:
+    """``(kind, TOML)`` of the preset ``name`` (the first kind that has it, or ``kind``).
+
+    Raises
+    ------
+    ConfigError
+        An unknown name or kind (with the valid ones and the closest).
+    """
+    kind, others = _find(name, kind)
+    registry, table, home = PRESET_KINDS[kind]
+    if table:
+        how = (f"the [{table}] table of a {home} file; a file with `base = \"...\"` (any "
+               f"{home} preset) and this table loads it")
+    else:
+        how = f"a complete {home} file (load it with `dlscale predict` or `base = FILE`)"
+    head = f"# {kind} preset {name!r}: {how}\n"
+    unset = _unset(registry[name], table)
+    if unset and table:
+        head += (f"# not set (none): {', '.join(unset)}; over a base that sets them, the "
+                 f"base's stay\n")
+    if others:
+        head += ("# also a " + ", ".join(others) + " preset: "
+                 + ", ".join(f"--kind {k}" for k in others) + "\n")
+    return kind, head + to_toml(registry[name], table)

@@ -1,0 +1,503 @@
+"""Every flag acts or is refused (issue 26 item 5 and its "Done when").
+
+The flags are read from the argparse parsers that :func:`dlscale.cli.build_parser`
+builds (every subcommand, and ``simulate`` in both of its modes: one collective and
+training), so a new flag without an entry in :data:`CHECKS` fails
+:func:`test_every_flag_has_a_check`. Each entry is one of:
+
+- :class:`Acts`: the command with the flag gives another output than without it,
+  for the input the entry gives (stdout, stderr where stated, the exit status and
+  every file the run writes), while the same command run twice gives the same
+  output (so the difference is the flag's, not a clock's);
+- :class:`Refused`: the flag is refused in that mode: exit status 2, one line on
+  stderr naming the flag;
+- :class:`Reaches`: for the MPI commands (``calibrate``, ``validate local``), whose
+  measurements take minutes: the flag changes what the measuring function is asked
+  for (its arguments, the MPI environment) or what the command writes from its
+  report; the measuring function is replaced by a recorder, MPI by one fake rank.
+- :class:`Custom`: a check of its own (the sweep's executor, jobs, resume).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dlscale.cli import build_parser, main
+
+ROOT = Path(__file__).resolve().parents[1]
+PROFILE = str(ROOT / "examples" / "profiles" / "this-host.json")
+TRACE = str(ROOT / "examples" / "traces" / "pytorch_resnet50_v100_b64.json")
+TIMELINE = str(ROOT / "examples" / "traces" / "horovod_resnet50_4ranks.json")
+REPORT = ROOT / "tests" / "data" / "validate_local_2ranks.json"
+
+STUDY = ('name = "flags"\ncluster = "stampede2-skx"\nworkload = "resnet50"\nnodes = [1, 2]\n'
+         '[vary]\ncollective = ["ring", "rabenseifner"]\n')
+OTHER_STUDY = STUDY.replace('name = "flags"', 'name = "other"')
+
+PRED = ["predict", "summit", "resnet50", "--nodes", "1,64"]
+SIMT = ["simulate", "summit", "resnet50", "--nodes", "2", "--iterations", "2"]
+NOISY = [*SIMT, "--noise", "lognormal:0.1"]
+SKX = ["simulate", "stampede2-skx", "resnet50", "--nodes", "2", "--iterations", "2"]
+EASGD = ["simulate", "cori-knl", "googlenet", "--nodes", "2", "--algorithm", "async-easgd",
+         "--iterations", "4"]
+COSIM = ["simulate", "cori-knl", "googlenet", "--nodes", "2", "--algorithm", "async-sgd",
+         "--iterations", "10", "--cosim", "--format", "json"]
+TARGET = ["simulate", "cori-knl", "googlenet", "--nodes", "2", "--algorithm", "async-sgd",
+          "--target-accuracy", "0.5", "--iterations", "20"]
+SIMC = ["simulate", "stampede2-skx", "--nodes", "4"]
+WIDE = ["simulate", "stampede2-skx", "--nodes", "64", "--size-bytes", "1e7"]
+SWEEP = ["sweep", "s.toml", "--executor", "serial", "--quiet"]
+PLAN = ["plan", "resnet50", "--cluster", "summit", "--nodes", "1-64"]
+PUBLISHED = ["validate", "published", "--case", "you-sc17"]
+CALIBRATE = ["calibrate", "--quick"]
+LOCAL = ["validate", "local", "--quick"]
+
+#: Wall-clock figures a run prints: blanked before outputs are compared.
+_CLOCKS = [re.compile(r"simulated in [0-9.]+ s"), re.compile(r'"wall_s": [-0-9.e+]+'),
+           re.compile(r'"(elapsed|started|finished)[a-z_]*": [^,}\n]+'),
+           re.compile(r"\[\d\d:\d\d<[^\]]*\]")]  # a progress bar's elapsed time and rate
+
+
+def _normal(text: str) -> str:
+    for rx in _CLOCKS:
+        text = rx.sub("<clock>", text)
+    return text
+
+
+@dataclass
+class Outcome:
+    rc: int
+    out: str
+    err: str
+    files: dict[str, str]
+
+
+def _files(folder: Path) -> dict[str, str]:
+    out = {}
+    for p in sorted(folder.rglob("*")):
+        if p.is_file() and p.name not in ("s.toml", "README.md") and not p.name.endswith(".lock"):
+            data = p.read_bytes()
+            try:
+                text = data.decode()
+            except UnicodeDecodeError:
+                text = data.hex()
+            if p.suffix == ".jsonl":  # appended as points finish: order is not a result
+                text = "\n".join(sorted(text.splitlines()))
+            out[p.relative_to(folder).as_posix()] = _normal(text)
+    return out
+
+
+def run_in(folder: Path, argv: list[str], capsys, setup: Callable[[Path], None] | None = None,
+           tty: bool = False) -> Outcome:
+    """Run ``dlscale argv`` with ``folder`` (fresh) as the working directory."""
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    (folder / "s.toml").write_text(STUDY)
+    if setup is not None:
+        setup(folder)
+    here = os.getcwd()
+    os.chdir(folder)
+    capsys.readouterr()
+    try:
+        if tty:
+            sys.stderr.isatty = lambda: True  # type: ignore[method-assign]
+        try:
+            rc = main(argv)
+        except SystemExit as exc:
+            rc = int(exc.code or 0)
+        finally:
+            if tty:
+                del sys.stderr.isatty
+    finally:
+        os.chdir(here)
+    cap = capsys.readouterr()
+    return Outcome(rc, _normal(cap.out), _normal(cap.err), _files(folder))
+
+
+@dataclass
+class Acts:
+    base: list[str]
+    extra: list[str]
+    setup: Callable[[Path], None] | None = None
+    stderr: bool = False
+    tty: bool = False
+    statuses: tuple[int, ...] = (0, 1)   # a plan nothing meets exits 1
+
+    def check(self, tmp_path: Path, capsys, monkeypatch) -> None:
+        def once(name, argv):
+            o = run_in(tmp_path / name, argv, capsys, self.setup, self.tty)
+            assert o.rc in self.statuses, (argv, o.err)
+            return (o.rc, o.out, o.err if self.stderr else "", o.files)
+
+        plain, again = once("a", self.base), once("b", self.base)
+        assert plain == again, "the same command gave two outputs: a clock is not blanked"
+        assert once("c", [*self.base, *self.extra]) != plain, f"{self.extra} changed nothing"
+
+
+@dataclass
+class Refused:
+    argv: list[str]
+    flag: str
+
+    def check(self, tmp_path: Path, capsys, monkeypatch) -> None:
+        o = run_in(tmp_path / "r", self.argv, capsys)
+        assert o.rc == 2, (self.argv, o.out, o.err)
+        assert o.err.count("\n") == 1 and self.flag in o.err, o.err
+        assert o.files == {}, "a refused command wrote files"
+
+
+class _Rank:
+    """One MPI rank, for commands whose measurements are replaced by a recorder."""
+
+    def Get_rank(self) -> int:
+        return 0
+
+    def Get_size(self) -> int:
+        return 1
+
+    def bcast(self, value: Any, root: int = 0) -> Any:
+        return value
+
+    def Barrier(self) -> None:
+        return None
+
+    def Abort(self, code: int = 1) -> None:  # pragma: no cover - only on a signal
+        raise SystemExit(code)
+
+
+def _report() -> dict:
+    """A validate-local report (the recorded 2-rank one), as the measurement returns it."""
+    from dlscale.validation.validate_local import summarize
+
+    rows = json.loads(REPORT.read_text())["rows"]
+    return {"rows": rows, "summary": summarize(rows)}
+
+
+def _powered(folder: Path) -> None:
+    (folder / "c.toml").write_text('base = "summit"\n[node]\npower_w = 2500\n')
+
+
+def _restore(env: dict[str, str]) -> None:
+    for k in [k for k in os.environ if k not in env]:
+        del os.environ[k]
+    os.environ.update(env)
+
+
+@dataclass
+class Reaches:
+    """The flag changes the measuring function's call (or what is written from it)."""
+
+    base: list[str]
+    extra: list[str]
+
+    def check(self, tmp_path: Path, capsys, monkeypatch) -> None:
+        from dlscale.perfmodel.profile import load_profile
+        from dlscale.validation import calibrate_run, mpi_env, validate_local
+
+        calls: list[Any] = []
+        keep = {k: v for k, v in os.environ.items()}
+
+        def record(result):
+            def fake(comm, *args, **kwargs):
+                env = {k: v for k, v in os.environ.items() if keep.get(k) != v}
+                calls.append((args, {k: v for k, v in kwargs.items() if k != "argv"}, env))
+                return result()
+            return fake
+
+        fake_mpi = argparse.Namespace(COMM_WORLD=_Rank())
+        monkeypatch.setattr(mpi_env, "get_mpi", lambda: fake_mpi)
+        monkeypatch.setattr(calibrate_run, "calibrate", record(lambda: load_profile(PROFILE)))
+        monkeypatch.setattr(validate_local, "validate_local", record(_report))
+        seen = []
+        try:
+            for name, argv in (("a", self.base), ("c", [*self.base, *self.extra])):
+                calls.clear()
+                _restore(keep)
+                o = run_in(tmp_path / name, argv, capsys)
+                assert o.rc == 0, (argv, o.err)
+                seen.append((calls[:], o.out, o.files))
+        finally:
+            _restore(keep)  # the MPI settings a run made (os.environ, not monkeypatch's)
+        assert seen[0] != seen[1], f"{self.extra} changed nothing the run was asked for"
+
+
+@dataclass
+class Custom:
+    fn: Callable[..., None]
+
+    def check(self, tmp_path: Path, capsys, monkeypatch) -> None:
+        self.fn(tmp_path, capsys, monkeypatch)
+
+
+def _refuse_all(base: list[str], values: dict[str, list[str]]) -> dict[str, Refused]:
+    return {flag: Refused([*base, flag, *v], flag) for flag, v in values.items()}
+
+
+def _executor_acts(tmp_path, capsys, monkeypatch):
+    """Same results on every executor (by design); the one named is the one built."""
+    import importlib
+
+    sweep = importlib.import_module("dlscale.sweep")
+    built = []
+    for name, make in list(sweep.EXECUTORS.items()):
+        monkeypatch.setitem(sweep.EXECUTORS, name,
+                            lambda jobs, _n=name, _m=make: built.append((_n, jobs)) or _m(jobs))
+    assert run_in(tmp_path / "a", SWEEP, capsys).rc == 0
+    assert run_in(tmp_path / "b", [*SWEEP, "--executor", "process", "-j", "2"], capsys).rc == 0
+    assert built == [("serial", None), ("process", 2)]
+
+
+def _resume_acts(tmp_path, capsys, monkeypatch):
+    """``--resume`` keeps the finished points: the evaluator is not called again."""
+    calls = []
+
+    def counted(cluster, workload, nodes, seeds):
+        from dlscale.sweep_points import analytical
+
+        calls.append(list(nodes))
+        return analytical(cluster, workload, nodes, seeds)
+
+    monkeypatch.setattr(sys.modules[__name__], "counted", counted, raising=False)
+    argv = [*SWEEP, "-o", "out", "--evaluator", f"{__name__}:counted", "--no-plots"]
+    folder = tmp_path / "w"
+    first = run_in(folder, argv, capsys)
+    assert first.rc == 0 and calls
+    os.chdir(folder)
+    try:
+        for extra, ran in (([], True), (["--resume"], False)):
+            calls.clear()
+            assert main([*argv, *extra]) == 0
+            assert bool(calls) is ran, extra
+    finally:
+        os.chdir(ROOT)
+    capsys.readouterr()
+
+
+def _other_study(folder: Path) -> None:
+    (folder / "o.toml").write_text(OTHER_STUDY)
+    assert main(["sweep", "o.toml", "-o", "s.toml.out", "--executor", "serial", "--quiet",
+                 "--no-plots"]) == 0
+
+
+def _other_study_here(folder: Path) -> None:
+    here = os.getcwd()
+    os.chdir(folder)
+    try:
+        _other_study(folder)
+    finally:
+        os.chdir(here)
+
+
+def _write_readme_acts(tmp_path, capsys, monkeypatch):
+    """``--write-readme`` rewrites the results block (here of one case, for speed)."""
+    from dlscale.commands import validate_published
+
+    monkeypatch.setattr(validate_published, "CASE_MODULES",
+                        {"you-sc17": validate_published.CASE_MODULES["you-sc17"]})
+    readme = tmp_path / "README.md"
+    shutil.copy(ROOT / "validation" / "README.md", readme)
+    before = readme.read_text()
+    assert main(["validate", "published", "--write-readme", str(readme)]) == 0
+    assert readme.read_text() != before
+    capsys.readouterr()
+
+
+def _version_acts(tmp_path, capsys, monkeypatch):
+    from dlscale import __version__
+
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0 and capsys.readouterr().out == f"dlscale {__version__}\n"
+
+
+_TRAINING_VALUES = {
+    "--algorithm": ["sync-easgd"], "--iterations": ["3"], "--noise": ["lognormal:0.1"],
+    "--network": ["flow"], "--cosim": [], "--compare": ["sync-sgd,async-sgd"], "--tau": ["2"],
+    "--lr": ["0.1"], "--lr-schedule": ["warmup:2"], "--target-accuracy": ["0.5"],
+    "--tune": [], "--repeats": ["2"], "--max-sim-time": ["1"], "--eval-every": ["2"],
+    "--hidden": ["8"], "--cosim-model": ["cnn"], "--plot": ["p.png"], "--baseline": ["device"],
+    "--measured-samples-per-s": ["500@32"], "--measured-trace": [TRACE],
+    "--horovod-timeline": [TIMELINE], "--runtime": ["gloo"], "--batch": ["16"],
+    "--precision": ["fp16"], "--global-batch": ["64"],
+}
+
+#: (mode, flag) -> check. A mode is the subcommand path; ``simulate`` has two.
+CHECKS: dict[tuple[str, str], Any] = {
+    ("dlscale", "--version"): Custom(_version_acts),
+    # catalog
+    ("catalog", "--kind"): Acts(["catalog", "show", "summit"], ["--kind", "node"]),
+    ("catalog", "--format"): Acts(["catalog", "devices"], ["--format", "json"]),
+    ("catalog", "--output"): Acts(["catalog", "devices"], ["-o", "devices.json"]),
+    # predict
+    **{("predict", f): Acts(PRED, extra) for f, extra in {
+        "--nodes": ["--nodes", "1,2"], "--algorithm": ["--algorithm", "sync-easgd"],
+        "--collective": ["--collective", "binomial-tree"],
+        "--precision": ["--precision", "fp16"],
+        "--batch": ["--batch", "64"], "--global-batch": ["--global-batch", "768"],
+        "--baseline": ["--baseline", "device"], "--runtime": ["--runtime", "gloo"],
+        "--noise": ["--noise", "lognormal:0.1"], "--plot": ["--plot", "p.png"],
+        "--measured-samples-per-s": ["--measured-samples-per-s", "500@32"],
+        "--trace": ["--trace", f"{TRACE}@64"],
+        "--format": ["--format", "json"], "--output": ["-o", "rows.csv"],
+    }.items()},
+    ("predict", "--grouping"): Acts([*PRED, "--runtime", "horovod-legacy-nccl"],
+                                    ["--grouping", "graph-aware"]),
+    ("predict", "--horovod-timeline"): Acts([*PRED, "--measured-samples-per-s", "500@64"],
+                                            ["--horovod-timeline", f"{TIMELINE}@64"]),
+    ("predict", "--profile"): Acts(["predict", "stampede2-skx", "resnet50", "--nodes", "2"],
+                                   ["--profile", PROFILE]),
+    # simulate CLUSTER WORKLOAD (training)
+    **{("simulate CLUSTER WORKLOAD", f): Acts(base, extra) for f, (base, extra) in {
+        "--nodes": (SIMT, ["--nodes", "4"]), "--collective": (SIMT, ["--collective", "binomial-tree"]),
+        "--mode": (SIMT, ["--mode", "flow"]),
+        "--placement": (["simulate", "stampede2-skx", "resnet50", "--nodes", "64",
+                         "--iterations", "2"], ["--placement", "random"]),
+        "--seed": (NOISY, ["--seed", "3"]), "--format": (SIMT, ["--format", "json"]),
+        "--output": (SIMT, ["-o", "rows.json"]), "--trace": (SIMT, ["--trace", "t.json"]),
+        "--profile": (SKX, ["--profile", PROFILE]), "--batch": (SIMT, ["--batch", "16"]),
+        "--precision": (SIMT, ["--precision", "fp16"]),
+        "--global-batch": (SIMT, ["--global-batch", "64"]), "--runtime": (SIMT, ["--runtime", "gloo"]),
+        "--algorithm": (SIMT, ["--algorithm", "sync-easgd"]),
+        "--iterations": (NOISY, ["--iterations", "5"]),
+        "--noise": (SIMT, ["--noise", "lognormal:0.1"]),
+        "--network": (SIMT, ["--network", "analytical"]),
+        "--cosim": ([*COSIM[:-3], "--format", "json"], ["--cosim"]),
+        "--compare": (SIMT, ["--compare", "sync-sgd,sync-easgd"]), "--tau": (EASGD, ["--tau", "4"]),
+        "--lr": (COSIM, ["--lr", "0.5"]), "--lr-schedule": (COSIM, ["--lr-schedule", "step:2:0.5"]),
+        "--target-accuracy": (COSIM, ["--target-accuracy", "0.5"]),
+        "--tune": (TARGET, ["--tune"]), "--repeats": (TARGET, ["--repeats", "2"]),
+        "--max-sim-time": (TARGET, ["--max-sim-time", "1e-3"]),
+        "--eval-every": (COSIM, ["--eval-every", "3"]), "--hidden": (COSIM, ["--hidden", "8"]),
+        "--cosim-model": (COSIM, ["--cosim-model", "cnn"]), "--plot": (SIMT, ["--plot", "p.png"]),
+        "--baseline": (SIMT, ["--baseline", "device"]),
+        "--measured-samples-per-s": (SIMT, ["--measured-samples-per-s", "500@32"]),
+        "--measured-trace": (SIMT, ["--measured-trace", f"{TRACE}@64"]),
+        "--horovod-timeline": ([*SIMT, "--measured-samples-per-s", "500@64"],
+                               ["--horovod-timeline", f"{TIMELINE}@64"]),
+    }.items()},
+    **{("simulate CLUSTER WORKLOAD", f): r for f, r in _refuse_all(SIMT, {
+        "--ranks": ["4"], "--operation": ["allgather"], "--size-bytes": ["1e6"],
+        "--intranode": ["summit"], "--gamma": ["1e-10"], "--top": ["2"]}).items()},
+    # simulate CLUSTER (one collective)
+    **{("simulate CLUSTER", f): Acts(base, extra) for f, (base, extra) in {
+        "--nodes": (SIMC, ["--nodes", "2"]), "--ranks": (SIMC, ["--ranks", "4"]),
+        "--operation": (SIMC, ["--operation", "allgather"]),
+        "--collective": (SIMC, ["--collective", "recursive-doubling"]),
+        "--size-bytes": (SIMC, ["--size-bytes", "1e3"]), "--mode": (SIMC, ["--mode", "flow"]),
+        "--placement": (WIDE, ["--placement", "random"]),
+        "--seed": ([*WIDE, "--placement", "random"], ["--seed", "5"]),
+        "--intranode": (["simulate", "summit", "--nodes", "2"], ["--intranode", "summit"]),
+        "--gamma": (SIMC, ["--gamma", "1e-10"]), "--top": (SIMC, ["--top", "1"]),
+        "--format": (SIMC, ["--format", "json"]), "--output": (SIMC, ["-o", "c.json"]),
+        "--trace": (SIMC, ["--trace", "t.json"]), "--profile": (SIMC, ["--profile", PROFILE]),
+    }.items()},
+    **{("simulate CLUSTER", f): r for f, r in _refuse_all(SIMC, _TRAINING_VALUES).items()},
+    # sweep
+    ("sweep", "--output"): Acts(SWEEP, ["-o", "elsewhere"]),
+    ("sweep", "--executor"): Custom(_executor_acts),
+    ("sweep", "--jobs"): Custom(_executor_acts),
+    ("sweep", "--resume"): Custom(_resume_acts),
+    # without --force another study's folder is refused (2); with it, replaced
+    ("sweep", "--force"): Acts(SWEEP, ["--force"], setup=_other_study_here, statuses=(0, 2)),
+    ("sweep", "--quiet"): Acts(SWEEP[:-1], ["--quiet"], stderr=True, tty=True),
+    ("sweep", "--no-plots"): Acts(SWEEP, ["--no-plots"]),
+    ("sweep", "--evaluator"): Acts(SWEEP, ["--evaluator", "sweep_fakes:ring_eval"]),
+    ("sweep", "--baseline"): Acts(SWEEP, ["--baseline", "device"]),
+    ("sweep", "--format"): Acts(SWEEP, ["--format", "csv"]),
+    ("sweep", "--profile"): Acts(SWEEP, ["--profile", PROFILE]),
+    # plan
+    **{("plan", f): Acts(PLAN, extra) for f, extra in {
+        "--cluster": ["--cluster", "stampede2-skx"], "--epochs": ["--epochs", "10"],
+        "--samples": ["--samples", "1e6"], "--deadline-h": ["--deadline-h", "20"],
+        "--throughput": ["--throughput", "2e4"], "--min-efficiency": ["--min-efficiency", "0.99"],
+        "--max-nodes": ["--max-nodes", "4"], "--budget-node-hours": ["--budget-node-hours", "500"],
+        "--price": ["--price", "summit=2"], "--algorithms": ["--algorithms", "sync-easgd"],
+        "--collectives": ["--collectives", "binomial-tree"], "--nodes": ["--nodes", "1,2"],
+        "--batch": ["--batch", "64"], "--global-batch": ["--global-batch", "1024"],
+        "--baseline": ["--baseline", "device"], "--rank-by": ["--rank-by", "nodes"],
+        "--runtime": ["--runtime", "gloo"],
+        "--measured-samples-per-s": ["--measured-samples-per-s", "500@32"],
+        "--trace": ["--trace", f"{TRACE}@64"], "--top": ["--top", "1"],
+        "--output": ["-o", "other.json"],
+    }.items()},
+    ("plan", "--horovod-timeline"): Acts([*PLAN, "--measured-samples-per-s", "500@64"],
+                                         ["--horovod-timeline", f"{TIMELINE}@64"]),
+    ("plan", "--budget"): Acts([*PLAN, "--price", "summit=2"], ["--budget", "200"]),
+    ("plan", "--max-power-kw"): Acts(["plan", "resnet50", "--cluster", "c.toml", "--nodes",
+                                      "1-64"], ["--max-power-kw", "20"], setup=_powered),
+    # calibrate (MPI: the measurements are recorded, not run)
+    **{("calibrate", f): Reaches(base, extra) for f, (base, extra) in {
+        "--output": (CALIBRATE, ["-o", "p.json"]), "--budget-s": (CALIBRATE, ["--budget-s", "3"]),
+        "--quick": (["calibrate"], ["--quick"]), "--min-size": (CALIBRATE, ["--min-size", "64"]),
+        "--max-size": (CALIBRATE, ["--max-size", "1024"]),
+        "--size-step": (["calibrate"], ["--size-step", "2"]),
+        "--collectives": (["calibrate"], ["--collectives", "allreduce"]),
+        "--rank-counts": (CALIBRATE, ["--rank-counts", "1"]),
+        "--allreduce-algorithm": (CALIBRATE, ["--allreduce-algorithm", "ring"]),
+        "--no-kernels": (CALIBRATE, ["--no-kernels"]), "--yield": (CALIBRATE, ["--yield", "on"]),
+        "--quiet": (CALIBRATE, ["--quiet"]),
+    }.items()},
+    # validate local (MPI, as calibrate)
+    **{("validate local", f): Reaches(base, extra) for f, (base, extra) in {
+        "--budget-s": (LOCAL, ["--budget-s", "3"]), "--quick": (["validate", "local"], ["--quick"]),
+        "--min-size": (LOCAL, ["--min-size", "4096"]), "--max-size": (LOCAL, ["--max-size", "8192"]),
+        "--iterations": (LOCAL, ["--iterations", "50"]), "--rounds": (LOCAL, ["--rounds", "1"]),
+        "--algorithms": (LOCAL, ["--algorithms", "sgd-ring"]), "--output": (LOCAL, ["-o", "r.json"]),
+        "--plot": (LOCAL, ["--plot", "none"]), "--quiet": (LOCAL, ["--quiet"]),
+        "--oversubscribe": (LOCAL, ["--oversubscribe"]), "--yield": (LOCAL, ["--yield", "on"]),
+    }.items()},
+    # validate published
+    ("validate published", "--case"): Acts(PUBLISHED, ["--case", "cavdar-isc19"]),
+    ("validate published", "--format"): Acts(PUBLISHED, ["--format", "json"]),
+    ("validate published", "--plots"): Acts(PUBLISHED, ["--plots", "figs"]),
+    ("validate published", "--output"): Acts(PUBLISHED, ["-o", "rows.json"]),
+    ("validate published", "--write-readme"): Custom(_write_readme_acts),
+}
+
+
+def _flag(action: argparse.Action) -> str:
+    return next((s for s in action.option_strings if s.startswith("--")), action.option_strings[0])
+
+
+def parser_flags() -> list[tuple[str, str]]:
+    """``(mode, flag)`` of every option of every (sub)parser; ``simulate`` twice."""
+    out: list[tuple[str, str]] = []
+
+    def walk(parser: argparse.ArgumentParser, path: list[str]) -> None:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    walk(sub, [*path, name])
+            elif action.option_strings and not isinstance(action, argparse._HelpAction):
+                modes = (["simulate CLUSTER", "simulate CLUSTER WORKLOAD"]
+                         if path == ["simulate"] else [" ".join(path) or "dlscale"])
+                out.extend((m, _flag(action)) for m in modes)
+
+    walk(build_parser(), [])
+    return out
+
+
+def test_every_flag_has_a_check():
+    flags = parser_flags()
+    missing = [f for f in flags if f not in CHECKS]
+    stale = [k for k in CHECKS if k not in flags]
+    assert not missing, f"flags with no entry in CHECKS (acts how, or refused?): {missing}"
+    assert not stale, f"entries for flags that no longer exist: {stale}"
+
+
+@pytest.mark.parametrize("mode,flag", sorted(CHECKS), ids=[f"{m}:{f}" for m, f in sorted(CHECKS)])
+def test_flag_acts_or_is_refused(mode, flag, tmp_path, capsys, monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "tests"))
+    CHECKS[(mode, flag)].check(tmp_path, capsys, monkeypatch)

@@ -365,7 +365,7 @@ CHECKS: dict[tuple[str, str], Any] = {
         "--placement": (["simulate", "stampede2-skx", "resnet50", "--nodes", "64",
                          "--iterations", "2"], ["--placement", "random"]),
         "--seed": (NOISY, ["--seed", "3"]), "--format": (SIMT, ["--format", "json"]),
-        "--output": (SIMT, ["-o", "rows.json"]), "--trace": (SIMT, ["--trace", "t.json"]),
+        "--output": (SIMT, ["-o", "rows.json"]), "--trace-out": (SIMT, ["--trace-out", "t.json"]),
         "--profile": (SKX, ["--profile", PROFILE]), "--batch": (SIMT, ["--batch", "16"]),
         "--precision": (SIMT, ["--precision", "fp16"]),
         "--global-batch": (SIMT, ["--global-batch", "64"]), "--runtime": (SIMT, ["--runtime", "gloo"]),
@@ -401,9 +401,13 @@ CHECKS: dict[tuple[str, str], Any] = {
         "--intranode": (["simulate", "summit", "--nodes", "2"], ["--intranode", "summit"]),
         "--gamma": (SIMC, ["--gamma", "1e-10"]), "--top": (SIMC, ["--top", "1"]),
         "--format": (SIMC, ["--format", "json"]), "--output": (SIMC, ["-o", "c.json"]),
-        "--trace": (SIMC, ["--trace", "t.json"]), "--profile": (SIMC, ["--profile", PROFILE]),
+        "--trace-out": (SIMC, ["--trace-out", "t.json"]), "--profile": (SIMC, ["--profile", PROFILE]),
     }.items()},
     **{("simulate CLUSTER", f): r for f, r in _refuse_all(SIMC, _TRAINING_VALUES).items()},
+    # --trace reads a profiler trace in predict and plan; simulate refuses it (it writes
+    # its own trace with --trace-out), so no user's trace is overwritten
+    ("simulate CLUSTER", "--trace"): Refused([*SIMC, "--trace", "t.json"], "--trace-out"),
+    ("simulate CLUSTER WORKLOAD", "--trace"): Refused([*SIMT, "--trace", "t.json"], "--trace-out"),
     # sweep
     ("sweep", "--output"): Acts(SWEEP, ["-o", "elsewhere"]),
     ("sweep", "--executor"): Custom(_executor_acts),
@@ -422,7 +426,7 @@ CHECKS: dict[tuple[str, str], Any] = {
         "--cluster": ["--cluster", "stampede2-skx"], "--epochs": ["--epochs", "10"],
         "--samples": ["--samples", "1e6"], "--deadline-h": ["--deadline-h", "20"],
         "--throughput": ["--throughput", "2e4"], "--min-efficiency": ["--min-efficiency", "0.99"],
-        "--max-nodes": ["--max-nodes", "4"], "--budget-node-hours": ["--budget-node-hours", "500"],
+        "--max-nodes": ["--max-nodes", "4"],
         "--price": ["--price", "summit=2"], "--algorithms": ["--algorithms", "sync-easgd"],
         "--collectives": ["--collectives", "binomial-tree"], "--nodes": ["--nodes", "1,2"],
         "--batch": ["--batch", "64"], "--global-batch": ["--global-batch", "1024"],
@@ -434,7 +438,9 @@ CHECKS: dict[tuple[str, str], Any] = {
     }.items()},
     ("plan", "--horovod-timeline"): Acts([*PLAN, "--measured-samples-per-s", "500@64"],
                                          ["--horovod-timeline", f"{TIMELINE}@64"]),
-    ("plan", "--budget"): Acts([*PLAN, "--price", "summit=2"], ["--budget", "200"]),
+    # a budget drops plans below the table's top rows: the file of every plan shows it
+    ("plan", "--budget"): Acts([*PLAN, "--price", "summit=2", "-o", "p.json"], ["--budget", "200"]),
+    ("plan", "--budget-node-hours"): Acts([*PLAN, "-o", "p.json"], ["--budget-node-hours", "500"]),
     ("plan", "--max-power-kw"): Acts(["plan", "resnet50", "--cluster", "c.toml", "--nodes",
                                       "1-64"], ["--max-power-kw", "20"], setup=_powered),
     # calibrate (MPI: the measurements are recorded, not run)

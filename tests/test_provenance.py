@@ -40,7 +40,7 @@ def test_a_profile_that_changes_the_answer_is_named_with_what_it_replaced(capsys
     assert meta["profile"]["path"] == PROFILE and meta["profile"]["hosts"] == ["vm"]
     assert meta["profile"]["date"] == "2026-11-30T02:41:56+00:00"
     assert any("sustained_fraction" in r for r in meta["profile"]["replaced"])
-    assert meta["baseline"].startswith("efficiency against one node")
+    assert meta["baseline"].startswith("efficiency against 1 node running auto")
 
 
 def test_a_one_host_profile_on_a_multi_node_fabric_warns_once(capsys, tmp_path):

@@ -1,8 +1,8 @@
 """Time to a target accuracy in co-simulation: crossing, search, repeats, caps, CLI, sweep."""
 
 import json
-import re
 import math
+import re
 
 import numpy as np
 import pytest

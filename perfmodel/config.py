@@ -234,7 +234,12 @@ def load_cluster(spec: str | Path | Cluster, profile: str | Path | None = None) 
     if profile is not None:
         from .profile import apply_profile, load_profile
 
-        cluster = apply_profile(cluster, load_profile(profile))
+        try:
+            cluster = apply_profile(cluster, load_profile(profile))
+        except ConfigError as exc:
+            text = str(exc)
+            raise ConfigError(text if str(profile) in text else
+                              f"profile {str(profile)!r}: {text}") from None
         # the profile's network figures are measured through the stack: no transport
         # efficiency on top of them
         cluster = dataclasses.replace(

@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 
 from dlscale.perfmodel.errors import ConfigError
-from dlscale.perfmodel.fitting import fit_loggp, fit_piecewise_hockney
+from dlscale.perfmodel.fitting import fit_loggp, fit_piecewise_hockney, with_bandwidth
 from dlscale.perfmodel.profile import MachineProfile
 
 from . import microbench as mb
@@ -91,23 +91,27 @@ def _p2p(comm: Any, pair: tuple[int, int], sizes: list[int], budget_s: float) ->
     ex = mb.exchange(comm, a, b, sizes, 0.25 * budget_s)
     if comm.Get_rank() != a:
         return None
-    pw = fit_piecewise_hockney(pp["sizes_bytes"], pp["one_way_s"])
+    raw = fit_piecewise_hockney(pp["sizes_bytes"], pp["one_way_s"])
+    pw, fit_notes = with_bandwidth(raw)  # no segment without a bandwidth (beta > 0)
     pex = fit_piecewise_hockney(ex["sizes_bytes"], ex["time_s"])
     lg = fit_loggp(pp["sizes_bytes"], pp["one_way_s"], st["sizes_bytes"], st["per_msg_s"],
                    st["send_overhead_s"])
+    fitted: dict[str, Any] = {} if pw is None else {
+        "segments": [vars(s) for s in pw.segments], "breaks_bytes": list(pw.breaks_bytes)}
     return {
         "ranks": [a, b],
         "latency_s": float(pp["one_way_s"][0]),
         "bandwidth_Bps": float(max(st["bandwidth_Bps"][-3:])),
-        "segments": [vars(s) for s in pw.segments],
-        "breaks_bytes": list(pw.breaks_bytes),
+        **fitted,
+        "fit_notes": fit_notes + ([] if pw is not None else [
+            "no piecewise fit written: messages cost latency_s and bandwidth_Bps alone"]),
         "loggp": {"L_s": lg.L_s, "o_s": lg.o_s, "g_s": lg.g_s, "G_s_per_B": lg.G_s_per_B},
         "sizes_bytes": pp["sizes_bytes"],
         "one_way_s": pp["one_way_s"],
         "one_way_spread": pp["spread"],
         "stream_sizes_bytes": st["sizes_bytes"],
         "stream_Bps": st["bandwidth_Bps"],
-        "rel_error": list(pw.rel_error),
+        "rel_error": list((pw or raw).rel_error),
         "loggp_rel_error": list(lg.rel_error),
         "exchange": {"sizes_bytes": ex["sizes_bytes"], "time_s": ex["time_s"],
                      "spread": ex["spread"], "segments": [vars(s) for s in pex.segments],
@@ -222,6 +226,9 @@ def _p2p_step(comm: Any, p2p_sizes: list[int], budget_s: float, groups: dict[str
                              f"{len(p2p_sizes)} sizes {p2p_sizes[0]} B .. {p2p_sizes[-1]} B")
         res = _p2p(comm, pair, p2p_sizes, 0.35 * budget_s / len(pairs))
         p2p[regime] = comm.bcast(res, root=pair[0])
+        for note in p2p[regime].pop("fit_notes"):
+            notes.append(f"p2p {regime} piecewise fit: {note}")
+            _say(comm, progress, notes[-1])
     if not pairs:
         notes.append("no two ranks share a host: no intra-node figures")
     return p2p

@@ -5,17 +5,24 @@ Each subcommand lives in its own module under :mod:`dlscale.commands` and expose
 :class:`~dlscale.perfmodel.errors.DlscaleError`) print one line on stderr and exit
 with status 2, with no traceback; so does an output file that cannot be written,
 checked before any work (:func:`check_file_outputs`). Ctrl-C (SIGINT) prints one line
-and exits with status 130 (128 + SIGINT), as a shell does.
+and exits with status 130 (128 + SIGINT), as a shell does, at any point of the command:
+:func:`main` takes it before it imports anything beyond the standard library (the
+package's ``__init__`` imports lazily). Under MPI (``calibrate``, ``validate local``) a
+signal that comes before MPI is up is held until it is, then aborts every rank
+(:func:`dlscale.validation.mpi_abort.hold_signals`).
+
+``DLSCALE_READY_FILE=PATH`` (for tests, which wait on it instead of sleeping): the
+command appends ``main`` to PATH once its signal handling is in place, and ``run``
+once its arguments are parsed and checked, just before the work.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
-
-from dlscale.perfmodel.errors import DlscaleError
 
 #: Subcommand name -> module under dlscale.commands.
 COMMANDS: dict[str, str] = {
@@ -73,12 +80,39 @@ def check_file_outputs(args: argparse.Namespace) -> None:
                 plot_format(path, option)
 
 
+def _ready(stage: str) -> None:
+    """Append ``stage`` to ``$DLSCALE_READY_FILE`` where it is set (module docstring)."""
+    path = os.environ.get("DLSCALE_READY_FILE")
+    if path:
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(stage + "\n")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status."""
+    words = list(sys.argv[1:] if argv is None else argv)
+    command = words[0] if words and words[0] in COMMANDS else ""
+    if command == "calibrate" or words[:2] == ["validate", "local"]:
+        from dlscale.validation.mpi_abort import hold_signals
+
+        hold_signals()
+    try:
+        _ready("main")
+        return _main(words)
+    except KeyboardInterrupt as exc:
+        print(f"dlscale{' ' + command if command else ''}: {str(exc) or 'interrupted'}",
+              file=sys.stderr)
+        return int(getattr(exc, "exit_status", 130))
+
+
+def _main(words: list[str]) -> int:
+    from dlscale.perfmodel.errors import DlscaleError
+
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(words)
     try:
         check_file_outputs(args)
+        _ready("run")
         return int(args.run(args) or 0)
     except DlscaleError as exc:
         print(f"dlscale {args.command}: error: {exc}", file=sys.stderr)
@@ -87,9 +121,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"dlscale {args.command}: error: input nested too deeply to read",
               file=sys.stderr)
         return 2
-    except KeyboardInterrupt as exc:
-        print(f"dlscale {args.command}: {str(exc) or 'interrupted'}", file=sys.stderr)
-        return int(getattr(exc, "exit_status", 130))
     except BrokenPipeError:  # `dlscale ... | head`
         return 0
 

@@ -206,10 +206,11 @@ def grid(alg: str, ranks: int, fixed: dict | None = None) -> list[dict]:
     for mu in (momenta if alg in MOMENTUM_ALGORITHMS else [None]):
         lrs = [fixed["lr"]] if "lr" in fixed else \
             [round(_default_lr(alg, ranks, mu) * f, 12) for f in LR_FACTORS]
-        betas = [fixed.get("beta")] if "beta" in fixed else list(BETAS)
+        # only the moving rates the algorithm allows (check_beta); a fixed one is checked
+        # where the run starts
+        betas = [fixed.get("beta")] if "beta" in fixed else \
+            [b for b in BETAS if _beta_allowed(b, ranks, alg)]
         taus = [fixed["tau"]] if "tau" in fixed else list(TAUS)
-        if alg in EASGD_FAMILY:   # only the moving rates the algorithm allows (check_beta)
-            betas = [b for b in betas if "beta" in fixed or _beta_allowed(b, ranks, alg)]
         for lr, beta, tau in itertools.product(lrs, betas if alg in EASGD_FAMILY else [None],
                                                taus if alg in EASGD_FAMILY else [None]):
             s: dict = {"lr": lr}

@@ -36,11 +36,35 @@ COMMANDS: dict[str, str] = {
 }
 
 
+#: Environment variables in which MPI launchers give a process its rank before
+#: ``MPI_Init``: MPICH's Hydra (``PMI_RANK``), Open MPI, PMIx, Slurm's ``srun``.
+RANK_VARIABLES = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "SLURM_PROCID")
+
+
+def quiet_rank() -> bool:
+    """Whether this process is a launched rank other than 0 and MPI is not up yet.
+
+    A mistake found before MPI starts (a bad flag of ``mpiexec -n 4 dlscale
+    calibrate``) is the same on every rank: rank 0 alone says it, every rank exits 2.
+    Once MPI is up, the commands decide on rank 0 and tell the others
+    (:func:`dlscale.commands.common.outputs_ok_on_all_ranks`).
+    """
+    mpi = sys.modules.get("mpi4py.MPI")
+    if mpi is not None and mpi.Is_initialized():
+        return False
+    for name in RANK_VARIABLES:
+        value = os.environ.get(name, "").strip()
+        if value:
+            return value != "0"
+    return False
+
+
 class OneLineParser(argparse.ArgumentParser):
-    """An argument parser whose usage errors are one line on stderr, exit status 2."""
+    """An argument parser whose usage errors are one line on stderr, exit status 2
+    (on rank 0 only where an MPI launcher started several: :func:`quiet_rank`)."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(2, f"{self.prog}: error: {message}\n")
+        self.exit(2, None if quiet_rank() else f"{self.prog}: error: {message}\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -115,11 +139,13 @@ def _main(words: list[str]) -> int:
         _ready("run")
         return int(args.run(args) or 0)
     except DlscaleError as exc:
-        print(f"dlscale {args.command}: error: {exc}", file=sys.stderr)
+        if not quiet_rank():
+            print(f"dlscale {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except RecursionError:  # a structure nested past Python's limit (e.g. TOML)
-        print(f"dlscale {args.command}: error: input nested too deeply to read",
-              file=sys.stderr)
+        if not quiet_rank():
+            print(f"dlscale {args.command}: error: input nested too deeply to read",
+                  file=sys.stderr)
         return 2
     except BrokenPipeError:  # `dlscale ... | head`
         return 0

@@ -155,3 +155,12 @@ def test_ctrl_c_of_simulate_is_one_line_and_130(tmp_path, stage):
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert err.strip().splitlines() == ["dlscale simulate: interrupted"]
+
+
+@pytest.mark.parametrize("rank, printed", [("0", True), ("2", False)])
+def test_a_launched_rank_other_than_0_keeps_a_refusal_to_itself(monkeypatch, capsys, rank,
+                                                                 printed):
+    monkeypatch.setitem(sys.modules, "mpi4py.MPI", None)   # MPI not up in this process
+    monkeypatch.setenv("PMI_RANK", rank)
+    assert main(["predict", "summit", "resnet50", "--nodes", "0"]) == 2
+    assert bool(capsys.readouterr().err) is printed

@@ -99,3 +99,19 @@ def test_signal_on_one_rank_aborts_the_job_and_writes_nothing(tmp_path, command,
     assert f"{signal.Signals(sig).name} on rank" in err and "aborting all 2 ranks" in err, err
     assert "Traceback" not in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ready"]  # no output, no temporary
+
+
+@pytest.mark.parametrize("argv, line", [
+    (["calibrate", "--budget-s", "0"], "dlscale calibrate: error: --budget-s: must be > 0, got 0.0"),
+    (["validate", "local", "--algorithms", "nope"], "dlscale validate: error: --algorithms: "
+     "unknown ['nope']"),
+    (["calibrate", "--budgett", "1"], "dlscale: error: unrecognized arguments: --budgett 1")])
+def test_a_refusal_before_mpi_starts_is_printed_once(argv, line):
+    """Issue 26 item 15: every rank printed the same refusal."""
+    mpi_or_skip()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MPIR_CVAR")}
+    proc = subprocess.run([str(MPIEXEC), "-n", "3", sys.executable, "-m", "dlscale", *argv],
+                          capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(line), proc.stderr

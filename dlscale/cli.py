@@ -18,11 +18,17 @@ once its arguments are parsed and checked, just before the work.
 
 from __future__ import annotations
 
-import argparse
-import importlib
-import os
-import sys
-from collections.abc import Sequence
+import time
+
+#: When this command started (``time.monotonic()``), as near the process start as
+#: Python code gets: budgets (``calibrate --budget-s``) count from here.
+START = time.monotonic()
+
+import argparse  # noqa: E402
+import importlib  # noqa: E402
+import os  # noqa: E402
+import sys  # noqa: E402
+from collections.abc import Sequence  # noqa: E402
 
 #: Subcommand name -> module under dlscale.commands.
 COMMANDS: dict[str, str] = {

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from typing import Any
 
 from dlscale.commands.common import outputs_ok_on_all_ranks
@@ -173,10 +174,19 @@ def run(args: argparse.Namespace) -> int:
     comm = MPI.COMM_WORLD
     if not outputs_ok_on_all_ranks(comm, lambda: _check_output(args.output)):
         return 2                # every rank stops, rank 0 says why
+    from dlscale.cli import START
+
     with abort_on_signal(comm, "dlscale calibrate"):  # a signal on any rank ends the job
         profile = calibrate(comm, argv=sys.argv, progress=not args.quiet,
-                            kernels=not args.no_kernels, **opts)
+                            kernels=not args.no_kernels,
+                            left_s=opts["budget_s"] - (time.monotonic() - START), **opts)
     if comm.Get_rank() == 0 and profile is not None:
+        took = time.monotonic() - START
+        profile.provenance["command_s"] = round(took, 3)
+        if took > opts["budget_s"]:
+            profile.notes.append(
+                f"took {took:.1f} s, over --budget-s {opts['budget_s']:g}: start-up and the "
+                f"least each step measures (two sizes) did not fit in it")
         path = save_profile(profile, args.output)
         for line in summary_lines(profile):
             print(line)

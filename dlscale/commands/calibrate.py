@@ -69,7 +69,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("-o", "--output", default="profile.json", metavar="FILE",
                    help="profile to write (default: profile.json)")
     p.add_argument("--budget-s", type=float, default=60.0, metavar="S",
-                   help="time budget in seconds; repetitions adapt to it (default: 60)")
+                   help="time budget in seconds of the whole command; repetitions adapt to it and "
+                        "sizes that do not fit are left out, with a note (default: 60)")
     p.add_argument("--quick", action="store_true",
                    help="small run: sizes 4 B .. 64 KiB every 4x, allreduce only, 10 s budget "
                         "unless --budget-s is given")

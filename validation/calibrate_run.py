@@ -338,8 +338,12 @@ def _collectives_step(comm: Any, collectives: tuple[str, ...], counts: list[int]
                                                           else time.monotonic() + share)
             todo -= 1
             _say(comm, progress, f"{name} on {k} ranks")
-            runs.append(_on_first(comm, k, lambda sub, name=name, share=share, end=end:
-                                  mb.collective(sub, name, sizes, share, deadline=end)))
+
+            def measure(sub: Any, name: str = name, share: float = share,
+                        end: float | None = end) -> dict[str, Any]:
+                return mb.collective(sub, name, sizes, share, deadline=end)
+
+            runs.append(_on_first(comm, k, measure))
         runs = [r for r in comm.bcast(runs if comm.Get_rank() == 0 else None, root=0) if r]
         for r in runs:
             moved = [4 * mb.collective_elements(name, n, r["ranks"]) for n in sizes]

@@ -444,7 +444,9 @@ def collective(comm: Any, name: str, sizes: list[int], budget_s: float,
         taken.append(k)
     keep = sorted(range(len(taken)), key=lambda j: taken[j])
     reps = [reps[j] for j in keep]
-    sizes, elems, calls = ([v[taken[j]] for j in keep] for v in (sizes, elems, calls))
+    order = [taken[j] for j in keep]
+    sizes, elems, calls = [sizes[k] for k in order], [elems[k] for k in order], \
+        [calls[k] for k in order]
     samples: list[list[float]] = [[] for _ in sizes]
     for _ in range(batches):
         for i, call in enumerate(calls):

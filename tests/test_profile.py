@@ -184,11 +184,11 @@ def test_calibration_writes_no_segment_without_a_bandwidth(monkeypatch):
     sizes = [2 ** k for k in range(0, 21)]
     n = np.array(sizes, dtype=float)
     flat = np.where(n < 512, 2e-5, 2e-5 + n / 4e9).tolist()      # flat below 512 B
-    monkeypatch.setattr(cr.mb, "pingpong", lambda *a: {"sizes_bytes": sizes, "one_way_s": flat,
+    monkeypatch.setattr(cr.mb, "pingpong", lambda *a, **k: {"sizes_bytes": sizes, "one_way_s": flat,
                                                         "spread": [0.0] * len(sizes)})
-    monkeypatch.setattr(cr.mb, "exchange", lambda *a: {"sizes_bytes": sizes, "time_s": flat,
+    monkeypatch.setattr(cr.mb, "exchange", lambda *a, **k: {"sizes_bytes": sizes, "time_s": flat,
                                                         "spread": [0.0] * len(sizes)})
-    monkeypatch.setattr(cr.mb, "streaming", lambda *a: {
+    monkeypatch.setattr(cr.mb, "streaming", lambda *a, **k: {
         "sizes_bytes": sizes, "per_msg_s": flat, "send_overhead_s": 1e-6,
         "bandwidth_Bps": (n / np.array(flat)).tolist(), "spread": [0.0] * len(sizes)})
 

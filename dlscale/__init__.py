@@ -8,20 +8,47 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from dlscale.api import (
-    PlanResult,
-    PredictResult,
-    ResultTable,
-    SimulateResult,
-    SweepResult,
-    load_cluster,
-    load_workload,
-    plan,
-    predict,
-    simulate,
-    sweep,
-)
-from dlscale.perfmodel.errors import ConfigError, DlscaleError, OutOfMemoryError
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dlscale.api import (
+        PlanResult,
+        PredictResult,
+        ResultTable,
+        SimulateResult,
+        SweepResult,
+        load_cluster,
+        load_workload,
+        plan,
+        predict,
+        simulate,
+        sweep,
+    )
+    from dlscale.perfmodel.errors import ConfigError, DlscaleError, OutOfMemoryError
+
+#: Public name -> the module it comes from, imported on first use (so that the
+#: ``dlscale`` command starts, and takes its Ctrl-C handling, before numpy loads).
+_LAZY = {**dict.fromkeys(("PlanResult", "PredictResult", "ResultTable", "SimulateResult",
+                          "SweepResult", "load_cluster", "load_workload", "plan", "predict",
+                          "simulate", "sweep"), "dlscale.api"),
+         **dict.fromkeys(("ConfigError", "DlscaleError", "OutOfMemoryError"),
+                         "dlscale.perfmodel.errors")}
+
+
+def __getattr__(name: str) -> Any:
+    """The public names (:data:`_LAZY`) and the subpackages, imported on first use."""
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    try:
+        return importlib.import_module(f"dlscale.{name}")
+    except ModuleNotFoundError as exc:
+        if exc.name != f"dlscale.{name}":
+            raise
+        raise AttributeError(f"module 'dlscale' has no attribute {name!r}") from None
+
 
 __all__ = [
     "ConfigError",

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from dlscale.perfmodel import config as _config
-from dlscale.perfmodel.errors import DlscaleError
+from dlscale.perfmodel.errors import ConfigError, DlscaleError
 from dlscale.perfmodel.hardware import Cluster
 from dlscale.perfmodel.workload import Workload
 from dlscale.plan import PlanResult
@@ -187,7 +187,7 @@ def simulate(cluster: str | Path | Cluster, workload: str | Path | Workload,
              nodes: int | str | Sequence[int], *, seed: int = 0,
              cluster_overrides: Mapping[str, Any] | None = None,
              workload_overrides: Mapping[str, Any] | None = None,
-             **options: Any) -> SimulateResult:
+             stragglers: float | None = None, **options: Any) -> SimulateResult:
     """Simulate with the discrete-event model (``dlscale.simulator.simulate``), one run
     per node count, all with ``seed``; ``options`` go to the simulator.
 
@@ -201,6 +201,9 @@ def simulate(cluster: str | Path | Cluster, workload: str | Path | Workload,
         Seed of every run (same seed, same result, bit for bit).
     cluster_overrides, workload_overrides : mapping, optional
         Dotted-path overrides applied to each.
+    stragglers : float, optional
+        Per-rank compute noise: the sigma of the lognormal factor each rank draws per
+        iteration (mean 1), the same as ``noise="lognormal:SIGMA"``; not with ``noise``.
     **options
         Keyword arguments of :func:`dlscale.simulator.simulate_training`
         (``algorithm``, ``iterations``, ``network``, ``noise``, ``mode``, ...).
@@ -214,7 +217,8 @@ def simulate(cluster: str | Path | Cluster, workload: str | Path | Workload,
     Raises
     ------
     ConfigError
-        A bad cluster, workload, override, node count or option, before any work.
+        A bad cluster, workload, override, node count or option (an unknown keyword
+        names the valid ones), before any work.
     """
     from dlscale.sweep import add_training_metrics
 
@@ -223,6 +227,7 @@ def simulate(cluster: str | Path | Cluster, workload: str | Path | Workload,
     except (ImportError, AttributeError):
         raise DlscaleError("simulate needs dlscale.simulator.simulate, which this "
                            "installation does not have") from None
+    options = _simulate_options(sim, stragglers, options)
     c = load_cluster(cluster, cluster_overrides)
     w = load_workload(workload, workload_overrides)
     raws, rows = [], []
@@ -238,6 +243,30 @@ def simulate(cluster: str | Path | Cluster, workload: str | Path | Workload,
                                 "seed": seed})
     out.raw = raws
     return out
+
+
+def _simulate_options(sim: Any, stragglers: float | None,
+                      options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` checked against the simulator's keywords, ``stragglers`` as ``noise``."""
+    import inspect
+    import math
+
+    params = inspect.signature(sim).parameters
+    valid = sorted(k for k, p in params.items() if p.kind is p.KEYWORD_ONLY and k != "seed")
+    bad = sorted(k for k in options if k not in valid)
+    if bad:
+        raise ConfigError(f"simulate: unknown option {', '.join(bad)}; valid: "
+                          f"{', '.join(['stragglers', *valid])}")
+    if stragglers is None:
+        return options
+    if "noise" in options:
+        raise ConfigError("simulate: stragglers and noise both given; stragglers=SIGMA is "
+                          "noise='lognormal:SIGMA', give one")
+    if isinstance(stragglers, bool) or not isinstance(stragglers, (int, float)) \
+            or not math.isfinite(stragglers) or stragglers < 0:
+        raise ConfigError(f"simulate: stragglers must be a lognormal sigma >= 0, got "
+                          f"{stragglers!r}")
+    return {**options, "noise": f"lognormal:{float(stragglers)!r}"}
 
 
 def sweep(study: str | Path | Study | Mapping[str, Any], out_dir: str | Path | None = None,

@@ -5,17 +5,30 @@ Each subcommand lives in its own module under :mod:`dlscale.commands` and expose
 :class:`~dlscale.perfmodel.errors.DlscaleError`) print one line on stderr and exit
 with status 2, with no traceback; so does an output file that cannot be written,
 checked before any work (:func:`check_file_outputs`). Ctrl-C (SIGINT) prints one line
-and exits with status 130 (128 + SIGINT), as a shell does.
+and exits with status 130 (128 + SIGINT), as a shell does, at any point of the command:
+:func:`main` takes it before it imports anything beyond the standard library (the
+package's ``__init__`` imports lazily). Under MPI (``calibrate``, ``validate local``) a
+signal that comes before MPI is up is held until it is, then aborts every rank
+(:func:`dlscale.validation.mpi_abort.hold_signals`).
+
+``DLSCALE_READY_FILE=PATH`` (for tests, which wait on it instead of sleeping): the
+command appends ``main`` to PATH once its signal handling is in place, and ``run``
+once its arguments are parsed and checked, just before the work.
 """
 
 from __future__ import annotations
 
-import argparse
-import importlib
-import sys
-from collections.abc import Sequence
+import time
 
-from dlscale.perfmodel.errors import DlscaleError
+#: When this command started (``time.monotonic()``), as near the process start as
+#: Python code gets: budgets (``calibrate --budget-s``) count from here.
+START = time.monotonic()
+
+import argparse  # noqa: E402
+import importlib  # noqa: E402
+import os  # noqa: E402
+import sys  # noqa: E402
+from collections.abc import Sequence  # noqa: E402
 
 #: Subcommand name -> module under dlscale.commands.
 COMMANDS: dict[str, str] = {
@@ -29,11 +42,35 @@ COMMANDS: dict[str, str] = {
 }
 
 
+#: Environment variables in which MPI launchers give a process its rank before
+#: ``MPI_Init``: MPICH's Hydra (``PMI_RANK``), Open MPI, PMIx, Slurm's ``srun``.
+RANK_VARIABLES = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "SLURM_PROCID")
+
+
+def quiet_rank() -> bool:
+    """Whether this process is a launched rank other than 0 and MPI is not up yet.
+
+    A mistake found before MPI starts (a bad flag of ``mpiexec -n 4 dlscale
+    calibrate``) is the same on every rank: rank 0 alone says it, every rank exits 2.
+    Once MPI is up, the commands decide on rank 0 and tell the others
+    (:func:`dlscale.commands.common.outputs_ok_on_all_ranks`).
+    """
+    mpi = sys.modules.get("mpi4py.MPI")
+    if mpi is not None and mpi.Is_initialized():
+        return False
+    for name in RANK_VARIABLES:
+        value = os.environ.get(name, "").strip()
+        if value:
+            return value != "0"
+    return False
+
+
 class OneLineParser(argparse.ArgumentParser):
-    """An argument parser whose usage errors are one line on stderr, exit status 2."""
+    """An argument parser whose usage errors are one line on stderr, exit status 2
+    (on rank 0 only where an MPI launcher started several: :func:`quiet_rank`)."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(2, f"{self.prog}: error: {message}\n")
+        self.exit(2, None if quiet_rank() else f"{self.prog}: error: {message}\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -73,23 +110,49 @@ def check_file_outputs(args: argparse.Namespace) -> None:
                 plot_format(path, option)
 
 
+def _ready(stage: str) -> None:
+    """Append ``stage`` to ``$DLSCALE_READY_FILE`` where it is set (module docstring)."""
+    path = os.environ.get("DLSCALE_READY_FILE")
+    if path:
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(stage + "\n")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status."""
+    words = list(sys.argv[1:] if argv is None else argv)
+    command = words[0] if words and words[0] in COMMANDS else ""
+    if command == "calibrate" or words[:2] == ["validate", "local"]:
+        from dlscale.validation.mpi_abort import hold_signals
+
+        hold_signals()
+    try:
+        _ready("main")
+        return _main(words)
+    except KeyboardInterrupt as exc:
+        print(f"dlscale{' ' + command if command else ''}: {str(exc) or 'interrupted'}",
+              file=sys.stderr)
+        return int(getattr(exc, "exit_status", 130))
+
+
+def _main(words: list[str]) -> int:
+    from dlscale.perfmodel.errors import DlscaleError
+
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(words)
     try:
         check_file_outputs(args)
+        _ready("run")
         return int(args.run(args) or 0)
     except DlscaleError as exc:
-        print(f"dlscale {args.command}: error: {exc}", file=sys.stderr)
+        if not quiet_rank():
+            print(f"dlscale {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except RecursionError:  # a structure nested past Python's limit (e.g. TOML)
-        print(f"dlscale {args.command}: error: input nested too deeply to read",
-              file=sys.stderr)
+        if not quiet_rank():
+            print(f"dlscale {args.command}: error: input nested too deeply to read",
+                  file=sys.stderr)
         return 2
-    except KeyboardInterrupt as exc:
-        print(f"dlscale {args.command}: {str(exc) or 'interrupted'}", file=sys.stderr)
-        return int(getattr(exc, "exit_status", 130))
     except BrokenPipeError:  # `dlscale ... | head`
         return 0
 

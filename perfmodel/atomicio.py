@@ -35,6 +35,7 @@ from __future__ import annotations
 import os
 import shutil
 import stat
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -256,6 +257,17 @@ def _write_special(target: Path, writer: Callable[[str], Any]) -> None:
             shutil.copyfileobj(src, dst)
 
 
+def _make_folder(folder: Path, path: Path) -> None:
+    """Create ``folder`` (and its missing parents) for ``path``, saying so on stderr."""
+    missing = folder
+    while not missing.parent.exists() and missing.parent != missing:
+        missing = missing.parent
+    if folder.exists():
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    print(f"note: created folder {str(missing)!r} for {str(path)!r}", file=sys.stderr)
+
+
 def atomic_write_with(path: str | os.PathLike[str], writer: Callable[[str], Any]) -> None:
     """Call ``writer(tmp_path)`` (e.g. ``fig.savefig``), then put the file at ``path``.
 
@@ -287,7 +299,7 @@ def atomic_write_with(path: str | os.PathLike[str], writer: Callable[[str], Any]
         if st is not None and _is_special(st):
             _write_special(path, writer)
             return
-        target.parent.mkdir(parents=True, exist_ok=True)
+        _make_folder(target.parent, path)
         fd, tmp = tempfile.mkstemp(prefix=f".{target.stem}.", suffix=target.suffix,
                                    dir=target.parent)
     except OSError as exc:

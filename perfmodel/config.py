@@ -240,7 +240,13 @@ def load_cluster(spec: str | Path | Cluster,
         from .profile import MachineProfile, apply_profile, load_profile
 
         prof = profile if isinstance(profile, MachineProfile) else load_profile(profile)
-        cluster = apply_profile(cluster, prof)
+        try:
+            cluster = apply_profile(cluster, prof)
+        except ConfigError as exc:
+            text = str(exc)
+            if isinstance(profile, MachineProfile) or str(profile) in text:
+                raise
+            raise ConfigError(f"profile {str(profile)!r}: {text}") from None
         # the profile's network figures are measured through the stack: no transport
         # efficiency on top of them
         cluster = dataclasses.replace(

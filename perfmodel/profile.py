@@ -32,7 +32,7 @@ from typing import Any
 
 from .errors import ConfigError
 from .hardware import Cluster, Device, Link
-from .msgfactors import from_segments
+from .msgfactors import MessageFactors, from_segments
 
 __all__ = [
     "KERNEL_FIGURES",
@@ -376,6 +376,26 @@ def _measured_device(device: Device, k: dict[str, Any], devices_per_node: int) -
     return device
 
 
+def _factors(entry: dict[str, Any], regime: str, host: str) -> MessageFactors:
+    """The per-size factors of a regime's piecewise fit; a segment without a bandwidth
+    (``beta <= 0``, written by a calibration before it merged such segments) refused
+    with the fit it came from and what to do."""
+    segs = entry["segments"]
+    for i, seg in enumerate(segs):
+        if not float(seg["beta_s_per_B"]) > 0:
+            raise ConfigError(
+                f"p2p.{regime}.segments[{i}].beta_s_per_B: {seg['beta_s_per_B']!r} in the "
+                f"piecewise Hockney fit of {regime} ping-pongs on {host} ("
+                f"{float(seg['min_bytes']):.0f}-{float(seg['max_bytes']):.0f} B: no size "
+                "dependence, so no bandwidth for the per-size message factors); re-run "
+                "`dlscale calibrate` (it merges such segments now), or delete "
+                f"p2p.{regime}.segments from the file to cost messages at its latency_s and "
+                "bandwidth_Bps alone")
+    return from_segments(segs, float(entry["latency_s"]), float(entry["bandwidth_Bps"]),
+                         name=f"calibrated@{host}",
+                         source=f"piecewise Hockney fit of {regime} ping-pongs on {host}")
+
+
 def apply_profile(cluster: Cluster, profile: MachineProfile) -> Cluster:
     """A copy of ``cluster`` whose network and memory figures come from ``profile``.
 
@@ -435,20 +455,14 @@ def apply_profile(cluster: Cluster, profile: MachineProfile) -> Cluster:
     if "inter-node" not in profile.p2p and cluster.max_nodes == 1 and intra.get("segments"):
         # a machine of one node: every message is intra-node, so the per-size costs of
         # the MPI stack there (the piecewise fit of its ping-pongs) are every message's
-        network = replace(network, message_factors=from_segments(
-            intra["segments"], float(intra["latency_s"]), float(intra["bandwidth_Bps"]),
-            name=f"calibrated@{host}",
-            source=f"piecewise Hockney fit of intra-node ping-pongs on {host}"))
+        network = replace(network, message_factors=_factors(intra, "intra-node", host))
     if "inter-node" in profile.p2p:
         inter = profile.p2p["inter-node"]
         node = replace(node, nic=_link(node.nic, inter, "inter-node", host))
         network = replace(network, link=_link(network.link, inter, "inter-node", host))
         if inter.get("segments"):
             # the piecewise fit as per-size factors on the link figures just set
-            network = replace(network, message_factors=from_segments(
-                inter["segments"], float(inter["latency_s"]), float(inter["bandwidth_Bps"]),
-                name=f"calibrated@{host}",
-                source=f"piecewise Hockney fit of inter-node ping-pongs on {host}"))
+            network = replace(network, message_factors=_factors(inter, "inter-node", host))
     device = _measured_device(node.device, profile.kernels, node.devices_per_node)
     if device is not node.device:
         node = replace(node, device=device)

@@ -5,8 +5,12 @@ Used by ``tests/test_readme_commands.py``. What is run:
 - every line of every fenced ``sh`` block (``\\`` continuations joined, ``# comments``
   dropped, ``&&`` splitting a line into steps); the lines of one block run in order
   in one temporary folder, so a later line may use an earlier line's file;
-- every inline code span that is a whole ``dlscale`` command with no placeholder
-  (``dlscale plan resnet50 --epochs 90``, not ``dlscale sweep STUDY.toml``);
+- every line that starts with ``$ `` in any fenced block (a command shown with its
+  output, in a ``text`` or unnamed fence);
+- every inline code span that is a whole command of a known program (:data:`PROGRAMS`:
+  ``dlscale``, ``mpiexec``, ``python``, ``pip``, also as ``DIR/bin/NAME``) with no
+  placeholder (``dlscale plan resnet50 --epochs 90``, not ``dlscale sweep STUDY.toml``;
+  not a fragment such as ``mpiexec -n 4`` or the program's name ``python -m dlscale``);
 - every fenced ``python`` block, as a script run by this interpreter.
 
 How a README command maps to what the test runs (:func:`to_steps`):
@@ -18,9 +22,12 @@ How a README command maps to what the test runs (:func:`to_steps`):
   (``python -m dlscale`` where there is none);
 - ``[DIR/bin/]python[3] ...``: this interpreter;
 - ``mpiexec -n K ...``: the ``mpiexec`` next to this interpreter with 2 ranks;
-- smaller sizes where a flag allows (:data:`SMALL`): ``--nodes`` at most 64 nodes,
-  ``--budget-s 5``; and flags added for a small run where the command has none
-  (:data:`ADDED`: ``calibrate --quick``, ``validate local --quick``);
+- smaller sizes where a flag allows (:data:`SMALL`): ``--nodes`` at most 64 nodes
+  (a co-simulation, ``--cosim``, at most :data:`COSIM_MAX_NODES`), ``--budget-s 5``;
+  and flags added for a small run where the command has none (:data:`ADDED`:
+  ``calibrate --quick``, ``validate local --quick``; a time-to-target run
+  ``--iterations`` :data:`TARGET_ITERATIONS`, its ``--tune`` and ``--repeats`` kept;
+  a named benchmark ``--quick`` where it has one);
 - a few commands are not run, each with its reason (:data:`NOT_RUN`).
 
 Anything else (another program, a pipe, a redirection) is an error: a README edit
@@ -53,8 +60,17 @@ ADDED = {
     ("validate", "local"): ["--quick"],    # 1 KiB .. 64 KiB, 100 iterations, 2 rounds
 }
 
+#: Largest node count of a co-simulation (``--cosim``): its real numerics run per worker.
+COSIM_MAX_NODES = 4
+#: Step cap (``--iterations``) added to a ``--target-accuracy`` run that has none.
+TARGET_ITERATIONS = 20
+
+#: Programs an inline code span may start with to be a command (also ``DIR/bin/NAME``).
+PROGRAMS = ("dlscale", "mpiexec", "mpirun", "python", "python3", "pip")
+
 #: Text a command contains -> why the harness does not run it.
 NOT_RUN = {
+    "tests/typecheck.py": "mypy over the code base: tests/test_lint.py runs the same check",
     "-m pytest": "the test suite itself; .ci/run runs it (tests/test_readme.py checks "
                  "that the README's command is what .ci/run does)",
     "benchmarks/run.py": "only with a benchmark name: every benchmark in turn takes about "
@@ -131,6 +147,17 @@ def sh_blocks(readme: str) -> list[Example]:
     return out
 
 
+def dollar_lines(readme: str) -> list[Example]:
+    """The ``$ COMMAND`` lines of every fenced block, one :class:`Example` each."""
+    out = []
+    for m in re.finditer(r"^```[^\n]*\n(.*?)^```", readme, re.S | re.M):
+        first = readme[:m.start()].count("\n") + 2
+        for i, ln in enumerate(m.group(1).splitlines()):
+            if ln.startswith("$"):
+                out.append(Example(f"README.md:{first + i}", [ln[1:].strip()]))
+    return out
+
+
 def python_blocks(readme: str) -> list[Example]:
     """The fenced ``python`` blocks, each one program (:attr:`Example.lines` holds it whole)."""
     return [Example(f"README.md:{readme[:m.start()].count(chr(10)) + 1}", [m.group(1)])
@@ -146,10 +173,13 @@ def inline_commands(readme: str) -> list[Example]:
             continue  # not a span: an unpaired backtick
         text = " ".join(m.group(1).split())  # a span may wrap across lines
         words = text.split()
-        if len(words) < 2 or words[0] not in ("dlscale", "mpiexec"):
+        if len(words) < 2 or Path(words[0]).name not in PROGRAMS:
             continue  # not a command, or the bare name (`dlscale`)
-        if "dlscale" not in words or any(is_placeholder(w) for w in words):
-            continue  # a fragment (`mpiexec -n 4`) or a synopsis (`dlscale sweep STUDY.toml`)
+        if words[1:] == ["-m", "dlscale"] or (Path(words[0]).name in ("mpiexec", "mpirun")
+                                               and len(words) <= 3):
+            continue  # the program's name (`python -m dlscale`), a fragment (`mpiexec -n 4`)
+        if any(is_placeholder(w) for w in words):
+            continue  # a synopsis (`dlscale sweep STUDY.toml`)
         out.append(Example(f"README.md inline `{text}`", [text]))
     return out
 
@@ -230,8 +260,18 @@ def _check_install(words: list[str]) -> None:
 def _rewrite(words: list[str]) -> list[str]:
     out = list(words)
     for i, w in enumerate(out[:-1]):
-        if w in SMALL:
+        if w == "--nodes" and "--cosim" in out:
+            out[i + 1] = cap_nodes(out[i + 1], COSIM_MAX_NODES)
+        elif w in SMALL:
             out[i + 1] = SMALL[w](out[i + 1])
+    if "--target-accuracy" in out and "--iterations" not in out:
+        out += ["--iterations", str(TARGET_ITERATIONS)]
+    bench = [w for w in out if w.endswith("benchmarks/run.py")]
+    if bench:  # a named benchmark's smoke run, where it has one
+        names = out[out.index(bench[0]) + 1:]
+        if names and all('"--quick"' in (ROOT / "benchmarks" / f"bench_{n}.py").read_text()
+                          for n in names if (ROOT / "benchmarks" / f"bench_{n}.py").is_file()):
+            out.append("--quick")
     return out
 
 

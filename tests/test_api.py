@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import importlib.util
+import re
 import sys
 from pathlib import Path
 
@@ -52,24 +53,36 @@ def test_plan_through_api(tmp_path):
     assert (tmp_path / "p.csv").read_text().startswith("rank,cluster,topology")
 
 
-def test_simulate_delegates_to_simulator(tmp_path, monkeypatch):
+def test_simulate_with_stragglers_runs_the_real_simulator():
+    """Issue 26 item 3: ``stragglers=0.1`` raised a raw TypeError from the simulator (the
+    old test replaced the simulator with a fake that took the keyword)."""
+    kw = {"iterations": 4, "efficiency": False}
+    res = api.simulate("summit", "resnet50", [1, 2], seed=5, stragglers=0.1, **kw)
+    same = api.simulate("summit", "resnet50", [1, 2], seed=5, noise="lognormal:0.1", **kw)
+    calm = api.simulate("summit", "resnet50", [1, 2], seed=5, **kw)
+    assert res.rows == same.rows and res.meta["fidelity"] == "simulated"
+    assert [r["nodes"] for r in res.rows] == [1, 2] and res.rows[0]["time_to_train_s"] > 0
+    assert res.rows[1]["iteration_s"] > calm.rows[1]["iteration_s"]  # the slowest rank waits
+    assert len(res.raw) == 2
+
+
+@pytest.mark.parametrize("kw, msg", [
+    ({"straggler": 0.1}, "simulate: unknown option straggler; valid: stragglers, algorithm"),
+    ({"stragglers": 0.1, "noise": "none"}, "stragglers and noise both given"),
+    ({"stragglers": -1}, "stragglers must be a lognormal sigma >= 0, got -1"),
+    ({"stragglers": 5.0}, "sigma"),
+])
+def test_simulate_refuses_a_bad_option_with_one_line(kw, msg):
+    with pytest.raises(ConfigError, match=re.escape(msg)):
+        api.simulate("summit", "resnet50", 1, iterations=2, **kw)
+
+
+def test_simulate_without_a_simulator_says_so(monkeypatch):
     import dlscale.simulator as sim
 
-    c, w = sweep_fakes.write_configs(tmp_path)
-    calls = []
-
-    def fake(cluster, workload, nodes, seed=0, **opts):
-        calls.append((nodes, seed, opts))
-        return sweep_fakes.noisy_eval(cluster, workload, [nodes], [seed])[0]
-
-    monkeypatch.setattr(sim, "simulate", fake, raising=False)
-    res = api.simulate(c, w, [1, 2], seed=5, stragglers=0.1)
-    assert [n for n, _, _ in calls] == [1, 2] and calls[0][1:] == (5, {"stragglers": 0.1})
-    assert res.meta["fidelity"] == "simulated" and res.rows[1]["nodes"] == 2
-    assert res.rows[0]["time_to_train_s"] > 0
     monkeypatch.delattr(sim, "simulate", raising=False)
     with pytest.raises(DlscaleError, match=r"needs dlscale\.simulator\.simulate"):
-        api.simulate(c, w, 1)
+        api.simulate("summit", "resnet50", 1)
 
 
 @pytest.mark.skipif(importlib.util.find_spec("dlscale.perfmodel.predict") is None,

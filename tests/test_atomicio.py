@@ -165,3 +165,17 @@ def test_output_to_own_stdout_file_is_appended_not_replaced(tmp_path):
     text = out.read_text()
     assert text.startswith("nodes,devices,")
     assert json.loads(text[text.index("{"):])["rows"][1]["nodes"] == 2
+
+
+def test_a_missing_folder_is_created_and_said_once(tmp_path, capsys):
+    """Issue 26 item 15: ``-o new/sub/file`` created the folders without a word."""
+    from dlscale.cli import main
+
+    target = tmp_path / "new" / "sub" / "rows.csv"
+    assert main(["predict", "summit", "resnet50", "--nodes", "1,2", "-o", str(target)]) == 0
+    err = capsys.readouterr().err
+    assert err == f"note: created folder {str(tmp_path / 'new')!r} for {str(target)!r}\n"
+    assert target.read_text().startswith("nodes,")
+    assert main(["predict", "summit", "resnet50", "--nodes", "1,2", "-o",
+                 str(target.with_name("again.csv"))]) == 0
+    assert capsys.readouterr().err == ""   # the folder is there now

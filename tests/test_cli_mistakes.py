@@ -3,6 +3,7 @@ traceback, nothing written."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -134,15 +135,32 @@ def test_mistake_is_one_line_and_exit_2(files, capsys, argv, match):
     assert out == ""  # nothing computed and printed before the error
 
 
-def test_ctrl_c_of_simulate_is_one_line_and_130(tmp_path):
-    """SIGINT while a long simulation runs: one line, exit status 130."""
+@pytest.mark.parametrize("stage", ["main", "run"])
+def test_ctrl_c_of_simulate_is_one_line_and_130(tmp_path, stage):
+    """SIGINT while the command imports (``main``) or once it works (``run``): one line,
+    exit status 130 (issue 26 item 4: during the imports it was a traceback). The test
+    waits for the command's own marker (``DLSCALE_READY_FILE``), not for a sleep."""
     import time
 
+    ready = tmp_path / "ready"
+    env = {**os.environ, "DLSCALE_READY_FILE": str(ready)}
     proc = subprocess.Popen([sys.executable, "-m", "dlscale", "simulate", "summit", "resnet50",
                              "--nodes", "64", "--iterations", "100000", "--format", "json"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(4)  # past the imports, into the simulation
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.monotonic() + 120
+    while not (ready.exists() and stage in ready.read_text().split()):
+        assert proc.poll() is None and time.monotonic() < deadline, "no ready marker"
+        time.sleep(0.01)  # polling the marker, not a wait for correctness
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert err.strip().splitlines() == ["dlscale simulate: interrupted"]
+
+
+@pytest.mark.parametrize("rank, printed", [("0", True), ("2", False)])
+def test_a_launched_rank_other_than_0_keeps_a_refusal_to_itself(monkeypatch, capsys, rank,
+                                                                 printed):
+    monkeypatch.setitem(sys.modules, "mpi4py.MPI", None)   # MPI not up in this process
+    monkeypatch.setenv("PMI_RANK", rank)
+    assert main(["predict", "summit", "resnet50", "--nodes", "0"]) == 2
+    assert bool(capsys.readouterr().err) is printed

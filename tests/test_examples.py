@@ -29,6 +29,15 @@ def test_example_output(name):
     assert got == expected
 
 
+def test_the_readme_shows_the_command_the_expected_output_comes_from():
+    """Issue 26 item 15: the expected output is that of ``--small``, which the README
+    did not mention; it now shows the exact command the test above runs."""
+    readme = " ".join((EXAMPLES.parent / "README.md").read_text().split())
+    for name in NAMES:
+        assert f"`python examples/{name}.py --small`" in readme, name
+        assert "--small" in (EXAMPLES / f"{name}.py").read_text().split('"""')[1], name
+
+
 def test_study_files_parse():
     from dlscale.study import load_study
 

@@ -8,11 +8,12 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
-from mpi_helpers import MPIEXEC, RUNNER, mpi_or_skip, run_command
+from mpi_helpers import MPIEXEC, mpi_or_skip, run_command
 
 pytestmark = pytest.mark.mpi
 
@@ -47,34 +48,70 @@ def _ranks(marker: str) -> list[int]:
     return sorted(pids)
 
 
+def _poll(ok, what: str, job: subprocess.Popen, timeout_s: float = 180) -> None:
+    """Wait until ``ok()`` (polling with a generous timeout; no sleep decides a result)."""
+    deadline = time.monotonic() + timeout_s
+    while not ok():
+        assert job.poll() is None, f"the job ended before {what}"
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("command, sig", [("calibrate", signal.SIGINT),
-                                          ("calibrate", signal.SIGTERM),
-                                          ("validate", signal.SIGINT)])
-def test_signal_on_one_rank_aborts_the_job_and_writes_nothing(tmp_path, command, sig):
+@pytest.mark.parametrize("command, sig, point", [
+    ("calibrate", signal.SIGINT, "measuring"), ("calibrate", signal.SIGTERM, "measuring"),
+    ("validate", signal.SIGINT, "measuring"), ("validate", signal.SIGINT, "main"),
+    ("calibrate", signal.SIGINT, "run")])
+def test_signal_on_one_rank_aborts_the_job_and_writes_nothing(tmp_path, command, sig, point):
+    """At each point (``main``: while the command imports, before MPI is up; ``run``:
+    arguments checked; ``measuring``: after the first progress line) a signal on one
+    rank aborts both with one line (issue 26 item 4: during the imports it left a
+    traceback). The test waits on what the command shows, not on a sleep."""
     mpi_or_skip()
-    out = tmp_path / "out.json"
+    out, ready = tmp_path / "out.json", tmp_path / "ready"
     env = {k: v for k, v in os.environ.items() if not k.startswith("MPIR_CVAR")}
+    env["DLSCALE_READY_FILE"] = str(ready)
     job = subprocess.Popen(
-        [str(MPIEXEC), "-n", "2", sys.executable, "-c", RUNNER, *COMMANDS[command],
+        [str(MPIEXEC), "-n", "2", sys.executable, "-m", "dlscale", *COMMANDS[command],
          "--budget-s", "120", "-o", str(out)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(job.stderr.readline, "")),
+                              daemon=True)
+    reader.start()
     try:
-        ranks: list[int] = []
-        for _ in range(300):  # both ranks started and measuring
-            ranks = _ranks(str(out))
-            if len(ranks) == 2:
-                break
-            time.sleep(0.1)
+        if point == "measuring":
+            _poll(lambda: any(ln.startswith("[calibrate ") for ln in lines), "progress", job)
+        else:
+            _poll(lambda: ready.exists() and ready.read_text().split().count(point) == 2,
+                  f"both ranks at {point!r}", job)
+        ranks = _ranks(str(out))
         assert len(ranks) == 2, ranks
-        time.sleep(3)  # into the measurements (kernels, then point-to-point)
         os.kill(ranks[-1], sig)  # one rank only
-        _, err = job.communicate(timeout=60)
+        job.wait(timeout=60)
+        reader.join(timeout=10)
     finally:
         if job.poll() is None:
             job.kill()
             job.wait()
+    err = "".join(lines)
     assert job.returncode != 0
     assert f"{signal.Signals(sig).name} on rank" in err and "aborting all 2 ranks" in err, err
     assert "Traceback" not in err
-    assert list(tmp_path.iterdir()) == []  # no output, no temporary file
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ready"]  # no output, no temporary
+
+
+@pytest.mark.parametrize("argv, line", [
+    (["calibrate", "--budget-s", "0"], "dlscale calibrate: error: --budget-s: must be > 0, got 0.0"),
+    (["validate", "local", "--algorithms", "nope"], "dlscale validate: error: --algorithms: "
+     "unknown ['nope']"),
+    (["calibrate", "--budgett", "1"], "dlscale: error: unrecognized arguments: --budgett 1")])
+def test_a_refusal_before_mpi_starts_is_printed_once(argv, line):
+    """Issue 26 item 15: every rank printed the same refusal."""
+    mpi_or_skip()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MPIR_CVAR")}
+    proc = subprocess.run([str(MPIEXEC), "-n", "3", sys.executable, "-m", "dlscale", *argv],
+                          capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(line), proc.stderr

@@ -152,3 +152,62 @@ def test_apply_leaves_gpu_compute_and_memory_alone():
     new = apply_profile(cl, _profile())
     assert new.node.device == cl.node.device  # CPU kernels say nothing about a GPU
     assert new.node.intra_link.bandwidth_Bps == 6e9
+
+
+def test_a_flat_segment_on_a_one_node_machine_names_the_file_the_fit_and_the_fix(tmp_path):
+    """Issue 26 item 2: predict refused such a profile with 'segments[0].beta_s_per_B:
+    must be > 0', naming neither the file nor what to do."""
+    import dataclasses
+
+    from dlscale.perfmodel.config import load_cluster
+
+    path = save_profile(_profile(), tmp_path / "profile.json")
+    one = _cluster()
+    one = dataclasses.replace(one, network=dataclasses.replace(one.network,
+                                                               topology=Crossbar(1)))
+    with pytest.raises(ConfigError) as err:
+        load_cluster(one, profile=path)
+    msg = str(err.value)
+    assert msg.startswith(f"profile {str(path)!r}: p2p.intra-node.segments[0].beta_s_per_B: 0.0")
+    assert "piecewise Hockney fit of intra-node ping-pongs on vm (1-8 B" in msg
+    assert "re-run `dlscale calibrate`" in msg and "delete p2p.intra-node.segments" in msg
+    load_cluster(_cluster(), profile=path)  # on 4 nodes the intra-node fit gives no factors
+
+
+def test_calibration_writes_no_segment_without_a_bandwidth(monkeypatch):
+    """Issue 26 item 2: a flat small-message segment (beta at its bound 0, as on an
+    oversubscribed host) went into the profile as it was."""
+    import numpy as np
+
+    import dlscale.validation.calibrate_run as cr
+
+    sizes = [2 ** k for k in range(0, 21)]
+    n = np.array(sizes, dtype=float)
+    flat = np.where(n < 512, 2e-5, 2e-5 + n / 4e9).tolist()      # flat below 512 B
+    monkeypatch.setattr(cr.mb, "pingpong", lambda *a, **k: {"sizes_bytes": sizes, "one_way_s": flat,
+                                                        "spread": [0.0] * len(sizes)})
+    monkeypatch.setattr(cr.mb, "exchange", lambda *a, **k: {"sizes_bytes": sizes, "time_s": flat,
+                                                        "spread": [0.0] * len(sizes)})
+    monkeypatch.setattr(cr.mb, "streaming", lambda *a, **k: {
+        "sizes_bytes": sizes, "per_msg_s": flat, "send_overhead_s": 1e-6,
+        "bandwidth_Bps": (n / np.array(flat)).tolist(), "spread": [0.0] * len(sizes)})
+
+    class Comm:
+        def Get_rank(self):
+            return 0
+
+    assert cr.fit_piecewise_hockney(sizes, flat).segments[0].beta_s_per_B == 0  # the raw fit
+    entry = cr._p2p(Comm(), (0, 1), sizes, 1.0)
+    assert entry["segments"] and all(s["beta_s_per_B"] > 0 for s in entry["segments"])
+    assert entry["fit_notes"][0].startswith("segment 1-256 B: no size dependence (beta 0), "
+                                            "merged into 512-")
+    prof = MachineProfile(p2p={"intra-node": {k: v for k, v in entry.items()
+                                              if k != "fit_notes"}})
+    apply_profile(_cluster_one_node(), prof)   # the factors exist: every segment has a beta
+
+
+def _cluster_one_node():
+    import dataclasses
+
+    c = _cluster()
+    return dataclasses.replace(c, network=dataclasses.replace(c.network, topology=Crossbar(1)))

@@ -20,7 +20,7 @@ import readme_harness as rh
 from mpi_helpers import mpi_or_skip
 
 README = (rh.ROOT / "README.md").read_text()
-EXAMPLES = rh.sh_blocks(README) + rh.inline_commands(README)
+EXAMPLES = rh.sh_blocks(README) + rh.dollar_lines(README) + rh.inline_commands(README)
 
 
 def _id(ex: rh.Example) -> str:
@@ -43,7 +43,7 @@ def _env() -> dict[str, str]:
 
 def _workdir(tmp_path: Path) -> Path:
     """A folder laid out like the repository root for what the README refers to."""
-    for name in ("examples", "benchmarks"):
+    for name in ("examples", "benchmarks", "validation"):
         shutil.copytree(rh.ROOT / name, tmp_path / name,
                         ignore=shutil.ignore_patterns("__pycache__", "*.out"))
     return tmp_path
@@ -142,3 +142,39 @@ def test_the_harness_maps_small_and_rejects_what_it_cannot_run():
         rh.to_steps("pip install -e '.[nope]'")
     assert "75 s" in rh.to_steps(".venv/bin/python benchmarks/run.py")
     assert rh.to_steps(".venv/bin/python benchmarks/run.py predict")
+
+
+FAKE_DOLLAR = """\
+Text.
+
+```
+$ dlscale simulate cori-knl googlenet --nodes 16 --cosim --target-accuracy 0.9 --tune --repeats 3
+# output, not a command
+algorithm  lr
+```
+
+```text
+$ curl https://example.org
+```
+
+Inline `python -m pydoc dlscale.study`, `python -m dlscale`, `mpiexec -n 4`,
+`.venv/bin/python benchmarks/run.py time_to_target`.
+"""
+
+
+def test_the_harness_runs_dollar_lines_small_and_rejects_unknown_ones():
+    """Issue 26 item 1: ``$`` lines inside text fences were not run at all."""
+    cosim, curl = rh.dollar_lines(FAKE_DOLLAR)
+    assert cosim.where == "README.md:4" and curl.where == "README.md:10"
+    (step,) = rh.to_steps(cosim.lines[0])
+    assert step.argv[1:] == ["simulate", "cori-knl", "googlenet", "--nodes", "4", "--cosim",
+                             "--target-accuracy", "0.9", "--tune", "--repeats", "3",
+                             "--iterations", str(rh.TARGET_ITERATIONS)]
+    with pytest.raises(rh.HarnessError, match="unknown program 'curl'"):
+        rh.to_steps(curl.lines[0])
+    inline = [e.lines[0] for e in rh.inline_commands(FAKE_DOLLAR)]
+    assert inline == ["python -m pydoc dlscale.study",
+                      ".venv/bin/python benchmarks/run.py time_to_target"]
+    (bench,) = rh.to_steps(inline[1])
+    assert bench.argv[-2:] == ["time_to_target", "--quick"]
+    assert any("--tune" in ex.lines[0] for ex in rh.dollar_lines(README))

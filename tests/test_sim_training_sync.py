@@ -165,3 +165,21 @@ def test_simulated_efficiency_has_one_baseline_across_collectives():
     for (col, n), r in runs.items():
         assert r.efficiency == pytest.approx(r.samples_per_s / (n * base), rel=1e-9), (col, n)
         assert r.baseline_runs == "auto (ring)"
+
+
+def test_a_noiseless_run_prints_zero_not_rounding_residue(capsys):
+    """Issue 26 item 15: ``iteration_std_s`` of equal iterations printed as 1.92e-16 and
+    ``straggler_wait_s`` as 1.26e-16 (differences of event times, one ulp apart)."""
+    from dlscale.cli import main
+    from dlscale.perfmodel.catalog import get_cluster, get_workload
+    from dlscale.simulator.training.run import simulate_training
+
+    for nodes in (1, 2, 4):
+        row = simulate_training(get_cluster("summit"), get_workload("resnet50"), nodes,
+                                efficiency=False).to_rows()[0]
+        assert row["iteration_std_s"] == 0.0 and row["straggler_wait_s"] == 0.0, row
+    noisy = simulate_training(get_cluster("summit"), get_workload("resnet50"), 2,
+                              noise="lognormal:0.05", efficiency=False).to_rows()[0]
+    assert noisy["iteration_std_s"] > 1e-4 and noisy["straggler_wait_s"] > 1e-4
+    assert main(["simulate", "summit", "resnet50", "--nodes", "1,2,4"]) == 0
+    assert "e-1" not in capsys.readouterr().out

@@ -2,6 +2,7 @@
 
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -199,3 +200,38 @@ def test_readme_time_to_target_example_is_the_command_and_its_columns():
 
     args = build_parser().parse_args(argv)
     assert args.target_accuracy == 0.9 and args.tune and args.repeats == 3
+
+
+def test_the_tuners_moving_rates_are_ones_the_run_accepts():
+    """Issue 26 item 1: the grid's beta = 2.7 (alpha = 2.7 / p) was refused by the options
+    check ('beta must be a finite number in [0, 1]'), so every tuned EASGD run exited 2."""
+    from dlscale.simulator.training.cosim import check_beta, check_cosim_options
+
+    for alg in ("easgd", "sync-easgd", "async-easgd", "async-measgd", "hogwild-easgd"):
+        for p in (1, 2, 3, 16):
+            betas = {s["beta"] for s in tt.grid(alg, p)}
+            assert 0.9 in betas and (2.7 in betas) == (p >= 3 and alg != "sync-easgd")
+            for beta in betas:
+                check_cosim_options({"beta": beta})
+                assert 0 < check_beta(beta, p, alg) <= 1
+
+
+def test_tuned_easgd_search_with_beta_above_one_runs(capsys, monkeypatch):
+    monkeypatch.setattr(tt, "LR_FACTORS", (3.0,))
+    monkeypatch.setattr(tt, "TAUS", (4,))
+    argv = ["simulate", "cori-knl", "googlenet", "--nodes", "4", "--cosim", "--compare",
+            "async-easgd", "--target-accuracy", "0.5", "--tune", "--iterations", "40"]
+    assert main(argv) == 0, capsys.readouterr().err
+    assert "search of async-easgd (validation split, run seed 1): 2 points" in \
+        capsys.readouterr().out
+
+
+def test_a_moving_rate_the_algorithm_does_not_allow_is_refused():
+    from dlscale.simulator.training.run import simulate_training
+
+    for alg, beta, msg in (("async-easgd", 5.0, "beta 5.0 on 4 workers gives async-easgd's "
+                            "elastic rate alpha = beta / p = 1.25 > 1; allowed: 0 <= beta <= p"),
+                           ("sync-easgd", 1.5, "allowed: 0 <= beta <= 1")):
+        with pytest.raises(ConfigError, match=re.escape(msg)):
+            simulate_training(KNL, NET, 4, algorithm=alg, iterations=4, mode="cosim",
+                              cosim_options={"beta": beta})

@@ -201,7 +201,10 @@ def test_interrupt_or_kill_at_any_moment_then_resume_gives_the_same_bytes(
     _, err = proc.communicate(timeout=60)
     if proc.returncode == 128 + sig:
         assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
-        assert f"interrupted ({signal.Signals(sig).name}); " in err and "--resume" in err
+        # the sweep's own line, or the command's before the sweep began (nothing to
+        # resume; since issue 26 item 4 a SIGINT during the imports is that line too)
+        assert (f"interrupted ({signal.Signals(sig).name}); " in err and "--resume" in err) \
+            or err.strip() == "dlscale sweep: interrupted", err
     else:  # finished first, or the signal came before Python's handlers were set
         assert proc.returncode in (0, -sig), err
     for _ in range(200):  # the workers die with their parent, even after kill -9

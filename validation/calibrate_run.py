@@ -44,10 +44,11 @@ from typing import Any
 import numpy as np
 
 from dlscale.perfmodel.errors import ConfigError
-from dlscale.perfmodel.fitting import fit_loggp, fit_piecewise_hockney
+from dlscale.perfmodel.fitting import fit_loggp, fit_piecewise_hockney, with_bandwidth
 from dlscale.perfmodel.profile import MachineProfile
 
 from . import microbench as mb
+from .budget import StepClock, cut_note
 from .collective_fit import fit_allreduce, library_allreduce_algorithms
 from .easgd_exchange import easgd_exchange
 from .kernelbench import kernel_figures, model_step
@@ -84,30 +85,39 @@ def _say(comm: Any, progress: bool, msg: str) -> None:
         print(f"[calibrate {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
-def _p2p(comm: Any, pair: tuple[int, int], sizes: list[int], budget_s: float) -> dict[str, Any] | None:
+def _p2p(comm: Any, pair: tuple[int, int], sizes: list[int], budget_s: float,
+         deadline: float | None = None) -> dict[str, Any] | None:
     a, b = pair
-    pp = mb.pingpong(comm, a, b, sizes, 0.45 * budget_s)
-    st = mb.streaming(comm, a, b, sizes, 0.3 * budget_s)
-    ex = mb.exchange(comm, a, b, sizes, 0.25 * budget_s)
+
+    def until(done: float) -> float | None:  # the sub-step's deadline: a share of the step
+        return None if deadline is None else deadline - (1.0 - done) * budget_s
+
+    pp = mb.pingpong(comm, a, b, sizes, 0.45 * budget_s, deadline=until(0.45))
+    st = mb.streaming(comm, a, b, sizes, 0.3 * budget_s, deadline=until(0.75))
+    ex = mb.exchange(comm, a, b, sizes, 0.25 * budget_s, deadline=until(1.0))
     if comm.Get_rank() != a:
         return None
-    pw = fit_piecewise_hockney(pp["sizes_bytes"], pp["one_way_s"])
+    raw = fit_piecewise_hockney(pp["sizes_bytes"], pp["one_way_s"])
+    pw, fit_notes = with_bandwidth(raw)  # no segment without a bandwidth (beta > 0)
     pex = fit_piecewise_hockney(ex["sizes_bytes"], ex["time_s"])
     lg = fit_loggp(pp["sizes_bytes"], pp["one_way_s"], st["sizes_bytes"], st["per_msg_s"],
                    st["send_overhead_s"])
+    fitted: dict[str, Any] = {} if pw is None else {
+        "segments": [vars(s) for s in pw.segments], "breaks_bytes": list(pw.breaks_bytes)}
     return {
         "ranks": [a, b],
         "latency_s": float(pp["one_way_s"][0]),
         "bandwidth_Bps": float(max(st["bandwidth_Bps"][-3:])),
-        "segments": [vars(s) for s in pw.segments],
-        "breaks_bytes": list(pw.breaks_bytes),
+        **fitted,
+        "fit_notes": fit_notes + ([] if pw is not None else [
+            "no piecewise fit written: messages cost latency_s and bandwidth_Bps alone"]),
         "loggp": {"L_s": lg.L_s, "o_s": lg.o_s, "g_s": lg.g_s, "G_s_per_B": lg.G_s_per_B},
         "sizes_bytes": pp["sizes_bytes"],
         "one_way_s": pp["one_way_s"],
         "one_way_spread": pp["spread"],
         "stream_sizes_bytes": st["sizes_bytes"],
         "stream_Bps": st["bandwidth_Bps"],
-        "rel_error": list(pw.rel_error),
+        "rel_error": list((pw or raw).rel_error),
         "loggp_rel_error": list(lg.rel_error),
         "exchange": {"sizes_bytes": ex["sizes_bytes"], "time_s": ex["time_s"],
                      "spread": ex["spread"], "segments": [vars(s) for s in pex.segments],
@@ -137,47 +147,70 @@ def calibrate(
     argv: list[str] | None = None,
     progress: bool = True,
     p2p_sizes: list[int] | None = None,
+    left_s: float | None = None,
 ) -> MachineProfile | None:
     """Measure and fit; the profile on rank 0, ``None`` on the other ranks.
 
     ``sizes`` are the collectives' message sizes, ``p2p_sizes`` (default: the same)
-    the point-to-point ones.
+    the point-to-point ones. ``left_s``: seconds left of a budget to keep (rank 0's;
+    :mod:`dlscale.validation.budget`: each step gets its share of what is left and
+    a sweep leaves out the sizes past its deadline, with a note); None: ``budget_s``
+    sets the repetitions only.
 
     BLAS runs one thread per rank throughout (see :func:`~.mpi_env.one_blas_thread`).
     """
     with one_blas_thread():
         return _calibrate(comm, sizes, budget_s, collectives, rank_counts, kernels, argv,
-                          progress, p2p_sizes or sizes)
+                          progress, p2p_sizes or sizes, left_s)
 
 
 def _calibrate(comm: Any, sizes: list[int], budget_s: float, collectives: tuple[str, ...],
                rank_counts: list[int] | None, kernels: bool, argv: list[str] | None,
-               progress: bool, p2p_sizes: list[int]) -> MachineProfile | None:
+               progress: bool, p2p_sizes: list[int],
+               left_s: float | None = None) -> MachineProfile | None:
     """The steps of :func:`calibrate`, in order (see the module docstring)."""
     p, rank = comm.Get_size(), comm.Get_rank()
     counts = _checked_counts(sizes, budget_s, rank_counts, p)
+    start = time.perf_counter()
     prov = provenance(comm, argv)
     groups = host_groups(comm)
     notes: list[str] = []
-    start = time.perf_counter()
+    clock = StepClock(comm.bcast(left_s, root=0), budget_s,
+                      _shares(p, kernels, groups, prov, collectives))
     kern: dict[str, Any] = {}
     if kernels or p == 1:
-        kern = _kernels_step(comm, budget_s, groups, prov, progress)
+        kern = _kernels_step(comm, clock.step("kernels")[0], groups, prov, progress)
     if p == 1:
         notes.append("one rank: kernel figures only, no MPI measurements; "
                      "run under `mpiexec -n 2` or more for network figures")
         _say(comm, progress, "warning: " + notes[-1])
         return MachineProfile(kernels=kern, provenance=prov, notes=notes) if rank == 0 else None
-    p2p = _p2p_step(comm, p2p_sizes, budget_s, groups, prov, notes, progress)
-    _host_steps(comm, p2p, p2p_sizes, budget_s, groups, prov, progress)
-    _exchange_step(comm, p2p, budget_s, groups, notes, progress)
-    coll = _collectives_step(comm, collectives, counts, sizes, budget_s, prov, progress)
+    p2p = _p2p_step(comm, p2p_sizes, clock, groups, prov, notes, progress)
+    _host_steps(comm, p2p, p2p_sizes, clock, groups, prov, progress)
+    _exchange_step(comm, p2p, clock, groups, notes, progress)
+    coll = _collectives_step(comm, collectives, counts, sizes, clock, prov, notes, progress)
     if rank != 0:
         return None
     _fit_collectives(coll, p2p, kern, prov, groups, sizes)
     prov["elapsed_s"] = round(time.perf_counter() - start, 3)
     prov["budget_s"] = budget_s
     return MachineProfile(p2p=p2p, collectives=coll, kernels=kern, provenance=prov, notes=notes)
+
+
+def _shares(p: int, kernels: bool, groups: dict[str, list[int]], prov: dict[str, Any],
+            collectives: tuple[str, ...]) -> dict[str, float]:
+    """The nominal shares of the budget of the steps that will run (module docstring)."""
+    if p == 1:
+        return {"kernels": 1.0}
+    pairs = p2p_pairs(groups)
+    one_host = "intra-node" in pairs and len(groups) == 1
+    regime = "intra-node" if any({0, 1} <= set(r) for r in groups.values()) else "inter-node"
+    steps = {"kernels": 0.2 if kernels else 0.0, "p2p": 0.35 if pairs else 0.0,
+             "ring": 0.1 if one_host and p > 2 else 0.0,
+             "sync": 0.05 if one_host and prov.get("cores") and p > prov["cores"] else 0.0,
+             "exchange": 0.05 if regime in pairs else 0.0,
+             "collectives": 0.45 if collectives else 0.0}
+    return {k: v for k, v in steps.items() if v > 0}
 
 
 def _checked_counts(sizes: list[int], budget_s: float, rank_counts: list[int] | None,
@@ -194,18 +227,26 @@ def _checked_counts(sizes: list[int], budget_s: float, rank_counts: list[int] | 
     return counts
 
 
-def _kernels_step(comm: Any, budget_s: float, groups: dict[str, list[int]],
+def _kernels_step(comm: Any, seconds: float, groups: dict[str, list[int]],
                   prov: dict[str, Any], progress: bool) -> dict[str, Any]:
     """Kernel figures on every rank at once, merged on rank 0 (empty elsewhere)."""
     p = comm.Get_size()
-    _say(comm, progress, f"kernels on {p} rank(s) (budget {0.2 * budget_s:.1f} s)")
-    figs = kernel_figures(budget_s=0.2 * budget_s if p > 1 else budget_s)
+    seconds = comm.bcast(seconds, root=0)
+    _say(comm, progress, f"kernels on {p} rank(s) (budget {seconds:.1f} s)")
+    figs = kernel_figures(budget_s=seconds)
     everyone = comm.gather(figs, root=0)
     return _merge_kernels(everyone, groups, prov.get("cores")) if comm.Get_rank() == 0 else {}
 
 
-def _p2p_step(comm: Any, p2p_sizes: list[int], budget_s: float, groups: dict[str, list[int]],
-              prov: dict[str, Any], notes: list[str], progress: bool) -> dict[str, Any]:
+def _local(comm: Any, deadline: float | None) -> float | None:
+    """Rank 0's ``deadline`` (``time.monotonic()``) on this rank's own clock."""
+    left = comm.bcast(None if deadline is None else deadline - time.monotonic(), root=0)
+    return None if left is None else time.monotonic() + left
+
+
+def _p2p_step(comm: Any, p2p_sizes: list[int], clock: StepClock,
+              groups: dict[str, list[int]], prov: dict[str, Any], notes: list[str],
+              progress: bool) -> dict[str, Any]:
     """Ping-pong, streaming and exchange per regime (the same on every rank)."""
     if prov["mpi_env"].get("MPIR_CVAR_CH4_PROGRESS_THROTTLE") == "1":
         notes.append(f"MPICH progress throttling on ({prov['ranks']} ranks, {prov['cores']} cores): "
@@ -217,24 +258,38 @@ def _p2p_step(comm: Any, p2p_sizes: list[int], budget_s: float, groups: dict[str
                      "the p2p figures are intra-node (shared memory) only")
         _say(comm, progress, notes[-1])
     p2p: dict[str, Any] = {}
-    for regime, pair in pairs.items():
+    seconds, deadline = clock.step("p2p") if pairs else (0.0, None)
+    for i, (regime, pair) in enumerate(pairs.items()):
         _say(comm, progress, f"p2p {regime}: ranks {pair[0]} and {pair[1]}, "
                              f"{len(p2p_sizes)} sizes {p2p_sizes[0]} B .. {p2p_sizes[-1]} B")
-        res = _p2p(comm, pair, p2p_sizes, 0.35 * budget_s / len(pairs))
+        share = seconds / len(pairs)
+        end = None if deadline is None else deadline - (len(pairs) - 1 - i) * share
+        res = _p2p(comm, pair, p2p_sizes, comm.bcast(share, root=0), _local(comm, end))
         p2p[regime] = comm.bcast(res, root=pair[0])
+        for what, got in (("ping-pong", p2p[regime]["sizes_bytes"]),
+                          ("streaming", p2p[regime]["stream_sizes_bytes"]),
+                          ("exchange", p2p[regime]["exchange"]["sizes_bytes"])):
+            note = cut_note(f"p2p {regime} {what}", got, p2p_sizes, clock.budget_s)
+            if note:
+                notes.append(note)
+        for note in p2p[regime].pop("fit_notes"):
+            notes.append(f"p2p {regime} piecewise fit: {note}")
+            _say(comm, progress, notes[-1])
     if not pairs:
         notes.append("no two ranks share a host: no intra-node figures")
     return p2p
 
 
-def _host_steps(comm: Any, p2p: dict[str, Any], p2p_sizes: list[int], budget_s: float,
+def _host_steps(comm: Any, p2p: dict[str, Any], p2p_sizes: list[int], clock: StepClock,
                 groups: dict[str, list[int]], prov: dict[str, Any], progress: bool) -> None:
     """On one host: the ring step of all ranks (more than two) and, where the ranks
     outnumber the cores, the synchronous step (into ``p2p['intra-node']`` on rank 0)."""
     p, rank = comm.Get_size(), comm.Get_rank()
     if "intra-node" in p2p and len(groups) == 1 and p > 2:
         _say(comm, progress, f"ring steps: all {p} ranks exchange with their neighbours")
-        ring = mb.ring_exchange(comm, p2p_sizes, 0.1 * budget_s)
+        seconds, deadline = clock.step("ring")
+        ring = mb.ring_exchange(comm, p2p_sizes, comm.bcast(seconds, root=0),
+                                deadline=_local(comm, deadline))
         if rank == 0:
             fit = fit_piecewise_hockney(ring["sizes_bytes"], ring["time_s"])
             p2p["intra-node"]["ring_exchange"] = {
@@ -243,12 +298,12 @@ def _host_steps(comm: Any, p2p: dict[str, Any], p2p_sizes: list[int], budget_s: 
     if "intra-node" in p2p and len(groups) == 1 and prov.get("cores") and p > prov["cores"]:
         _say(comm, progress, f"synchronous steps: model fwd+bwd then a barrier on {p} ranks "
                              f"sharing {prov['cores']} cores")
-        sync = sync_step(comm, model_step(), 0.05 * budget_s)
+        sync = sync_step(comm, model_step(), comm.bcast(clock.step("sync")[0], root=0))
         if rank == 0:
             p2p["intra-node"]["sync_step"] = sync
 
 
-def _exchange_step(comm: Any, p2p: dict[str, Any], budget_s: float,
+def _exchange_step(comm: Any, p2p: dict[str, Any], clock: StepClock,
                    groups: dict[str, list[int]], notes: list[str], progress: bool) -> None:
     """The Async EASGD master/worker exchange between ranks 0 and 1
     (:func:`.easgd_exchange.easgd_exchange`), stored on rank 0 as
@@ -258,27 +313,44 @@ def _exchange_step(comm: Any, p2p: dict[str, Any], budget_s: float,
         notes.append(f"no {regime} figures: the Async EASGD exchange was not timed")
         return
     _say(comm, progress, f"Async EASGD exchange: worker 1 with master 0 ({regime})")
-    res = _on_first(comm, 2, lambda sub: easgd_exchange(sub, 0.05 * budget_s))
+    seconds = comm.bcast(clock.step("exchange")[0], root=0)
+    res = _on_first(comm, 2, lambda sub: easgd_exchange(sub, seconds))
     if comm.Get_rank() == 0:
         p2p[regime]["easgd_exchange"] = res
 
 
 def _collectives_step(comm: Any, collectives: tuple[str, ...], counts: list[int],
-                      sizes: list[int], budget_s: float, prov: dict[str, Any],
-                      progress: bool) -> dict[str, Any]:
-    """Each collective on the first ``k`` ranks for every ``k`` of ``counts``."""
+                      sizes: list[int], clock: StepClock, prov: dict[str, Any],
+                      notes: list[str], progress: bool) -> dict[str, Any]:
+    """Each collective on the first ``k`` ranks for every ``k`` of ``counts``; each
+    run takes its part of the step's time left when it starts."""
     coll: dict[str, Any] = {}
-    share = 0.45 * budget_s / max(1, len(collectives) * len(counts))
+    if not collectives:
+        return coll
+    seconds, deadline = clock.step("collectives")
+    todo = len(collectives) * len(counts)
     for name in collectives:
         runs = []
-
-        def measure(sub: Any, name: str = name) -> dict[str, Any]:
-            return mb.collective(sub, name, sizes, share)
-
         for k in counts:
+            share = seconds / todo if deadline is None else \
+                max(0.0, deadline - time.monotonic()) / todo
+            share, end = comm.bcast(share, root=0), _local(comm, None if deadline is None
+                                                          else time.monotonic() + share)
+            todo -= 1
             _say(comm, progress, f"{name} on {k} ranks")
+
+            def measure(sub: Any, name: str = name, share: float = share,
+                        end: float | None = end) -> dict[str, Any]:
+                return mb.collective(sub, name, sizes, share, deadline=end)
+
             runs.append(_on_first(comm, k, measure))
         runs = [r for r in comm.bcast(runs if comm.Get_rank() == 0 else None, root=0) if r]
+        for r in runs:
+            moved = [4 * mb.collective_elements(name, n, r["ranks"]) for n in sizes]
+            note = cut_note(f"{name} on {r['ranks']} ranks", r["sizes_bytes"], moved,
+                            clock.budget_s)
+            if note:
+                notes.append(note)
         coll[name] = {"algorithm": _algorithm_label(prov), "measurements": runs}
     return coll
 

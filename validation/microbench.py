@@ -108,6 +108,42 @@ def _reps(one_s: float, budget_s: float, batches: int, min_reps: int, max_reps: 
     return int(min(max_reps, max(min_reps, per_batch / max(one_s, 1e-9))))
 
 
+#: Sizes a sweep measures whatever its deadline (a piecewise fit needs two).
+MIN_SIZES = 2
+
+
+def _order(sizes: list[int]) -> list[int]:
+    """The order a sweep measures ``sizes`` in: smallest, largest, every fourth, then the
+    rest, so that a sweep cut short by its deadline still spans the whole range.
+
+    >>> _order([1, 2, 4, 8, 16, 32, 64])
+    [1, 64, 16, 2, 4, 8, 32]
+    """
+    first = [sizes[0], sizes[-1], *sizes[4:-1:4]]
+    return list(dict.fromkeys(first + sizes))
+
+
+def _more(deadline: float | None, i: int, costs: dict[int, float], n: int) -> bool:
+    """Whether a sweep with ``deadline`` (``time.monotonic()``) takes size ``n``, its
+    ``i``-th: always the first :data:`MIN_SIZES`; after that only if ``n`` ends before
+    the deadline, costed as the next larger measured size (``costs``: size -> seconds)
+    or, above them all, as 2.5 times the largest (sizes double)."""
+    if deadline is None or i < MIN_SIZES:
+        return True
+    above = [c for m, c in costs.items() if m >= n]
+    est = min(above) if above else 2.5 * costs[max(costs)] if costs else 0.0
+    return time.monotonic() + est <= deadline
+
+
+def _sorted(out: dict[str, Any]) -> dict[str, Any]:
+    """``out`` with its per-size lists in increasing size order."""
+    idx = np.argsort(out["sizes_bytes"], kind="stable")
+    for key, value in out.items():
+        if isinstance(value, list) and len(value) == len(idx):
+            out[key] = [value[i] for i in idx]
+    return out
+
+
 def _from_a(comm: Any, is_a: bool, peer: int, value: Any) -> Any:
     """Both ranks of a pair get rank ``a``'s ``value``."""
     got = comm.sendrecv(value, dest=peer, source=peer)
@@ -121,12 +157,15 @@ def _summary(samples: list[float]) -> tuple[float, float]:
 
 
 def pingpong(comm: Any, a: int, b: int, sizes: list[int], budget_s: float,
-             batches: int = 5, min_reps: int = 2, max_reps: int = 10000) -> dict[str, Any]:
+             batches: int = 5, min_reps: int = 2, max_reps: int = 10000,
+             deadline: float | None = None) -> dict[str, Any]:
     """One-way latency between ranks ``a`` and ``b`` per size (call on every rank).
 
     Returns ``{"sizes_bytes", "one_way_s", "spread", "reps"}`` on ``a`` and ``b``;
     on every other rank the same keys with empty lists. ``budget_s`` is for the
-    whole size sweep.
+    whole size sweep; with ``deadline`` (``time.monotonic()``, rank ``a``'s) the sweep
+    stops at the first size that would end after it (:func:`_more`), so fewer sizes
+    may come back.
     """
     me = comm.Get_rank()
     out: dict[str, Any] = {"sizes_bytes": [], "one_way_s": [], "spread": [], "reps": []}
@@ -136,7 +175,11 @@ def pingpong(comm: Any, a: int, b: int, sizes: list[int], budget_s: float,
     peer = b if me == a else a
     buf = np.zeros(max(sizes), dtype=np.uint8)
     per_size = budget_s / len(sizes)
-    for n in sizes:
+    costs: dict[int, float] = {}
+    for i, n in enumerate(_order(sizes)):
+        if not _from_a(comm, me == a, peer, _more(deadline, i, costs, n)):
+            break
+        began = time.perf_counter()
         view = buf[:n]
 
         def trip(reps: int, view: np.ndarray = view) -> float:
@@ -160,13 +203,15 @@ def pingpong(comm: Any, a: int, b: int, sizes: list[int], budget_s: float,
         out["one_way_s"].append(med)
         out["spread"].append(spread)
         out["reps"].append(reps)
+        costs[n] = time.perf_counter() - began
     idle_wait(comm)
-    return out
+    return _sorted(out)
 
 
 def streaming(comm: Any, a: int, b: int, sizes: list[int], budget_s: float,
               window: int = 64, batches: int = 3, min_reps: int = 1,
-              max_reps: int = 2000, window_bytes: int = 8 << 20) -> dict[str, Any]:
+              max_reps: int = 2000, window_bytes: int = 8 << 20,
+              deadline: float | None = None) -> dict[str, Any]:
     """Streaming bandwidth from rank ``a`` to rank ``b`` (OSU ``osu_bw``).
 
     ``a`` posts a window of ``Isend`` (at most ``window`` messages and
@@ -174,7 +219,7 @@ def streaming(comm: Any, a: int, b: int, sizes: list[int], budget_s: float,
     ``Waitall`` ``b`` sends a 1-byte acknowledgement. Returns
     ``{"sizes_bytes", "per_msg_s", "bandwidth_Bps", "spread", "send_overhead_s"}``
     (the last: ``a``'s time to post one ``Isend`` of the smallest size) on ``a``
-    and ``b``, empty lists elsewhere.
+    and ``b``, empty lists elsewhere. ``deadline``: as :func:`pingpong`'s.
     """
     me = comm.Get_rank()
     out: dict[str, Any] = {"sizes_bytes": [], "per_msg_s": [], "bandwidth_Bps": [],
@@ -187,7 +232,11 @@ def streaming(comm: Any, a: int, b: int, sizes: list[int], budget_s: float,
     ack = np.zeros(1, dtype=np.uint8)
     per_size = budget_s / len(sizes)
     post_s: list[float] = []
-    for n in sizes:
+    costs: dict[int, float] = {}
+    for i, n in enumerate(_order(sizes)):
+        if not _from_a(comm, me == a, peer, _more(deadline, i, costs, n)):
+            break
+        began = time.perf_counter()
         w = int(max(1, min(window, window_bytes // max(n, 1))))
         view = buf[:n]
 
@@ -220,17 +269,19 @@ def streaming(comm: Any, a: int, b: int, sizes: list[int], budget_s: float,
         out["spread"].append(spread)
         if n == sizes[0] and me == a:
             out["send_overhead_s"] = float(np.median(post_s))
+        costs[n] = time.perf_counter() - began
     out["send_overhead_s"] = _from_a(comm, me == a, peer, out["send_overhead_s"])
     idle_wait(comm)
-    return out
+    return _sorted(out)
 
 
 def exchange(comm: Any, a: int, b: int, sizes: list[int], budget_s: float,
-             batches: int = 5, min_reps: int = 2, max_reps: int = 10000) -> dict[str, Any]:
+             batches: int = 5, min_reps: int = 2, max_reps: int = 10000,
+             deadline: float | None = None) -> dict[str, Any]:
     """Time of one simultaneous ``Sendrecv`` exchange between ranks ``a`` and ``b``.
 
     Returns ``{"sizes_bytes", "time_s", "spread"}`` on ``a`` and ``b`` (``a``'s
-    timing), empty lists on every other rank.
+    timing), empty lists on every other rank. ``deadline``: as :func:`pingpong`'s.
     """
     me = comm.Get_rank()
     out: dict[str, Any] = {"sizes_bytes": [], "time_s": [], "spread": []}
@@ -241,7 +292,11 @@ def exchange(comm: Any, a: int, b: int, sizes: list[int], budget_s: float,
     send = np.zeros(max(sizes), dtype=np.uint8)
     recv = np.zeros(max(sizes), dtype=np.uint8)
     per_size = budget_s / len(sizes)
-    for n in sizes:
+    costs: dict[int, float] = {}
+    for i, n in enumerate(_order(sizes)):
+        if not _from_a(comm, me == a, peer, _more(deadline, i, costs, n)):
+            break
+        began = time.perf_counter()
         sv, rv = send[:n], recv[:n]
 
         def swap(reps: int, sv: np.ndarray = sv, rv: np.ndarray = rv) -> float:
@@ -257,16 +312,19 @@ def exchange(comm: Any, a: int, b: int, sizes: list[int], budget_s: float,
         out["sizes_bytes"].append(n)
         out["time_s"].append(_from_a(comm, me == a, peer, med))
         out["spread"].append(spread)
+        costs[n] = time.perf_counter() - began
     idle_wait(comm)
-    return out
+    return _sorted(out)
 
 
 def ring_exchange(comm: Any, sizes: list[int], budget_s: float, batches: int = 5,
-                  min_reps: int = 2, max_reps: int = 10000) -> dict[str, Any]:
+                  min_reps: int = 2, max_reps: int = 10000,
+                  deadline: float | None = None) -> dict[str, Any]:
     """Time of one ring step (all ranks ``Sendrecv`` right/left at once) per size.
 
     Returns ``{"ranks", "sizes_bytes", "time_s", "spread"}`` (the same on every
     rank): per size the median over batches of the slowest rank's mean time.
+    ``deadline``: as :func:`pingpong`'s, rank 0's.
     """
     from mpi4py import MPI
 
@@ -276,7 +334,11 @@ def ring_exchange(comm: Any, sizes: list[int], budget_s: float, batches: int = 5
     recv = np.zeros(max(sizes), dtype=np.uint8)
     per_size = budget_s / len(sizes)
     out: dict[str, Any] = {"ranks": p, "sizes_bytes": [], "time_s": [], "spread": []}
-    for n in sizes:
+    costs: dict[int, float] = {}
+    for i, n in enumerate(_order(sizes)):
+        if not comm.bcast(_more(deadline, i, costs, n), root=0):
+            break
+        began = time.perf_counter()
         sv, rv = send[:n], recv[:n]
 
         def step(reps: int, sv: np.ndarray = sv, rv: np.ndarray = rv) -> float:
@@ -293,7 +355,8 @@ def ring_exchange(comm: Any, sizes: list[int], budget_s: float, batches: int = 5
         out["sizes_bytes"].append(n)
         out["time_s"].append(med)
         out["spread"].append(spread)
-    return out
+        costs[n] = time.perf_counter() - began
+    return _sorted(out)
 
 
 def _waitall(reqs: list[Any]) -> None:
@@ -324,7 +387,8 @@ def _collective_call(comm: Any, name: str, elems: int, send: np.ndarray,
 
 
 def collective(comm: Any, name: str, sizes: list[int], budget_s: float,
-               batches: int = 5, min_reps: int = 1, max_reps: int = 5000) -> dict[str, Any]:
+               batches: int = 5, min_reps: int = 1, max_reps: int = 5000,
+               deadline: float | None = None) -> dict[str, Any]:
     """Time of collective ``name`` per size on all ranks of ``comm``.
 
     Returns ``{"ranks", "sizes_bytes", "times_s", "spread", "reps"}`` (the same
@@ -333,7 +397,10 @@ def collective(comm: Any, name: str, sizes: list[int], budget_s: float,
     median keeps out the calls the operating system interrupted on a shared host).
     The batches go round the sizes (batch 1 of every size, then batch 2, ...), so
     a burst of load from other processes spoils one batch of several sizes rather
-    than every batch of one size; the result is the median over batches.
+    than every batch of one size; the result is the median over batches. With
+    ``deadline`` (rank 0's ``time.monotonic()``) a size is taken only where its
+    timing run and its planned batches, with those of the sizes before it, end before
+    the deadline (at least :data:`MIN_SIZES` sizes).
     """
     from mpi4py import MPI
 
@@ -357,13 +424,29 @@ def collective(comm: Any, name: str, sizes: list[int], budget_s: float,
         return float(np.median(slowest))
 
     per_size = budget_s / len(sizes)
-    reps = []
-    for call in calls:
+    reps: list[int] = []
+    planned = 0.0   # seconds of the batches still to run
+    costs: dict[int, float] = {}
+    taken: list[int] = []
+    for i, k in enumerate(_order(list(range(len(sizes))))):
+        if not comm.bcast(_more(None if deadline is None else deadline - planned, i, costs, k),
+                          root=0):
+            break
+        call = calls[k]
+        began = time.perf_counter()
         batch(1, call)
         t0 = time.perf_counter()
         batch(3, call)  # wall time per call, barrier and reduction of the timings included
         one = (time.perf_counter() - t0) / 3
         reps.append(comm.bcast(_reps(one, per_size, batches, min_reps, max_reps), root=0))
+        planned += batches * reps[-1] * one
+        costs[k] = time.perf_counter() - began + batches * reps[-1] * one  # this size in all
+        taken.append(k)
+    keep = sorted(range(len(taken)), key=lambda j: taken[j])
+    reps = [reps[j] for j in keep]
+    order = [taken[j] for j in keep]
+    sizes, elems, calls = [sizes[k] for k in order], [elems[k] for k in order], \
+        [calls[k] for k in order]
     samples: list[list[float]] = [[] for _ in sizes]
     for _ in range(batches):
         for i, call in enumerate(calls):

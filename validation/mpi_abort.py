@@ -27,7 +27,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["SIGNALS", "abort_on_signal"]
+__all__ = ["SIGNALS", "abort_on_signal", "hold_signals"]
 
 #: The signals that abort the job.
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -36,6 +36,34 @@ SIGNALS = (signal.SIGINT, signal.SIGTERM)
 #: once, and on a loaded host mpiexec had not yet forwarded the line (seen once in
 #: a test run with load average 4.7 on 2 cores).
 _FORWARD_S = 0.5
+
+
+#: Signals that came while :func:`hold_signals` held them, oldest first.
+_HELD: list[int] = []
+
+
+def _hold(sig: int, _frame: Any) -> None:
+    _HELD.append(sig)
+
+
+def hold_signals() -> None:
+    """From now until :func:`abort_on_signal`, SIGINT and SIGTERM are held, not raised.
+
+    The command line calls it first thing for its MPI commands: a signal that comes
+    while the command imports or MPI starts (no communicator to abort yet) is acted
+    on as soon as :func:`abort_on_signal` enters, so it aborts every rank with one
+    line instead of leaving a traceback on one rank and its peers waiting. Call it
+    in the main thread.
+    """
+    for sig in SIGNALS:
+        signal.signal(sig, _hold)
+
+
+def _restored(sig: int, handler: Any) -> Any:
+    """``handler``, or Python's default where it was :func:`hold_signals`' holder."""
+    if handler is not _hold:
+        return handler
+    return signal.default_int_handler if sig == signal.SIGINT else signal.SIG_DFL
 
 
 @contextlib.contextmanager
@@ -70,12 +98,15 @@ def abort_on_signal(comm: Any, what: str = "dlscale") -> Iterator[None]:
     old = {sig: signal.signal(sig, lambda *_: None) for sig in SIGNALS}
     watcher = threading.Thread(target=watch, name="abort-on-signal", daemon=True)
     watcher.start()
+    if _HELD:  # a signal came before MPI was up (hold_signals): act on it now
+        os.write(w, bytes(_HELD[:1]))
+        _HELD.clear()
     try:
         yield
     finally:
         done.set()
         for sig, handler in old.items():
-            signal.signal(sig, handler)
+            signal.signal(sig, _restored(sig, handler))
         signal.set_wakeup_fd(old_fd)
         os.close(w)  # the watcher reads end-of-file and returns
         watcher.join(timeout=5)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from typing import Any
 
 from dlscale.commands.common import outputs_ok_on_all_ranks
@@ -68,8 +69,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("-o", "--output", default="profile.json", metavar="FILE",
                    help="profile to write (default: profile.json)")
     p.add_argument("--budget-s", type=float, default=None, metavar="S",
-                   help="time budget in seconds; repetitions adapt to it (default: 60, "
-                        "10 with --quick)")
+                   help="time budget in seconds of the whole command; repetitions adapt to it "
+                        "and sizes that do not fit are left out, with a note (default: 60, 10 "
+                        "with --quick)")
     p.add_argument("--quick", action="store_true",
                    help="small run: sizes 4 B .. 64 KiB every 4x, allreduce only, 10 s budget "
                         "unless --budget-s is given")
@@ -177,10 +179,19 @@ def run(args: argparse.Namespace) -> int:
     comm = MPI.COMM_WORLD
     if not outputs_ok_on_all_ranks(comm, lambda: _check_output(args.output)):
         return 2                # every rank stops, rank 0 says why
+    from dlscale.cli import START
+
     with abort_on_signal(comm, "dlscale calibrate"):  # a signal on any rank ends the job
         profile = calibrate(comm, argv=sys.argv, progress=not args.quiet,
-                            kernels=not args.no_kernels, **opts)
+                            kernels=not args.no_kernels,
+                            left_s=opts["budget_s"] - (time.monotonic() - START), **opts)
     if comm.Get_rank() == 0 and profile is not None:
+        took = time.monotonic() - START
+        profile.provenance["command_s"] = round(took, 3)
+        if took > opts["budget_s"]:
+            profile.notes.append(
+                f"took {took:.1f} s, over --budget-s {opts['budget_s']:g}: start-up and the "
+                f"least each step measures (two sizes) did not fit in it")
         path = save_profile(profile, args.output)
         for line in summary_lines(profile):
             print(line)

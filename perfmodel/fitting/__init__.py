@@ -32,6 +32,7 @@ from .hockney import (
     fit_piecewise_hockney,
     hockney_segment_at,
 )
+from .hockney_merge import with_bandwidth
 
 __all__ = [
     "CollectiveFit",
@@ -47,4 +48,5 @@ __all__ = [
     "fit_loggp",
     "fit_piecewise_hockney",
     "hockney_segment_at",
+    "with_bandwidth",
 ]

@@ -46,11 +46,12 @@ import numpy as np
 
 import dlscale.kernels as K
 from dlscale.perfmodel.errors import ConfigError
+from dlscale.perfmodel.workload import EASGD_FAMILY
 
 from .common import RunContext
 from .schedules_lr import Schedule, make_schedule
 
-__all__ = ["CosimOptions", "Numerics", "make_numerics"]
+__all__ = ["CosimOptions", "Numerics", "check_beta", "make_numerics"]
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,7 @@ class CosimOptions:
         :func:`~dlscale.simulator.training.schedules_lr.make_schedule` spec.
     beta : float
         EASGD moving rate: the elastic coefficient is ``alpha = beta / P`` (Zhang et
-        al. 2015 use ``beta = 0.9``).
+        al. 2015 use ``beta = 0.9``). Allowed: ``0 <= beta <= P`` (:func:`check_beta`).
     momentum : float
         Momentum of MSGD / MEASGD / sync SGD (0: the workload's).
     eval_every : int
@@ -166,7 +167,7 @@ class Numerics:
         self.shape, init, net = self._model(data, opts, seed)
         self.schedule: Schedule = make_schedule(opts.lr_schedule)
         self.mu = opts.momentum or ctx.workload.momentum
-        self.alpha = min(opts.beta / self.P, 1.0)
+        self.alpha = check_beta(opts.beta, self.P, self.alg) if self.alg in EASGD_FAMILY else 0.0
         self.rho = self.alpha / opts.lr
         n = init.size
         self.center = init.copy()
@@ -347,11 +348,13 @@ def check_cosim_options(options: dict) -> CosimOptions:
         raise ConfigError(f"cosim options: unknown {', '.join(bad)}; valid: "
                           f"{', '.join(sorted(names))}")
     opts = CosimOptions(**options)
-    for name, lo, hi in (("lr", 0.0, math.inf), ("beta", 0.0, 1.0), ("momentum", 0.0, 1.0)):
+    # beta's upper bound depends on the worker count (check_beta, when the run starts)
+    for name, lo, hi in (("lr", 0.0, math.inf), ("beta", 0.0, math.inf),
+                         ("momentum", 0.0, 1.0)):
         v = getattr(opts, name)
         ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-        if not (ok and lo <= v and (v <= hi if hi == 1.0 and name == "beta" else v < hi)):
-            allowed = ">= 0" if hi == math.inf else ("in [0, 1]" if name == "beta" else "in [0, 1)")
+        if not (ok and lo <= v < hi):
+            allowed = ">= 0" if hi == math.inf else "in [0, 1)"
             raise ConfigError(f"cosim options: {name} must be a finite number {allowed}, "
                               f"got {v!r}")
     for name in ("batch", "eval_every", "chunks", "synthetic_samples"):
@@ -360,6 +363,44 @@ def check_cosim_options(options: dict) -> CosimOptions:
             raise ConfigError(f"cosim options: {name} must be an integer >= 1, got {v!r}")
     make_schedule(opts.lr_schedule)
     return opts
+
+
+def check_beta(beta: float, workers: int, algorithm: str = "async-easgd") -> float:
+    """The elastic rate ``alpha = beta / workers`` of an EASGD run, refused where the
+    algorithm's update would overshoot.
+
+    Zhang, Choromanska, LeCun, "Deep learning with Elastic Averaging SGD", NIPS 2015,
+    Sec. 3: ``alpha = eta rho`` and ``beta = p alpha``. Each elastic exchange of the
+    asynchronous form (their Algorithm 1; here ``easgd``, ``async-easgd``,
+    ``async-measgd``, ``hogwild-easgd``) moves a worker and the center by
+    ``alpha (x^i - x~)``, a fraction ``alpha`` of their distance: above 1 they pass
+    each other, so ``0 <= alpha <= 1``, i.e. ``0 <= beta <= p``; ``beta`` itself may
+    exceed 1 (the tuner's 2.7 on 16 workers is ``alpha`` = 0.169). The synchronous
+    center update (their Eq. 6, ``sync-easgd``) is the moving average
+    ``x~ <- (1 - beta) x~ + beta mean(x^i)``, so there ``0 <= beta <= 1``.
+
+    >>> check_beta(2.7, 16)
+    0.16875
+    >>> check_beta(2.7, 2)
+    Traceback (most recent call last):
+    ...
+    dlscale.perfmodel.errors.ConfigError: cosim options: beta 2.7 on 2 workers gives async-easgd's elastic rate alpha = beta / p = 1.35 > 1; allowed: 0 <= beta <= p = 2 (Zhang et al. NIPS 2015, Sec. 3)
+    >>> check_beta(2.7, 16, "sync-easgd")
+    Traceback (most recent call last):
+    ...
+    dlscale.perfmodel.errors.ConfigError: cosim options: beta 2.7: sync-easgd's center moves as (1 - beta) center + beta mean; allowed: 0 <= beta <= 1 (Zhang et al. NIPS 2015, Eq. 6)
+    """
+    alpha = beta / workers
+    if algorithm == "sync-easgd" and not 0.0 <= beta <= 1.0:
+        raise ConfigError(f"cosim options: beta {beta!r}: sync-easgd's center moves as "
+                          "(1 - beta) center + beta mean; allowed: 0 <= beta <= 1 "
+                          "(Zhang et al. NIPS 2015, Eq. 6)")
+    if not 0.0 <= alpha <= 1.0:
+        raise ConfigError(f"cosim options: beta {beta!r} on {workers} workers gives "
+                          f"{algorithm}'s elastic rate alpha = beta / p = {alpha:.3g} > 1; "
+                          f"allowed: 0 <= beta <= p = {workers} (Zhang et al. NIPS 2015, "
+                          "Sec. 3)")
+    return alpha
 
 
 def make_numerics(ctx: RunContext, options: dict, seed: int) -> Numerics:

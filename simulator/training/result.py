@@ -131,6 +131,15 @@ class TrainingResult:
             out["compute_max_s"] = float(np.max(self.breakdown["compute_s"]))
         return out
 
+    def _rounding_zero(self, value: float) -> float:
+        """``value``, or 0.0 where it is zero within the rounding of the event times it
+        was summed from: each iteration's figures are differences of simulated times up
+        to ``sim_time_s``, each off by up to one ulp of it, summed over the iterations
+        (a noiseless run's ``iteration_std_s`` came out as 1.92e-16 s, not 0)."""
+        n = max(len(self.iteration_times_s), 1)
+        scale = max(self.sim_time_s, float(np.sum(self.iteration_times_s)))
+        return 0.0 if abs(value) <= 4 * n * np.finfo(float).eps * scale else value
+
     def to_rows(self) -> list[dict]:
         """One flat row (what tables and sweeps take)."""
         row: dict = {
@@ -140,9 +149,10 @@ class TrainingResult:
             "fits": self.fits, "iterations": len(self.iteration_times_s),
         }
         if self.fits:
-            row.update(iteration_s=self.iteration_s, iteration_std_s=self.iteration_std_s,
+            row.update(iteration_s=self.iteration_s,
+                       iteration_std_s=self._rounding_zero(self.iteration_std_s),
                        samples_per_s=self.samples_per_s)
-            row.update(self.summary())
+            row.update({k: self._rounding_zero(v) for k, v in self.summary().items()})
             if self.backward_s is not None:
                 row["backward_s"] = self.backward_s
             if self.efficiency is not None:

@@ -29,7 +29,9 @@ Tuning (:func:`tune`)
     learning rate at ``3^k`` times its default (``k = -1 .. 3``: in a first
     search at ``k = -2 .. 2`` on 16 KNL workers every algorithm's fastest rate was at
     ``k = 2`` and none reached 0.9 at ``k = -2``), and where they apply
-    ``beta`` in {0.9, 2.7}, ``tau`` in {1, 4, 16} (from Zhang et al.'s {1, 4, 16, 64})
+    ``beta`` in {0.9, 2.7} (those the algorithm allows on ``p`` workers: ``beta <= p``,
+    and ``beta <= 1`` for sync EASGD, :func:`~dlscale.simulator.training.cosim.check_beta`),
+    ``tau`` in {1, 4, 16} (from Zhang et al.'s {1, 4, 16, 64})
     and momentum in {0.5, 0.9}. Every point runs once, with run seed ``seed +
     repeats`` (initial weights and batches that none of the repeats below uses, so
     a lucky draw that wins the search does not also run in the comparison),
@@ -194,6 +196,8 @@ def grid(alg: str, ranks: int, fixed: dict | None = None) -> list[dict]:
     (30, 5, 10)
     >>> len(grid("async-easgd", 16, {"lr": 0.1, "tau": 4}))
     2
+    >>> len(grid("sync-easgd", 16)), len(grid("async-easgd", 2))   # beta 2.7 not allowed
+    (15, 15)
     """
     _check_algorithm(alg)
     fixed = fixed or {}
@@ -202,7 +206,10 @@ def grid(alg: str, ranks: int, fixed: dict | None = None) -> list[dict]:
     for mu in (momenta if alg in MOMENTUM_ALGORITHMS else [None]):
         lrs = [fixed["lr"]] if "lr" in fixed else \
             [round(_default_lr(alg, ranks, mu) * f, 12) for f in LR_FACTORS]
-        betas = [fixed.get("beta")] if "beta" in fixed else list(BETAS)
+        # only the moving rates the algorithm allows (check_beta); a fixed one is checked
+        # where the run starts
+        betas = [fixed.get("beta")] if "beta" in fixed else \
+            [b for b in BETAS if _beta_allowed(b, ranks, alg)]
         taus = [fixed["tau"]] if "tau" in fixed else list(TAUS)
         for lr, beta, tau in itertools.product(lrs, betas if alg in EASGD_FAMILY else [None],
                                                taus if alg in EASGD_FAMILY else [None]):
@@ -213,6 +220,16 @@ def grid(alg: str, ranks: int, fixed: dict | None = None) -> list[dict]:
                 s["momentum"] = mu
             out.append(s)
     return out
+
+
+def _beta_allowed(beta: float, ranks: int, alg: str) -> bool:
+    from .cosim import check_beta
+
+    try:
+        check_beta(beta, ranks, alg)
+    except ConfigError:
+        return False
+    return True
 
 
 def _ranks(cluster: Cluster, workload: Workload, nodes: int) -> int:

@@ -89,7 +89,7 @@ class TargetReport:
             n = sum(math.isfinite(x) for x in t)
             s = self.settings[alg]
             row = {"algorithm": alg, "lr": s["lr"], "beta": s.get("beta"),
-                   "alpha": (min(s["beta"] / self.ranks, 1.0) if s.get("beta") else None),
+                   "alpha": (s["beta"] / self.ranks if s.get("beta") else None),
                    "tau": s.get("tau"), "momentum": s.get("momentum"),
                    "reached": f"{n}/{len(t)}", "time_to_target_s": med,
                    "time_min_s": lo, "time_max_s": hi,

@@ -22,6 +22,7 @@ Examples
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,7 +31,7 @@ from dlscale.perfmodel.msgfactors import MessageFactors
 from dlscale.perfmodel.rendezvous import advance_clocks
 
 from ..topology.linktable import LinkTable
-from ..topology.routing import Routes, route
+from ..topology.routing import PairRoutes, Routes, route
 from .schedules import Phase
 
 __all__ = ["RouteCache", "message_costs", "phase_loads", "run_fast"]
@@ -43,20 +44,74 @@ class _Routed:
     safe: np.ndarray
 
 
+@dataclass
+class _Priced:
+    """What one repetition of a phase costs (:func:`run_fast`), for one set of sizes."""
+
+    factors: MessageFactors | None
+    load: np.ndarray
+    eff: np.ndarray
+    msg_s: np.ndarray
+
+
 class RouteCache:
-    """Routes of each (src, dst) pattern, for one placement of ranks on one topology."""
+    """Routes of each (src, dst) pattern, for one placement of ranks on one topology,
+    and what each (pattern, sizes) costs in fast mode (the same every iteration, every
+    bucket of one size and every pipeline step of one segment size)."""
 
     def __init__(self) -> None:
         self._store: dict[bytes, _Routed] = {}
+        self._priced: dict[bytes, _Priced] = {}
+        self._pairs: PairRoutes | None = None
+
+    #: Patterns whose routes are kept where the router's routes are kept pair by pair
+    #: (:class:`~dlscale.simulator.topology.routing.PairRoutes`); all of them otherwise.
+    KEEP = 16
 
     def get(self, phase: Phase, table: LinkTable, router, rank_nodes: np.ndarray) -> _Routed:
         key = phase.pattern_key
         hit = self._store.get(key)
         if hit is None:
-            r = route(table, router, rank_nodes[phase.src], rank_nodes[phase.dst])
+            src, dst = rank_nodes[phase.src], rank_nodes[phase.dst]
+            if getattr(router, "pairwise", False):
+                if self._pairs is None or self._pairs.router is not router \
+                        or self._pairs.table is not table:
+                    self._pairs = PairRoutes(table, router)
+                r = self._pairs.route(src, dst)
+            else:
+                r = route(table, router, src, dst)
             valid = r.links >= 0
             hit = _Routed(r, valid, np.where(valid, r.links, 0))
+            if self._pairs is not None and len(self._store) >= self.KEEP:
+                # gathered again from the pairs' routes when asked for (bounded memory)
+                self._store.pop(next(iter(self._store)))
             self._store[key] = hit
+        return hit
+
+    def priced(self, phase: Phase, table: LinkTable, router, rank_nodes: np.ndarray,
+               factors: MessageFactors | None) -> _Priced:
+        """``(load, eff, msg_s)`` of one repetition of ``phase`` (computed once per
+        pattern, sizes and factors): the bytes on every link, the same weighted by the
+        per-size factors, and each message's seconds."""
+        h = hashlib.blake2b(digest_size=20)
+        for a in (phase.src, phase.dst, phase.nbytes):
+            h.update(np.ascontiguousarray(a).data)
+            h.update(b"|")
+        key = h.digest()
+        hit = self._priced.get(key)
+        if hit is not None and hit.factors is factors:
+            return hit
+        routed = self.get(phase, table, router, rank_nodes)
+        load, sub_bytes = phase_loads(routed, phase, table.n_links)
+        eff, _, latency_s = message_costs(routed, phase, load, sub_bytes, factors)
+        busy = np.append(eff / table.bandwidth_Bps, 0.0)       # link -1 (no hop): 0
+        r = routed.routes
+        bottleneck = busy[r.links].max(axis=1, initial=0.0)
+        sub_s = latency_s + bottleneck
+        msg_s = np.zeros(len(phase.src))
+        np.maximum.at(msg_s, r.pair, sub_s)
+        hit = _Priced(factors, load, eff, msg_s)
+        self._priced[key] = hit
         return hit
 
     def __len__(self) -> int:
@@ -118,15 +173,9 @@ def run_fast(phases: list[Phase], table: LinkTable, router, rank_nodes: np.ndarr
     step_times = []
     per_phase = []
     for i, ph in enumerate(phases):
-        routed = cache.get(ph, table, router, rank_nodes)
-        load, sub_bytes = phase_loads(routed, ph, table.n_links)
-        eff, _, latency_s = message_costs(routed, ph, load, sub_bytes, factors)
-        busy = eff / cap
-        r = routed.routes
-        bottleneck = np.where(routed.valid, busy[routed.safe], 0.0).max(axis=1, initial=0.0)
-        sub_s = latency_s + bottleneck
-        msg_s = np.zeros(len(ph.src))
-        np.maximum.at(msg_s, r.pair, sub_s)
+        priced = cache.priced(ph, table, router, rank_nodes, factors)
+        load, msg_s = priced.load, priced.msg_s
+        busy = priced.eff / cap
         reduce_s = None
         if ph.reduce and gamma_s_per_B > 0 and len(ph.dst):
             reduce_s = gamma_s_per_B * np.bincount(ph.dst, weights=ph.nbytes, minlength=n_ranks)

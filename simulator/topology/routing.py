@@ -405,7 +405,8 @@ class PairRoutes:
         key = src * len(self.table.nodes) + dst
         block = np.full(n, -1, dtype=np.int64)
         row = np.zeros(n, dtype=np.int64)
-        for b, (keys, order, _, _) in enumerate(self._blocks):
+        for b in range(len(self._blocks) - 1, -1, -1):          # the newest first
+            keys, order = self._blocks[b][:2]
             todo = np.flatnonzero(block < 0)
             if not len(todo):
                 break

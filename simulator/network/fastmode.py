@@ -205,7 +205,7 @@ class PhaseLinkTime(Sequence[tuple[int, float, float, np.ndarray]]):
     def __len__(self) -> int:
         return len(self._rows)
 
-    def __getitem__(self, k):  # type: ignore[override]
+    def __getitem__(self, k):
         if isinstance(k, slice):
             return [self[j] for j in range(*k.indices(len(self)))]
         i, start, dur, eff, unit = self._rows[k]

@@ -431,8 +431,23 @@ class PairRoutes:
             r = route(self.table, self.router, src[miss], dst[miss])
             links[:, miss] = r.links.reshape(rails, len(miss), -1)
             lat[:, miss] = r.latency_s.reshape(rails, len(miss))
+            self._extend(int(np.bincount(block[block >= 0]).argmax()), key[miss], r)
         return Routes(links.reshape(rails * n, H), np.tile(np.arange(n), rails),
                       np.full(rails * n, 1.0 / rails), lat.reshape(-1))
+
+    def _extend(self, b: int, key: np.ndarray, r: Routes) -> None:
+        """Add the pairs ``key`` routed as ``r`` to block ``b`` (a pipeline's next step
+        adds a few pairs to the ones before it)."""
+        keys, order, links, lat = self._blocks[b]
+        m, rails = len(key), self.router.rails
+        new_links = r.links.reshape(rails, m, -1)
+        if new_links.shape[-1] != links.shape[-1]:
+            return
+        all_keys = np.concatenate([keys, key])
+        all_rows = np.concatenate([order, np.arange(links.shape[1], links.shape[1] + m)])
+        at = np.argsort(all_keys, kind="stable")
+        self._blocks[b] = (all_keys[at], all_rows[at], np.concatenate([links, new_links], axis=1),
+                           np.concatenate([lat, r.latency_s.reshape(rails, m)], axis=1))
 
     def _keep(self, key: np.ndarray, r: Routes, n: int) -> None:
         rails = self.router.rails

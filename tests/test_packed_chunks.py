@@ -45,7 +45,7 @@ def test_plan_cache_is_bounded_by_bytes():
     _clear()
     time_per_node_count(get_cluster("summit"), "allreduce", "recursive-doubling", 1e6,
                         list(range(1, 40)), 6)
-    hits, misses, entries, held = netplan.plan_collective.cache_info()
+    _hits, misses, entries, held = netplan.plan_collective.cache_info()
     assert entries == misses and held <= netplan.PLAN_BYTES
     assert 0 < netplan._packed.cache_info()[3] <= netplan.PACKED_BYTES
     _clear()

@@ -47,6 +47,7 @@ from numpy.typing import ArrayLike
 from .errors import ConfigError, unknown_name
 from .hardware import Cluster, Topology
 from .netplan import CollectivePlan, packed_curve, plan_collective, plan_curve, shape_key
+from .packedflows import PackedFlows
 from .pipelined_tree import dbt_curve_time_s, dbt_segments, dbt_time_s
 from .schedules import ALGORITHMS, FLAT_ALLREDUCE
 from .stepcost import (
@@ -300,16 +301,23 @@ def _critical_paths(cluster: Cluster, dev: bool, nodes: tuple[int, ...], ranks_p
                     collective: str, algorithm: str, inter_algorithm: str, n: np.ndarray,
                     g: np.ndarray, out: np.ndarray) -> None:
     """Write into ``out[..., j]`` the critical path of each node count whose plan keeps
-    its flows: all in one compiled walk over one packing of the distinct node counts
-    (a curve and the same curve after its one-node baseline share it and its memo); a
-    node count listed again is one more block of rows (identical rows priced once)."""
+    its flows: one compiled walk per packed chunk of the distinct node counts (a curve
+    and the same curve after its one-node baseline share the chunks and their memo);
+    a node count listed again is one more block of rows (identical rows priced once)."""
     distinct = tuple(sorted({nd for nd in nodes if nd * ranks_per_node > 1}))
-    packed, cols = packed_curve(shape_key(cluster.network.topology), distinct,
-                                ranks_per_node, dev, collective, algorithm, inter_algorithm)
-    if packed is None:
-        return
-    layers = _layers(nodes, tuple(distinct[c] for c in cols))
-    lead, J = n.shape[:-1], len(cols)
+    for packed, cols in packed_curve(shape_key(cluster.network.topology), distinct,
+                                     ranks_per_node, dev, collective, algorithm,
+                                     inter_algorithm):
+        _price_chunk(cluster, dev, nodes, tuple(distinct[c] for c in cols), packed, n, g, out)
+
+
+def _price_chunk(cluster: Cluster, dev: bool, nodes: tuple[int, ...], chunk: tuple[int, ...],
+                 packed: PackedFlows, n: np.ndarray, g: np.ndarray, out: np.ndarray) -> None:
+    """Write into ``out[..., j]`` the critical paths of the node counts ``chunk`` packed
+    in ``packed`` (one chunk of a curve: each plan is walked on its own, so a chunk
+    gives the bits the whole curve packed at once gives)."""
+    layers = _layers(nodes, chunk)
+    lead, J = n.shape[:-1], len(chunk)
     sizes, gammas = np.zeros((*lead, J)), np.zeros((*lead, J))
     j0, i0 = layers[0]
     sizes[..., i0], gammas[..., i0] = n[..., j0], g[j0]

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -39,15 +40,10 @@ from .hardware import Dragonfly, Topology
 from .linkload import StepLoad, step_load
 from .packedflows import PackedFlows, pack_flows
 from .schedules import build_schedule, double_binary_tree_edges
+from .sizedcache import SizedCache
 
-#: Packed curves kept (:func:`packed_curve`): one holds every message of its plans
-#: (the bench's Summit curve of 1-256 nodes by Rabenseifner: 2.9 M messages, 53 MB,
-#: less than its plans' own flows in the plan cache); a predict call uses one to three
-#: per algorithm it costs, so a sweep over a few workloads keeps its curves; 16 bound
-#: the worst case of such curves near 1 GB (16 x 53 MB; 64 allowed 3.4 GB).
-PACKED_CURVES = 16
-
-__all__ = ["PACKED_CURVES", "CollectivePlan", "StepFlows", "packed_curve", "plan_collective",
+__all__ = ["CHUNK_MESSAGES", "PACKED_BYTES", "PLAN_BYTES", "CollectivePlan", "StepFlows",
+           "packed_curve", "plan_collective",
            "plan_curve", "shape_key"]
 
 
@@ -97,11 +93,32 @@ def _step_flows(s: StepLoad, levels: tuple[str, ...], src: np.ndarray, dst: np.n
     F = len(src)
     cols = [f.load.get(lvl, np.zeros(F)) for lvl in levels]
     rows = np.column_stack([*cols, f.hops, f.inter, src != dst]) if F else np.zeros((0, 3))
-    uniq, cls = np.unique(rows, axis=0, return_inverse=True)
+    uniq, cls = _unique_rows(rows)
     L = len(levels)
-    return StepFlows(src, dst, cls.ravel(), uniq[:, :L] * size, uniq[:, L + 1].astype(bool),
+    return StepFlows(src, dst, cls, uniq[:, :L] * size, uniq[:, L + 1].astype(bool),
                      uniq[:, L].astype(np.int64), uniq[:, L + 2].astype(bool), size, recv,
-                     len(np.unique(src)) == F and len(np.unique(dst)) == F)
+                     _once_each(src) and _once_each(dst))
+
+
+def _unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(rows, axis=0, return_inverse=True)`` of finite float rows (rows in
+    lexicographic order, column 0 first), by one ``lexsort`` instead of a sort of
+    structured records (20 of 33 s of a 24-count Summit curve)."""
+    if not len(rows):
+        return rows[:0], np.zeros(0, dtype=np.intp)
+    order = np.lexsort(rows.T[::-1])
+    ordered = rows[order]
+    new = np.empty(len(rows), dtype=bool)
+    new[0] = True
+    np.any(ordered[1:] != ordered[:-1], axis=1, out=new[1:])
+    cls = np.empty(len(rows), dtype=np.intp)
+    cls[order] = np.cumsum(new) - 1
+    return ordered[new], cls
+
+
+def _once_each(ranks: np.ndarray) -> bool:
+    """No rank appears twice (ranks are >= 0)."""
+    return not len(ranks) or int(np.bincount(ranks).max()) <= 1
 
 
 def _uneven(s: StepLoad, src: np.ndarray, dst: np.ndarray) -> bool:
@@ -206,8 +223,7 @@ def _assemble(loads: list[StepLoad], repeat: list[int], reduce: list[bool], scal
         device_links, dbt_depth, size=np.asarray(scale, dtype=float))
 
 
-@lru_cache(maxsize=1 << 16)
-def plan_collective(topology: Topology, nodes: int, ranks_per_node: int, device_links: bool,
+def _plan_collective(topology: Topology, nodes: int, ranks_per_node: int, device_links: bool,
                     collective: str, algorithm: str,
                     inter_algorithm: str = "ring",
                     ranks: int | tuple[int, ...] | None = None,
@@ -279,6 +295,22 @@ def plan_collective(topology: Topology, nodes: int, ranks_per_node: int, device_
 
 
 
+def _plan_bytes(plan: CollectivePlan) -> int:
+    """Bytes a plan holds (its arrays and its flows' arrays)."""
+    arrays = [plan.load, plan.repeat, plan.inter, plan.hops, plan.recv, plan.size, plan.ranks]
+    for st in plan.flows or ():
+        arrays += [st.src, st.dst, st.cls, st.load, st.inter, st.hops, st.moves, st.recv]
+    return 512 + sum(a.nbytes for a in arrays if a is not None)
+
+
+#: The plans (:func:`plan_collective`) kept are bounded by their bytes, not their count:
+#: a 27,648-rank plan that keeps its flows holds about 10 MB, so a curve of thousands
+#: of node counts would otherwise keep gigabytes (issue 27: 11 MB per node count).
+PLAN_BYTES = 256 << 20
+
+plan_collective = SizedCache(_plan_collective, PLAN_BYTES, _plan_bytes)
+
+
 @lru_cache(maxsize=1024)
 def plan_curve(topology: Topology, nodes: tuple[int, ...], ranks_per_node: int,
                device_links: bool, collective: str, algorithm: str,
@@ -322,13 +354,35 @@ def plan_curve(topology: Topology, nodes: tuple[int, ...], ranks_per_node: int,
                           ranks=np.array(nodes) * ranks_per_node, size=size)
 
 
-@lru_cache(maxsize=PACKED_CURVES)
+def _packed_bytes(packed: PackedFlows) -> int:
+    st = packed.steps
+    arrays = [st.plan_ranks, st.plan_steps, st.step_msgs, st.step_cost, st.step_recv, st.src,
+              st.dst, st.cls, st.recv, st.back, packed.load, packed.inter, packed.hops,
+              packed.moves, packed.size, packed.plan]
+    return 512 + sum(a.nbytes for a in arrays)
+
+
+#: Packed chunks of curves kept (:func:`packed_curve`), bounded by their bytes.
+PACKED_BYTES = 256 << 20
+#: Messages of the plans packed together in one chunk of a curve (a chunk of 4 M
+#: messages holds about 70 MB): a curve's memory is bounded by the chunk being priced
+#: and the caches, not by its length.
+CHUNK_MESSAGES = 4_000_000
+
+def _unpacked(*key: object) -> PackedFlows:
+    raise KeyError(key)                      # chunks are put, never computed on a miss
+
+
+_packed: SizedCache[PackedFlows] = SizedCache(_unpacked, PACKED_BYTES, _packed_bytes)
+_layout: dict[tuple[object, ...], tuple[tuple[int, ...], ...]] = {}
+
+
 def packed_curve(topology: Topology, nodes: tuple[int, ...], ranks_per_node: int,
                  device_links: bool, collective: str, algorithm: str,
-                 inter_algorithm: str) -> tuple[PackedFlows | None, tuple[int, ...]]:
+                 inter_algorithm: str) -> Iterator[tuple[PackedFlows, tuple[int, ...]]]:
     """The plans of a curve's node counts that are costed on their critical path,
-    packed one after another (cached), and the positions of those node counts in
-    ``nodes``; ``(None, ())`` where there are none.
+    packed one after another in chunks of at most :data:`CHUNK_MESSAGES` messages
+    (each chunk kept, by bytes), with the positions of its node counts in ``nodes``.
 
     Parameters
     ----------
@@ -342,14 +396,49 @@ def packed_curve(topology: Topology, nodes: tuple[int, ...], ranks_per_node: int
         Ranks sit behind a device link.
     collective, algorithm, inter_algorithm : str
         As in :func:`plan_collective`.
+
+    Yields
+    ------
+    (PackedFlows, tuple of int)
+        A chunk and the positions of its node counts in ``nodes``.
     """
+    args = (ranks_per_node, device_links, collective, algorithm, inter_algorithm)
+    curve = (topology, nodes, *args)
+    known = _layout.get(curve)
+    for cols in known or ():
+        key = (topology, tuple(nodes[c] for c in cols), *args)
+        hit = _packed.get(key)
+        if hit is None:
+            hit = pack_flows([_flows_of(topology, nodes[c], *args) for c in cols])
+            _packed.put(key, hit)
+        yield hit, cols
+    if known is not None:
+        return
+    layout: list[tuple[int, ...]] = []
     packs: list[tuple[tuple[StepFlows, ...], tuple[str, ...]]] = []
-    cols: list[int] = []
+    cols_now: list[int] = []
+    messages = 0
     for j, nd in enumerate(nodes):
         if nd * ranks_per_node > 1:
-            pl = plan_collective(topology, nd, ranks_per_node, device_links, collective,
-                                 algorithm, inter_algorithm)
+            pl = plan_collective(topology, nd, *args)
             if pl.flows is not None:
                 packs.append((pl.flows, pl.levels))
-                cols.append(j)
-    return (pack_flows(packs) if packs else None), tuple(cols)
+                cols_now.append(j)
+                messages += sum(len(st.src) for st in pl.flows)
+        if packs and (messages >= CHUNK_MESSAGES or j == len(nodes) - 1):
+            chunk = pack_flows(packs)
+            cols = tuple(cols_now)
+            _packed.put((topology, tuple(nodes[c] for c in cols), *args), chunk)
+            layout.append(cols)
+            packs, cols_now, messages = [], [], 0
+            yield chunk, cols
+    if len(_layout) >= 1024:
+        _layout.pop(next(iter(_layout)))
+    _layout[curve] = tuple(layout)
+
+
+def _flows_of(topology: Topology, nodes: int, *args: object
+              ) -> tuple[tuple[StepFlows, ...], tuple[str, ...]]:
+    pl = plan_collective(topology, nodes, *args)
+    assert pl.flows is not None
+    return pl.flows, pl.levels

@@ -22,45 +22,138 @@ Examples
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from dlscale.perfmodel.msgfactors import MessageFactors
 from dlscale.perfmodel.rendezvous import advance_clocks
 
 from ..topology.linktable import LinkTable
-from ..topology.routing import Routes, route
+from ..topology.routing import PairRoutes, Routes, route
 from .schedules import Phase
 
-__all__ = ["RouteCache", "message_costs", "phase_loads", "run_fast"]
+__all__ = ["PhaseLinkTime", "RouteCache", "message_costs", "phase_loads", "run_fast"]
 
 
 @dataclass
 class _Routed:
     routes: Routes
     valid: np.ndarray
-    safe: np.ndarray
+
+
+@dataclass
+class _Priced:
+    """What one repetition of a phase costs (:func:`run_fast`), for one set of sizes."""
+
+    factors: MessageFactors | None
+    load: np.ndarray
+    eff: np.ndarray
+    msg_s: np.ndarray
 
 
 class RouteCache:
-    """Routes of each (src, dst) pattern, for one placement of ranks on one topology."""
+    """Routes of each (src, dst) pattern, for one placement of ranks on one topology,
+    and what each (pattern, sizes) costs in fast mode (the same every iteration, every
+    bucket of one size and every pipeline step of one segment size)."""
 
     def __init__(self) -> None:
         self._store: dict[bytes, _Routed] = {}
+        self._priced: dict[bytes, _Priced] = {}
+        self._pairs: PairRoutes | None = None
+
+    #: Patterns whose routes are kept where the router's routes are kept pair by pair
+    #: (:class:`~dlscale.simulator.topology.routing.PairRoutes`); all of them otherwise.
+    KEEP = 4
+    #: Priced (pattern, sizes) kept, the most recent: a pipeline's steady steps repeat
+    #: one after another (each holds two floats per link: 3 MB on 27,648 GPUs).
+    PRICED = 32
 
     def get(self, phase: Phase, table: LinkTable, router, rank_nodes: np.ndarray) -> _Routed:
         key = phase.pattern_key
         hit = self._store.get(key)
         if hit is None:
-            r = route(table, router, rank_nodes[phase.src], rank_nodes[phase.dst])
+            src, dst = rank_nodes[phase.src], rank_nodes[phase.dst]
+            if getattr(router, "pairwise", False):
+                if self._pairs is None or self._pairs.router is not router \
+                        or self._pairs.table is not table:
+                    self._pairs = PairRoutes(table, router)
+                r = self._pairs.route(src, dst)
+            else:
+                r = route(table, router, src, dst)
             valid = r.links >= 0
-            hit = _Routed(r, valid, np.where(valid, r.links, 0))
+            hit = _Routed(r, valid)
+            if self._pairs is not None and len(self._store) >= self.KEEP:
+                # gathered again from the pairs' routes when asked for (bounded memory)
+                self._store.pop(next(iter(self._store)))
             self._store[key] = hit
+        return hit
+
+    def priced(self, phase: Phase, table: LinkTable, router, rank_nodes: np.ndarray,
+               factors: MessageFactors | None) -> _Priced:
+        """``(load, eff, msg_s)`` of one repetition of ``phase`` (computed once per
+        pattern, sizes and factors): the bytes on every link, the same weighted by the
+        per-size factors, and each message's seconds."""
+        h = hashlib.blake2b(digest_size=20)
+        for a in (phase.src, phase.dst, phase.nbytes):
+            h.update(np.ascontiguousarray(a).data)
+            h.update(b"|")
+        key = h.digest()
+        hit = self._priced.get(key)
+        if hit is not None and hit.factors is factors:
+            return hit
+        r = self.get(phase, table, router, rank_nodes).routes
+        sub_bytes = phase.nbytes[r.pair] * r.fraction
+        load = _link_sums(r.links, sub_bytes, table.n_links)
+        eff, latency_s = load, r.latency_s
+        if factors is not None:                    # as message_costs weighs them
+            fl, fb = factors.at(phase.nbytes[r.pair])
+            eff, latency_s = _link_sums(r.links, sub_bytes / fb, table.n_links), latency_s * fl
+        msg_s = _message_s(r.links, eff / table.bandwidth_Bps, latency_s, r.pair,
+                           len(phase.src))
+        hit = _Priced(factors, load, eff, msg_s)
+        if len(self._priced) >= self.PRICED:
+            self._priced.pop(next(iter(self._priced)))
+        self._priced[key] = hit
         return hit
 
     def __len__(self) -> int:
         return len(self._store)
+
+
+@njit(cache=True)
+def _link_sums(links: np.ndarray, weights: np.ndarray, n_links: int) -> np.ndarray:
+    """``np.bincount(links[links >= 0], weights of each row)``: the same additions in
+    the same order (row by row, hop by hop), without the masked copies."""
+    out = np.zeros(n_links)
+    for f in range(links.shape[0]):
+        w = weights[f]
+        for h in range(links.shape[1]):
+            link = links[f, h]
+            if link >= 0:
+                out[link] += w
+    return out
+
+
+@njit(cache=True)
+def _message_s(links: np.ndarray, busy: np.ndarray, latency_s: np.ndarray, pair: np.ndarray,
+               n_msg: int) -> np.ndarray:
+    """Each message's seconds: the slowest of its subflows, each its latency plus the
+    busiest link on its path (0 without a hop)."""
+    out = np.zeros(n_msg)
+    for f in range(links.shape[0]):
+        top = 0.0
+        for h in range(links.shape[1]):
+            link = links[f, h]
+            if link >= 0 and busy[link] > top:
+                top = busy[link]
+        t = latency_s[f] + top
+        if t > out[pair[f]]:
+            out[pair[f]] = t
+    return out
 
 
 def phase_loads(routed: _Routed, phase: Phase, n_links: int) -> tuple[np.ndarray, np.ndarray]:
@@ -94,6 +187,31 @@ def message_costs(routed: _Routed, phase: Phase, load: np.ndarray, sub_bytes: np
     return eff, sub_eff, r.latency_s * fl
 
 
+class PhaseLinkTime(Sequence[tuple[int, float, float, np.ndarray]]):
+    """``(phase index, start_s, duration_s, link load / capacity per second of the
+    step)`` of each phase, the last computed when read (a trace reads them; a run
+    that writes none keeps one array per priced pattern, not one per phase)."""
+
+    def __init__(self, capacity_Bps: np.ndarray) -> None:
+        self.capacity_Bps = capacity_Bps
+        self._rows: list[tuple[int, float, float, np.ndarray, float]] = []
+
+    def add(self, i: int, start_s: float, duration_s: float, eff: np.ndarray,
+            unit: float) -> None:
+        """One phase: ``eff`` the bytes on each link (per-size factors applied) of one
+        of its steps, ``unit`` the seconds of one step."""
+        self._rows.append((i, start_s, duration_s, eff, unit))
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __getitem__(self, k):
+        if isinstance(k, slice):
+            return [self[j] for j in range(*k.indices(len(self)))]
+        i, start, dur, eff, unit = self._rows[k]
+        return i, start, dur, eff / self.capacity_Bps / unit
+
+
 def run_fast(phases: list[Phase], table: LinkTable, router, rank_nodes: np.ndarray,
              cache: RouteCache, gamma_s_per_B: float = 0.0,
              factors: MessageFactors | None = None) -> dict:
@@ -116,17 +234,10 @@ def run_fast(phases: list[Phase], table: LinkTable, router, rank_nodes: np.ndarr
     link_bytes = np.zeros(table.n_links)
     phase_times = np.zeros(len(phases))
     step_times = []
-    per_phase = []
+    per_phase = PhaseLinkTime(cap)
     for i, ph in enumerate(phases):
-        routed = cache.get(ph, table, router, rank_nodes)
-        load, sub_bytes = phase_loads(routed, ph, table.n_links)
-        eff, _, latency_s = message_costs(routed, ph, load, sub_bytes, factors)
-        busy = eff / cap
-        r = routed.routes
-        bottleneck = np.where(routed.valid, busy[routed.safe], 0.0).max(axis=1, initial=0.0)
-        sub_s = latency_s + bottleneck
-        msg_s = np.zeros(len(ph.src))
-        np.maximum.at(msg_s, r.pair, sub_s)
+        priced = cache.priced(ph, table, router, rank_nodes, factors)
+        load, msg_s = priced.load, priced.msg_s
         reduce_s = None
         if ph.reduce and gamma_s_per_B > 0 and len(ph.dst):
             reduce_s = gamma_s_per_B * np.bincount(ph.dst, weights=ph.nbytes, minlength=n_ranks)
@@ -155,7 +266,7 @@ def run_fast(phases: list[Phase], table: LinkTable, router, rank_nodes: np.ndarr
         phase_times[i] = dur
         link_bytes += load * ph.repeat
         unit = dur / ph.repeat if dur > 0 else 1.0
-        per_phase.append((i, t0, dur, busy / unit))
+        per_phase.add(i, t0, dur, priced.eff, unit)
     return {"time_s": float(clock.max(initial=0.0)), "phase_times_s": phase_times,
             "step_times_s": np.concatenate(step_times) if step_times else np.empty(0),
             "link_bytes": link_bytes, "phase_link_time": per_phase}

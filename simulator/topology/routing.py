@@ -37,7 +37,7 @@ from dlscale.perfmodel.errors import ConfigError
 from .linktable import LinkTable
 from .torus import box_index
 
-__all__ = ["ROUTERS", "Router", "Routes", "make_router", "route"]
+__all__ = ["ROUTERS", "PairRoutes", "Router", "Routes", "make_router", "route"]
 
 
 @runtime_checkable
@@ -86,6 +86,7 @@ class FatTreeRouter:
         self.w = params["w"]
         self.offset = params["offset"]
         self.rails = self.w[0]
+        self.pairwise = True
         h = len(self.m)
         self.M = [int(np.prod(self.m[:i])) for i in range(h + 1)]
         self.W = [int(np.prod(self.w[:i])) for i in range(h + 1)]
@@ -128,6 +129,8 @@ class DragonflyRouter:
         self.rails = 1
         self.valiant = params["routing"] == "valiant"
         self.seed = seed
+        # Valiant's intermediate groups are drawn for the whole batch at once
+        self.pairwise = not self.valiant or params["groups"] < 3
 
     def _hop(self, gs: np.ndarray, gd: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         g, a = self.p["groups"], self.p["routers_per_group"]
@@ -169,6 +172,7 @@ class TorusRouter:
         self.dims = tuple(params["dims"])
         self.n = params["hosts"]
         self.rails = 1
+        self.pairwise = True
         coords = params.get("coords") or [list(range(d)) for d in self.dims]
         self._pos = []
         for d, c in zip(self.dims, coords, strict=True):
@@ -277,6 +281,7 @@ class ClusterRouter:
         inner = params["network"]
         self.net = ROUTERS[inner["family"]](inner, seed)
         self.rails = self.net.rails
+        self.pairwise = bool(getattr(self.net, "pairwise", False))
         self.base = params["base"]
         self.per = params["per_node"]
         self.tp = params["template_paths"]
@@ -372,3 +377,84 @@ def route(table: LinkTable, router: Router, src: np.ndarray, dst: np.ndarray) ->
     fraction = np.full(len(pair), 1.0 / router.rails)
     lat = np.where(links >= 0, table.latency_s[np.maximum(links, 0)], 0.0).sum(axis=1)
     return Routes(links, pair, fraction, lat)
+
+
+class PairRoutes:
+    """Routes of pairs kept pair by pair, for a router whose path of a pair does not
+    depend on the other pairs routed with it (``router.pairwise``, padded to a width
+    that does not depend on them either): a pattern most of whose pairs were routed
+    before (a pipeline's filling and draining steps, subsets of its full step) is
+    gathered from them, bit for bit what :func:`route` gives.
+
+    Patterns are kept as sorted blocks, at most ``blocks`` of them (the oldest goes
+    first); a pattern with fewer than half its pairs in them is routed whole and kept
+    as a new block, else only its missing pairs are routed (and not kept).
+    """
+
+    def __init__(self, table: LinkTable, router: Router, blocks: int = 8) -> None:
+        self.table, self.router, self.blocks = table, router, blocks
+        self._blocks: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+
+    def route(self, src: np.ndarray, dst: np.ndarray) -> Routes:
+        """:func:`route` of the pairs ``src[i] -> dst[i]`` (node indices)."""
+        src = np.asarray(src, dtype=np.int64)
+        dst = np.asarray(dst, dtype=np.int64)
+        n, rails = len(src), self.router.rails
+        if not n:
+            return route(self.table, self.router, src, dst)
+        key = src * len(self.table.nodes) + dst
+        block = np.full(n, -1, dtype=np.int64)
+        row = np.zeros(n, dtype=np.int64)
+        for b in range(len(self._blocks) - 1, -1, -1):          # the newest first
+            keys, order = self._blocks[b][:2]
+            todo = np.flatnonzero(block < 0)
+            if not len(todo):
+                break
+            pos = np.minimum(np.searchsorted(keys, key[todo]), len(keys) - 1)
+            hit = keys[pos] == key[todo]
+            block[todo[hit]] = b
+            row[todo[hit]] = order[pos[hit]]
+        miss = np.flatnonzero(block < 0)
+        if 2 * len(miss) > n:
+            r = route(self.table, self.router, src, dst)
+            self._keep(key, r, n)
+            return r
+        H = max([self._blocks[0][2].shape[-1]] if self._blocks else [1])
+        links = np.full((rails, n, H), -1, dtype=np.int64)
+        lat = np.zeros((rails, n))
+        for b, (_, _, blinks, blat) in enumerate(self._blocks):
+            at = np.flatnonzero(block == b)
+            if len(at):
+                links[:, at] = blinks[:, row[at]]
+                lat[:, at] = blat[:, row[at]]
+        if len(miss):
+            r = route(self.table, self.router, src[miss], dst[miss])
+            links[:, miss] = r.links.reshape(rails, len(miss), -1)
+            lat[:, miss] = r.latency_s.reshape(rails, len(miss))
+            self._extend(int(np.bincount(block[block >= 0]).argmax()), key[miss], r)
+        return Routes(links.reshape(rails * n, H), np.tile(np.arange(n), rails),
+                      np.full(rails * n, 1.0 / rails), lat.reshape(-1))
+
+    def _extend(self, b: int, key: np.ndarray, r: Routes) -> None:
+        """Add the pairs ``key`` routed as ``r`` to block ``b`` (a pipeline's next step
+        adds a few pairs to the ones before it)."""
+        keys, order, links, lat = self._blocks[b]
+        m, rails = len(key), self.router.rails
+        new_links = r.links.reshape(rails, m, -1)
+        if new_links.shape[-1] != links.shape[-1]:
+            return
+        all_keys = np.concatenate([keys, key])
+        all_rows = np.concatenate([order, np.arange(links.shape[1], links.shape[1] + m)])
+        at = np.argsort(all_keys, kind="stable")
+        self._blocks[b] = (all_keys[at], all_rows[at], np.concatenate([links, new_links], axis=1),
+                           np.concatenate([lat, r.latency_s.reshape(rails, m)], axis=1))
+
+    def _keep(self, key: np.ndarray, r: Routes, n: int) -> None:
+        rails = self.router.rails
+        links = r.links.reshape(rails, n, -1)
+        if self._blocks and links.shape[-1] != self._blocks[0][2].shape[-1]:
+            return                                   # another width: not pairwise after all
+        order = np.argsort(key, kind="stable")
+        self._blocks.append((key[order], order, links, r.latency_s.reshape(rails, n)))
+        if len(self._blocks) > self.blocks:
+            self._blocks.pop(0)

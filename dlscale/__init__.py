@@ -9,6 +9,8 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 import importlib
+import sys as _sys
+import types as _types
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -49,6 +51,19 @@ def __getattr__(name: str) -> Any:
             raise
         raise AttributeError(f"module 'dlscale' has no attribute {name!r}") from None
 
+
+class _Package(_types.ModuleType):
+    """This package's module type: ``dlscale.plan`` and ``dlscale.sweep`` are the API's
+    functions, as when this file imported the API eagerly, even once the submodules of
+    the same names are loaded (which sets the package attribute to the module)."""
+
+    def __getattribute__(self, name: str) -> Any:
+        if name in ("plan", "sweep"):
+            return getattr(importlib.import_module("dlscale.api"), name)
+        return super().__getattribute__(name)
+
+
+_sys.modules[__name__].__class__ = _Package
 
 __all__ = [
     "ConfigError",

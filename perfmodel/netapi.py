@@ -32,7 +32,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from . import collectives as cf
+from .autopolicy import choose_allreduce
 from .errors import ConfigError, unknown_name
 from .hardware import Cluster
 from .msgfactors import message_time_s
@@ -149,12 +149,18 @@ class AnalyticalNetwork:
         Reduction cost per byte reduced.
     inter_algorithm : str
         Flat algorithm among node leaders for ``hierarchical``.
+    bytes_per_element : float
+        Bytes of one reduced element, for a runtime whose ``"auto"`` rule counts
+        elements (MPICH's); 4, ``MPI_FLOAT``, by default.
     """
 
     def __init__(self, cluster: Cluster, gamma_s_per_B: float = 0.0,
-                 inter_algorithm: str = "ring") -> None:
+                 inter_algorithm: str = "ring", bytes_per_element: float = 4.0) -> None:
         if not gamma_s_per_B >= 0:
             raise ConfigError(f"gamma_s_per_B: must be >= 0, got {gamma_s_per_B!r}")
+        if not bytes_per_element > 0:
+            raise ConfigError(f"bytes_per_element: must be > 0, got {bytes_per_element!r}")
+        self.bytes_per_element = float(bytes_per_element)
         self.cluster = cluster
         self.gamma_s_per_B = float(gamma_s_per_B)
         self.inter_algorithm = inter_algorithm
@@ -205,16 +211,22 @@ class AnalyticalNetwork:
         return self._time(collective, algorithm, n_bytes, p, self.gamma_s_per_B)
 
     def _best(self, n_bytes: float, p: int | tuple[int, ...]) -> tuple[float, str]:
-        times = {}
-        for name in cf.AUTO_CANDIDATES:
-            if name == "hierarchical" and (not isinstance(p, int) or p % self.ranks_per_node):
-                continue            # needs whole nodes, placed block-wise
-            times[name] = self._time("allreduce", name, n_bytes, p, self.gamma_s_per_B)
-        t, chosen = cf.fastest(times)
+        """Seconds and name of what ``"auto"`` runs: the cluster's runtime's rule
+        (:func:`.autopolicy.choose_allreduce`, the one every caller follows)."""
+        count = p if isinstance(p, int) else len(p)
+        whole = isinstance(p, int) and p % self.ranks_per_node == 0
+
+        def time_of(name: str) -> float:
+            return self._time("allreduce", name, n_bytes, p, self.gamma_s_per_B)
+
+        t, chosen = choose_allreduce(self.cluster.runtime, float(n_bytes), count,
+                                     self.bytes_per_element, time_of, whole_nodes=whole)
         return float(t), str(chosen)
 
     def resolve_allreduce(self, n_bytes: float, ranks: int | Sequence[int]) -> str:
-        """The algorithm ``"auto"`` runs: the least time by this model.
+        """The algorithm ``"auto"`` runs: the cluster's runtime's rule
+        (:mod:`.autopolicy`; MPICH's size thresholds, or the least time by this model
+        among the library's algorithms).
 
         Examples
         --------

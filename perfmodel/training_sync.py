@@ -67,15 +67,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .autopolicy import choose_allreduce
 from .catalog.runtimes import HOROVOD_CYCLE_S
-from .collectives import fastest
 from .compute import layer_times, update_s
 from .contention import hockney_params
 from .hardware import Cluster
 from .memory import sparse_gather_bytes
 from .netmodel import limiting_levels, path_hockney, time_per_node_count
 from .noise import expected_max_factor
-from .runtime import Runtime, cache_bitvector_bytes, mpich_short, with_transport
+from .runtime import Runtime, cache_bitvector_bytes, with_transport
 from .training import IterationTimes, Layout
 from .workload import Workload
 
@@ -195,20 +195,16 @@ def workload_allreduce(cluster: Cluster, workload: Workload, lay: Layout,
     gamma = hockney_params(cluster)["gamma_s_per_B"] / lay.share
     r = lay.ranks_per_node
     shape = np.broadcast_shapes(np.shape(n_bytes), np.shape(lay.nodes))
-    if workload.collective == "auto" and rt.selection == "mpich":
-        t_rd, t_rab = (time_per_node_count(cluster, "allreduce", a, n_bytes, lay.nodes, r, gamma)
-                       for a in ("recursive-doubling", "rabenseifner"))
-        short = np.broadcast_to(mpich_short(np.asarray(n_bytes), lay.ranks,
-                                            workload.bytes_per_element, rt.short_msg_bytes),
-                                shape)
-        return (np.broadcast_to(np.where(short, t_rd, t_rab), shape),
-                np.where(short, "recursive-doubling", "rabenseifner"))
-    cands = rt.algorithms if workload.collective == "auto" else (workload.collective,)
-    times = {a: time_per_node_count(cluster, "allreduce", a, n_bytes, lay.nodes, r, gamma)
-             for a in cands}
-    best, names = fastest(times)
+    def time_of(algorithm: str) -> np.ndarray:
+        return time_per_node_count(cluster, "allreduce", algorithm, n_bytes, lay.nodes, r, gamma)
+
+    if workload.collective == "auto":
+        best, names = choose_allreduce(rt, n_bytes, lay.ranks, workload.bytes_per_element,
+                                       time_of)
+    else:
+        best, names = time_of(workload.collective), np.asarray(workload.collective)
     return (np.broadcast_to(np.asarray(best, dtype=float), shape),
-            np.broadcast_to(np.asarray(names), shape))
+            np.broadcast_to(names, shape))
 
 
 def auto_choice(cluster: Cluster, workload: Workload, lay: Layout) -> list[np.ndarray]:

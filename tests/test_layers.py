@@ -156,3 +156,29 @@ def test_no_private_names_across_layers():
     """One formula, one place: a layer calls another's public functions, not its helpers."""
     found = private_imports()
     assert not found, "private names imported across layers:\n" + "\n".join(found)
+
+
+def test_importing_a_lower_layer_does_not_load_the_api():
+    """``import dlscale.kernels`` (or the model) does not first import the API, plan,
+    sweep and study layers: ``dlscale/__init__`` binds its public names on first use."""
+    import subprocess
+    import sys
+    code = ("import sys, dlscale.kernels, dlscale.perfmodel.predict, dlscale.simulator; "
+            "print(' '.join(sorted(m for m in sys.modules if m.split('.')[:2] in "
+            "(['dlscale', 'api'], ['dlscale', 'plan'], ['dlscale', 'sweep'], "
+            "['dlscale', 'study'], ['dlscale', 'cli'], ['dlscale', 'commands']))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out == ""
+
+
+def test_public_names_still_resolve():
+    import dlscale
+    import dlscale.sweep as _loaded  # noqa: F401  (the submodule of the same name)
+    from dlscale import api
+    for name in dlscale.__all__:
+        if name != "__version__":
+            assert getattr(dlscale, name) is not None
+    assert dlscale.sweep is api.sweep and dlscale.plan is api.plan
+    assert dlscale.ConfigError is __import__("dlscale.perfmodel.errors",
+                                             fromlist=["x"]).ConfigError

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
+
+import numpy as np
 import pytest
 
 from dlscale.perfmodel import collectives as cf
+from dlscale.perfmodel.catalog import get_runtime
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.hardware import Cluster, Crossbar, Device, Link, NetworkSpec, NodeSpec
 from dlscale.perfmodel.netapi import COLLECTIVE_ALGORITHMS, AnalyticalNetwork, NetworkModel
+from dlscale.perfmodel.runtime import mpich_short
 
 DEV = Device("c", "cpu", 24, 2e9, 1e12, 2e12, 2e12, 96e9, 100e9, 0.5)
 
@@ -61,8 +66,14 @@ def test_errors():
         AnalyticalNetwork(cluster(), gamma_s_per_B=-1)
 
 
-def test_auto_is_the_fastest_and_names_it():
-    net = AnalyticalNetwork(cluster(4), gamma_s_per_B=1e-11)
+def test_auto_follows_the_runtime_rule():
+    """A stack that tunes by its model picks the fastest of its algorithms; an MPICH
+    stack follows MPICH's size thresholds (the one rule, :mod:`.autopolicy`)."""
+    every = dataclasses.replace(get_runtime("horovod-intel-mpi"),
+                                algorithms=tuple(a for a in cf.AUTO_CANDIDATES))
+    net = AnalyticalNetwork(dataclasses.replace(cluster(4), runtime=every), gamma_s_per_B=1e-11)
+    mpich = AnalyticalNetwork(dataclasses.replace(cluster(4), runtime=get_runtime("mpi")),
+                              gamma_s_per_B=1e-11)
     for n in (8.0, 1e4, 1e6, 1e9):
         for p in (2, 4, 8, 12, 64):
             t = {k: net.allreduce_s(n, p, k) for k in COLLECTIVE_ALGORITHMS["allreduce"]
@@ -70,5 +81,9 @@ def test_auto_is_the_fastest_and_names_it():
             name = net.resolve_allreduce(n, p)
             assert net.allreduce_s(n, p, "auto") == pytest.approx(min(t.values()), rel=1e-12)
             assert t[name] == min(t.values())
+            short = bool(mpich_short(np.array([n]), np.array([p]), 4, 2048)[0])
+            expect = "recursive-doubling" if short else "rabenseifner"
+            assert mpich.resolve_allreduce(n, p) == expect
+            assert mpich.allreduce_s(n, p, "auto") == mpich.allreduce_s(n, p, expect)
     with pytest.raises(ConfigError, match=r"valid: .*auto"):
         net.allreduce_s(1e6, 4, "atuo")

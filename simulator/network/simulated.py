@@ -20,17 +20,18 @@ Examples
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import networkx as nx
 import numpy as np
 
-from dlscale.perfmodel.collectives import best_allreduce
+from dlscale.perfmodel.autopolicy import choose_allreduce
+from dlscale.perfmodel.collectives import allreduce_s, hierarchical_allreduce_s
 from dlscale.perfmodel.errors import ConfigError, unknown_name
 from dlscale.perfmodel.hardware import Cluster
 from dlscale.perfmodel.msgfactors import MessageFactors, message_time_s
 from dlscale.perfmodel.netapi import AnalyticalNetwork, check_ranks
 from dlscale.perfmodel.netmodel import dbt_segments
+from dlscale.perfmodel.runtime import Runtime
 from dlscale.perfmodel.schedules import double_binary_tree_edges
 
 from ..topology.cluster import cluster_graph
@@ -106,6 +107,8 @@ class SimulatedNetwork:
         self._cache = RouteCache()
         self.name = str(topology.graph.get("cluster", topology.graph.get("family", "graph")))
         self.cluster: Cluster | None = None
+        #: The software stack whose ``"auto"`` rule applies (None on a bare graph).
+        self.runtime: Runtime | None = None
 
     @classmethod
     def from_cluster(cls, cluster: Cluster, nodes: int, node_graph: nx.Graph | None = None,
@@ -113,6 +116,7 @@ class SimulatedNetwork:
         """The network of the first ``nodes`` nodes of ``cluster`` (see :func:`cluster_graph`)."""
         kwargs.setdefault("message_factors", cluster.network.message_factors)
         net = cls(cluster_graph(cluster, nodes, node_graph), **kwargs)  # type: ignore[arg-type]
+        net.runtime = cluster.runtime
         if node_graph is None and net.placement == "linear":
             net.cluster = cluster
         return net
@@ -161,16 +165,18 @@ class SimulatedNetwork:
     def resolve_allreduce(self, n_bytes: float, ranks: int | Sequence[int] | None = None) -> str:
         """The algorithm ``"auto"`` runs for these ranks and this size.
 
-        On a cluster's own network (:meth:`from_cluster`, block placement) this is the
+        Every path follows the one rule of :mod:`dlscale.perfmodel.autopolicy`. On a
+        cluster's own network (:meth:`from_cluster`, block placement) this is the
         choice of the analytical model
         (:meth:`dlscale.perfmodel.netapi.AnalyticalNetwork.resolve_allreduce`), so that
-        both fidelities run the same algorithm. On any other graph it picks with the
-        closed forms (:func:`dlscale.perfmodel.collectives.best_allreduce`) on the
-        network's uncontended point-to-point parameters, measured here on the
-        routed graph: latency and inverse bandwidth from the first rank to a rank of
-        another node (or, all on one node, to the next rank); ``hierarchical`` is a
-        candidate with the intra-node pair's parameters when a node holds several of
-        the ranks.
+        both fidelities run the same algorithm. Otherwise (another placement, a graph of
+        its own) the runtime's rule, if the network belongs to a cluster, or the least
+        time, prices each candidate with the closed forms
+        (:mod:`dlscale.perfmodel.collectives`) on the network's uncontended
+        point-to-point parameters, measured here on the routed graph: latency and
+        inverse bandwidth from the first rank to a rank of another node (or, all on one
+        node, to the next rank); ``hierarchical`` is a candidate with the intra-node
+        pair's parameters when a node holds several of the ranks.
 
         Examples
         --------
@@ -201,11 +207,19 @@ class SimulatedNetwork:
         inter = self.path_hockney(first, int(other[0])) if len(other) else None
         intra = self.path_hockney(first, int(same[0])) if len(same) else None
         a, b = inter if inter is not None else intra  # type: ignore[misc]
-        hier: dict[str, Any] = {}
-        if inter is not None and intra is not None:
-            hier = {"ranks_per_node": int(counts.max()), "intra": intra, "inter": inter,
-                    "inter_algorithm": self.inter_algorithm}
-        _, name = best_allreduce(float(n_bytes), p, a, b, self.gamma_s_per_B, **hier)
+        whole = inter is not None and intra is not None
+
+        def time_of(name: str) -> float:
+            if name == "hierarchical" and intra is not None and inter is not None:
+                return float(hierarchical_allreduce_s(
+                    float(n_bytes), np.ceil(p / counts.max()), int(counts.max()), intra,
+                    inter, self.gamma_s_per_B, self.inter_algorithm))
+            return float(allreduce_s(name, float(n_bytes), p, a, b, self.gamma_s_per_B))
+
+        # the one rule of "auto" (dlscale.perfmodel.autopolicy): the runtime's, where the
+        # network belongs to a cluster; the least closed-form time on a bare graph
+        _, name = choose_allreduce(self.runtime, float(n_bytes), p, 4.0, time_of,
+                                   whole_nodes=whole)
         return str(name)
 
     def simulate(self, collective: str, n_bytes: float, ranks: int | Sequence[int] | None = None,

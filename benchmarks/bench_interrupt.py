@@ -61,6 +61,11 @@ def _toml(table: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _default_sigint() -> None:
+    """In the child: SIGINT as a terminal gives it (a background job ignores it)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _rows(log: Path) -> int:
     return len(log.read_text().splitlines()) if log.exists() else 0
 
@@ -70,7 +75,8 @@ def _case(cmd: list[str], out: Path, full: bytes, sig: signal.Signals, ready,  #
     """Run, signal when ``ready(log)`` says so, time the exit, resume, compare."""
     log = out / "results.jsonl"
     t_start = time.perf_counter()
-    proc = subprocess.Popen([*cmd, "-o", str(out)], stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen([*cmd, "-o", str(out)], stderr=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=_default_sigint)
     while not ready(log, time.perf_counter() - t_start) and proc.poll() is None:
         time.sleep(0.02)
     written = _rows(log)

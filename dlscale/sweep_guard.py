@@ -209,10 +209,12 @@ class StopSignals:
     The first signal raises :class:`KeyboardInterrupt` (SIGINT) or :class:`Terminated`
     (SIGTERM) in the main thread; one that comes inside :meth:`held` (while finished
     rows are written) is raised when the block ends, so that no row is cut. A later
-    signal raises nothing: it sets :attr:`again` and calls the function given to
-    :meth:`on_again` (:func:`stop_pool` kills the workers with it), so a second Ctrl-C
-    cuts a stop short instead of breaking it. An ignored SIGINT (``SIG_IGN``: a
-    background job) stays ignored; outside the main thread nothing changes.
+    signal, or any once :meth:`stopping` was called, raises nothing: it sets
+    :attr:`again` and calls the function given to :meth:`on_again` (:func:`stop_pool`
+    kills the workers with it), so a second Ctrl-C cuts a stop short instead of
+    breaking it. An ignored SIGINT (``SIG_IGN``: a background job) stays ignored;
+    outside the main thread nothing changes. The main thread must not wait without a
+    timeout meanwhile (see :func:`dlscale.sweep_loop.completed`).
 
     Examples
     --------
@@ -234,6 +236,7 @@ class StopSignals:
         self._holding = 0
         self._pending = False
         self._hurry: Callable[[], None] | None = None
+        self._stopping = False
         self._old: dict[int, Any] = {}
 
     def __enter__(self) -> StopSignals:
@@ -249,7 +252,7 @@ class StopSignals:
         self._old.clear()
 
     def _handle(self, signum: int, frame: Any) -> None:
-        if self.signum is None:
+        if self.signum is None and not self._stopping:
             self.signum = signum
             if self._holding:
                 self._pending = True
@@ -275,6 +278,10 @@ class StopSignals:
         if not self._holding and self._pending:
             self._pending = False
             self._raise()
+
+    def stopping(self) -> None:
+        """The sweep stops already (an error): from now on a signal raises nothing."""
+        self._stopping = True
 
     def on_again(self, hurry: Callable[[], None]) -> None:
         """Call ``hurry`` at the next signal (at once if one came already)."""

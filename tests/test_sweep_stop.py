@@ -77,12 +77,19 @@ def _gone(pid: int) -> bool:
         return True
 
 
+def _default_sigint() -> None:
+    """In the child: SIGINT as a terminal gives it (a test run in the background, where
+    the shell ignores SIGINT, would make every child ignore it too)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _busy_sweep(tmp_path: Path, prog: list[str], **flags: str):
     """A sweep whose tau 1-2 points are written and whose two workers are blocked."""
     study, out, marks = _study(tmp_path), tmp_path / "o", tmp_path / "marks"
     marks.mkdir()
     proc = subprocess.Popen(_cmd(prog, study, out, "blocking_eval"), env=_env(marks, **flags),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_default_sigint)
     _until(lambda: (marks / "started-3").exists() and (marks / "started-4").exists()
            and _rows(out) == 8, proc, "two blocked workers and 8 written rows")
     workers = [int((marks / f"started-{t}").read_text()) for t in (3, 4)]

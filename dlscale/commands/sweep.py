@@ -1,7 +1,9 @@
 """``dlscale sweep STUDY.toml``: run a what-if study's grid (see :mod:`dlscale.study`).
 
-Ctrl-C (or SIGTERM) stops the sweep within seconds, keeps every finished point and
-exits with status 130 (143); ``--resume`` then runs the rest. The output folder is
+Ctrl-C (or SIGTERM) stops the sweep and its workers within a second, keeps every
+finished point and exits with status 130 (143); a second signal kills workers that
+are slow to stop. A worker that dies or a result file that cannot be written (a full
+disk) stops it the same way with status 2. ``--resume`` then runs the rest. The output folder is
 locked while a sweep writes it, and one holding another study's results (other name,
 base, seed, fidelity or profile) is refused unless ``--force``.
 

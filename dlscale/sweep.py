@@ -23,9 +23,13 @@ a point covers the whole study (base cluster and workload, seed, profile, the
 point's values, node count and fidelity; not the evaluator's code, so a fixed
 evaluator can retry the failed points). Ctrl-C (SIGINT), or SIGTERM (a batch
 system's end of wall time), stops the sweep at once: the points already finished are
-written, pending chunks are cancelled, the workers are stopped, and
-:class:`SweepInterrupted` is raised (the CLI prints one line and exits with status
-128 + the signal: 130, 143); ``resume=True`` then runs only what is missing.
+written, pending chunks are cancelled, the workers are stopped (SIGTERM, then SIGKILL
+a second later or at a second signal), and :class:`SweepInterrupted` is raised (the
+CLI prints one line and exits with status 128 + the signal: 130, 143); ``resume=True``
+then runs only what is missing. A worker that dies (``BrokenProcessPool``: killed,
+out of memory) or a result file that cannot be written (a full disk) stops the sweep
+the same way with :class:`SweepAborted` (one line, exit status 2); see
+:mod:`dlscale.sweep_loop`.
 
 Evaluators (:data:`EVALUATORS`, in :mod:`dlscale.sweep_points`) are functions ``f(cluster, workload, nodes, seeds) ->
 list of row dicts``, one row per node count, with at least ``samples_per_s`` (``seeds``:
@@ -40,7 +44,6 @@ from __future__ import annotations
 import concurrent.futures as cf
 import functools
 import json
-import math
 import signal
 import sys
 from collections.abc import Mapping, Sequence
@@ -57,14 +60,8 @@ from dlscale.perfmodel.hardware import Cluster
 from dlscale.perfmodel.workload import Workload
 from dlscale.results import ResultTable
 from dlscale.study import Study, label, short_names
-from dlscale.sweep_guard import (
-    FolderLock,
-    check_stamp,
-    pool_workers,
-    sigterm_as_interrupt,
-    stop_pool,
-    write_stamp,
-)
+from dlscale.sweep_guard import FolderLock, StopSignals, check_stamp, stop_pool, write_stamp
+from dlscale.sweep_loop import Results, SweepAborted, run_phases
 from dlscale.sweep_points import (
     COLUMNS,
     EVALUATORS,
@@ -77,11 +74,11 @@ from dlscale.sweep_points import (
     resolve_evaluator,
     simulated,
 )
-from dlscale.sweep_records import Record, chunks, clean, read_log, record
-from dlscale.sweep_select import all_keys, best, keyer, phases, ranked, todo
+from dlscale.sweep_records import Record, clean, read_log, record
+from dlscale.sweep_select import all_keys, keyer, ranked
 from dlscale.sweep_select import key as resume_key
 
-__all__ = ["COLUMNS", "EVALUATORS", "EXECUTORS", "SweepInterrupted", "SweepResult",
+__all__ = ["COLUMNS", "EVALUATORS", "EXECUTORS", "SweepAborted", "SweepInterrupted", "SweepResult",
            "add_training_metrics", "analytical", "check_study", "resolve_evaluator", "run_sweep",
            "simulated"]
 
@@ -263,6 +260,9 @@ def run_sweep(study: Study, out_dir: str | Path | None = None, *, executor: str 
     ------
     SweepInterrupted
         On Ctrl-C (SIGINT) or SIGTERM, after writing every finished point.
+    SweepAborted
+        A pool worker died or a result file cannot be written, after writing every
+        finished point that can be.
     """
     from tqdm import tqdm
 
@@ -349,52 +349,18 @@ def _run_locked(study: Study, out: Path, base: dict[str, Any],
     bar = tqdm(total=total, unit="pt", desc=study.name, file=sys.stderr, dynamic_ncols=True,
                disable=quiet or not sys.stderr.isatty())
     pool = EXECUTORS[executor](jobs)
-    interrupted = False
+
+    def submit(fidelity: str, chunk: list[Any]) -> cf.Future[list[Record]]:
+        return pool.submit(_run_chunk, evals[fidelity], cluster, workload, chunk, fidelity,
+                           study.seed, base, shorts, header)
+
     try:
-        with sigterm_as_interrupt(), log_path.open("a", encoding="utf-8") as log, \
-                csv_path.open("a", encoding="utf-8") as fcsv:
-
-            def keep(recs: list[Record]) -> None:
-                log.write("".join(r[1] for r in recs))
-                log.flush()
-                fcsv.write("".join(r[2] for r in recs))
-                fcsv.flush()
-                for rec in recs:
-                    done[rec[0]["key"]] = rec
-                bar.update(len(recs))
-
-            futures: list[cf.Future[list[Record]]] = []
-            kept: set[int] = set()
-            try:
-                for fidelity in phases(study):
-                    if fidelity == "simulated" and study.fidelity == "hybrid":
-                        groups = best(study, base, done, bar)
-                    else:
-                        groups = todo(study, fidelity, base, done, bar)
-                    if not groups:
-                        continue
-                    size = chunk_groups or max(1, min(256, math.ceil(
-                        len(groups) / (8 * pool_workers(pool, jobs)))))
-                    futures = [pool.submit(_run_chunk, evals[fidelity], cluster, workload,
-                                           chunk, fidelity, study.seed, base, shorts, header)
-                               for chunk in chunks(groups, size)]
-                    kept = set()
-                    for fut in cf.as_completed(futures):
-                        keep(fut.result())
-                        kept.add(id(fut))
-            except KeyboardInterrupt as exc:
-                interrupted = True
-                for fut in futures:  # chunks finished while the last ones were written
-                    if (id(fut) not in kept and fut.done() and not fut.cancelled()
-                            and fut.exception() is None):
-                        keep(fut.result())
-                signum = getattr(exc, "signum", signal.SIGINT)
-                raise SweepInterrupted(
-                    f"interrupted ({signal.Signals(signum).name}); "
-                    f"{sum(r[0]['status'] == 'ok' for r in done.values())} finished points "
-                    f"kept in {log_path}; run again with --resume to finish", signum) from None
+        with StopSignals() as signals, Results(log_path, csv_path, done, bar, signals) as res:
+            run_phases(study, pool, jobs, chunk_groups, submit, base, res)
+    except BaseException:
+        stop_pool(pool, abort=True)  # a stop before the loop ran (run_phases stops its own)
+        raise
     finally:
-        stop_pool(pool, interrupted)
         bar.close()
     return _finish(study, out, base, done, header, shorts, plots, prov)
 

@@ -7,9 +7,11 @@
   over with a word on stderr.
 - :func:`check_stamp` / :func:`write_stamp`: the folder remembers which study wrote it
   (:data:`STAMP_NAME`: name, base cluster and workload, seed, fidelity, profile). Results of another study are refused unless ``force``.
-- :func:`stop_pool`: shut a pool down; on Ctrl-C cancel what is pending and
-  terminate the workers at once instead of waiting for the running chunks.
-- :func:`sigterm_as_interrupt`: SIGTERM stops a sweep the way Ctrl-C does.
+- :class:`StopSignals`: SIGINT and SIGTERM stop a sweep between two writes of rows;
+  a second signal cuts the stop short.
+- :func:`stop_pool`: shut a pool down; on a stop (a signal, an error) cancel what is
+  pending and stop the workers at once instead of waiting for the running chunks;
+  :func:`dead_worker` says how a worker that died ended.
 - :func:`worker_init`: the initializer of pool workers: they ignore SIGINT (the
   parent handles Ctrl-C and stops them) and, on Linux, die with the parent
   (``PR_SET_PDEATHSIG``, see prctl(2)), so ``kill -9`` of a sweep leaves no workers.
@@ -39,14 +41,14 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from dlscale.perfmodel.errors import ConfigError
 
-__all__ = ["LOCK_NAME", "STAMP_NAME", "FolderLock", "Terminated", "check_stamp", "pool_workers",
-           "sigterm_as_interrupt", "stop_pool", "worker_init", "write_stamp"]
+__all__ = ["LOCK_NAME", "STAMP_NAME", "TERM_GRACE_S", "FolderLock", "StopSignals", "Terminated",
+           "check_stamp", "dead_worker", "pool_workers", "stop_pool", "worker_init", "write_stamp"]
 
 #: Lock file in the output folder while a sweep writes there.
 LOCK_NAME = ".dlscale-sweep.lock"
@@ -79,15 +81,22 @@ class FolderLock:
         """Create the lock file with its content in one step; False if one exists."""
         info = {"pid": os.getpid(), "host": socket.gethostname(),
                 "since": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-        fd, tmp = tempfile.mkstemp(prefix=".lock.", dir=self.folder)
+        tmp = None
         try:
+            fd, tmp = tempfile.mkstemp(prefix=".lock.", dir=self.folder)
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 fh.write(json.dumps(info) + "\n")
             os.link(tmp, self.path)  # atomic; fails if the lock exists
         except FileExistsError:
             return False
+        except OSError as exc:  # a read-only folder or file system, a full disk
+            raise ConfigError(f"-o: cannot write in the folder {str(self.folder)!r}: "
+                              f"{exc.strerror}; a sweep writes its results there (give "
+                              "a folder it can write)") from None
         finally:
-            os.unlink(tmp)
+            if tmp is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
         return True
 
     def _holder(self) -> dict[str, Any] | None:
@@ -187,21 +196,98 @@ class Terminated(KeyboardInterrupt):
     exit_status = 128 + signal.SIGTERM
 
 
-@contextlib.contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """Within the block, SIGTERM raises :class:`Terminated` (main thread only)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
+#: Seconds a pool worker is given to exit after SIGTERM when a sweep stops, before
+#: SIGKILL (workers die at SIGTERM unless an evaluator catches it).
+TERM_GRACE_S = 1.0
+#: The longest wait of the main thread while it stops a pool (see :func:`_wait_exit`).
+_SLICE_S = 0.1
 
-    def raise_terminated(signum: int, frame: Any) -> None:
-        raise Terminated("terminated")
 
-    old = signal.signal(signal.SIGTERM, raise_terminated)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, old)
+class StopSignals:
+    """SIGINT and SIGTERM while a sweep runs (a context manager; main thread only).
+
+    The first signal raises :class:`KeyboardInterrupt` (SIGINT) or :class:`Terminated`
+    (SIGTERM) in the main thread; one that comes inside :meth:`held` (while finished
+    rows are written) is raised when the block ends, so that no row is cut. A later
+    signal, or any once :meth:`stopping` was called, raises nothing: it sets
+    :attr:`again` and calls the function given to :meth:`on_again` (:func:`stop_pool`
+    kills the workers with it), so a second Ctrl-C cuts a stop short instead of
+    breaking it. An ignored SIGINT (``SIG_IGN``: a background job) stays ignored;
+    outside the main thread nothing changes. The main thread must not wait without a
+    timeout meanwhile (see :func:`dlscale.sweep_loop.completed`).
+
+    Examples
+    --------
+    >>> import os
+    >>> with StopSignals() as stop:
+    ...     try:
+    ...         with stop.held():
+    ...             os.kill(os.getpid(), signal.SIGTERM)
+    ...             print("the rows are written first")
+    ...     except Terminated as exc:
+    ...         print(f"then: {exc}")
+    the rows are written first
+    then: terminated
+    """
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        self.again = threading.Event()
+        self._holding = 0
+        self._pending = False
+        self._hurry: Callable[[], None] | None = None
+        self._stopping = False
+        self._old: dict[int, Any] = {}
+
+    def __enter__(self) -> StopSignals:
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                if sig != signal.SIGINT or signal.getsignal(sig) is not signal.SIG_IGN:
+                    self._old[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
+        self._old.clear()
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        if self.signum is None and not self._stopping:
+            self.signum = signum
+            if self._holding:
+                self._pending = True
+                return
+            self._raise()
+        self.again.set()
+        if self._hurry is not None:
+            self._hurry()
+
+    def _raise(self) -> None:
+        if self.signum == signal.SIGTERM:
+            raise Terminated("terminated")
+        raise KeyboardInterrupt
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        """Within the block, a first signal waits for the block's end."""
+        self._holding += 1
+        try:
+            yield
+        finally:
+            self._holding -= 1
+        if not self._holding and self._pending:
+            self._pending = False
+            self._raise()
+
+    def stopping(self) -> None:
+        """The sweep stops already (an error): from now on a signal raises nothing."""
+        self._stopping = True
+
+    def on_again(self, hurry: Callable[[], None]) -> None:
+        """Call ``hurry`` at the next signal (at once if one came already)."""
+        self._hurry = hurry
+        if self.again.is_set():
+            hurry()
 
 
 def worker_init() -> None:
@@ -221,28 +307,90 @@ def worker_init() -> None:
         os._exit(1)
 
 
-def stop_pool(pool: cf.Executor, interrupted: bool) -> None:
-    """Shut the pool down: wait for it normally; on Ctrl-C cancel and kill the workers."""
-    if not interrupted:
+def _signal_all(procs: list[Any], how: str) -> None:
+    for proc in procs:  # a reaped one is not signalled (its returncode is set)
+        with contextlib.suppress(OSError, ValueError):
+            getattr(proc, how)()
+
+
+def _wait_exit(procs: list[Any], timeout: float) -> list[Any]:
+    """Wait until ``procs`` have exited (their sentinels; no reaping, which the
+    pool's thread does) or ``timeout`` passed; those still running.
+
+    Waits here and in :func:`_join` are cut in slices of :data:`_SLICE_S`: a signal
+    that another thread of the process received is handled by the main thread only
+    when its wait returns (see :func:`dlscale.sweep_loop.completed`).
+    """
+    from multiprocessing.connection import wait
+
+    left = {proc.sentinel: proc for proc in procs}
+    deadline = time.monotonic() + timeout
+    while left and (remaining := deadline - time.monotonic()) > 0:
+        for sentinel in wait(list(left), min(remaining, _SLICE_S)):
+            left.pop(sentinel)
+    return list(left.values())
+
+
+def _join(thread: threading.Thread, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while thread.is_alive() and (remaining := deadline - time.monotonic()) > 0:
+        thread.join(min(remaining, _SLICE_S))
+
+
+def stop_pool(pool: cf.Executor, abort: bool, signals: StopSignals | None = None) -> None:
+    """Shut the pool down: normally wait for it; with ``abort`` (a signal, an error)
+    stop it now.
+
+    On abort, pending chunks are cancelled and a process pool's workers are sent
+    SIGTERM, then SIGKILL after :data:`TERM_GRACE_S` or at the next signal of
+    ``signals``. The pool's manager thread is then waited for (it has marked done
+    every chunk whose rows came back before the workers died), so that the
+    interpreter's exit has nothing left to wait for.
+    """
+    if not abort:
         try:
             pool.shutdown(wait=True, cancel_futures=True)
         except TypeError:  # an executor without cancel_futures
             pool.shutdown(wait=True)
         return
+    procs = list((getattr(pool, "_processes", None) or {}).values())  # shutdown drops them
+    manager = getattr(pool, "_executor_manager_thread", None)
     try:
         pool.shutdown(wait=False, cancel_futures=True)
     except TypeError:
         pool.shutdown(wait=False)
-    procs = list((getattr(pool, "_processes", None) or {}).values())
-    for proc in procs:  # a process pool's workers: stop them now
-        proc.terminate()
-    deadline = time.monotonic() + 2.0
-    for proc in procs:
-        proc.join(timeout=max(0.0, deadline - time.monotonic()))
-    for proc in procs:  # one that did not stop on SIGTERM
-        if proc.is_alive():
-            proc.kill()
-            proc.join(timeout=2.0)
+    if not procs:  # serial, MPI: no worker of ours to stop
+        return
+    if signals is not None:
+        signals.on_again(lambda: _signal_all(procs, "kill"))
+    _signal_all(procs, "terminate")
+    _signal_all(_wait_exit(procs, TERM_GRACE_S), "kill")
+    _wait_exit(procs, 5.0)
+    if isinstance(manager, threading.Thread):
+        _join(manager, 5.0)
+
+
+def dead_worker(pool: cf.Executor) -> str:
+    """How the worker of a broken process pool that died first ended, e.g. ``"killed by
+    SIGKILL"`` (``""`` if not known): call before :func:`stop_pool`.
+
+    The pool's thread, seeing a worker dead, sends SIGTERM to the others and reaps them
+    all; it is given a moment to, then a worker ended otherwise than by SIGTERM is named
+    before one ended by it.
+    """
+    manager = getattr(pool, "_executor_manager_thread", None)
+    if isinstance(manager, threading.Thread):
+        _join(manager, 2.0)
+    codes = [proc.exitcode for proc in list((getattr(pool, "_processes", None) or {}).values())]
+    codes = sorted((c for c in codes if c), key=lambda c: c == -signal.SIGTERM)
+    if not codes:
+        return ""
+    if codes[0] > 0:
+        return f"exit status {codes[0]}"
+    try:
+        return f"killed by {signal.Signals(-codes[0]).name}"
+    except ValueError:
+        return f"killed by signal {-codes[0]}"
 
 
 def pool_workers(pool: cf.Executor, jobs: int | None) -> int:

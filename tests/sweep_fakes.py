@@ -85,3 +85,38 @@ def slow_analytical(cluster, workload, nodes, seeds):
 
     time.sleep(0.1)
     return analytical(cluster, workload, nodes, seeds)
+
+
+#: Environment variable naming the folder where :func:`blocking_eval` leaves its marks.
+MARKS_ENV = "SWEEP_FAKES_MARKS"
+
+
+def _mark(name: str) -> None:
+    import os
+
+    folder = Path(os.environ[MARKS_ENV])
+    tmp = folder / f".{name}.tmp"
+    tmp.write_text(str(os.getpid()))
+    tmp.rename(folder / name)  # whole, for a test polling the folder
+
+
+def blocking_eval(cluster, workload, nodes, seeds):
+    """ring_eval for tau 1 and 2; from tau 3 on, a chunk that never ends (a chunk of
+    15 s or 15 min, seen from a signal): it leaves ``started-TAU`` (holding its pid) in
+    ``$SWEEP_FAKES_MARKS`` and waits until it is killed. With ``$SWEEP_FAKES_STUBBORN``
+    set it also ignores SIGTERM, leaving ``term-TAU`` when one comes. With
+    ``$SWEEP_FAKES_SUICIDE`` set, tau 3 kills its own process instead (as the kernel's
+    out-of-memory killer would)."""
+    import os
+    import signal
+    import threading
+
+    if workload.tau < 3:
+        return ring_eval(cluster, workload, nodes, seeds)
+    if os.environ.get("SWEEP_FAKES_SUICIDE") and workload.tau == 3:
+        os.kill(os.getpid(), signal.SIGKILL)
+    if os.environ.get("SWEEP_FAKES_STUBBORN"):
+        signal.signal(signal.SIGTERM, lambda *_: _mark(f"term-{workload.tau}"))
+    _mark(f"started-{workload.tau}")
+    while True:
+        threading.Event().wait(3600)

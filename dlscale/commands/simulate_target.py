@@ -102,6 +102,10 @@ def run_target(args: argparse.Namespace, cluster: Any, workload: Any, network: s
     ranks = int(layout(cluster, workload, nodes).ranks[0])
     total = len(algs) * repeats + (sum(len(grid(a, ranks, fixed)) for a in algs)
                                    if args.tune else 0)
+    from dlscale.commands.simulate_training import check_work
+
+    check_work(cluster, workload, nodes, spec.max_iterations, total,
+               "--repeats" if args.repeats else "--iterations", cosim)
     with tqdm(total=total, disable=not sys.stderr.isatty(), file=sys.stderr,
               desc="time to target") as bar:
         rep = time_to_target(cluster, workload, nodes, algs, spec, tune_grid=args.tune,

@@ -35,7 +35,7 @@ from dlscale.perfmodel.workload import ALGORITHMS, Workload
 from dlscale.simulator.training.net import DEFAULT_NETWORK, NETWORKS
 from dlscale.simulator.training.result import TrainingResult
 
-__all__ = ["COLUMNS", "add_training_args", "run_training"]
+__all__ = ["COLUMNS", "add_training_args", "check_work", "run_training"]
 
 #: Table columns (those a run has).
 COLUMNS = ("nodes", "ranks", "algorithm", "allreduce", "iteration_s", "iteration_std_s",
@@ -172,6 +172,26 @@ def _cosim_options(args: argparse.Namespace) -> dict[str, Any]:
     return cosim
 
 
+def check_work(cluster: Cluster, workload: Workload, nodes: int, iterations: int, runs: int,
+               where: str, cosim: dict[str, Any] | None) -> None:
+    """Refuse, from the sizes alone, a command whose runs would not fit in memory or time.
+
+    ``runs`` simulations of at most ``nodes`` nodes and ``iterations`` steps each
+    (:func:`dlscale.perfmodel.limits.check_rank_steps`); with ``cosim`` (its options),
+    every worker's copy of the model too (:func:`~dlscale.perfmodel.limits.check_cosim`).
+    """
+    from dlscale.perfmodel.limits import MAX_HIDDEN, check_cosim, check_count, check_rank_steps
+    from dlscale.perfmodel.training import layout
+
+    ranks = int(layout(cluster, workload, nodes).ranks[0])
+    check_rank_steps(ranks, iterations, runs, where)
+    if cosim is not None:
+        hidden = int(cosim.get("hidden", 32))
+        check_count(hidden, MAX_HIDDEN, "--hidden", "the co-simulation's model is the small "
+                    "one on the 64 features of the 8x8 digits")
+        check_cosim(ranks, 75 * hidden + 10, "--hidden")   # 64-H-10 MLP: weights and biases
+
+
 def _print_table(args: argparse.Namespace, runs: list[TrainingResult], rows: list[dict],
                  meta: dict[str, Any], cluster: Cluster, workload: Workload,
                  measured_lines: list[str]) -> None:
@@ -240,6 +260,8 @@ def run_training(args: argparse.Namespace) -> int:
     check_cosim_options(cosim)  # every option checked before the first run
     iterations = args.iterations or 20
     plan = [(n, a) for a in algs for n in nodes]
+    check_work(cluster, workload, max(nodes), iterations, len(plan), "--iterations",
+               cosim if args.cosim else None)
     from tqdm import tqdm
 
     runs: list[TrainingResult] = []

@@ -450,6 +450,11 @@ def _cosim_keys(table: Mapping[str, Any], f: str, fidelity: str, rank_by: str) -
         raise _err(f"{f}: max_iterations", f"must be an integer >= 1, got {cap!r}")
     if rank_by == "time_to_target_s" and fidelity != "cosim":
         raise _err(f"{f}: rank_by", f"time_to_target_s needs fidelity = 'cosim', got {fidelity!r}")
+    if fidelity == "cosim":
+        from dlscale.kernels.data import digits_missing
+
+        if (why := digits_missing()) is not None:
+            raise _err(f"{f}: fidelity", f"'cosim': {why}")
     return float(target), cap
 
 

@@ -186,6 +186,10 @@ def check_work(cluster: Cluster, workload: Workload, nodes: int, iterations: int
     ranks = int(layout(cluster, workload, nodes).ranks[0])
     check_rank_steps(ranks, iterations, runs, where)
     if cosim is not None:
+        from dlscale.kernels.data import digits_missing
+
+        if (why := digits_missing()) is not None:
+            raise ConfigError(f"--cosim: {why}")
         hidden = int(cosim.get("hidden", 32))
         check_count(hidden, MAX_HIDDEN, "--hidden", "the co-simulation's model is the small "
                     "one on the 64 features of the 8x8 digits")

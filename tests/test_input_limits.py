@@ -185,3 +185,62 @@ def test_plan_names_the_global_batch_when_no_node_count_is_left(tmp_path, capsys
     out = capsys.readouterr().out
     assert "global_batch: 3 samples cannot be split over the 6 ranks of one node" in out
     assert "no cluster has a node count within the limits" not in out
+
+
+def test_batch_next_to_global_batch_is_refused(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for cmd in (["predict", "summit", "resnet50", "--nodes", "2"], ["plan", "resnet50"]):
+        _refused(capsys, [*cmd, "--batch", "4", "--global-batch", "64"],
+                 "--batch: not with --global-batch")
+
+
+def test_an_empty_empirical_noise_file_is_one_line(tmp_path, capsys):
+    empty = tmp_path / "empty.txt"
+    empty.write_text("# nothing\n")
+    _refused(capsys, ["predict", "summit", "resnet50", "--nodes", "2", "--noise",
+                      f"empirical:{empty}"], "holds no step times")
+
+
+def test_base_naming_a_folder_a_fifo_or_a_long_chain(tmp_path, capsys):
+    import os
+
+    (tmp_path / "folder").mkdir()
+    os.mkfifo(tmp_path / "fifo.toml")
+    for target, needle in (("./folder", "is a folder"), ("fifo.toml", "not a regular file")):
+        path = tmp_path / "c.toml"
+        path.write_text(f'base = "{target}"\n')
+        _refused(capsys, ["predict", str(path), "resnet50", "--nodes", "2"], needle)
+    for i in range(150):
+        nxt = f'"ch{i + 1}.toml"' if i < 149 else '"summit"'
+        (tmp_path / f"ch{i}.toml").write_text(f"base = {nxt}\n")
+    _refused(capsys, ["predict", str(tmp_path / "ch0.toml"), "resnet50", "--nodes", "2"],
+             "a chain of more than 100 base files", "ch0.toml -> ...")
+
+
+def test_graphml_to_a_training_command_does_not_suggest_that_command(tmp_path, capsys):
+    path = tmp_path / "t.graphml"
+    path.write_text('<?xml version="1.0"?><graphml><graph></graph></graphml>\n')
+    line = _refused(capsys, ["predict", str(path), "resnet50", "--nodes", "2"], "GraphML")
+    assert "with no WORKLOAD" in line
+
+
+def test_flow_network_warns_of_its_cost(capsys, monkeypatch):
+    import dlscale.commands.simulate_training as st
+
+    monkeypatch.setattr(st, "FLOW_NOTE_RANKS", 4)     # the note, not the minutes
+    main(["simulate", "summit", "resnet50", "--nodes", "1", "--network", "flow",
+          "--iterations", "1"])
+    assert "note: --network flow" in capsys.readouterr().err
+
+
+def test_a_live_lock_says_it_may_be_removed(tmp_path):
+    import json
+    import socket
+
+    from dlscale.perfmodel.errors import ConfigError
+    from dlscale.sweep_guard import LOCK_NAME, FolderLock
+
+    (tmp_path / LOCK_NAME).write_text(json.dumps({"pid": 1, "host": socket.gethostname() + "-x",
+                                                  "since": "then"}))
+    with pytest.raises(ConfigError, match=r"remove .*" + LOCK_NAME):
+        FolderLock(tmp_path).acquire()

@@ -63,8 +63,8 @@ def run_capped(argv: list[str], cwd: Path) -> tuple[int, str]:
             null = os.open(os.devnull, os.O_WRONLY)
             os.dup2(null, 1)
             os.dup2(err.fileno(), 2)
-            sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115
-            sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
+            sys.stdout = open(1, "w", closefd=False)
+            sys.stderr = open(2, "w", closefd=False)
             resource.setrlimit(resource.RLIMIT_AS, (cap, resource.RLIM_INFINITY))
             try:
                 code = int(main(argv) or 0)

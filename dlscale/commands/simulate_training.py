@@ -45,6 +45,11 @@ COLUMNS = ("nodes", "ranks", "algorithm", "allreduce", "iteration_s", "iteration
            "final_accuracy", "lost_updates")
 
 
+#: Ranks above which ``--network flow`` warns of its cost (issue 27 item 6: a ring
+#: allreduce took 2.9 s at 1,024 ranks and 39.7 s at 4,096).
+FLOW_NOTE_RANKS = 1024
+
+
 def _add(parser: argparse.ArgumentParser, *names: str, **kw: Any) -> None:
     if any(n in parser._option_string_actions for n in names):
         return
@@ -266,6 +271,15 @@ def run_training(args: argparse.Namespace) -> int:
     plan = [(n, a) for a in algs for n in nodes]
     check_work(cluster, workload, max(nodes), iterations, len(plan), "--iterations",
                cosim if args.cosim else None)
+    if network == "flow":
+        from dlscale.perfmodel.training import layout
+
+        ranks = int(layout(cluster, workload, max(nodes)).ranks[0])
+        if ranks > FLOW_NOTE_RANKS:
+            print(f"note: --network flow shares every link's rate among the flows of "
+                  f"{ranks:,} ranks at each change, for {iterations} iterations: this may take "
+                  f"many minutes (a 4,096-rank ring allreduce took 40 s); --network fast routes "
+                  f"the same messages in seconds", file=sys.stderr)
     from tqdm import tqdm
 
     runs: list[TrainingResult] = []

@@ -244,3 +244,18 @@ def test_a_live_lock_says_it_may_be_removed(tmp_path):
                                                   "since": "then"}))
     with pytest.raises(ConfigError, match=r"remove .*" + LOCK_NAME):
         FolderLock(tmp_path).acquire()
+
+
+def test_a_write_protected_output_is_refused(tmp_path, capsys):
+    out = tmp_path / "ro.json"
+    out.write_text("keep")
+    out.chmod(0o444)
+    _refused(capsys, ["predict", "summit", "resnet50", "--nodes", "2", "-o", str(out)],
+             "write-protected")
+    assert out.read_text() == "keep"
+
+
+def test_a_cap_below_the_evaluation_interval_is_refused(capsys):
+    _refused(capsys, ["simulate", "cori-knl", "googlenet", "--nodes", "2", "--cosim",
+                      "--target-accuracy", "0.5", "--tune", "--iterations", "3",
+                      "--eval-every", "5"], "below the evaluation interval")

@@ -68,6 +68,12 @@ def check_target_args(args: argparse.Namespace, nodes: list[int]) -> bool:
         raise ConfigError(f"--max-sim-time: must be > 0 seconds, got {args.max_sim_time!r}")
     if len(nodes) != 1:
         raise ConfigError(f"--nodes: --target-accuracy runs one node count, got {args.nodes!r}")
+    cap = args.iterations or TARGET_ITERATIONS
+    every = getattr(args, "eval_every", None) or TARGET_EVAL_EVERY
+    if cap < every:
+        raise ConfigError(f"--iterations: a cap of {cap} steps/worker is below the evaluation "
+                          f"interval of {every} (--eval-every): no run would be evaluated, so "
+                          f"nothing could reach the target or be tuned")
     if getattr(args, "trace", None):
         raise ConfigError("--trace: not with --target-accuracy (trace one run without it)")
     return True

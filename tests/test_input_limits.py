@@ -259,3 +259,10 @@ def test_a_cap_below_the_evaluation_interval_is_refused(capsys):
     _refused(capsys, ["simulate", "cori-knl", "googlenet", "--nodes", "2", "--cosim",
                       "--target-accuracy", "0.5", "--tune", "--iterations", "3",
                       "--eval-every", "5"], "below the evaluation interval")
+
+
+def test_simulate_explains_an_efficiency_above_one(capsys):
+    main(["simulate", "stampede2-knl", "lenet", "--algorithm", "async-sgd", "--nodes", "1,2",
+          "--iterations", "3"])
+    out = capsys.readouterr().out
+    assert "# note: 2 nodes: efficiency above 1: the 1-node baseline reaches its master" in out

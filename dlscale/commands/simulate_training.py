@@ -222,8 +222,36 @@ def _print_table(args: argparse.Namespace, runs: list[TrainingResult], rows: lis
                   f"{m['per_rank_bytes'] / 2**30:.2f} GiB per rank, has "
                   f"{m['capacity_bytes'] / 2**30:.2f} GiB (short by "
                   f"{m['shortfall_bytes'] / 2**30:.2f} GiB); not simulated")
+    for line in _notes(runs, rows, cluster, workload):
+        print(f"# note: {line}")
     if runs[0].surrogate:
         print(f"# numerics: {runs[0].surrogate}")
+
+
+def _notes(runs: list[TrainingResult], rows: list[dict], cluster: Cluster,
+           workload: Workload) -> list[str]:
+    """``predict``'s row notes (:mod:`dlscale.perfmodel.row_notes`: efficiency above 1,
+    throughput below the previous node count's) for the simulated rows of one algorithm,
+    as ``"N nodes: why"``."""
+    import dataclasses
+
+    import numpy as np
+
+    from dlscale.perfmodel.predict import predict
+    from dlscale.perfmodel.row_notes import row_notes
+    from dlscale.perfmodel.training import layout
+
+    if len({r.get("algorithm") for r in rows}) != 1 or \
+            any(r.get("efficiency") is None or "samples_per_s" not in r for r in rows):
+        return []
+    w = dataclasses.replace(workload, algorithm=str(rows[0]["algorithm"]))
+    nodes = [int(r["nodes"]) for r in rows]
+    limit = predict(cluster, w, nodes).network_limit
+    used = np.array([str(r.get("allreduce", "")) for r in rows], dtype=object)
+    notes = row_notes(cluster, w, layout(cluster, w, nodes),
+                      np.array([float(r["samples_per_s"]) for r in rows]),
+                      np.array([float(r["efficiency"]) for r in rows]), used, limit)
+    return [f"{n} nodes: {note}" for n, note in zip(nodes, notes, strict=True) if note]
 
 
 def _plot(args: argparse.Namespace, runs: list[TrainingResult], meta: dict[str, Any],

@@ -49,6 +49,10 @@ def parse_nodes(text: str) -> list[int]:
     [2048, 4096, 4608]
     >>> parse_nodes("2-10:4,1")
     [1, 2, 6, 10]
+    >>> parse_nodes("-4")
+    Traceback (most recent call last):
+    ...
+    dlscale.perfmodel.errors.ConfigError: --nodes: node counts must be >= 1, got -4
     >>> parse_nodes("0")
     Traceback (most recent call last):
     ...
@@ -62,6 +66,8 @@ def parse_nodes(text: str) -> list[int]:
         item = item.strip()
         if not item:
             raise ConfigError(f"{where}: empty item in {text!r}")
+        if item.startswith("-"):   # a negative count, not a range
+            raise ConfigError(f"{where}: node counts must be >= 1, got {item}")
         if "-" in item:
             span, _, step_text = item.partition(":")
             lo_text, _, hi_text = span.partition("-")

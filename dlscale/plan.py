@@ -378,6 +378,18 @@ def plan(workload: Workload | str | Path, clusters: Sequence[Cluster | str | Pat
     return run_plan(req, fn)
 
 
+def _no_node_count(req: PlanRequest) -> str:
+    """Why no cluster had a node count to evaluate."""
+    w = req.workload
+    if w.scaling == "strong":
+        least = min(w.ranks_per_node or c.node.devices_per_node for c in req.clusters)
+        if w.global_batch < least:
+            return (f"global_batch: {w.global_batch} samples cannot be split over the "
+                    f"{least} ranks of one node (the fewest of the clusters); strong scaling "
+                    f"needs at least one sample per rank")
+    return "max_nodes: no cluster has a node count within the limits"
+
+
 def run_plan(req: PlanRequest, fn: Callable[..., Any]) -> PlanResult:
     """Evaluate, filter and rank the candidates of a checked request."""
     cands = _evaluate(req, fn)
@@ -400,6 +412,5 @@ def run_plan(req: PlanRequest, fn: Callable[..., Any]) -> PlanResult:
             "samples": req.samples, "limits": req.bounds, "prices": req.prices,
             "rank_by": req.rank_by, "candidates": len(cands), "scaling": req.workload.scaling,
             "unpriced": [name for name, p in req.prices.items() if p is None]}
-    why = [] if rows else (_explain(cands, req.bounds) if cands else
-                           ["max_nodes: no cluster has a node count within the limits"])
+    why = [] if rows else (_explain(cands, req.bounds) if cands else [_no_node_count(req)])
     return PlanResult(rows, meta, cands, why)

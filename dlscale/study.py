@@ -85,6 +85,7 @@ from typing import Any
 from dlscale.perfmodel.config import read_toml
 from dlscale.perfmodel.errors import ConfigError, closest
 from dlscale.perfmodel.hardware import Cluster
+from dlscale.perfmodel.limits import MAX_GRID_POINTS, check_count
 from dlscale.perfmodel.tomlmap import resolve_key
 from dlscale.perfmodel.workload import Workload
 from dlscale.study_values import MAX_POINTS, check_grid_size, label
@@ -423,6 +424,8 @@ def parse_study(table: Mapping[str, Any], path: str | Path = "study.toml") -> St
     limit = table.get("max_points", MAX_POINTS)
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise _err(f"{f}: max_points", f"must be an integer >= 1, got {limit!r}")
+    check_count(limit, MAX_GRID_POINTS, f"{f}: max_points", "a sweep keeps every point's key "
+                "to resume: about 200 B and 17 us each before the first point runs")
 
     axes, seen = _axes(table, f, base_dir, limit)
     check_grid_size(axes, nodes, limit, f"{f}: vary")
@@ -447,6 +450,11 @@ def _cosim_keys(table: Mapping[str, Any], f: str, fidelity: str, rank_by: str) -
         raise _err(f"{f}: max_iterations", f"must be an integer >= 1, got {cap!r}")
     if rank_by == "time_to_target_s" and fidelity != "cosim":
         raise _err(f"{f}: rank_by", f"time_to_target_s needs fidelity = 'cosim', got {fidelity!r}")
+    if fidelity == "cosim":
+        from dlscale.kernels.data import digits_missing
+
+        if (why := digits_missing()) is not None:
+            raise _err(f"{f}: fidelity", f"'cosim': {why}")
     return float(target), cap
 
 

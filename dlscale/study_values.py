@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from dlscale.perfmodel.errors import ConfigError
+from dlscale.perfmodel.limits import MAX_GRID_POINTS
 
 __all__ = ["MAX_POINTS", "check_grid_size", "label", "values"]
 
@@ -134,7 +135,8 @@ def check_grid_size(axes: Sequence[tuple[Any, Sequence[Any]]], nodes: Sequence[i
         raise _err(where, f"the grid has {size:,} points ("
                           + " x ".join(str(len(v)) for _, v in axes)
                           + f" x {len(nodes)} node counts), more than max_points = "
-                            f"{limit:,}; raise max_points to run it")
+                            f"{limit:,}; " + ("raise max_points to run it" if size <= MAX_GRID_POINTS
+                                             else f"a sweep holds at most {MAX_GRID_POINTS:,}"))
 
 
 def label(value: Any) -> Any:

@@ -24,7 +24,7 @@ Examples
 ...     FolderLock(d).acquire()  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-dlscale.perfmodel.errors.ConfigError: ...: another sweep (pid ... on ...) is writing here; wait for it to finish or give another -o
+dlscale.perfmodel.errors.ConfigError: ...: another sweep (pid ... on ...) is writing here; wait for it to finish or give another -o (if no such sweep runs, ...)
 >>> sorted(p.name for p in d.iterdir())  # released
 []
 """
@@ -122,7 +122,8 @@ class FolderLock:
             if holder is not None and isinstance(pid, int) and (not here or _alive(pid)):
                 raise ConfigError(f"{self.folder}: another sweep (pid {pid} on {host}, since "
                                   f"{holder.get('since', '?')}) is writing here; wait for it to "
-                                  "finish or give another -o")
+                                  f"finish or give another -o (if no such sweep runs, its pid "
+                                  f"reused or its host gone, remove {self.path})")
             what = "an unreadable lock" if holder is None else f"the lock of pid {pid}"
             print(f"dlscale sweep: {self.folder}: taking over {what} "
                   "(that sweep no longer runs)", file=sys.stderr)

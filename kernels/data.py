@@ -1,7 +1,7 @@
 """Data for the small model: scikit-learn's 8x8 digits (no download) and a seeded synthetic set.
 
-scikit-learn is the optional extra ``dlscale[data]``; it is imported only when the
-digits are asked for.
+scikit-learn is a dependency of dlscale (the extra ``dlscale[data]`` is kept, empty); it
+is imported only when the digits are asked for.
 
 Examples
 --------
@@ -18,7 +18,7 @@ import numpy as np
 
 from ._checks import check_int, check_scalar
 
-__all__ = ["Dataset", "load_digits_split", "synthetic_classification"]
+__all__ = ["Dataset", "digits_missing", "load_digits_split", "synthetic_classification"]
 
 
 @dataclass(frozen=True)
@@ -53,16 +53,40 @@ def _split(X: np.ndarray, y: np.ndarray, test_fraction: float, seed: int, n_clas
                    y[te].astype(np.int64), n_classes)
 
 
+_MISSING = ("the 8x8 digits data set needs scikit-learn (a dependency of dlscale), which "
+            "cannot be imported: pip install scikit-learn")
+
+
+def digits_missing() -> str | None:
+    """Why the digits data set cannot be loaded, or None when it can.
+
+    Commands that need it (co-simulation, calibration's model step) ask this before
+    any work, so a missing scikit-learn is one line rather than a traceback after
+    minutes of measuring.
+
+    Examples
+    --------
+    >>> digits_missing() is None
+    True
+    """
+    try:
+        from sklearn.datasets import load_digits  # noqa: F401
+    except ImportError:
+        return _MISSING
+    return None
+
+
 def load_digits_split(test_fraction: float = 0.25, seed: int = 0, dtype: type = np.float64) -> Dataset:
     """The 1797 8x8 handwritten digits of scikit-learn, pixels scaled to [0, 1], split at random.
 
-    Raises ImportError naming ``pip install dlscale[data]`` if scikit-learn is missing.
+    Raises ImportError naming ``pip install scikit-learn`` if scikit-learn is missing
+    (a dependency of dlscale; :func:`digits_missing` says so before any work).
     """
     d = _dtype(dtype)
     try:
         from sklearn.datasets import load_digits
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError("the digits data set needs scikit-learn: pip install dlscale[data]") from exc
+        raise ImportError(_MISSING) from exc
     X, y = load_digits(return_X_y=True)
     return _split((X / 16.0).astype(d), y, test_fraction, seed, 10)
 

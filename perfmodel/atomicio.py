@@ -83,6 +83,18 @@ def _is_special(st: os.stat_result) -> bool:
     return False
 
 
+def _refuse_protected(target: Path, path: Path, what: str) -> None:
+    """Refuse to replace an existing write-protected file (no write bit for anyone, or
+    not writable by this user): the rename would succeed and silently replace it."""
+    try:
+        st = os.stat(target)
+    except OSError:
+        return
+    if stat.S_ISREG(st.st_mode) and (not st.st_mode & 0o222 or not os.access(target, os.W_OK)):
+        raise ConfigError(f"{_where(path, what)}: the file is write-protected; make it "
+                          f"writable (chmod u+w) or give another name")
+
+
 def check_output_path(path: str | Path | None, what: str = "output") -> Path | None:
     """Check, before any work, that a file can be written at ``path``; return it.
 
@@ -135,6 +147,7 @@ def check_output_path(path: str | Path | None, what: str = "output") -> Path | N
                               f"{'socket' if stat.S_ISSOCK(st.st_mode) else 'device or FIFO'}")
         return path
     target = _target(path)
+    _refuse_protected(target, path, what)
     folder = target.parent
     while not folder.exists():  # created at write time; check the first existing one
         if folder == folder.parent:
@@ -295,6 +308,7 @@ def atomic_write_with(path: str | os.PathLike[str], writer: Callable[[str], Any]
     if st is not None and stat.S_ISDIR(st.st_mode):
         raise ConfigError(f"{_where(path, 'output')} is a folder; give a file name")
     target = _target(path)
+    _refuse_protected(target, path, "output")
     try:
         if st is not None and _is_special(st):
             _write_special(path, writer)

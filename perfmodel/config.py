@@ -72,8 +72,9 @@ def read_toml(path: str | Path) -> dict[str, Any]:
     head = text.lstrip()[:200].lower()
     if head.startswith("<"):  # XML; TOML never starts so
         kind = "a GraphML" if "graphml" in text[:2000].lower() else "an XML"
-        hint = (" (a GraphML topology is read by `dlscale simulate TOPOLOGY.graphml`)"
-                if kind == "a GraphML" else "")
+        hint = (" (a GraphML topology simulates one collective, `dlscale simulate "
+                "TOPOLOGY.graphml` with no WORKLOAD; training and predict need a cluster "
+                "preset or TOML file)" if kind == "a GraphML" else "")
         raise ConfigError(f"{path}: is {kind} file, not TOML{hint}")
     try:
         data: dict[str, Any] = tomllib.loads(text)
@@ -170,6 +171,11 @@ def _load(tp: type[_T], kind: str, spec: str | Path | _T) -> _T:
     return loaded
 
 
+#: Longest chain of ``base`` files (each file starting from the next): deep enough for
+#: any layering of what-ifs, short enough to stay far from Python's recursion limit.
+MAX_BASE_CHAIN = 100
+
+
 def _load_file(tp: type, kind: str, path: Path, chain: tuple[Path, ...]) -> Any:
     """Build ``tp`` from the TOML file ``path``, starting from its ``base`` if any.
 
@@ -192,9 +198,18 @@ def _load_file(tp: type, kind: str, path: Path, chain: tuple[Path, ...]) -> Any:
                               f"file (relative to this file), got {name!r}")
         target = Path(name) if Path(name).is_absolute() else path.parent / name
         if name.endswith(".toml") or "/" in name or target.is_file():
+            if target.is_dir():
+                raise ConfigError(f"{where}.base: {target} is a folder, not a TOML file")
+            if target.exists() and not target.is_file():
+                raise ConfigError(f"{where}.base: {target} is not a regular file (a FIFO or "
+                                  f"device); give a TOML file")
             if not target.is_file():
                 raise ConfigError(f"{where}.base: file not found: {target} (a base path is "
                                   f"relative to the file that names it)")
+            if len(chain) >= MAX_BASE_CHAIN:
+                raise ConfigError(f"{where}.base: a chain of more than {MAX_BASE_CHAIN} base "
+                                  f"files ({chain[0]} -> ... -> {path} -> {target}); a base "
+                                  f"chain may be at most {MAX_BASE_CHAIN} files long")
             base = _load_file(tp, kind, target, (*chain, me))
         else:
             base = _preset(tp, name, f"{where}.base")

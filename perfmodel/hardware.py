@@ -20,6 +20,14 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from .errors import ConfigError
+from .limits import (
+    BANDWIDTH_RANGE_BPS,
+    LATENCY_RANGE_S,
+    MAX_DEVICES_PER_NODE,
+    MAX_RAILS,
+    check_count,
+    check_range,
+)
 from .msgfactors import MessageFactors
 from .runtime import Runtime
 
@@ -210,6 +218,9 @@ class Link:
     def __post_init__(self) -> None:
         _positive(f"link {self.name!r}", "bandwidth_Bps", self.bandwidth_Bps)
         _non_negative(f"link {self.name!r}", "latency_s", self.latency_s)
+        check_range(self.bandwidth_Bps, BANDWIDTH_RANGE_BPS, f"link {self.name!r}.bandwidth_Bps",
+                    "B/s")
+        check_range(self.latency_s, LATENCY_RANGE_S, f"link {self.name!r}.latency_s", "s")
 
     def transfer_s(self, nbytes: float) -> float:
         """Hockney time ``latency + nbytes / bandwidth`` of one message."""
@@ -256,6 +267,8 @@ class FatTree:
                 raise ConfigError(f"fat-tree.down_up[{i}]: ports must be > 0, got {(down, up)}")
         if self.nodes_per_leaf <= 0 or self.max_nodes <= 0 or self.rails <= 0:
             raise ConfigError("fat-tree: nodes_per_leaf, max_nodes and rails must be > 0")
+        check_count(self.rails, MAX_RAILS, "fat-tree.rails",
+                    "network planes per node; a DGX H100 has 8 compute NICs")
 
     def oversubscription(self, level: int) -> float:
         """Taper ``down/up`` of switch ``level`` (1 = leaf); 1.0 is non-blocking."""
@@ -403,6 +416,9 @@ class NodeSpec:
                 f"node {self.name!r}.devices_per_node: must be a positive integer, "
                 f"got {self.devices_per_node!r}"
             )
+        check_count(self.devices_per_node, MAX_DEVICES_PER_NODE,
+                    f"node {self.name!r}.devices_per_node",
+                    "the largest NVLink domain built, a DGX GH200, joins 256 GPUs")
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .errors import ConfigError, unknown_name
+from .limits import FACTOR_RANGE, check_range
 
 __all__ = ["MESSAGE_FACTORS", "MessageFactors", "effective_hockney", "from_segments",
            "get_message_factors", "message_time_s"]
@@ -96,9 +97,12 @@ class MessageFactors:
         for i, v in enumerate(self.latency):
             if not (math.isfinite(v) and v >= 0):
                 raise ConfigError(f"{where}.latency[{i}]: must be finite and >= 0, got {v!r}")
+            if v:
+                check_range(v, FACTOR_RANGE, f"{where}.latency[{i}]", "x")
         for i, v in enumerate(self.bandwidth):
             if not (math.isfinite(v) and v > 0):
                 raise ConfigError(f"{where}.bandwidth[{i}]: must be finite and > 0, got {v!r}")
+            check_range(v, FACTOR_RANGE, f"{where}.bandwidth[{i}]", "x")
 
     def at(self, n_bytes: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray]:
         """``(latency factor, bandwidth factor)`` of messages of ``n_bytes`` (vectorized)."""

@@ -159,7 +159,10 @@ class Empirical:
                 from .config import read_utf8
 
                 text = read_utf8(p, "noise sample (text)")
-                data = np.loadtxt(text.splitlines(), ndmin=1, dtype=float)
+                lines = [ln for ln in text.splitlines() if ln.split("#")[0].strip()]
+                if not lines:   # np.loadtxt would warn "input contained no data" first
+                    raise ConfigError(f"{p!r} holds no step times; give one number per line")
+                data = np.loadtxt(lines, ndmin=1, dtype=float)
             sample = np.asarray(data, dtype=float)
         except ConfigError as exc:
             raise ConfigError(f"noise file: {exc}") from None

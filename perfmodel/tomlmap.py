@@ -25,6 +25,7 @@ from typing import Any
 from . import units as u
 from .errors import ConfigError, closest
 from .hardware import Device
+from .limits import MAX_INTEGER
 
 __all__ = ["UNITS", "build", "resolve_key"]
 
@@ -152,6 +153,9 @@ def _convert(tp: Any, value: Any, where: str, lookup: PresetLookup | None,
         if not isinstance(value, bool):
             raise ConfigError(f"{where}: expected true or false, got {value!r}")
         return value
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_INTEGER:
+        raise ConfigError(f"{where}: {len(str(abs(value)))}-digit integer is out of range; "
+                          f"TOML integers are 64-bit (at most {MAX_INTEGER:,})")
     if tp is int:
         if isinstance(value, bool) or not isinstance(value, int):
             if isinstance(value, float) and value.is_integer():

@@ -44,6 +44,7 @@ from numpy.typing import ArrayLike
 
 from .errors import ConfigError
 from .hardware import Cluster
+from .limits import check_analytical_ranks
 from .workload import Workload
 
 if TYPE_CHECKING:
@@ -192,6 +193,8 @@ def layout(cluster: Cluster, workload: Workload, nodes: ArrayLike) -> Layout:
     dpn = cluster.node.devices_per_node
     rpn = workload.ranks_per_node or dpn
     share = dpn / rpn
+    top = int(np.max(n))
+    check_analytical_ranks(top * rpn, nodes=top)
     ranks = n * rpn
     if workload.scaling == "strong":
         if np.any(ranks > workload.global_batch):

@@ -143,9 +143,9 @@ def test_digits_split_is_deterministic_and_disjoint():
     assert 0.0 <= a.X_train.min() and a.X_train.max() <= 1.0
 
 
-def test_missing_scikit_learn_names_the_extra(monkeypatch):
+def test_missing_scikit_learn_names_the_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "sklearn.datasets", None)
-    with pytest.raises(ImportError, match=r"pip install dlscale\[data\]"):
+    with pytest.raises(ImportError, match=r"pip install scikit-learn"):
         load_digits_split()
 
 

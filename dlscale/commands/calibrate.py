@@ -173,6 +173,11 @@ def run(args: argparse.Namespace) -> int:
     )
 
     opts = _options(args)
+    if not args.no_kernels:  # the small model's step trains on the digits: say so first
+        from dlscale.kernels.data import digits_missing
+
+        if (why := digits_missing()) is not None:
+            raise ConfigError(f"calibrate: the model step (skip it with --no-kernels): {why}")
     select_allreduce_algorithm(args.allreduce_algorithm)  # before MPI_Init
     oversubscription_env(args.yield_mode)
     MPI = get_mpi()

@@ -72,6 +72,10 @@ def workload_overrides(args: argparse.Namespace) -> dict[str, Any]:
     out = {field: getattr(args, arg) for arg, field in names.items()
            if getattr(args, arg, None) is not None}
     gb = getattr(args, "global_batch", None)
+    if gb is not None and getattr(args, "batch", None) is not None:
+        raise ConfigError(f"--batch: not with --global-batch (strong scaling splits the "
+                          f"{gb} samples over the devices, so the batch per device follows); "
+                          f"give one of them")
     if gb is not None:
         if gb < 1:
             raise ConfigError(f"--global-batch: must be an integer >= 1 (samples per iteration "

@@ -184,6 +184,9 @@ def run(args: argparse.Namespace) -> int:
     collective_defaults(args)
     if not args.size_bytes >= 0:
         raise ConfigError(f"--size-bytes: must be >= 0, got {args.size_bytes!r}")
+    from dlscale.perfmodel.limits import GAMMA_RANGE_S_PER_B, check_range
+
+    check_range(args.gamma, GAMMA_RANGE_S_PER_B, "--gamma", "s/B")
     if args.top < 0:
         raise ConfigError(f"--top: must be >= 0, got {args.top}")
     if args.seed < 0:

@@ -69,6 +69,12 @@ def check_target_args(args: argparse.Namespace, nodes: list[int]) -> bool:
         raise ConfigError(f"--max-sim-time: must be > 0 seconds, got {args.max_sim_time!r}")
     if len(nodes) != 1:
         raise ConfigError(f"--nodes: --target-accuracy runs one node count, got {args.nodes!r}")
+    cap = args.iterations or TARGET_ITERATIONS
+    every = getattr(args, "eval_every", None) or TARGET_EVAL_EVERY
+    if cap < every:
+        raise ConfigError(f"--iterations: a cap of {cap} steps/worker is below the evaluation "
+                          f"interval of {every} (--eval-every): no run would be evaluated, so "
+                          f"nothing could reach the target or be tuned")
     if getattr(args, "trace_out", None):
         raise ConfigError("--trace-out: not with --target-accuracy (trace one run without it)")
     return True
@@ -107,6 +113,10 @@ def run_target(args: argparse.Namespace, cluster: Any, workload: Any, network: s
     ranks = int(layout(cluster, workload, nodes).ranks[0])
     total = len(algs) * repeats + (sum(len(grid(a, ranks, fixed)) for a in algs)
                                    if args.tune else 0)
+    from dlscale.commands.simulate_training import check_work
+
+    check_work(cluster, workload, nodes, spec.max_iterations, total,
+               "--repeats" if args.repeats else "--iterations", cosim)
     with tqdm(total=total, disable=not sys.stderr.isatty(), file=sys.stderr,
               desc="time to target") as bar:
         rep = time_to_target(cluster, workload, nodes, algs, spec, tune_grid=args.tune,

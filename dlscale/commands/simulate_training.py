@@ -36,7 +36,7 @@ from dlscale.provenance import NO_BASELINE, Provenance
 from dlscale.simulator.training.net import DEFAULT_NETWORK, NETWORKS
 from dlscale.simulator.training.result import TrainingResult
 
-__all__ = ["COLUMNS", "add_training_args", "run_training"]
+__all__ = ["COLUMNS", "add_training_args", "check_work", "run_training"]
 
 #: Table columns (those a run has).
 COLUMNS = ("nodes", "ranks", "algorithm", "allreduce", "iteration_s", "iteration_std_s",
@@ -44,6 +44,11 @@ COLUMNS = ("nodes", "ranks", "algorithm", "allreduce", "iteration_s", "iteration
            "master_queue_s", "samples_per_s",
            "efficiency", "analytical_iteration_s", "memory_per_device_bytes", "fits",
            "final_accuracy", "lost_updates")
+
+
+#: Ranks above which ``--network flow`` warns of its cost (issue 27 item 6: a ring
+#: allreduce took 2.9 s at 1,024 ranks and 39.7 s at 4,096).
+FLOW_NOTE_RANKS = 1024
 
 
 def _add(parser: argparse.ArgumentParser, *names: str, **kw: Any) -> None:
@@ -176,6 +181,30 @@ def _cosim_options(args: argparse.Namespace) -> dict[str, Any]:
     return cosim
 
 
+def check_work(cluster: Cluster, workload: Workload, nodes: int, iterations: int, runs: int,
+               where: str, cosim: dict[str, Any] | None) -> None:
+    """Refuse, from the sizes alone, a command whose runs would not fit in memory or time.
+
+    ``runs`` simulations of at most ``nodes`` nodes and ``iterations`` steps each
+    (:func:`dlscale.perfmodel.limits.check_rank_steps`); with ``cosim`` (its options),
+    every worker's copy of the model too (:func:`~dlscale.perfmodel.limits.check_cosim`).
+    """
+    from dlscale.perfmodel.limits import MAX_HIDDEN, check_cosim, check_count, check_rank_steps
+    from dlscale.perfmodel.training import layout
+
+    ranks = int(layout(cluster, workload, nodes).ranks[0])
+    check_rank_steps(ranks, iterations, runs, where)
+    if cosim is not None:
+        from dlscale.kernels.data import digits_missing
+
+        if (why := digits_missing()) is not None:
+            raise ConfigError(f"--cosim: {why}")
+        hidden = int(cosim.get("hidden", 32))
+        check_count(hidden, MAX_HIDDEN, "--hidden", "the co-simulation's model is the small "
+                    "one on the 64 features of the 8x8 digits")
+        check_cosim(ranks, 75 * hidden + 10, "--hidden")   # 64-H-10 MLP: weights and biases
+
+
 def _print_table(args: argparse.Namespace, runs: list[TrainingResult], rows: list[dict],
                  meta: dict[str, Any], cluster: Cluster, workload: Workload,
                  measured_lines: list[str], prov: Provenance) -> None:
@@ -198,6 +227,8 @@ def _print_table(args: argparse.Namespace, runs: list[TrainingResult], rows: lis
                   f"{m['per_rank_bytes'] / 2**30:.2f} GiB per rank, has "
                   f"{m['capacity_bytes'] / 2**30:.2f} GiB (short by "
                   f"{m['shortfall_bytes'] / 2**30:.2f} GiB); not simulated")
+    for line in _notes(runs, rows, cluster, workload):
+        print(f"# note: {line}")
     if runs[0].surrogate:
         print(f"# numerics: {runs[0].surrogate}")
 
@@ -217,6 +248,32 @@ def baseline_line(runs: list[TrainingResult], baseline: str) -> str:
     runs_label, it = base.pop()
     return (f"baseline: efficiency against {what} running {runs_label}: {it:.3g} s per "
             f"iteration (simulated, same network, noise and seed)")
+
+
+def _notes(runs: list[TrainingResult], rows: list[dict], cluster: Cluster,
+           workload: Workload) -> list[str]:
+    """``predict``'s row notes (:mod:`dlscale.perfmodel.row_notes`: efficiency above 1,
+    throughput below the previous node count's) for the simulated rows of one algorithm,
+    as ``"N nodes: why"``."""
+    import dataclasses
+
+    import numpy as np
+
+    from dlscale.perfmodel.predict import predict
+    from dlscale.perfmodel.row_notes import row_notes
+    from dlscale.perfmodel.training import layout
+
+    if len({r.get("algorithm") for r in rows}) != 1 or \
+            any(r.get("efficiency") is None or "samples_per_s" not in r for r in rows):
+        return []
+    w = dataclasses.replace(workload, algorithm=str(rows[0]["algorithm"]))
+    nodes = [int(r["nodes"]) for r in rows]
+    limit = predict(cluster, w, nodes).network_limit
+    used = np.array([str(r.get("allreduce", "")) for r in rows], dtype=object)
+    notes = row_notes(cluster, w, layout(cluster, w, nodes),
+                      np.array([float(r["samples_per_s"]) for r in rows]),
+                      np.array([float(r["efficiency"]) for r in rows]), used, limit)
+    return [f"{n} nodes: {note}" for n, note in zip(nodes, notes, strict=True) if note]
 
 
 def _plot(args: argparse.Namespace, runs: list[TrainingResult], meta: dict[str, Any],
@@ -269,6 +326,17 @@ def run_training(args: argparse.Namespace) -> int:
     check_cosim_options(cosim)  # every option checked before the first run
     iterations = args.iterations or 20
     plan = [(n, a) for a in algs for n in nodes]
+    check_work(cluster, workload, max(nodes), iterations, len(plan), "--iterations",
+               cosim if args.cosim else None)
+    if network == "flow":
+        from dlscale.perfmodel.training import layout
+
+        ranks = int(layout(cluster, workload, max(nodes)).ranks[0])
+        if ranks > FLOW_NOTE_RANKS:
+            print(f"note: --network flow shares every link's rate among the flows of "
+                  f"{ranks:,} ranks at each change, for {iterations} iterations: this may take "
+                  f"many minutes (a 4,096-rank ring allreduce took 40 s); --network fast routes "
+                  f"the same messages in seconds", file=sys.stderr)
     from tqdm import tqdm
 
     runs: list[TrainingResult] = []

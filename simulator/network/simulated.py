@@ -28,6 +28,7 @@ from dlscale.perfmodel.autopolicy import choose_allreduce
 from dlscale.perfmodel.collectives import allreduce_s, hierarchical_allreduce_s
 from dlscale.perfmodel.errors import ConfigError, unknown_name
 from dlscale.perfmodel.hardware import Cluster
+from dlscale.perfmodel.limits import GAMMA_RANGE_S_PER_B, check_range
 from dlscale.perfmodel.msgfactors import MessageFactors, message_time_s
 from dlscale.perfmodel.netapi import AnalyticalNetwork, check_ranks
 from dlscale.perfmodel.netmodel import dbt_segments
@@ -88,6 +89,7 @@ class SimulatedNetwork:
             raise unknown_name("mode", mode, MODES)
         if not (gamma_s_per_B >= 0):
             raise ConfigError(f"gamma_s_per_B: must be >= 0, got {gamma_s_per_B!r}")
+        check_range(gamma_s_per_B, GAMMA_RANGE_S_PER_B, "gamma_s_per_B", "s/B")
         self.graph = validate_graph(topology)
         self.mode = mode
         self.placement = placement

@@ -30,21 +30,29 @@ import numpy as np
 
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.hardware import Cluster, Crossbar, Dragonfly, FatTree, Torus
+from dlscale.perfmodel.limits import (
+    MEMORY_BUDGET_BYTES,
+    SIMULATED_BYTES_PER_ELEMENT,
+    check_graph,
+)
+from dlscale.perfmodel.linkload import xgft_params
 
 from .dragonfly import dragonfly_graph
 from .fattree import multilevel_fat_tree_graph, xgft_graph
 from .intranode import star_node_graph
 from .torus import torus_extent, torus_graph
 
-__all__ = ["MAX_GRAPH_ELEMENTS", "cluster_graph", "network_graph", "template_paths"]
+__all__ = ["MAX_GRAPH_ELEMENTS", "check_size", "cluster_graph", "network_graph", "template_paths"]
 
-#: Most switches and routers a simulated network is built with. A networkx graph costs
-#: about 1 kB per element and its link table more per link: 2 million elements is
-#: some GB. Fat trees are built only as far as the nodes in use reach, dragonflies with
-#: minimal routing only for the groups holding nodes (Valiant routing detours through
-#: any group: all), tori as the box of the dimension-order routes between the nodes
-#: (which crosses routers that hold no node of the job).
-MAX_GRAPH_ELEMENTS = 2_000_000
+#: Most graph elements (hosts, devices, switches, routers) a simulated network is built
+#: with: :data:`dlscale.perfmodel.limits.MEMORY_BUDGET_BYTES` at
+#: :data:`~dlscale.perfmodel.limits.SIMULATED_BYTES_PER_ELEMENT` each (measured), checked
+#: from the sizes before anything is built. Fat trees are built only as far as the
+#: nodes in use reach, dragonflies with minimal routing only for the groups holding
+#: nodes (Valiant routing detours through any group: all), tori as the box of the
+#: dimension-order routes between the nodes (which crosses routers that hold no node
+#: of the job).
+MAX_GRAPH_ELEMENTS = MEMORY_BUDGET_BYTES // SIMULATED_BYTES_PER_ELEMENT
 
 
 def _switch_count(cluster: Cluster, nodes: int) -> int:
@@ -55,7 +63,36 @@ def _switch_count(cluster: Cluster, nodes: int) -> int:
         return built * topo.routers_per_group
     if isinstance(topo, Torus):  # the box of routes between the nodes in use
         return math.prod(len(c) for c in torus_extent(topo.dims, nodes))
-    return 0            # fat trees and crossbars: built for the nodes in use
+    if isinstance(topo, FatTree):  # built as far as the nodes in use reach (xgft_graph)
+        m, w = xgft_params(topo, nodes)
+        return sum(-(-nodes // math.prod(m[:i])) * math.prod(w[:i])
+                   for i in range(1, len(m) + 1))
+    return 1            # a crossbar: its one switch
+
+
+def check_size(cluster: Cluster, nodes: int, per_node: int) -> None:
+    """Refuse, from the sizes alone, a network of more than :data:`MAX_GRAPH_ELEMENTS`.
+
+    Parameters
+    ----------
+    cluster : Cluster
+        The machine.
+    nodes : int
+        Nodes to build.
+    per_node : int
+        Elements built inside each node besides its host (devices, switches).
+
+    Raises
+    ------
+    ConfigError
+        A bad node count, or hosts, their insides and the switches and routers they
+        reach above the limit (:func:`dlscale.perfmodel.limits.check_graph`).
+    """
+    cluster.check_nodes(nodes)
+    family = cluster.network.topology.family
+    inside = f", {per_node:,} devices each" if per_node else ""
+    check_graph(nodes * (1 + per_node) + _switch_count(cluster, nodes), "nodes",
+                f"elements ({nodes:,} hosts{inside}, and the {family}'s switches)")
 
 
 def network_graph(cluster: Cluster, nodes: int) -> nx.Graph:
@@ -78,7 +115,8 @@ def network_graph(cluster: Cluster, nodes: int) -> nx.Graph:
     ------
     ConfigError
         A bad node count, or a network too large to build (more than
-        :data:`MAX_GRAPH_ELEMENTS` switches; the analytical model needs no graph).
+        :data:`MAX_GRAPH_ELEMENTS` hosts and switches; the analytical model needs no
+        graph).
 
     Examples
     --------
@@ -90,14 +128,7 @@ def network_graph(cluster: Cluster, nodes: int) -> nx.Graph:
     >>> network_graph(c, 16).graph["family"]
     'torus'
     """
-    cluster.check_nodes(nodes)
-    switches = _switch_count(cluster, nodes)
-    if switches > MAX_GRAPH_ELEMENTS:
-        raise ConfigError(
-            f"network.topology: simulating {nodes:,} nodes of this "
-            f"{cluster.network.topology.family} builds {switches:,} of its routers, more "
-            f"than {MAX_GRAPH_ELEMENTS:,}; the analytical "
-            f"model (predict, or --network analytical) needs no graph")
+    check_size(cluster, nodes, 0)
     topo = cluster.network.topology
     nic = cluster.node.nic
     link = cluster.network.link
@@ -194,8 +225,10 @@ def cluster_graph(cluster: Cluster, nodes: int, node_graph: nx.Graph | None = No
     >>> cluster_graph(c, 3).number_of_edges()
     3
     """
-    G = network_graph(cluster, nodes)
     spec = cluster.node
+    per = spec.devices_per_node if node_graph is None else node_graph.number_of_nodes() - 1
+    check_size(cluster, nodes, per if per > 1 else 0)
+    G = network_graph(cluster, nodes)
     if node_graph is None and spec.devices_per_node > 1:
         node_graph = star_node_graph(spec.devices_per_node, spec.intra_link.bandwidth_Bps,
                                      spec.intra_link.latency_s)

@@ -23,6 +23,7 @@ import os
 import networkx as nx
 
 from dlscale.perfmodel.errors import ConfigError
+from dlscale.perfmodel.limits import check_graph
 
 __all__ = ["ENDPOINT_KINDS", "endpoints", "read_graphml_topology", "validate_graph"]
 
@@ -152,6 +153,7 @@ def read_graphml_topology(path: str | os.PathLike) -> nx.Graph:
     """
     if not os.path.exists(path):
         raise ConfigError(f"topology: GraphML file {str(path)!r} does not exist")
+    _check_node_count(path)
     try:
         G = nx.read_graphml(path)
     except Exception as exc:  # parser errors of several kinds
@@ -171,11 +173,26 @@ def read_graphml_topology(path: str | os.PathLike) -> nx.Graph:
                     raise ConfigError(f"topology: edge ({u!r}, {v!r}) {key} must be a "
                                       f"number, got {data[key]!r}") from None
     G.graph.pop("routing", None)
-    limit = 2_000_000          # as topology_cluster.MAX_GRAPH_ELEMENTS
-    if G.number_of_nodes() > limit:
-        raise ConfigError(f"topology: {G.number_of_nodes():,} nodes in {str(path)!r}, more than "
-                          f"the {limit:,} a simulated network is built with")
+    check_graph(G.number_of_nodes(), "topology", f"nodes (hosts, devices and switches of "
+                f"{str(path)!r})", hint="")
     return validate_graph(G)
+
+
+def _check_node_count(path: str | os.PathLike[str]) -> None:
+    """Refuse a GraphML file of more nodes than a simulation holds, counted in its text
+    (``<node`` elements, read in blocks) before the parser builds anything."""
+    count, tail = 0, b""
+    try:
+        with open(path, "rb") as f:
+            while block := f.read(1 << 20):
+                data = tail + block
+                count += data.count(b"<node ") + data.count(b"<node>") + data.count(b"<node\n")
+                tail = data[-6:]
+                count -= tail.count(b"<node ") + tail.count(b"<node>") + tail.count(b"<node\n")
+    except OSError as exc:
+        raise ConfigError(f"topology: cannot read GraphML {str(path)!r}: {exc.strerror}") from None
+    check_graph(count, "topology", f"nodes (hosts, devices and switches of {str(path)!r})",
+                hint="")
 
 
 def _check_directed_pairs(G: nx.DiGraph) -> None:

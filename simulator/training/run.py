@@ -27,6 +27,7 @@ import numpy as np
 
 from dlscale.perfmodel.errors import ConfigError, unknown_name
 from dlscale.perfmodel.hardware import Cluster
+from dlscale.perfmodel.limits import check_rank_steps
 from dlscale.perfmodel.memory import memory_per_rank
 from dlscale.perfmodel.netapi import NetworkModel
 from dlscale.perfmodel.predict import baseline_workload, one_device
@@ -76,6 +77,8 @@ def _check(cluster: Cluster, workload: Workload, nodes: int, algorithm: str | No
     if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)) \
             or iterations < 1:
         raise ConfigError(f"iterations: must be an integer >= 1, got {iterations!r}")
+    rpn = workload.ranks_per_node or cluster.node.devices_per_node
+    check_rank_steps(int(nodes) * rpn, int(iterations), where="iterations")
     if mode not in MODES:
         raise unknown_name("mode", mode, MODES)
     if isinstance(network, str) and network not in NETWORKS:

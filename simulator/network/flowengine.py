@@ -5,21 +5,27 @@ its steps on its own; a message starts once sender and receiver have both reache
 its step, waits its path latency, then moves as a flow at its max-min fair share of
 every link on its path; a rank finishes a step when its sends are delivered and its
 receives have arrived, then reduces ``gamma`` per byte received), run as one
-compiled event loop so that a 1,024-rank ring (2 million messages) takes seconds.
+compiled event loop, so that a 1,024-rank ring (2 million messages) takes seconds.
 
-Two things keep it fast without changing the answer:
+Three things keep it fast without changing the answer:
 
 - **Incremental max-min.** A max-min fair allocation splits over the connected
   components of the flows-sharing-links graph, so when flows start or end at an
-  instant only the components of the links they touch are refilled (progressive
-  filling, as :func:`dlscale.simulator.network.flow.maxmin_rates`); the other flows keep their rates and
-  their pending completion events.
+  instant only the components of the links they touch are refilled; the other flows
+  keep their rates and their pending completion events.
 - **One instant, one refill.** All events at the same simulated time are applied
   before the rates are recomputed.
+- **Independent messages without events** (:mod:`dlscale.simulator.network.flowsteps`):
+  where no two messages that can be in flight together share a link (a ring on a
+  linear placement), each message takes what it takes alone, and the steps are
+  evaluated rank by rank without an event queue.
 
 Completion events carry a version number; a flow whose rate changed gets a new event
-and its old one is skipped when popped. A run of more than :data:`PROGRESS_MESSAGES`
-messages shows a progress bar (tqdm, on a terminal's stderr) of messages delivered.
+and its old one is skipped when popped. Every few milliseconds of engine work the loop
+returns to Python for a moment: a run that has taken more than
+:data:`PROGRESS_DELAY_S` shows a progress bar of messages delivered (tqdm, on stderr),
+and Ctrl-C (SIGINT) or SIGTERM stops the run there and is then delivered as usual
+(``KeyboardInterrupt``, or the handler in place before the run).
 
 Examples
 --------
@@ -40,31 +46,29 @@ Examples
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import heapq
+import signal
 import sys
+import threading
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from numba import njit, objmode
 
-__all__ = ["PROGRESS_MESSAGES", "CompiledSchedule", "run_compiled"]
+__all__ = ["POLL_WORK", "PROGRESS_DELAY_S", "CompiledSchedule", "message_durations", "poll",
+           "run_compiled", "watched"]
 
-#: Runs with more messages than this show a progress bar (about 2 s of engine time).
-PROGRESS_MESSAGES = 2_000_000
-#: Messages delivered between two progress updates.
-_TICK = 1 << 16
-
-_BAR: list[Any] = []
-
-
-def _progress(done: int) -> None:
-    """Called from the compiled loop every :data:`_TICK` messages delivered."""
-    if _BAR:
-        _BAR[0].update(done - _BAR[0].n)
+#: A run shows its progress bar once it has taken this long (seconds).
+PROGRESS_DELAY_S = 2.0
+#: Engine work (link and flow visits, events) between two returns to Python (a few ms).
+POLL_WORK = 1 << 20
 
 _START, _FINISH, _READY = 0, 1, 2
-
 
 @dataclass(frozen=True)
 class CompiledSchedule:
@@ -112,27 +116,121 @@ class CompiledSchedule:
     pool: int
 
 
+class _Watch:
+    """Progress and stop requests of the run in progress (polled by the loop)."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.t0 = time.perf_counter()
+        self.bar: Any = None
+        self.signum = 0
+
+    def poll(self, done: int) -> int:
+        if self.bar is None and time.perf_counter() - self.t0 >= PROGRESS_DELAY_S:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=self.total, unit="msg", desc="flow mode", file=sys.stderr,
+                            dynamic_ncols=True, leave=False,
+                            mininterval=0.5 if sys.stderr.isatty() else 5.0)
+        if self.bar is not None:
+            self.bar.update(done - self.bar.n)
+        return 1 if self.signum else 0
+
+
+_WATCH: list[_Watch] = []
+
+
+def poll(done: int) -> int:
+    """Called from a compiled loop every :data:`POLL_WORK` (``done``: messages
+    delivered so far); returns 1 when the run should stop."""
+    return _WATCH[-1].poll(done) if _WATCH else 0
+
+
+def _catch_signals(watch: _Watch) -> dict[int, Any]:
+    """SIGINT and SIGTERM only note themselves in ``watch`` (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+
+    def note(signum: int, frame: Any) -> None:
+        watch.signum = signum
+
+    return {s: signal.signal(s, note) for s in (signal.SIGINT, signal.SIGTERM)
+            if signal.getsignal(s) is not signal.SIG_IGN}
+
+
+def _deliver(signum: int, handler: Any) -> None:
+    """Hand a signal noted during the run to the handler in place before it."""
+    if callable(handler):
+        handler(signum, None)   # Ctrl-C: KeyboardInterrupt; the CLI's SIGTERM: Terminated
+    elif handler == signal.SIG_DFL:
+        signal.raise_signal(signum)  # the default action (SIGTERM: the process ends)
+    raise KeyboardInterrupt(signal.Signals(signum).name)  # a handler that returned
+
+
+@contextlib.contextmanager
+def watched(total: int) -> Iterator[_Watch]:
+    """A compiled run of ``total`` messages: progress after :data:`PROGRESS_DELAY_S`,
+    and SIGINT or SIGTERM noted for :func:`poll` (which stops the run within
+    milliseconds); the signal is then handed to the handler that was in place
+    (Ctrl-C: ``KeyboardInterrupt``)."""
+    watch = _Watch(total)
+    _WATCH.append(watch)
+    old = _catch_signals(watch)
+    try:
+        yield watch
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
+        _WATCH.remove(watch)
+        if watch.bar is not None:
+            watch.bar.close()
+    if watch.signum:
+        _deliver(watch.signum, old.get(watch.signum))
+
+
+def total_messages(sched: CompiledSchedule) -> int:
+    """Messages of every step of ``sched``."""
+    return int(np.diff(sched.msg_off)[sched.step_phase].sum()) if len(sched.step_phase) else 0
+
+
 def run_compiled(sched: CompiledSchedule, n_ranks: int,
                  capacity_Bps: np.ndarray) -> tuple[float, np.ndarray]:
-    """Run ``sched``; returns the end time and each step's latest end (seconds)."""
-    counts = np.diff(sched.msg_off)[sched.step_phase] if len(sched.step_phase) else [0]
-    total = int(np.sum(counts))
-    tick = 0
-    if total > PROGRESS_MESSAGES and sys.stderr.isatty():
-        from tqdm import tqdm
+    """Run ``sched``; returns the end time and each step's latest end (seconds).
 
-        _BAR[:] = [tqdm(total=total, unit="msg", desc="flow mode", file=sys.stderr,
-                        dynamic_ncols=True, leave=False)]
-        tick = _TICK
-    try:
-        return _run(sched.step_phase, sched.msg_off, sched.msg_src, sched.msg_dst,
-                    sched.sub_off, sched.sub_msg, sched.sub_links, sched.sub_bytes,
-                    sched.sub_latency_s, sched.rank_off, sched.rank_msg, sched.reduce_s,
-                    int(n_ranks), np.asarray(capacity_Bps, dtype=np.float64),
-                    max(int(sched.pool), 1), tick)
-    finally:
-        if _BAR:
-            _BAR.pop().close()
+    Interruptible as :func:`watched` says.
+    """
+    with watched(total_messages(sched)):
+        end, step_end, _ = _run_sched(sched, n_ranks, capacity_Bps, False)
+    return end, step_end
+
+
+def _run_sched(sched: CompiledSchedule, n_ranks: int, capacity_Bps: np.ndarray,
+               want_done: bool) -> tuple[float, np.ndarray, np.ndarray]:
+    return _run(sched.step_phase, sched.msg_off, sched.msg_src, sched.msg_dst,
+                sched.sub_off, sched.sub_msg, sched.sub_links, sched.sub_bytes,
+                sched.sub_latency_s, sched.rank_off, sched.rank_msg, sched.reduce_s,
+                int(n_ranks), np.asarray(capacity_Bps, dtype=np.float64),
+                max(int(sched.pool), 1), POLL_WORK, want_done)
+
+
+def message_durations(sched: CompiledSchedule, n_ranks: int,
+                      capacity_Bps: np.ndarray) -> np.ndarray:
+    """Seconds each message of each phase takes (index ``msg_off[p] + m``) in one step
+    of that phase alone, every rank entering at time 0 (messages that share no link
+    with another message of their step take this in any step of that phase)."""
+    out = np.zeros(int(sched.msg_off[-1]))
+    seen: dict[bytes, np.ndarray] = {}
+    for p in range(len(sched.msg_off) - 1):
+        a, b = int(sched.sub_off[p]), int(sched.sub_off[p + 1])
+        key = b"".join(x.tobytes() for x in (
+            sched.msg_src[sched.msg_off[p]:sched.msg_off[p + 1]],
+            sched.msg_dst[sched.msg_off[p]:sched.msg_off[p + 1]], sched.sub_msg[a:b],
+            sched.sub_links[a:b], sched.sub_bytes[a:b], sched.sub_latency_s[a:b]))
+        if key not in seen:
+            one = dataclasses.replace(sched, step_phase=np.array([p], dtype=np.int64))
+            seen[key] = _run_sched(one, n_ranks, capacity_Bps, True)[2]
+        out[sched.msg_off[p]:sched.msg_off[p + 1]] = seen[key]
+    return out
 
 
 @njit(cache=True)
@@ -266,7 +364,9 @@ def _fill(nf, nl, now, comp_f, comp_l, l_local, c_cap, c_cnt, head, e_next, e_pr
             if l1 >= 0:
                 c_cnt[l_local[l1]] += 1
     left = nf
+    work = nf * H
     while left > 0:
+        work += 2 * nl
         m_share = np.inf
         for j in range(nl):
             if c_cnt[j] > 0:
@@ -288,6 +388,7 @@ def _fill(nf, nl, now, comp_f, comp_l, l_local, c_cap, c_cnt, head, e_next, e_pr
                                 c_cap[q] = max(c_cap[q] - m_share, 0.0)
                                 c_cnt[q] -= 1
                     e = e_next[e]
+    return work
 
 
 @njit(cache=True, inline="always")
@@ -374,12 +475,13 @@ def _delivered(g, now, heap, seq, n_r, rstack, K, msg_base, step_phase, msg_off,
 
 @njit(cache=True)
 def _run(step_phase, msg_off, msg_src, msg_dst, sub_off, sub_msg, sub_links, sub_bytes,
-         sub_lat, rank_off, rank_msg, reduce_s, R, cap, pool, tick):
+         sub_lat, rank_off, rank_msg, reduce_s, R, cap, pool, poll_work, want_done):
     K, H, L = len(step_phase), sub_links.shape[1], len(cap)
     msg_base, msub_off, msub = _index_messages(step_phase, msg_off, sub_off, sub_msg,
                                                len(msg_src))
     posted = np.zeros(msg_base[K], dtype=np.int8)
     msg_left = np.zeros(msg_base[K], dtype=np.int32)
+    done_at = np.zeros(msg_base[K] if want_done else 0)   # each message's delivery
     rank_step, pending = np.zeros(R, dtype=np.int64), np.zeros(R, dtype=np.int64)
     step_end = np.zeros(K)
     (f_sub, f_msg, f_ver, f_stamp, f_rem, f_rate, f_tupd, f_frozen, free, head, e_next,
@@ -389,7 +491,7 @@ def _run(step_phase, msg_off, msg_src, msg_dst, sub_off, sub_msg, sub_links, sub
     dirty, d_mark = np.zeros(L, dtype=np.int64), np.zeros(L, dtype=np.int64)
     comp_f, comp_l = np.zeros(pool, dtype=np.int64), np.zeros(L, dtype=np.int64)
     c_cap, c_cnt, lstack = np.zeros(L), np.zeros(L, dtype=np.int64), np.zeros(L, dtype=np.int64)
-    d_gen, n_dirty, stamp, seq, now, delivered = 1, 0, 0, 0, 0.0, 0
+    d_gen, n_dirty, stamp, seq, now, delivered, work = 1, 0, 0, 0, 0.0, 0, 0
     heap = [(0.0, 0, 0, 0, 0)]
     heap.pop()
     rstack = np.zeros(2 * R + 2, dtype=np.int64)   # (rank, first step to look at) pairs
@@ -407,7 +509,8 @@ def _run(step_phase, msg_off, msg_src, msg_dst, sub_off, sub_msg, sub_links, sub
             stamp += 1
             nf, nl = _component(dirty, n_dirty, stamp, l_stamp, lstack, l_local, comp_l,
                                 comp_f, c_cap, c_cnt, cap, head, e_next, e_prev, H, f_sub, f_msg, f_ver, f_stamp, sub_links)
-            _fill(nf, nl, now, comp_f, comp_l, l_local, c_cap, c_cnt, head, e_next, e_prev, H, f_sub, f_msg, f_ver, f_stamp,
+            work += nf + nl
+            work += _fill(nf, nl, now, comp_f, comp_l, l_local, c_cap, c_cnt, head, e_next, e_prev, H, f_sub, f_msg, f_ver, f_stamp,
                   f_rem, f_rate, f_tupd, f_frozen, sub_links)
             for i in range(nf):
                 f = comp_f[i]
@@ -417,11 +520,19 @@ def _run(step_phase, msg_off, msg_src, msg_dst, sub_off, sub_msg, sub_links, sub
                                       f_ver[f]))
             n_dirty = 0
             d_gen += 1
+        work += 1
+        if work >= poll_work:  # progress, and a chance to stop (Ctrl-C, SIGTERM)
+            work = 0
+            with objmode(stop="int64"):
+                stop = poll(delivered)
+            if stop:
+                break
         if len(heap) == 0:
             break
         now = heap[0][0]
         while len(heap) > 0 and heap[0][0] <= now:  # every event of the next instant
             t, _, kind, x, ver = heapq.heappop(heap)
+            work += 1
             if kind == _READY:
                 step_end[rank_step[x]] = max(step_end[rank_step[x]], t)
                 rstack[n_r] = x
@@ -447,9 +558,8 @@ def _run(step_phase, msg_off, msg_src, msg_dst, sub_off, sub_msg, sub_links, sub
             if msg_left[g] > 0:
                 continue
             delivered += 1
-            if tick > 0 and delivered % tick == 0:
-                with objmode():
-                    _progress(delivered)
+            if want_done:
+                done_at[g] = now
             seq, n_r = _delivered(g, now, heap, seq, n_r, rstack, K, msg_base, step_phase,
                                   msg_off, msg_src, msg_dst, pending, reduce_s, step_end)
-    return now, step_end
+    return now, step_end, done_at

@@ -108,7 +108,7 @@ def test_empty_and_single_rank_schedules():
 def test_long_runs_show_progress(monkeypatch):
     import io
 
-    import dlscale.simulator.network.flowengine as fe
+    import dlscale.simulator.network.flowwatch as fe
 
     net = NETS["random placement"]   # shared links: the event loop
     quiet = net.allreduce_s(1e5, 12, "ring")

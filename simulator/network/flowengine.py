@@ -22,10 +22,8 @@ Three things keep it fast without changing the answer:
 
 Completion events carry a version number; a flow whose rate changed gets a new event
 and its old one is skipped when popped. Every few milliseconds of engine work the loop
-returns to Python for a moment: a run that has taken more than
-:data:`PROGRESS_DELAY_S` shows a progress bar of messages delivered (tqdm, on stderr),
-and Ctrl-C (SIGINT) or SIGTERM stops the run there and is then delivered as usual
-(``KeyboardInterrupt``, or the handler in place before the run).
+returns to Python for a moment (:mod:`dlscale.simulator.network.flowwatch`: progress,
+Ctrl-C and SIGTERM).
 
 Examples
 --------
@@ -46,27 +44,16 @@ Examples
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import heapq
-import signal
-import sys
-import threading
-import time
-from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from numba import njit, objmode
 
-__all__ = ["POLL_WORK", "PROGRESS_DELAY_S", "CompiledSchedule", "message_durations", "poll",
-           "run_compiled", "watched"]
+from . import flowwatch
 
-#: A run shows its progress bar once it has taken this long (seconds).
-PROGRESS_DELAY_S = 2.0
-#: Engine work (link and flow visits, events) between two returns to Python (a few ms).
-POLL_WORK = 1 << 20
+__all__ = ["CompiledSchedule", "message_durations", "run_compiled", "total_messages"]
 
 _START, _FINISH, _READY = 0, 1, 2
 
@@ -116,78 +103,6 @@ class CompiledSchedule:
     pool: int
 
 
-class _Watch:
-    """Progress and stop requests of the run in progress (polled by the loop)."""
-
-    def __init__(self, total: int) -> None:
-        self.total = total
-        self.t0 = time.perf_counter()
-        self.bar: Any = None
-        self.signum = 0
-
-    def poll(self, done: int) -> int:
-        if self.bar is None and time.perf_counter() - self.t0 >= PROGRESS_DELAY_S:
-            from tqdm import tqdm
-
-            self.bar = tqdm(total=self.total, unit="msg", desc="flow mode", file=sys.stderr,
-                            dynamic_ncols=True, leave=False,
-                            mininterval=0.5 if sys.stderr.isatty() else 5.0)
-        if self.bar is not None:
-            self.bar.update(done - self.bar.n)
-        return 1 if self.signum else 0
-
-
-_WATCH: list[_Watch] = []
-
-
-def poll(done: int) -> int:
-    """Called from a compiled loop every :data:`POLL_WORK` (``done``: messages
-    delivered so far); returns 1 when the run should stop."""
-    return _WATCH[-1].poll(done) if _WATCH else 0
-
-
-def _catch_signals(watch: _Watch) -> dict[int, Any]:
-    """SIGINT and SIGTERM only note themselves in ``watch`` (main thread only)."""
-    if threading.current_thread() is not threading.main_thread():
-        return {}
-
-    def note(signum: int, frame: Any) -> None:
-        watch.signum = signum
-
-    return {s: signal.signal(s, note) for s in (signal.SIGINT, signal.SIGTERM)
-            if signal.getsignal(s) is not signal.SIG_IGN}
-
-
-def _deliver(signum: int, handler: Any) -> None:
-    """Hand a signal noted during the run to the handler in place before it."""
-    if callable(handler):
-        handler(signum, None)   # Ctrl-C: KeyboardInterrupt; the CLI's SIGTERM: Terminated
-    elif handler == signal.SIG_DFL:
-        signal.raise_signal(signum)  # the default action (SIGTERM: the process ends)
-    raise KeyboardInterrupt(signal.Signals(signum).name)  # a handler that returned
-
-
-@contextlib.contextmanager
-def watched(total: int) -> Iterator[_Watch]:
-    """A compiled run of ``total`` messages: progress after :data:`PROGRESS_DELAY_S`,
-    and SIGINT or SIGTERM noted for :func:`poll` (which stops the run within
-    milliseconds); the signal is then handed to the handler that was in place
-    (Ctrl-C: ``KeyboardInterrupt``)."""
-    watch = _Watch(total)
-    _WATCH.append(watch)
-    old = _catch_signals(watch)
-    try:
-        yield watch
-    finally:
-        for s, handler in old.items():
-            signal.signal(s, handler)
-        _WATCH.remove(watch)
-        if watch.bar is not None:
-            watch.bar.close()
-    if watch.signum:
-        _deliver(watch.signum, old.get(watch.signum))
-
-
 def total_messages(sched: CompiledSchedule) -> int:
     """Messages of every step of ``sched``."""
     return int(np.diff(sched.msg_off)[sched.step_phase].sum()) if len(sched.step_phase) else 0
@@ -197,9 +112,9 @@ def run_compiled(sched: CompiledSchedule, n_ranks: int,
                  capacity_Bps: np.ndarray) -> tuple[float, np.ndarray]:
     """Run ``sched``; returns the end time and each step's latest end (seconds).
 
-    Interruptible as :func:`watched` says.
+    Interruptible as :func:`~dlscale.simulator.network.flowwatch.watched` says.
     """
-    with watched(total_messages(sched)):
+    with flowwatch.watched(total_messages(sched)):
         end, step_end, _ = _run_sched(sched, n_ranks, capacity_Bps, False)
     return end, step_end
 
@@ -210,7 +125,7 @@ def _run_sched(sched: CompiledSchedule, n_ranks: int, capacity_Bps: np.ndarray,
                 sched.sub_off, sched.sub_msg, sched.sub_links, sched.sub_bytes,
                 sched.sub_latency_s, sched.rank_off, sched.rank_msg, sched.reduce_s,
                 int(n_ranks), np.asarray(capacity_Bps, dtype=np.float64),
-                max(int(sched.pool), 1), POLL_WORK, want_done)
+                max(int(sched.pool), 1), flowwatch.POLL_WORK, want_done)
 
 
 def message_durations(sched: CompiledSchedule, n_ranks: int,
@@ -474,30 +389,38 @@ def _delivered(g, now, heap, seq, n_r, rstack, K, msg_base, step_phase, msg_off,
 
 
 @njit(cache=True)
+def _scratch(pool, L):
+    """Per-link and per-flow work arrays of the component refills."""
+    z = np.zeros
+    return (z(L, np.int64), z(L, np.int64), z(L, np.int64), z(L, np.int64), z(pool, np.int64),
+            z(L, np.int64), z(L), z(L, np.int64), z(L, np.int64))
+
+
+@njit(cache=True)
+def _stop_requested(delivered):
+    """Progress shown, and whether to stop (:func:`~dlscale.simulator.network.flowwatch.poll`)."""
+    with objmode(stop="int64"):
+        stop = flowwatch.poll(delivered)
+    return stop
+
+
+@njit(cache=True)
 def _run(step_phase, msg_off, msg_src, msg_dst, sub_off, sub_msg, sub_links, sub_bytes,
          sub_lat, rank_off, rank_msg, reduce_s, R, cap, pool, poll_work, want_done):
     K, H, L = len(step_phase), sub_links.shape[1], len(cap)
     msg_base, msub_off, msub = _index_messages(step_phase, msg_off, sub_off, sub_msg,
                                                len(msg_src))
-    posted = np.zeros(msg_base[K], dtype=np.int8)
-    msg_left = np.zeros(msg_base[K], dtype=np.int32)
+    posted, msg_left = np.zeros(msg_base[K], dtype=np.int8), np.zeros(msg_base[K], dtype=np.int32)
     done_at = np.zeros(msg_base[K] if want_done else 0)   # each message's delivery
     rank_step, pending = np.zeros(R, dtype=np.int64), np.zeros(R, dtype=np.int64)
     step_end = np.zeros(K)
     (f_sub, f_msg, f_ver, f_stamp, f_rem, f_rate, f_tupd, f_frozen, free, head, e_next,
      e_prev) = _flow_table(pool, H, L)
-    n_free = pool
-    l_stamp, l_local = np.zeros(L, dtype=np.int64), np.zeros(L, dtype=np.int64)
-    dirty, d_mark = np.zeros(L, dtype=np.int64), np.zeros(L, dtype=np.int64)
-    comp_f, comp_l = np.zeros(pool, dtype=np.int64), np.zeros(L, dtype=np.int64)
-    c_cap, c_cnt, lstack = np.zeros(L), np.zeros(L, dtype=np.int64), np.zeros(L, dtype=np.int64)
-    d_gen, n_dirty, stamp, seq, now, delivered, work = 1, 0, 0, 0, 0.0, 0, 0
-    heap = [(0.0, 0, 0, 0, 0)]
-    heap.pop()
-    rstack = np.zeros(2 * R + 2, dtype=np.int64)   # (rank, first step to look at) pairs
-    for r in range(R):                              # every rank enters at time 0
-        rstack[2 * r] = r
-    n_r = 2 * R
+    l_stamp, l_local, dirty, d_mark, comp_f, comp_l, c_cap, c_cnt, lstack = _scratch(pool, L)
+    d_gen, n_dirty, stamp, seq, now, delivered, work, n_free = 1, 0, 0, 0, 0.0, 0, 0, pool
+    heap = [(0.0, 0, 0, 0, 0)][:0]
+    rstack, n_r = np.zeros(2 * R + 2, dtype=np.int64), 2 * R  # (rank, first step) pairs
+    rstack[0:2 * R:2] = np.arange(R)                # every rank enters at time 0
     while True:
         while n_r > 0:
             n_r -= 2
@@ -509,8 +432,7 @@ def _run(step_phase, msg_off, msg_src, msg_dst, sub_off, sub_msg, sub_links, sub
             stamp += 1
             nf, nl = _component(dirty, n_dirty, stamp, l_stamp, lstack, l_local, comp_l,
                                 comp_f, c_cap, c_cnt, cap, head, e_next, e_prev, H, f_sub, f_msg, f_ver, f_stamp, sub_links)
-            work += nf + nl
-            work += _fill(nf, nl, now, comp_f, comp_l, l_local, c_cap, c_cnt, head, e_next, e_prev, H, f_sub, f_msg, f_ver, f_stamp,
+            work += nf + nl + _fill(nf, nl, now, comp_f, comp_l, l_local, c_cap, c_cnt, head, e_next, e_prev, H, f_sub, f_msg, f_ver, f_stamp,
                   f_rem, f_rate, f_tupd, f_frozen, sub_links)
             for i in range(nf):
                 f = comp_f[i]
@@ -524,7 +446,7 @@ def _run(step_phase, msg_off, msg_src, msg_dst, sub_off, sub_msg, sub_links, sub
         if work >= poll_work:  # progress, and a chance to stop (Ctrl-C, SIGTERM)
             work = 0
             with objmode(stop="int64"):
-                stop = poll(delivered)
+                stop = flowwatch.poll(delivered)
             if stop:
                 break
         if len(heap) == 0:

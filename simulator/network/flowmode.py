@@ -33,7 +33,7 @@ from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.msgfactors import MessageFactors
 
 from ..topology.linktable import LinkTable
-from . import flowengine
+from . import flowwatch
 from .fastmode import RouteCache, message_costs, phase_loads
 from .flow import FlowNetwork
 from .flowengine import (
@@ -41,7 +41,6 @@ from .flowengine import (
     message_durations,
     run_compiled,
     total_messages,
-    watched,
 )
 from .flowsteps import independent, run_steps
 from .schedules import Phase
@@ -120,10 +119,10 @@ def _run_compiled(phases: list[Phase], table: LinkTable, router, rank_nodes: np.
     if not events and independent(sched.msg_off, sched.msg_src, sched.msg_dst, sched.sub_off,
                                   sched.sub_msg, sched.sub_links, sched.sub_bytes):
         dur = message_durations(sched, len(rank_nodes), table.bandwidth_Bps)
-        with watched(total_messages(sched)):
+        with flowwatch.watched(total_messages(sched)):
             step_end = run_steps(sched.step_phase, sched.msg_off, sched.msg_src, sched.msg_dst,
                                  dur, sched.reduce_s, len(rank_nodes),
-                                 flowengine.POLL_WORK)
+                                 flowwatch.POLL_WORK)
     else:
         _, step_end = run_compiled(sched, len(rank_nodes), table.bandwidth_Bps)
     end = float(step_end.max(initial=0.0))  # the last rank's last step (not a stale event)

@@ -40,7 +40,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, objmode
 
-from .flowengine import poll
+from .flowwatch import poll
 
 __all__ = ["independent", "run_steps"]
 

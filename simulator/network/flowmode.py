@@ -42,7 +42,7 @@ from .flowengine import (
     run_compiled,
     total_messages,
 )
-from .flowsteps import independent, run_steps
+from .flowsteps import independent, phase_ranks, run_steps
 from .schedules import Phase
 
 __all__ = ["prepare_flow", "run_flow"]
@@ -121,7 +121,8 @@ def _run_compiled(phases: list[Phase], table: LinkTable, router, rank_nodes: np.
         dur = message_durations(sched, len(rank_nodes), table.bandwidth_Bps)
         with flowwatch.watched(total_messages(sched)):
             step_end = run_steps(sched.step_phase, sched.msg_off, sched.msg_src, sched.msg_dst,
-                                 dur, sched.reduce_s, len(rank_nodes),
+                                 dur, sched.reduce_s,
+                                 *phase_ranks(sched.rank_off, len(phases), len(rank_nodes)),
                                  flowwatch.POLL_WORK)
     else:
         _, step_end = run_compiled(sched, len(rank_nodes), table.bandwidth_Bps)

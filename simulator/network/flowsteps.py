@@ -29,8 +29,9 @@ Examples
 --------
 >>> import numpy as np
 >>> src, dst = np.array([0, 1]), np.array([1, 0])   # one exchange, 1 s and 2 s
+>>> act_off, act = phase_ranks(np.array([0, 2, 4]), 1, 2)
 >>> ends = run_steps(np.array([0, 0]), np.array([0, 2]), src, dst, np.array([1.0, 2.0]),
-...                  np.zeros((1, 2)), 2, 1 << 20)
+...                  np.zeros((1, 2)), act_off, act, 1 << 20)
 >>> ends.tolist()                                    # both wait for the slower message
 [2.0, 4.0]
 """
@@ -42,8 +43,12 @@ from numba import njit, objmode
 
 from .flowwatch import poll
 
-__all__ = ["independent", "run_steps"]
+__all__ = ["independent", "phase_ranks", "run_steps"]
 
+#: Relative tolerance of "every rank moved by the same time" (rounding of one step).
+RTOL = 1e-12
+#: Steps between two such checks.
+CHECK = 8
 #: Links crossed by more distinct messages than this are not checked pair by pair
 #: (the schedule is run by the event engine).
 MAX_PER_LINK = 16
@@ -96,9 +101,49 @@ def _compatible(link, gm, msg_phase, msg_src, msg_dst, max_per_link):
     return True
 
 
+def phase_ranks(rank_off: np.ndarray, n_phases: int, R: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ranks with messages in each phase, CSR: ``act[act_off[p]:act_off[p + 1]]``."""
+    per = np.diff(rank_off.reshape(n_phases, R + 1), axis=1) > 0 if n_phases else \
+        np.zeros((0, R), bool)
+    act_off = np.concatenate([[0], np.cumsum(per.sum(axis=1))]).astype(np.int64)
+    return act_off, np.nonzero(per)[1].astype(np.int64)
+
+
 @njit(cache=True)
-def run_steps(step_phase, msg_off, msg_src, msg_dst, duration, reduce_s, R, poll_work):
+def _step(p, E, F, msg_off, msg_src, msg_dst, duration, reduce_s, act_off, act):
+    """One step of phase ``p`` (``E`` updated in place); returns its latest end."""
+    for i in range(msg_off[p], msg_off[p + 1]):
+        t = max(E[msg_src[i]], E[msg_dst[i]]) + duration[i]
+        F[msg_src[i]] = max(F[msg_src[i]], t)
+        F[msg_dst[i]] = max(F[msg_dst[i]], t)
+    end = 0.0
+    for j in range(act_off[p], act_off[p + 1]):
+        r = act[j]
+        E[r] = F[r] + reduce_s[p, r]
+        F[r] = -np.inf
+        end = max(end, E[r])
+    return end
+
+
+@njit(cache=True)
+def _shifted(E, prev):
+    """``lam`` when ``E == prev + lam`` for every rank (to :data:`RTOL`), else -1."""
+    lo, hi = np.inf, -np.inf
+    for r in range(len(E)):
+        d = E[r] - prev[r]
+        lo, hi = min(lo, d), max(hi, d)
+    return hi if hi > 0.0 and hi - lo <= RTOL * hi else -1.0
+
+
+@njit(cache=True)
+def run_steps(step_phase, msg_off, msg_src, msg_dst, duration, reduce_s, act_off, act,
+              poll_work):
     """Each step's latest end by the recurrence of the module docstring.
+
+    Within a run of steps of one phase, the recurrence is one max-plus map ``T`` applied
+    again and again, and ``T(x + c) = T(x) + c``: once a step moves every rank by the
+    same ``lam`` (checked every :data:`CHECK` steps, to :data:`RTOL`), every later step
+    of the run does too, and the rest of the run is added at once.
 
     Parameters
     ----------
@@ -108,10 +153,10 @@ def run_steps(step_phase, msg_off, msg_src, msg_dst, duration, reduce_s, R, poll
         Seconds each message takes alone (index ``msg_off[p] + m``).
     reduce_s : ndarray of float64, shape (P, R)
         Seconds rank ``r`` reduces after a step of phase ``p``.
-    R : int
-        Ranks.
+    act_off, act : ndarray of int64
+        The ranks with messages in each phase (:func:`phase_ranks`).
     poll_work : int
-        Messages between two calls of :func:`~dlscale.simulator.network.flowengine.poll`
+        Messages between two calls of :func:`~dlscale.simulator.network.flowwatch.poll`
         (progress; a stop request ends the run early).
 
     Returns
@@ -119,28 +164,26 @@ def run_steps(step_phase, msg_off, msg_src, msg_dst, duration, reduce_s, R, poll
     ndarray of float64
         Each step's latest end (0 for a step without messages).
     """
-    K = len(step_phase)
-    E = np.zeros(R)
-    F = np.full(R, -np.inf)
+    K, R = len(step_phase), reduce_s.shape[1]
+    E, F, prev = np.zeros(R), np.full(R, -np.inf), np.zeros(R)
     step_end = np.zeros(K)
-    work, done = 0, 0
-    for k in range(K):
+    work, done, k = 0, 0, 0
+    while k < K:
         p = step_phase[k]
-        a, b = msg_off[p], msg_off[p + 1]
-        for i in range(a, b):
-            t = max(E[msg_src[i]], E[msg_dst[i]]) + duration[i]
-            F[msg_src[i]] = max(F[msg_src[i]], t)
-            F[msg_dst[i]] = max(F[msg_dst[i]], t)
-        end = 0.0
-        for i in range(a, b):
-            for r in (msg_src[i], msg_dst[i]):
-                if F[r] > -np.inf:   # first of the rank's messages: its step ends
-                    E[r] = F[r] + reduce_s[p, r]
-                    F[r] = -np.inf
-                    end = max(end, E[r])
-        step_end[k] = end
-        work += b - a + 1
-        done += b - a
+        check = k % CHECK == 0 and k + 1 < K and step_phase[k + 1] == p
+        if check:
+            prev[:] = E
+        step_end[k] = _step(p, E, F, msg_off, msg_src, msg_dst, duration, reduce_s, act_off,
+                            act)
+        lam = _shifted(E, prev) if check else -1.0
+        n = 0
+        while lam > 0.0 and k + n + 1 < K and step_phase[k + n + 1] == p:
+            n += 1   # the rest of the run of phase p, each step lam later
+            step_end[k + n] = step_end[k] + n * lam
+        E += n * lam if n else 0.0
+        work += (n + 1) * (msg_off[p + 1] - msg_off[p]) + 1
+        done += (n + 1) * (msg_off[p + 1] - msg_off[p])
+        k += n + 1
         if work >= poll_work:
             work = 0
             with objmode(stop="int64"):

@@ -6,6 +6,9 @@ Targets (issue 4):
 - one ring and one hierarchical allreduce of 100 MB across all 27,648 GPUs of Summit
   in fast mode: <= 10 s wall and <= 4 GB memory each, one core;
 - flow-level mode: >= 512 ranks in <= 60 s for one allreduce;
+- flow mode's ring (issue 27.6) at 1,024 / 4,096 / 16,384 Summit GPUs: wall time
+  growing with an exponent <= 1.2 in the ranks, 16,384 ranks within 60 s
+  (``--flow-ring`` runs only this; :func:`flow_ring_rows` for other benchmarks);
 - side by side with the closed form: allreduce time versus message size and rank
   count for each algorithm and topology; without contention within 2%.
 
@@ -92,6 +95,34 @@ def bench_flow(rows: list[dict], ranks: int) -> None:
                      "result": f"{res.time_s * 1e3:.3f} ms simulated (fast mode "
                                f"{(fast / res.time_s - 1) * 100:+.2f}%)",
                      "peak_rss_GB": f"{rss_gb():.2f}"})
+
+
+def flow_ring_rows(counts: Sequence[int] = (1024, 4096, 16384), n_bytes: float = 1e6
+                   ) -> list[dict]:
+    """Flow mode's ring allreduce on Summit (6 GPUs a node, linear placement) per rank
+    count, routing included; the last row is the fitted exponent of wall time in ranks."""
+    summit = load_cluster("summit")
+    rows, walls = [], []
+    SimulatedNetwork.from_cluster(summit, 2, mode="flow").simulate("allreduce", n_bytes, 12,
+                                                                   "ring")  # numba's cache
+    for p in counts:
+        net = SimulatedNetwork.from_cluster(summit, -(-p // 6), mode="flow")
+        t0 = time.perf_counter()
+        res = net.simulate("allreduce", n_bytes, p, "ring")
+        wall = time.perf_counter() - t0
+        fast = net.simulate("allreduce", n_bytes, p, "ring", mode="fast").time_s
+        walls.append(wall)
+        msgs = 2 * p * (p - 1)
+        rows.append({"case": f"flow ring allreduce {n_bytes:.0e} B, {p:,} ranks (Summit)",
+                     "wall_s": f"{wall:.2f}", "target": "<= 60 s" if p >= 16384 else "",
+                     "result": f"{res.time_s * 1e3:.4f} ms simulated (fast mode "
+                               f"{(fast / res.time_s - 1) * 100:+.2f}%), {msgs:,} messages, "
+                               f"{msgs / wall / 1e6:.1f} M/s",
+                     "peak_rss_GB": f"{rss_gb():.2f}"})
+    slope = float(np.polyfit(np.log(counts), np.log(walls), 1)[0]) if len(counts) > 1 else 0.0
+    rows.append({"case": "flow ring: exponent of wall time in ranks", "wall_s": "",
+                 "target": "<= 1.2", "result": f"{slope:.2f}", "peak_rss_GB": ""})
+    return rows
 
 
 def closed_form_rows(quick: bool) -> list[dict]:
@@ -253,6 +284,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller sweeps")
     parser.add_argument("--flow-ranks", type=int, default=512, help="ranks of the flow-mode case")
+    parser.add_argument("--flow-ring", action="store_true",
+                        help="only flow mode's ring at 1,024 / 4,096 / 16,384 ranks")
     parser.add_argument("--simgrid", action="store_true",
                         help="only compare flow mode with SimGrid (apt-get install python3-simgrid)")
     parser.add_argument("--record", metavar="PATH",
@@ -265,9 +298,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.record:
             record_simgrid(rows, args.record)
         return 0
+    if args.flow_ring:
+        print(table(flow_ring_rows(), ("case", "wall_s", "target", "result", "peak_rss_GB")))
+        return 0
     speed: list[dict] = []
     bench_summit(speed)
     bench_flow(speed, args.flow_ranks)
+    speed += flow_ring_rows((1024, 4096) if args.quick else (1024, 4096, 16384))
     print(table(speed, ("case", "wall_s", "target", "result", "peak_rss_GB")))
     print()
     rows = closed_form_rows(args.quick) + hierarchical_rows()

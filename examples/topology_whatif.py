@@ -1,7 +1,8 @@
 """Topology what-if: ResNet-50 on Summit's non-blocking fat tree, the same tree tapered
 2:1 at the leaves, and a dragonfly of the same size, with ring, Rabenseifner and hierarchical allreduce
-(ring moves data between neighbours only; Rabenseifner's long-distance halving steps
-cross the tapered uplinks and the global links).
+(ring moves data between neighbours only; Rabenseifner, in MPICH's order, sends its
+largest halves to the nearest partners, so only its small far steps cross the tapered
+uplinks and the global links).
 
 Run: ``python examples/topology_whatif.py [--small] [-o DIR]``. ``--small`` stops at
 64 nodes (what CI runs and checks against examples/expected/topology_whatif.txt).

@@ -102,15 +102,21 @@ def _recursive_doubling(ranks: np.ndarray, n: float) -> list[Phase]:
 
 
 def _rabenseifner(ranks: np.ndarray, n: float) -> list[Phase]:
+    """MPICH's order (``MPIR_Allreduce_intra_reduce_scatter_allgather``,
+    src/mpi/coll/allreduce/allreduce_intra_reduce_scatter_allgather.c: the
+    reduce-scatter's ``mask`` starts at 1 and doubles while the halves shrink, the
+    allgather runs it back from ``pof2 / 2``); Gloo's halving-doubling
+    (gloo/allreduce_halving_doubling.h: ``bitmask = 1``, first chunk ``n / 2``) and
+    SMPI's copy of MPICH's do the same. The largest halves go to the nearest partners."""
     core, pre, post = _pow2_parts(ranks)
     out = [_phase(a, b, n, True, 1, "fold") for a, b in pre]
     pp = len(core)
     idx = np.arange(pp)
-    rs, size, k = [], n, pp // 2
-    while k >= 1:
+    rs, size, k = [], n, 1
+    while k < pp:
         size /= 2
         rs.append(_phase(core, core[idx ^ k], size, True, 1, f"halving d={k}"))
-        k //= 2
+        k *= 2
     ag = [_phase(ph.src, ph.dst, ph.nbytes, False, 1, ph.label.replace("halving", "doubling"))
           for ph in reversed(rs)]
     out += rs + ag + [_phase(a, b, n, False, 1, "unfold") for a, b in post]

@@ -267,7 +267,7 @@ def collective_summary(cluster: Cluster, workload: Workload,
     >>> c, w = get_cluster("stampede2-knl"), get_workload("resnet50")
     >>> w = dataclasses.replace(w, collective="rabenseifner")
     >>> [x.tolist() for x in collective_summary(c, w, layout(c, w, [1, 2, 64]))]
-    [['', 'rabenseifner', 'rabenseifner'], ['', 'host', 'L1-L2']]
+    [['', 'rabenseifner', 'rabenseifner'], ['', 'host', 'host']]
     """
     cluster = with_transport(cluster)
     bk = buckets(workload, cluster.runtime)

@@ -96,24 +96,30 @@ def test_predict_moves_with_every_link_of_the_fabric():
     # a faster spine than the NICs does not help a ring whose NICs limit it
     faster = _link(SUMMIT, bandwidth_Bps=100e9)
     assert iteration_times(faster, w, [512]).iteration_s[0] == pytest.approx(base)
-    # Cori: local and global links both count
+    # Cori: local and global links both count (in MPICH's order the largest halves stay
+    # near, so the global links carry the small ones: +17% at 0.5 GB/s, local: more)
     cori = get_cluster("cori-knl")
     wg = dataclasses.replace(get_workload("googlenet"), collective="rabenseifner")
     t0 = iteration_times(cori, wg, [1024]).comm_s[0]
-    for field in ("local_bandwidth_Bps", "global_bandwidth_Bps"):
+    for field, factor in (("local_bandwidth_Bps", 1.5), ("global_bandwidth_Bps", 1.1)):
         topo = dataclasses.replace(cori.network.topology, **{field: 0.5e9})
         c = _topology(cori, topo, "slow")
-        assert iteration_times(c, wg, [1024]).comm_s[0] > 1.5 * t0, field
+        assert iteration_times(c, wg, [1024]).comm_s[0] > factor * t0, field
 
 
-def test_the_2to1_taper_costs_rabenseifner_but_not_the_linear_ring():
+def test_the_2to1_taper_costs_recursive_doubling_but_not_the_linear_ring():
     taper = FAMILIES["tapered-2to1"]
-    ring = [collective_time_s(c, "allreduce", "ring", 1e8, 512, 6) for c in (SUMMIT, taper)]
-    rab = [collective_time_s(c, "allreduce", "rabenseifner", 1e8, 512, 6)
-           for c in (SUMMIT, taper)]
+
+    def both(alg: str) -> list[float]:
+        return [collective_time_s(c, "allreduce", alg, 1e8, 512, 6) for c in (SUMMIT, taper)]
+
+    ring, rd, rab = both("ring"), both("recursive-doubling"), both("rabenseifner")
     assert ring[1] == pytest.approx(ring[0])          # one flow per up-link either way
-    assert rab[1] > 1.3 * rab[0]
-    assert limiting_level(taper, "allreduce", "rabenseifner", 512, 6) == "L1-L2"
+    assert rd[1] > 1.2 * rd[0]                        # the whole vector to far partners
+    assert limiting_level(taper, "allreduce", "recursive-doubling", 512, 6) == "L1-L2"
+    # Rabenseifner in MPICH's order: the largest halves stay under a leaf (+1.4%; in the
+    # reverse order, half the vector crossed the tapered up-links first: +30% or more)
+    assert rab[0] < rab[1] < 1.05 * rab[0]
 
 
 def test_latency_adds_along_the_path():

@@ -70,17 +70,18 @@ def test_compiled_engine_matches_simpy_engine(name, algorithm, frac, n_bytes, ga
 
 
 def test_contended_flows_share_links_in_both_engines():
-    # two full leaves of a 6:1 tapered Summit: Rabenseifner's far steps share the up-links
+    # two full leaves of a 6:1 tapered Summit: recursive doubling's far steps share the
+    # up-links
     summit = get_cluster("summit")
     tapered = dataclasses.replace(summit, network=dataclasses.replace(
         summit.network, topology=FatTree(3, 18, ((18, 3), (18, 18)), 4608, rails=2)))
     net = SimulatedNetwork.from_cluster(tapered, 36, mode="flow")
-    phases = build_schedule("allreduce", "rabenseifner", 216, 8e6)
+    phases = build_schedule("allreduce", "recursive-doubling", 216, 8e6)
     a, b = both(net, phases, 216)
     assert b["time_s"] == pytest.approx(a["time_s"], rel=1e-9)
     # and the contention is real: the same pattern on the untapered tree is faster
     full = SimulatedNetwork.from_cluster(summit, 36, mode="flow")
-    assert full.allreduce_s(8e6, 216, "rabenseifner") < 0.7 * b["time_s"]
+    assert full.allreduce_s(8e6, 216, "recursive-doubling") < 0.8 * b["time_s"]
 
 
 def test_traces_use_the_simpy_engine_and_agree():
@@ -108,19 +109,68 @@ def test_empty_and_single_rank_schedules():
 def test_long_runs_show_progress(monkeypatch):
     import io
 
-    import dlscale.simulator.network.flowengine as fe
+    import dlscale.simulator.network.flowwatch as fe
 
-    class Tty(io.StringIO):
-        def isatty(self):
-            return True
-
-    net = NETS["cori dragonfly"]
-    quiet = net.allreduce_s(1e5, 6, "ring")
-    err = Tty()
-    monkeypatch.setattr(fe, "PROGRESS_MESSAGES", 10)
-    monkeypatch.setattr(fe, "_TICK", 8)
+    net = NETS["random placement"]   # shared links: the event loop
+    quiet = net.allreduce_s(1e5, 12, "ring")
+    err = io.StringIO()              # not a terminal: shown too once the run is long
+    monkeypatch.setattr(fe, "PROGRESS_DELAY_S", 0.0)
+    monkeypatch.setattr(fe, "POLL_WORK", 8)
     monkeypatch.setattr(fe.sys, "stderr", err)
-    shown = net.allreduce_s(1e5, 6, "ring")
+    shown = net.allreduce_s(1e5, 12, "ring")
     assert shown == quiet
     assert "flow mode" in err.getvalue() and "msg" in err.getvalue()
-    assert not fe._BAR  # closed
+    assert not fe._WATCH  # closed
+
+
+def _both_compiled(net, algorithm, p):
+    from dlscale.simulator.network.flowmode import _run_compiled, prepare_flow
+    from dlscale.simulator.network.flowsteps import independent
+
+    nodes = net.rank_nodes[np.arange(p)]
+    phases = build_schedule("allreduce", algorithm, p, 3e5, segments=2)
+    args = (phases, net.table, net.router, nodes, RouteCache(), 2e-10,
+            MESSAGE_FACTORS["smpi-default"])
+    fast, slow = (_run_compiled(*args, events=e) for e in (False, True))
+    sched = prepare_flow(*args)
+    alone = independent(sched.msg_off, sched.msg_src, sched.msg_dst, sched.sub_off,
+                        sched.sub_msg, sched.sub_links, sched.sub_bytes)
+    return fast, slow, alone
+
+
+@pytest.mark.parametrize("name", sorted(NETS))
+@pytest.mark.parametrize("algorithm", ["ring", "rabenseifner", "double-binary-tree"])
+def test_steps_without_events_match_the_event_loop(name, algorithm):
+    """Where messages cannot meet, the recurrence (flowsteps) gives the event loop's times."""
+    net = NETS[name]
+    fast, slow, _ = _both_compiled(net, algorithm, net.max_ranks)
+    np.testing.assert_allclose(fast["step_times_s"], slow["step_times_s"], rtol=1e-12,
+                               atol=1e-15)
+
+
+def test_shared_links_are_seen():
+    # a ring on a linear placement: each link carries one neighbour message, no events
+    _, _, alone = _both_compiled(NETS["summit (2 rails, NVLink)"], "ring", 18)
+    assert alone
+    # on a random placement over several leaves, neighbours' messages share up-links
+    net = SimulatedNetwork.from_cluster(get_cluster("stampede2-knl"), 96, mode="flow",
+                                        placement="random", seed=3)
+    fast, slow, alone = _both_compiled(net, "ring", 96)
+    assert not alone
+    assert fast["time_s"] == slow["time_s"]
+
+
+def test_a_large_ring_runs_without_events(monkeypatch):
+    # 2 x 1,535 steps of 1,536 messages: its cost grew with p^2 in the event loop
+    # (issue 27.6), whose messages it no longer runs
+    import dlscale.simulator.network.flowmode as fm
+
+    def no_events(*args, **kwargs):
+        raise AssertionError("the ring ran through the event loop")
+
+    monkeypatch.setattr(fm, "run_compiled", no_events)
+    summit = get_cluster("summit")
+    net = SimulatedNetwork.from_cluster(summit, 256, mode="flow")
+    flow = net.allreduce_s(1e6, 1536, "ring")
+    fast = SimulatedNetwork.from_cluster(summit, 256).allreduce_s(1e6, 1536, "ring")
+    assert flow == pytest.approx(fast, rel=0.02)

@@ -197,8 +197,11 @@ def run(args: argparse.Namespace) -> int:
     ranks = net.max_ranks if args.ranks is None else args.ranks
     if args.mode == "flow" and ranks > 64:
         print(f"simulating {ranks} ranks in flow mode (may take a while)...", file=sys.stderr)
-    res = net.simulate(args.operation, args.size_bytes, ranks, args.collective,
-                       trace=bool(args.trace_out))
+    from dlscale.sweep_guard import StopSignals
+
+    with StopSignals():  # SIGTERM stops a long flow run as Ctrl-C does (exit 143)
+        res = net.simulate(args.operation, args.size_bytes, ranks, args.collective,
+                           trace=bool(args.trace_out))
     wall = time.perf_counter() - start
     doc = res.to_dict(top=args.top)
     doc["cluster"] = name

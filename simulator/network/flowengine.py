@@ -5,21 +5,25 @@ its steps on its own; a message starts once sender and receiver have both reache
 its step, waits its path latency, then moves as a flow at its max-min fair share of
 every link on its path; a rank finishes a step when its sends are delivered and its
 receives have arrived, then reduces ``gamma`` per byte received), run as one
-compiled event loop so that a 1,024-rank ring (2 million messages) takes seconds.
+compiled event loop, so that a 1,024-rank ring (2 million messages) takes seconds.
 
-Two things keep it fast without changing the answer:
+Three things keep it fast without changing the answer:
 
 - **Incremental max-min.** A max-min fair allocation splits over the connected
   components of the flows-sharing-links graph, so when flows start or end at an
-  instant only the components of the links they touch are refilled (progressive
-  filling, as :func:`dlscale.simulator.network.flow.maxmin_rates`); the other flows keep their rates and
-  their pending completion events.
+  instant only the components of the links they touch are refilled; the other flows
+  keep their rates and their pending completion events.
 - **One instant, one refill.** All events at the same simulated time are applied
   before the rates are recomputed.
+- **Independent messages without events** (:mod:`dlscale.simulator.network.flowsteps`):
+  where no two messages that can be in flight together share a link (a ring on a
+  linear placement), each message takes what it takes alone, and the steps are
+  evaluated rank by rank without an event queue.
 
 Completion events carry a version number; a flow whose rate changed gets a new event
-and its old one is skipped when popped. A run of more than :data:`PROGRESS_MESSAGES`
-messages shows a progress bar (tqdm, on a terminal's stderr) of messages delivered.
+and its old one is skipped when popped. Every few milliseconds of engine work the loop
+returns to Python for a moment (:mod:`dlscale.simulator.network.flowwatch`: progress,
+Ctrl-C and SIGTERM).
 
 Examples
 --------
@@ -40,31 +44,18 @@ Examples
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
-import sys
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from numba import njit, objmode
 
-__all__ = ["PROGRESS_MESSAGES", "CompiledSchedule", "run_compiled"]
+from . import flowwatch
 
-#: Runs with more messages than this show a progress bar (about 2 s of engine time).
-PROGRESS_MESSAGES = 2_000_000
-#: Messages delivered between two progress updates.
-_TICK = 1 << 16
-
-_BAR: list[Any] = []
-
-
-def _progress(done: int) -> None:
-    """Called from the compiled loop every :data:`_TICK` messages delivered."""
-    if _BAR:
-        _BAR[0].update(done - _BAR[0].n)
+__all__ = ["CompiledSchedule", "message_durations", "run_compiled", "total_messages"]
 
 _START, _FINISH, _READY = 0, 1, 2
-
 
 @dataclass(frozen=True)
 class CompiledSchedule:
@@ -112,27 +103,49 @@ class CompiledSchedule:
     pool: int
 
 
+def total_messages(sched: CompiledSchedule) -> int:
+    """Messages of every step of ``sched``."""
+    return int(np.diff(sched.msg_off)[sched.step_phase].sum()) if len(sched.step_phase) else 0
+
+
 def run_compiled(sched: CompiledSchedule, n_ranks: int,
                  capacity_Bps: np.ndarray) -> tuple[float, np.ndarray]:
-    """Run ``sched``; returns the end time and each step's latest end (seconds)."""
-    counts = np.diff(sched.msg_off)[sched.step_phase] if len(sched.step_phase) else [0]
-    total = int(np.sum(counts))
-    tick = 0
-    if total > PROGRESS_MESSAGES and sys.stderr.isatty():
-        from tqdm import tqdm
+    """Run ``sched``; returns the end time and each step's latest end (seconds).
 
-        _BAR[:] = [tqdm(total=total, unit="msg", desc="flow mode", file=sys.stderr,
-                        dynamic_ncols=True, leave=False)]
-        tick = _TICK
-    try:
-        return _run(sched.step_phase, sched.msg_off, sched.msg_src, sched.msg_dst,
-                    sched.sub_off, sched.sub_msg, sched.sub_links, sched.sub_bytes,
-                    sched.sub_latency_s, sched.rank_off, sched.rank_msg, sched.reduce_s,
-                    int(n_ranks), np.asarray(capacity_Bps, dtype=np.float64),
-                    max(int(sched.pool), 1), tick)
-    finally:
-        if _BAR:
-            _BAR.pop().close()
+    Interruptible as :func:`~dlscale.simulator.network.flowwatch.watched` says.
+    """
+    with flowwatch.watched(total_messages(sched)):
+        end, step_end, _ = _run_sched(sched, n_ranks, capacity_Bps, False)
+    return end, step_end
+
+
+def _run_sched(sched: CompiledSchedule, n_ranks: int, capacity_Bps: np.ndarray,
+               want_done: bool) -> tuple[float, np.ndarray, np.ndarray]:
+    return _run(sched.step_phase, sched.msg_off, sched.msg_src, sched.msg_dst,
+                sched.sub_off, sched.sub_msg, sched.sub_links, sched.sub_bytes,
+                sched.sub_latency_s, sched.rank_off, sched.rank_msg, sched.reduce_s,
+                int(n_ranks), np.asarray(capacity_Bps, dtype=np.float64),
+                max(int(sched.pool), 1), flowwatch.POLL_WORK, want_done)
+
+
+def message_durations(sched: CompiledSchedule, n_ranks: int,
+                      capacity_Bps: np.ndarray) -> np.ndarray:
+    """Seconds each message of each phase takes (index ``msg_off[p] + m``) in one step
+    of that phase alone, every rank entering at time 0 (messages that share no link
+    with another message of their step take this in any step of that phase)."""
+    out = np.zeros(int(sched.msg_off[-1]))
+    seen: dict[bytes, np.ndarray] = {}
+    for p in range(len(sched.msg_off) - 1):
+        a, b = int(sched.sub_off[p]), int(sched.sub_off[p + 1])
+        key = b"".join(x.tobytes() for x in (
+            sched.msg_src[sched.msg_off[p]:sched.msg_off[p + 1]],
+            sched.msg_dst[sched.msg_off[p]:sched.msg_off[p + 1]], sched.sub_msg[a:b],
+            sched.sub_links[a:b], sched.sub_bytes[a:b], sched.sub_latency_s[a:b]))
+        if key not in seen:
+            one = dataclasses.replace(sched, step_phase=np.array([p], dtype=np.int64))
+            seen[key] = _run_sched(one, n_ranks, capacity_Bps, True)[2]
+        out[sched.msg_off[p]:sched.msg_off[p + 1]] = seen[key]
+    return out
 
 
 @njit(cache=True)
@@ -266,7 +279,9 @@ def _fill(nf, nl, now, comp_f, comp_l, l_local, c_cap, c_cnt, head, e_next, e_pr
             if l1 >= 0:
                 c_cnt[l_local[l1]] += 1
     left = nf
+    work = nf * H
     while left > 0:
+        work += 2 * nl
         m_share = np.inf
         for j in range(nl):
             if c_cnt[j] > 0:
@@ -288,6 +303,7 @@ def _fill(nf, nl, now, comp_f, comp_l, l_local, c_cap, c_cnt, head, e_next, e_pr
                                 c_cap[q] = max(c_cap[q] - m_share, 0.0)
                                 c_cnt[q] -= 1
                     e = e_next[e]
+    return work
 
 
 @njit(cache=True, inline="always")
@@ -373,29 +389,38 @@ def _delivered(g, now, heap, seq, n_r, rstack, K, msg_base, step_phase, msg_off,
 
 
 @njit(cache=True)
+def _scratch(pool, L):
+    """Per-link and per-flow work arrays of the component refills."""
+    z = np.zeros
+    return (z(L, np.int64), z(L, np.int64), z(L, np.int64), z(L, np.int64), z(pool, np.int64),
+            z(L, np.int64), z(L), z(L, np.int64), z(L, np.int64))
+
+
+@njit(cache=True)
+def _stop_requested(delivered):
+    """Progress shown, and whether to stop (:func:`~dlscale.simulator.network.flowwatch.poll`)."""
+    with objmode(stop="int64"):
+        stop = flowwatch.poll(delivered)
+    return stop
+
+
+@njit(cache=True)
 def _run(step_phase, msg_off, msg_src, msg_dst, sub_off, sub_msg, sub_links, sub_bytes,
-         sub_lat, rank_off, rank_msg, reduce_s, R, cap, pool, tick):
+         sub_lat, rank_off, rank_msg, reduce_s, R, cap, pool, poll_work, want_done):
     K, H, L = len(step_phase), sub_links.shape[1], len(cap)
     msg_base, msub_off, msub = _index_messages(step_phase, msg_off, sub_off, sub_msg,
                                                len(msg_src))
-    posted = np.zeros(msg_base[K], dtype=np.int8)
-    msg_left = np.zeros(msg_base[K], dtype=np.int32)
+    posted, msg_left = np.zeros(msg_base[K], dtype=np.int8), np.zeros(msg_base[K], dtype=np.int32)
+    done_at = np.zeros(msg_base[K] if want_done else 0)   # each message's delivery
     rank_step, pending = np.zeros(R, dtype=np.int64), np.zeros(R, dtype=np.int64)
     step_end = np.zeros(K)
     (f_sub, f_msg, f_ver, f_stamp, f_rem, f_rate, f_tupd, f_frozen, free, head, e_next,
      e_prev) = _flow_table(pool, H, L)
-    n_free = pool
-    l_stamp, l_local = np.zeros(L, dtype=np.int64), np.zeros(L, dtype=np.int64)
-    dirty, d_mark = np.zeros(L, dtype=np.int64), np.zeros(L, dtype=np.int64)
-    comp_f, comp_l = np.zeros(pool, dtype=np.int64), np.zeros(L, dtype=np.int64)
-    c_cap, c_cnt, lstack = np.zeros(L), np.zeros(L, dtype=np.int64), np.zeros(L, dtype=np.int64)
-    d_gen, n_dirty, stamp, seq, now, delivered = 1, 0, 0, 0, 0.0, 0
-    heap = [(0.0, 0, 0, 0, 0)]
-    heap.pop()
-    rstack = np.zeros(2 * R + 2, dtype=np.int64)   # (rank, first step to look at) pairs
-    for r in range(R):                              # every rank enters at time 0
-        rstack[2 * r] = r
-    n_r = 2 * R
+    l_stamp, l_local, dirty, d_mark, comp_f, comp_l, c_cap, c_cnt, lstack = _scratch(pool, L)
+    d_gen, n_dirty, stamp, seq, now, delivered, work, n_free = 1, 0, 0, 0, 0.0, 0, 0, pool
+    heap = [(0.0, 0, 0, 0, 0)][:0]
+    rstack, n_r = np.zeros(2 * R + 2, dtype=np.int64), 2 * R  # (rank, first step) pairs
+    rstack[0:2 * R:2] = np.arange(R)                # every rank enters at time 0
     while True:
         while n_r > 0:
             n_r -= 2
@@ -407,7 +432,7 @@ def _run(step_phase, msg_off, msg_src, msg_dst, sub_off, sub_msg, sub_links, sub
             stamp += 1
             nf, nl = _component(dirty, n_dirty, stamp, l_stamp, lstack, l_local, comp_l,
                                 comp_f, c_cap, c_cnt, cap, head, e_next, e_prev, H, f_sub, f_msg, f_ver, f_stamp, sub_links)
-            _fill(nf, nl, now, comp_f, comp_l, l_local, c_cap, c_cnt, head, e_next, e_prev, H, f_sub, f_msg, f_ver, f_stamp,
+            work += nf + nl + _fill(nf, nl, now, comp_f, comp_l, l_local, c_cap, c_cnt, head, e_next, e_prev, H, f_sub, f_msg, f_ver, f_stamp,
                   f_rem, f_rate, f_tupd, f_frozen, sub_links)
             for i in range(nf):
                 f = comp_f[i]
@@ -417,11 +442,19 @@ def _run(step_phase, msg_off, msg_src, msg_dst, sub_off, sub_msg, sub_links, sub
                                       f_ver[f]))
             n_dirty = 0
             d_gen += 1
+        work += 1
+        if work >= poll_work:  # progress, and a chance to stop (Ctrl-C, SIGTERM)
+            work = 0
+            with objmode(stop="int64"):
+                stop = flowwatch.poll(delivered)
+            if stop:
+                break
         if len(heap) == 0:
             break
         now = heap[0][0]
         while len(heap) > 0 and heap[0][0] <= now:  # every event of the next instant
             t, _, kind, x, ver = heapq.heappop(heap)
+            work += 1
             if kind == _READY:
                 step_end[rank_step[x]] = max(step_end[rank_step[x]], t)
                 rstack[n_r] = x
@@ -447,9 +480,8 @@ def _run(step_phase, msg_off, msg_src, msg_dst, sub_off, sub_msg, sub_links, sub
             if msg_left[g] > 0:
                 continue
             delivered += 1
-            if tick > 0 and delivered % tick == 0:
-                with objmode():
-                    _progress(delivered)
+            if want_done:
+                done_at[g] = now
             seq, n_r = _delivered(g, now, heap, seq, n_r, rstack, K, msg_base, step_phase,
                                   msg_off, msg_src, msg_dst, pending, reduce_s, step_end)
-    return now, step_end
+    return now, step_end, done_at

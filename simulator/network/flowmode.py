@@ -33,9 +33,16 @@ from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.msgfactors import MessageFactors
 
 from ..topology.linktable import LinkTable
+from . import flowwatch
 from .fastmode import RouteCache, message_costs, phase_loads
 from .flow import FlowNetwork
-from .flowengine import CompiledSchedule, run_compiled
+from .flowengine import (
+    CompiledSchedule,
+    message_durations,
+    run_compiled,
+    total_messages,
+)
+from .flowsteps import independent, phase_ranks, run_steps
 from .schedules import Phase
 
 __all__ = ["prepare_flow", "run_flow"]
@@ -105,9 +112,20 @@ def prepare_flow(phases: list[Phase], table: LinkTable, router, rank_nodes: np.n
 
 def _run_compiled(phases: list[Phase], table: LinkTable, router, rank_nodes: np.ndarray,
                   cache: RouteCache, gamma_s_per_B: float,
-                  factors: MessageFactors | None) -> dict:
+                  factors: MessageFactors | None, events: bool = False) -> dict:
+    """The compiled engine; without events where messages cannot meet (unless
+    ``events``: the event loop for every schedule, for tests)."""
     sched = prepare_flow(phases, table, router, rank_nodes, cache, gamma_s_per_B, factors)
-    _, step_end = run_compiled(sched, len(rank_nodes), table.bandwidth_Bps)
+    if not events and independent(sched.msg_off, sched.msg_src, sched.msg_dst, sched.sub_off,
+                                  sched.sub_msg, sched.sub_links, sched.sub_bytes):
+        dur = message_durations(sched, len(rank_nodes), table.bandwidth_Bps)
+        with flowwatch.watched(total_messages(sched)):
+            step_end = run_steps(sched.step_phase, sched.msg_off, sched.msg_src, sched.msg_dst,
+                                 dur, sched.reduce_s,
+                                 *phase_ranks(sched.rank_off, len(phases), len(rank_nodes)),
+                                 flowwatch.POLL_WORK)
+    else:
+        _, step_end = run_compiled(sched, len(rank_nodes), table.bandwidth_Bps)
     end = float(step_end.max(initial=0.0))  # the last rank's last step (not a stale event)
     link_bytes = np.zeros(table.n_links)
     for ph in phases:

@@ -146,17 +146,19 @@ def _btree(p: int) -> tuple[np.ndarray, np.ndarray]:
     ``r ^ b`` where that is out of range; odd ranks are the leaves (NCCL
     ``ncclGetBtree``).
     """
-    parent = np.full(p, -1, dtype=np.int64)
-    for r in range(1, p):
-        bit = r & -r
-        up = (r ^ bit) | (bit << 1)
-        parent[r] = up if up < p else r ^ bit
+    r = np.arange(p, dtype=np.int64)
+    bit = r & -r
+    up = (r ^ bit) | (bit << 1)
+    parent = np.where(up < p, up, r ^ bit)
+    parent[:1] = -1
+    # depth: walk every rank up at once, one tree level per pass (log2 p passes)
     depth = np.zeros(p, dtype=np.int64)
-    for r in range(1, p):
-        d, x = 0, r
-        while parent[x] >= 0:
-            x, d = parent[x], d + 1
-        depth[r] = d
+    x = r.copy()
+    live = parent[x] >= 0
+    while live.any():
+        depth[live] += 1
+        x[live] = parent[x[live]]
+        live = parent[x] >= 0
     return parent, depth
 
 

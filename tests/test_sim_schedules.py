@@ -101,3 +101,27 @@ def test_rabenseifner_order_on_the_stampede2_tree():
     ana = AnalyticalNetwork(c).allreduce_s(1e8, 64, "rabenseifner")
     assert sim == pytest.approx(ana, rel=1e-6)
     assert sim < 0.02
+
+
+def test_binary_tree_is_ncclgetbtree_at_every_size():
+    """The vectorised tree (parent and depth of every rank at once) is the rank-by-rank
+    rule of NCCL's ``ncclGetBtree``, including sizes that are not powers of two."""
+    from dlscale.perfmodel.schedules import _btree
+
+    def by_rank(p):
+        parent = np.full(p, -1, dtype=np.int64)
+        for r in range(1, p):
+            bit = r & -r
+            up = (r ^ bit) | (bit << 1)
+            parent[r] = up if up < p else r ^ bit
+        depth = np.zeros(p, dtype=np.int64)
+        for r in range(1, p):
+            d, x = 0, r
+            while parent[x] >= 0:
+                x, d = parent[x], d + 1
+            depth[r] = d
+        return parent, depth
+
+    for p in [*range(0, 70), 255, 256, 257, 1000, 6144]:
+        got, want = _btree(p), by_rank(p)
+        assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1]), p

@@ -54,6 +54,13 @@ def auto_candidates(runtime: Runtime | None, *, whole_nodes: bool = True) -> tup
     ``whole_nodes=False`` (ranks that are not whole nodes placed block-wise) drops
     ``hierarchical``, which needs them.
 
+    Parameters
+    ----------
+    runtime : Runtime or None
+        The software stack (None: every algorithm the closed forms know).
+    whole_nodes : bool
+        Whether the ranks are whole nodes placed block-wise.
+
     Examples
     --------
     >>> from dlscale.perfmodel.catalog import get_runtime

@@ -237,6 +237,11 @@ def baseline_workload(workload: Workload) -> Workload:
     throughputs do (each divided by its own one-node run, hierarchical showed 0.967
     against ring's 0.931 at 171 Summit nodes while running 0.141 against 0.143 s).
 
+    Parameters
+    ----------
+    workload : Workload
+        The workload of the question.
+
     Examples
     --------
     >>> from dlscale.perfmodel.catalog import get_workload

@@ -42,6 +42,11 @@ def tapers(cluster: Cluster) -> list[tuple[int, int]]:
     """``(down, up)`` links of each fat-tree switch level from the leaves up (the
     taper is their ratio); ``[]`` for other families.
 
+    Parameters
+    ----------
+    cluster : Cluster
+        The machine (its network's topology and links, its nodes' NICs).
+
     Examples
     --------
     >>> from dlscale.perfmodel.catalog import get_cluster
@@ -57,6 +62,11 @@ def tapers(cluster: Cluster) -> list[tuple[int, int]]:
 
 def bisection_Bps(cluster: Cluster) -> float:
     """Bisection bandwidth of the installed machine, bytes/s (module docstring).
+
+    Parameters
+    ----------
+    cluster : Cluster
+        The machine (its network's topology and links, its nodes' NICs).
 
     Examples
     --------
@@ -95,7 +105,13 @@ def _rate(bps: float) -> str:
 
 
 def network_line(cluster: Cluster) -> str:
-    """``"network: FAMILY[, shape]; taper D:U at L1, ...; bisection X across N nodes"``."""
+    """``"network: FAMILY[, shape]; taper D:U at L1, ...; bisection X across N nodes"``.
+
+    Parameters
+    ----------
+    cluster : Cluster
+        The machine whose network the line describes.
+    """
     topo = cluster.network.topology
     shape = ""
     if isinstance(topo, FatTree):

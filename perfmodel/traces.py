@@ -300,6 +300,15 @@ def check_model(trace: TraceCompute, model: Model, source: str) -> None:
     A trace with fewer is accepted (a profile of part of the network, as the samples in
     ``examples/traces/`` are). ``source`` names the trace in the message.
 
+    Parameters
+    ----------
+    trace : TraceCompute
+        What the trace measured, with its operator counts per iteration.
+    model : Model
+        The workload's model.
+    source : str
+        The trace's file, for the message.
+
     Examples
     --------
     >>> from dlscale.perfmodel.catalog import get_model

@@ -143,7 +143,7 @@ def test_huge_grids_refused_up_front_with_their_size():
     with pytest.raises(ConfigError, match=r"vary.tau: the range has 1,000,000,000,000 values"):
         parse_study({**t, "vary": {"tau": {"start": 1, "stop": 1e12, "step": 1}}}, "s.toml")
     assert time.process_time() - start < 60  # not materialised (a loose bound, not a timing)
-    ok = parse_study({**t, "max_points": 10**12, "vary": {"tau": [1, 2]}}, "s.toml")
+    ok = parse_study({**t, "max_points": 10**7, "vary": {"tau": [1, 2]}}, "s.toml")
     assert len(ok) == 26
 
 

@@ -173,11 +173,6 @@ def run(args: argparse.Namespace) -> int:
     )
 
     opts = _options(args)
-    if not args.no_kernels:  # the small model's step trains on the digits: say so first
-        from dlscale.kernels.data import digits_missing
-
-        if (why := digits_missing()) is not None:
-            raise ConfigError(f"calibrate: the model step (skip it with --no-kernels): {why}")
     select_allreduce_algorithm(args.allreduce_algorithm)  # before MPI_Init
     oversubscription_env(args.yield_mode)
     MPI = get_mpi()
@@ -187,6 +182,12 @@ def run(args: argparse.Namespace) -> int:
     from dlscale.cli import START
 
     with abort_on_signal(comm, "dlscale calibrate"):  # a signal on any rank ends the job
+        if not args.no_kernels:  # the model step trains on the digits: say so before measuring
+            from dlscale.kernels.data import digits_missing
+
+            if (why := digits_missing()) is not None:
+                raise ConfigError(f"calibrate: the model step (skip it with --no-kernels): "
+                                  f"{why}")
         profile = calibrate(comm, argv=sys.argv, progress=not args.quiet,
                             kernels=not args.no_kernels,
                             left_s=opts["budget_s"] - (time.monotonic() - START), **opts)

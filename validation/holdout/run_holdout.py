@@ -70,6 +70,67 @@ def _hvd(model: str, nodes: int, eff: float, source: str) -> Case:
 BIG_BASIN = (f"{HERE}/big-basin-50gbe.toml", "resnet50", "--nodes", "1,32")
 MN1 = (f"{HERE}/mn1-p100-fdr.toml", f"{HERE}/resnet50-chainermn.toml", "--nodes", "128")
 
+TF_SRC = ("TensorFlow r1 guide, performance/benchmarks.md (May 2017), 'Details for NVIDIA "
+          "DGX-1 (NVIDIA Tesla P100)', Training synthetic data")
+#: model, batch per GPU, images/s on 1 and 8 GPUs, runtime named for the row's
+#: variable_update (parameter_server on the CPU: not modelled, nccl is the closest;
+#: replicated with NCCL: nccl).
+TF_DGX1 = (("inception-v3", 64, 142.0, 1131.0, "nccl"),
+           ("resnet50", 64, 219.0, 1734.0, "nccl"),
+           ("alexnet", 512, 2987.0, 17822.0, "nccl"),
+           ("vgg16", 64, 154.0, 1081.0, "nccl"))
+TF_DGX1_FLAGS = ("--nodes", "1", "--collective", "ring", "--baseline", "device")
+
+
+def _tf_dgx1(model: str, batch: int, r1: float, r8: float, runtime: str) -> Case:
+    return Case(f"tf-dgx1-8-{model}", f"{model} scaling efficiency, 8 P100 (DGX-1) vs 1",
+                "efficiency", r8 / (8 * r1), f"derived: {r8:g} / (8 x {r1:g})", TF_SRC,
+                ("dgx1-p100", model, "--batch", str(batch), "--runtime", runtime,
+                 *TF_DGX1_FLAGS), "efficiency", 1)
+
+
+def _tf_dgx1_rate(model: str, batch: int, r8: float, runtime: str) -> Case:
+    return Case(f"tf-dgx1-8-{model}-rate", f"{model} images/s, 8 P100 (DGX-1)",
+                "throughput", r8, f"stated ({r8:g})", TF_SRC,
+                ("dgx1-p100", model, "--batch", str(batch), "--runtime", runtime,
+                 *TF_DGX1_FLAGS), "samples_per_s", 1)
+
+
+TF_K80_SRC = ("TensorFlow r1 guide, performance/benchmarks.md (May 2017), 'Details for Amazon "
+              "EC2 Distributed (NVIDIA Tesla K80)', Training synthetic data")
+TF_K80_ARGS = (f"{HERE}/aws-p2-8xlarge-x8.toml",)
+#: model, images/s on 1 GPU, (GPUs, images/s) at 32 and 64 GPUs; batch 64 per GPU.
+TF_K80 = (("inception-v3", 29.7, ((32, 902.0), (64, 1783.0))),
+          ("resnet50", 52.4, ((32, 1388.0), (64, 2744.0))))
+
+
+def _tf_k80(model: str, gpus: int, r1: float, rg: float) -> Case:
+    nodes = gpus // 8
+    return Case(f"tf-k80-{gpus}-{model}", f"{model} scaling efficiency, {gpus} K80 vs 1",
+                "efficiency", rg / (gpus * r1), f"derived: {rg:g} / ({gpus} x {r1:g})",
+                TF_K80_SRC, (*TF_K80_ARGS, model, "--nodes", str(nodes), "--batch", "64",
+                             "--baseline", "device"), "efficiency", nodes)
+
+
+DDL = (f"{HERE}/ibm-minsky-s822lc.toml", "resnet50", "--collective", "ring")
+DELL_SRC = ("Dell EMC HPC Innovation Lab, 'Deep Learning Performance with P100 GPUs' (Xu, "
+            "Dandapanthu, Oct 2016), read through the manualshelf.com copy of the white paper")
+# MXNet GoogleNet: "1-16 P100 | 144" with "constant batch size"; D4: MXNet's batch size
+# is per worker (one per server) split over its GPUs: 144 / 4 = 36 per GPU.
+DELL_MX = (f"{HERE}/dell-c4130-p100-edr.toml", "googlenet", "--batch", "36")
+# NV-Caffe GoogleNet: batch 128 on 1 P100, 512 on 4 ("increased the batch size
+# proportionally"): 128 per GPU; NV-Caffe's multi-GPU exchange is NCCL (runtime nccl).
+DELL_NVCAFFE = (f"{HERE}/dell-c4130-p100-edr.toml", "googlenet", "--batch", "128",
+                "--runtime", "nccl", "--nodes", "1", "--baseline", "device")
+
+DAINT_SRC = ("Bugliarello, 'Distributed TensorFlow: a performance evaluation' (CSCS "
+             "internship report, Sept 2017), its notebook google-benchmarks/Results "
+             "(notebook.community): synthetic_daint = [138.23, 264.57, 523.38, 1018.18] "
+             "for 1, 2, 4, 8 GPUs")
+# P4: batch 64 per GPU (not read; the notebook sets the runs beside Google's DGX-1
+# InceptionV3 figures, which used 64) [uncertain].
+DAINT = (f"{HERE}/piz-daint-p100.toml", "inception-v3", "--batch", "64")
+
 CASES: tuple[Case, ...] = (
     # Horovod: "Horovod achieves 90% scaling efficiency for both Inception V3 and
     # ResNet-101, and 79% [68% at 512 GPUs] scaling efficiency for VGG-16".
@@ -108,6 +169,54 @@ CASES: tuple[Case, ...] = (
          "You et al. ICPP 2018 abstract (doi 10.1145/3225058.3225069)",
          ("stampede2-knl", "resnet50", "--nodes", "2048", "--batch", "16", "--runtime", "mlsl"),
          "samples_per_s", 2048),
+    # --- added in the second round (sources 5-7; machines described before any run) ---
+    # TensorFlow 1.x benchmarks page (tensorflow/docs site/en/r1/guide/performance/
+    # benchmarks.md, May 2017), "Details for NVIDIA DGX-1 (NVIDIA Tesla P100)",
+    # "Training synthetic data" table: images/s at 1 and 8 GPUs. Efficiency vs 1 GPU.
+    *(_tf_dgx1(m, b, r1, r8, rt) for m, b, r1, r8, rt in TF_DGX1),
+    *(_tf_dgx1_rate(m, b, r8, rt) for m, b, r1, r8, rt in TF_DGX1 if m != "resnet50"),
+    # Same page, "Details for Amazon EC2 Distributed (NVIDIA Tesla K80)", synthetic
+    # data: images/s at 1, 32 and 64 GPUs, distributed_replicated (parameter servers).
+    *(_tf_k80(m, g, r1, rg) for m, r1, series in TF_K80 for g, rg in series),
+    Case("tf-k80-64-inception-v3-rate", "inception-v3 images/s, 64 K80 (8 x p2.8xlarge)",
+         "throughput", 1783.0, "stated (1783)", TF_K80_SRC,
+         (*TF_K80_ARGS, "inception-v3", "--nodes", "8", "--batch", "64"),
+         "samples_per_s", 8),
+    # Cho et al. 2017, PowerAI DDL (arXiv 1708.02188): 64 S822LC, 256 P100.
+    Case("ddl-256-resnet50-caffe", "resnet50 scaling efficiency, 256 P100 (Caffe + DDL)",
+         "efficiency", 0.95, "stated (95%; baseline not read: one server assumed, I4)",
+         "IBM DDL: '95 percent scaling efficiency' with Caffe on 256 P100 (secondary: "
+         "itnews.com.au and top500.org news of Aug 2017; paper body not read)",
+         (*DDL, "--nodes", "64"), "efficiency", 64),
+    Case("ddl-256-resnet50-torch-rate", "resnet50 images/s, 256 P100 (Torch + DDL, 90 epochs "
+         "in 50 min)", "throughput", 90 * IMAGENET_TRAIN / (50 * 60),
+         "derived: 90 x 1,281,167 / 3000 s (the whole run's wall time)",
+         "Cho et al. 2017 abstract: 'completed 90 epochs of training on Resnet 50 for 1K "
+         "classes in 50 minutes using 64 IBM Power8 S822LC servers (256 GPUs)'",
+         (*DDL, "--nodes", "64"), "samples_per_s", 64),
+    # Dell EMC HPC Innovation Lab (Xu, Dandapanthu, Oct 2016), C4130 + 4 P100 PCIe.
+    Case("dell-4-googlenet-mxnet-rate", "googlenet images/s, 4 P100 (1 server, MXNet)",
+         "throughput", 730.0, "stated (Figure 3 data label 730)", DELL_SRC,
+         (*DELL_MX, "--nodes", "1,4"), "samples_per_s", 1),
+    Case("dell-16-googlenet-mxnet-rate", "googlenet images/s, 16 P100 (4 servers, MXNet)",
+         "throughput", 2955.0, "stated (Figure 3 data label 2955)", DELL_SRC,
+         (*DELL_MX, "--nodes", "1,4"), "samples_per_s", 4),
+    Case("dell-16-googlenet-mxnet", "googlenet scaling efficiency, 16 P100 vs 4 (1 server)",
+         "efficiency", 2955.0 / (4 * 730.0), "derived: 2955 / (4 x 730)", DELL_SRC,
+         (*DELL_MX, "--nodes", "1,4"), "efficiency", 4),
+    Case("dell-4-googlenet-nvcaffe", "googlenet scaling efficiency, 4 P100 vs 1 (NV-Caffe)",
+         "efficiency", 3.8 / 4, "stated ('a speedup up to 3.8x'; data labels 1755 / 468 "
+         "= 3.75)", DELL_SRC, DELL_NVCAFFE, "efficiency", 1),
+    Case("dell-4-googlenet-nvcaffe-rate", "googlenet images/s, 4 P100 (NV-Caffe)",
+         "throughput", 1755.0, "stated (Figure 2 data label 1755)", DELL_SRC,
+         DELL_NVCAFFE, "samples_per_s", 1),
+    # Bugliarello 2017 (CSCS), Piz Daint, one P100 per node, TF parameter servers.
+    Case("daint-8-inception-v3", "inception-v3 scaling efficiency, 8 P100 nodes vs 1",
+         "efficiency", 1018.18 / (8 * 138.23), "derived: 1018.18 / (8 x 138.23)", DAINT_SRC,
+         (*DAINT, "--nodes", "1,8"), "efficiency", 8),
+    Case("daint-1-inception-v3-rate", "inception-v3 images/s, 1 P100 (Piz Daint)",
+         "throughput", 138.23, "stated (138.23)", DAINT_SRC,
+         (*DAINT, "--nodes", "1,8"), "samples_per_s", 1),
 )
 
 
@@ -127,7 +236,26 @@ HVD_VGG_NO_OVERLAP = (*HVD, f"{HERE}/vgg16-no-overlap.toml", "--collective", "ri
 HVD_TCP = (f"{HERE}/uber-horovod-pascal-tcp.toml", "vgg16", *HVD_FLAGS, "--nodes")
 KNL = ("stampede2-knl", "resnet50", "--batch", "16", "--runtime", "mlsl", "--nodes")
 
+DGX_NCCL = ("--runtime", "nccl", *TF_DGX1_FLAGS)
 CHECKS: tuple[Check, ...] = (
+    Check("tf-dgx1-alexnet-no-overlap", "DGX-1 AlexNet, 8 GPUs, allreduce not overlapped",
+          ("dgx1-p100", f"{HERE}/alexnet-no-overlap.toml", *DGX_NCCL), "efficiency", 1),
+    Check("tf-dgx1-vgg16-no-overlap", "DGX-1 VGG-16, 8 GPUs, allreduce not overlapped",
+          ("dgx1-p100", f"{HERE}/vgg16-no-overlap.toml", *DGX_NCCL), "efficiency", 1),
+    Check("tf-dgx1-alexnet-1-gpu", "DGX-1 AlexNet, batch 512: predicted images/s x 8 at "
+          "perfect scaling (published 1 GPU: 2,987/s)",
+          ("dgx1-p100", "alexnet", "--batch", "512", *DGX_NCCL), "samples_per_s", 1),
+    Check("tf-k80-64-resnet50-no-overlap", "8 x p2.8xlarge ResNet-50, 64 GPUs, no overlap "
+          "(one buffer after backward)",
+          (*TF_K80_ARGS, f"{HERE}/resnet50-chainermn.toml", "--batch", "64", "--nodes", "8",
+           "--baseline", "device"), "efficiency", 8),
+    Check("ddl-1-node-rate", "one S822LC (4 P100): images/s x 64 = perfect scaling",
+          (*DDL, "--nodes", "1"), "samples_per_s", 1),
+    Check("dell-1-node-googlenet-batch-144", "C4130 GoogleNet, 4 GPUs at 144 per GPU: "
+          "images/s / 4 = one GPU at 144 (published 1 GPU at 144: 220/s)",
+          (*DELL_MX[:2], "--batch", "144", "--nodes", "1", "--baseline", "device"),
+          "samples_per_s", 1),
+
     Check("vgg16-128-no-overlap", "VGG-16 efficiency, 128 GPUs, allreduce not overlapped",
           (*HVD_VGG_NO_OVERLAP, "32"), "efficiency", 32),
     Check("vgg16-512-no-overlap", "VGG-16 efficiency, 512 GPUs, allreduce not overlapped",

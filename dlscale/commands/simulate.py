@@ -219,6 +219,14 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
         return 0
+    _print_collective(args, res, doc, name, prov, wall)
+    return 0
+
+
+def _print_collective(args: argparse.Namespace, res: Any, doc: dict[str, Any], name: str,
+                      prov: Any, wall: float) -> None:
+    """The table of one simulated collective: what ran, provenance, topology, time,
+    bus bandwidth, bytes per level and the most utilised links."""
     print(f"{res.collective} ({res.algorithm}) of {res.n_bytes:.4g} B on {res.ranks} ranks of "
           f"{name}, {res.mode} mode, {res.placement} placement")
     for line in prov.header_lines("  "):
@@ -242,4 +250,3 @@ def run(args: argparse.Namespace) -> int:
         for row in res.top_links(args.top):
             print(f"    {row['link']:<24s} {row['level']:<8s} {row['bytes']:.4g} B  "
                   f"{100 * row['utilisation']:.1f}%")
-    return 0

@@ -291,6 +291,18 @@ def _plot(args: argparse.Namespace, runs: list[TrainingResult], meta: dict[str, 
         plot_training_scaling(args.plot, runs, title)
 
 
+def _flow_cost_note(cluster: Cluster, workload: Workload, nodes: int, iterations: int) -> None:
+    """A line on stderr before a flow-level training run of many ranks: what it costs."""
+    from dlscale.perfmodel.training import layout
+
+    ranks = int(layout(cluster, workload, nodes).ranks[0])
+    if ranks > FLOW_NOTE_RANKS:
+        print(f"note: --network flow shares every link's rate among the flows of "
+              f"{ranks:,} ranks at each change, for {iterations} iterations: where messages "
+              f"share links this may take many minutes; --network fast routes the same "
+              f"messages in seconds", file=sys.stderr)
+
+
 def run_training(args: argparse.Namespace) -> int:
     """Run the training simulation described by ``args``; 0 on success."""
     from dlscale.simulator.training.run import simulate_training
@@ -329,14 +341,7 @@ def run_training(args: argparse.Namespace) -> int:
     check_work(cluster, workload, max(nodes), iterations, len(plan), "--iterations",
                cosim if args.cosim else None)
     if network == "flow":
-        from dlscale.perfmodel.training import layout
-
-        ranks = int(layout(cluster, workload, max(nodes)).ranks[0])
-        if ranks > FLOW_NOTE_RANKS:
-            print(f"note: --network flow shares every link's rate among the flows of "
-                  f"{ranks:,} ranks at each change, for {iterations} iterations: this may take "
-                  f"many minutes (a 4,096-rank ring allreduce took 40 s); --network fast routes "
-                  f"the same messages in seconds", file=sys.stderr)
+        _flow_cost_note(cluster, workload, max(nodes), iterations)
     from tqdm import tqdm
 
     runs: list[TrainingResult] = []

@@ -24,11 +24,31 @@ from __future__ import annotations
 
 from .errors import ConfigError
 
-__all__ = ["ANALYTICAL_BYTES_PER_RANK", "BANDWIDTH_RANGE_BPS", "COSIM_BYTES_PER_PARAMETER",
-           "FACTOR_RANGE", "GAMMA_RANGE_S_PER_B", "LATENCY_RANGE_S", "MAX_DEVICES_PER_NODE",
-           "MAX_GRID_POINTS", "MAX_HIDDEN", "MAX_INTEGER", "MAX_RAILS", "MAX_RANK_STEPS",
-           "MEMORY_BUDGET_BYTES", "NO_GRAPH_HINT", "SIMULATED_BYTES_PER_ELEMENT", "check_analytical_ranks", "check_cosim",
-           "check_count", "check_graph", "check_range", "check_rank_steps"]
+__all__ = [
+    "ANALYTICAL_BYTES_PER_CURVE_RANK",
+    "ANALYTICAL_BYTES_PER_RANK",
+    "BANDWIDTH_RANGE_BPS",
+    "COSIM_BYTES_PER_PARAMETER",
+    "FACTOR_RANGE",
+    "GAMMA_RANGE_S_PER_B",
+    "LATENCY_RANGE_S",
+    "MAX_DEVICES_PER_NODE",
+    "MAX_GRID_POINTS",
+    "MAX_HIDDEN",
+    "MAX_INTEGER",
+    "MAX_RAILS",
+    "MAX_RANK_STEPS",
+    "MEMORY_BUDGET_BYTES",
+    "NO_GRAPH_HINT",
+    "SIMULATED_BYTES_PER_ELEMENT",
+    "check_analytical_curve",
+    "check_analytical_ranks",
+    "check_cosim",
+    "check_count",
+    "check_graph",
+    "check_range",
+    "check_rank_steps",
+]
 
 #: Memory a question may take: 8 GiB, what a laptop or a login node gives one process.
 MEMORY_BUDGET_BYTES = 8 * 2**30
@@ -39,6 +59,14 @@ MEMORY_BUDGET_BYTES = 8 * 2**30
 #: 100,000 nodes (27,648 / 120,000 / 600,000 ranks) 341 / 745 / 3,580 MB, 5.9 KB per
 #: rank at the margin; 8 KiB rounds it up.
 ANALYTICAL_BYTES_PER_RANK = 8 * 1024
+
+#: Analytical model, bytes per rank of every node count of one curve (a ``--nodes``
+#: list or range is priced as one curve, and what it keeps grows with the ranks summed
+#: over its counts). Measured (peak RSS of ``predict summit resnet50``, node counts
+#: spread evenly over 1..4,608, ``benchmarks/bench_scale.py``): 100 counts 884 MB,
+#: 1,000 counts (13.8 million ranks summed) 4,231 MB, 4,608 counts past 18.8 GB when
+#: stopped at 200 s: 306 B per summed rank; 320 B rounds it up.
+ANALYTICAL_BYTES_PER_CURVE_RANK = 320
 
 #: Simulator, bytes per graph element (host, device, switch): the graph, its link
 #: table, one process and its messages per rank. Measured (peak RSS of ``simulate
@@ -192,6 +220,43 @@ def check_analytical_ranks(ranks: int, where: str = "nodes", nodes: int = 0) -> 
             f"schedule over the ranks in memory, about {ANALYTICAL_BYTES_PER_RANK // 1024} KiB "
             f"per rank ({_gib(need)}), more than its {_gib(MEMORY_BUDGET_BYTES)} budget: "
             f"at most {most:,} ranks")
+
+
+def check_analytical_curve(ranks_summed: int, counts: int, where: str = "nodes") -> None:
+    """Refuse a curve of node counts whose ranks, summed over its counts, the analytical
+    model cannot hold within its budget (:data:`ANALYTICAL_BYTES_PER_CURVE_RANK`).
+
+    Parameters
+    ----------
+    ranks_summed : int
+        Ranks of every node count of the curve, added up.
+    counts : int
+        Node counts in the curve, for the message.
+    where : str, optional
+        The input that set them, for the message.
+
+    Raises
+    ------
+    ConfigError
+        ``ranks_summed * ANALYTICAL_BYTES_PER_CURVE_RANK > MEMORY_BUDGET_BYTES``.
+
+    Examples
+    --------
+    >>> check_analytical_curve(77_000, 14)   # the README's Summit curve, 1-4608
+    >>> check_analytical_curve(63_700_000, 4_608)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    dlscale.perfmodel.errors.ConfigError: nodes: 4,608 node counts, 63,700,000 ranks summed over them; ...
+    """
+    need = ranks_summed * ANALYTICAL_BYTES_PER_CURVE_RANK
+    if need > MEMORY_BUDGET_BYTES:
+        most = MEMORY_BUDGET_BYTES // ANALYTICAL_BYTES_PER_CURVE_RANK
+        raise ConfigError(
+            f"{where}: {counts:,} node counts, {ranks_summed:,} ranks summed over them; one "
+            f"curve keeps about {ANALYTICAL_BYTES_PER_CURVE_RANK} B per rank of every count "
+            f"({_gib(need)}), more than its {_gib(MEMORY_BUDGET_BYTES)} budget: at most "
+            f"{most:,} ranks summed; give fewer node counts (a doubling range 1-N, or a "
+            f"step, N-M:STEP) or run the counts in several commands")
 
 
 #: What :func:`check_graph` suggests instead of a graph too large to simulate.

@@ -44,7 +44,7 @@ from numpy.typing import ArrayLike
 
 from .errors import ConfigError
 from .hardware import Cluster
-from .limits import check_analytical_ranks
+from .limits import check_analytical_curve, check_analytical_ranks
 from .workload import Workload
 
 if TYPE_CHECKING:
@@ -195,6 +195,7 @@ def layout(cluster: Cluster, workload: Workload, nodes: ArrayLike) -> Layout:
     share = dpn / rpn
     top = int(np.max(n))
     check_analytical_ranks(top * rpn, nodes=top)
+    check_analytical_curve(int(np.sum(n, dtype=np.int64)) * rpn, int(np.size(n)))
     ranks = n * rpn
     if workload.scaling == "strong":
         if np.any(ranks > workload.global_batch):

@@ -266,3 +266,15 @@ def test_simulate_explains_an_efficiency_above_one(capsys):
           "--iterations", "3"])
     out = capsys.readouterr().out
     assert "# note: 2 nodes: efficiency above 1: the 1-node baseline reaches its master" in out
+
+
+def test_a_curve_of_too_many_node_counts_is_refused_before_work(capsys):
+    """Issue 27 item 4: ``--nodes 1-4608:1`` (accepted before) kept about 4 MB per node
+    count and passed 18.8 GB before it was stopped at 200 s; now one line, at once,
+    naming the counts, the ranks summed, the limit and what to give instead."""
+    from dlscale.cli import main
+
+    assert main(["predict", "summit", "resnet50", "--nodes", "1-4608:1"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "node counts" in err and "8 GiB budget" in err, err
+    assert main(["predict", "summit", "resnet50", "--nodes", "1-4608", "--format", "csv"]) == 0

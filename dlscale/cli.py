@@ -118,21 +118,57 @@ def _ready(stage: str) -> None:
             fh.write(stage + "\n")
 
 
+#: Whether SIGINT came during this command (:func:`_on_sigint`).
+_INTERRUPTED = False
+
+
+def _on_sigint(signum: int, frame: object) -> None:
+    """Python's own SIGINT behaviour (raise :class:`KeyboardInterrupt`), remembered: an
+    interrupt that lands inside a finalizer or a weakref callback (an import lock's,
+    during the imports) is printed as "Exception ignored" and lost; :func:`main` then
+    still stops at its next step."""
+    global _INTERRUPTED
+    _INTERRUPTED = True
+    raise KeyboardInterrupt
+
+
+def _check_interrupted() -> None:
+    """Raise the interrupt that a finalizer swallowed (:func:`_on_sigint`)."""
+    if _INTERRUPTED:
+        raise KeyboardInterrupt
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status."""
+    global _INTERRUPTED
+    _INTERRUPTED = False
     words = list(sys.argv[1:] if argv is None else argv)
     command = words[0] if words and words[0] in COMMANDS else ""
     if command == "calibrate" or words[:2] == ["validate", "local"]:
         from dlscale.validation.mpi_abort import hold_signals
 
         hold_signals()
+    else:
+        import signal
+        import threading
+
+        if (threading.current_thread() is threading.main_thread()
+                and signal.getsignal(signal.SIGINT) is signal.default_int_handler):
+            signal.signal(signal.SIGINT, _on_sigint)
     try:
         _ready("main")
-        return _main(words)
+        status = _main(words)
+        _check_interrupted()
+        return status
     except KeyboardInterrupt as exc:
         print(f"dlscale{' ' + command if command else ''}: {str(exc) or 'interrupted'}",
               file=sys.stderr)
         return int(getattr(exc, "exit_status", 130))
+    finally:
+        import signal
+
+        if signal.getsignal(signal.SIGINT) is _on_sigint:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _main(words: list[str]) -> int:
@@ -140,6 +176,7 @@ def _main(words: list[str]) -> int:
 
     parser = build_parser()
     args = parser.parse_args(words)
+    _check_interrupted()
     try:
         check_file_outputs(args)
         _ready("run")

@@ -164,3 +164,27 @@ def test_a_launched_rank_other_than_0_keeps_a_refusal_to_itself(monkeypatch, cap
     monkeypatch.setenv("PMI_RANK", rank)
     assert main(["predict", "summit", "resnet50", "--nodes", "0"]) == 2
     assert bool(capsys.readouterr().err) is printed
+
+
+def test_an_interrupt_a_finalizer_swallowed_still_stops_the_command(capsys, monkeypatch):
+    """A SIGINT that lands inside a weakref callback (an import lock's, during the
+    imports) is printed by Python as "Exception ignored" and lost; CI saw the command
+    then run to its end and exit 0. The handler remembers it and the command stops at
+    its next step with the one line and 130."""
+    import signal
+
+    from dlscale import cli
+
+    real = cli._main
+
+    def swallowed(words):
+        try:
+            signal.raise_signal(signal.SIGINT)   # what the handler does, then lost
+        except KeyboardInterrupt:
+            pass
+        return real(words)
+
+    monkeypatch.setattr(cli, "_main", swallowed)
+    assert cli.main(["catalog", "devices"]) == 130
+    assert capsys.readouterr().err.strip().splitlines() == ["dlscale catalog: interrupted"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

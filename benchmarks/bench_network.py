@@ -31,10 +31,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from dlscale.perfmodel import collectives as cf
-from dlscale.perfmodel.config import load_cluster
-from dlscale.perfmodel.hardware import Cluster, Crossbar, Link, NetworkSpec, Torus
-from dlscale.perfmodel.netapi import AnalyticalNetwork
+from dlscale.perfmodel.machine.config import load_cluster
+from dlscale.perfmodel.machine.hardware import Cluster, Crossbar, Link, NetworkSpec, Torus
+from dlscale.perfmodel.network import collectives as cf
+from dlscale.perfmodel.network.analytical import AnalyticalNetwork
 from dlscale.simulator.network import SimulatedNetwork
 from dlscale.simulator.network.fastmode import RouteCache
 from dlscale.simulator.topology.cluster import cluster_graph
@@ -268,7 +268,7 @@ def record_simgrid(rows: list[dict], path: str) -> None:
     import json
     import subprocess
 
-    from dlscale.perfmodel.atomicio import atomic_write_text
+    from dlscale.perfmodel.output.atomicio import atomic_write_text
 
     version = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "python3-simgrid"],
                              capture_output=True, text=True, check=True).stdout.strip()

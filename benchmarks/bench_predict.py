@@ -22,7 +22,7 @@ import time
 import numpy as np
 
 from dlscale.perfmodel.catalog import get_cluster, get_workload
-from dlscale.perfmodel.predict import predict
+from dlscale.perfmodel.training.predict import predict
 
 CASES = (
     ("summit", "resnet50", {}),

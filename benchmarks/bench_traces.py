@@ -5,7 +5,7 @@ PyTorch traces (``torch.profiler`` layout: ``ProfilerStep#N``, forward ``cpu_op`
 ``autograd::engine::evaluate_function`` backward operators, each with a
 ``cudaLaunchKernel`` linked to its ``kernel`` by ``args.correlation``, an
 ``Optimizer.step`` annotation) of the given sizes into a temporary folder, then reads
-each with :func:`dlscale.perfmodel.traces.read_trace` in a process of its own and
+each with :func:`dlscale.perfmodel.compute.traces.read_trace` in a process of its own and
 reports the median wall time of ``--repeats`` reads (and their spread), the median
 CPU time (less sensitive to a loaded machine) and per MB, the peak resident memory
 and the exponent of CPU time against size from the smallest size (1: linear; the
@@ -77,7 +77,7 @@ def write_synthetic_trace(path: Path, target_bytes: int, ops_per_step: int = 400
 
 
 def _child(path: str) -> None:
-    from dlscale.perfmodel.traces import read_trace
+    from dlscale.perfmodel.compute.traces import read_trace
 
     t0, c0 = time.perf_counter(), time.process_time()
     t = read_trace(path)

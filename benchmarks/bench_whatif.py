@@ -27,8 +27,8 @@ import time
 import networkx as nx
 
 from dlscale.perfmodel.catalog import get_cluster
-from dlscale.perfmodel.hardware import FatTree, Torus
-from dlscale.perfmodel.netmodel import collective_time_s
+from dlscale.perfmodel.machine.hardware import FatTree, Torus
+from dlscale.perfmodel.network.model import collective_time_s
 from dlscale.simulator.network import SimulatedNetwork
 from dlscale.simulator.topology.fattree import multilevel_fat_tree_graph
 from dlscale.simulator.topology.graphml import read_graphml_topology

@@ -28,10 +28,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from dlscale.perfmodel import config as _config
 from dlscale.perfmodel.errors import ConfigError, DlscaleError
-from dlscale.perfmodel.hardware import Cluster
-from dlscale.perfmodel.workload import Workload
+from dlscale.perfmodel.machine import config as _config
+from dlscale.perfmodel.machine.hardware import Cluster
+from dlscale.perfmodel.training.workload import Workload
 from dlscale.plan import PlanResult
 from dlscale.plan import plan as _plan
 from dlscale.results import ResultTable
@@ -168,7 +168,7 @@ def predict(cluster: str | Path | Cluster, workload: str | Path | Workload,
     ConfigError
         A bad cluster, workload, override or node count, before any work.
     """
-    from dlscale.perfmodel.predict import predict as _predict
+    from dlscale.perfmodel.training.predict import predict as _predict
     from dlscale.sweep import add_training_metrics
 
     c = load_cluster(cluster, cluster_overrides, profile)

@@ -95,9 +95,9 @@ def check_file_outputs(args: argparse.Namespace) -> None:
 
     A subcommand whose options name folders instead sets ``file_outputs`` (the
     attributes that are files) with ``set_defaults``. A plot's extension must name a
-    format matplotlib writes (:data:`~dlscale.perfmodel.atomicio.PLOT_FORMATS`).
+    format matplotlib writes (:data:`~dlscale.perfmodel.output.atomicio.PLOT_FORMATS`).
     """
-    from dlscale.perfmodel.atomicio import check_output_path, plot_format
+    from dlscale.perfmodel.output.atomicio import check_output_path, plot_format
 
     for attr in getattr(args, "file_outputs", ("output", "plot", "trace_out")):
         value = getattr(args, attr, None)

@@ -1,7 +1,7 @@
 """Writing results: aligned text tables, and JSON/CSV files written atomically.
 
-The functions live in the base layer (:mod:`dlscale.perfmodel.tables` and
-:mod:`dlscale.perfmodel.atomicio`), where the simulator and the validation reach them
+The functions live in the base layer (:mod:`dlscale.perfmodel.output.tables` and
+:mod:`dlscale.perfmodel.output.atomicio`), where the simulator and the validation reach them
 too; this module re-exports them for the CLI and the Python API.
 
 Examples
@@ -14,8 +14,12 @@ nodes  iteration_s
 
 from __future__ import annotations
 
-from dlscale.perfmodel.atomicio import atomic_write_bytes, atomic_write_text, atomic_write_with
-from dlscale.perfmodel.tables import (
+from dlscale.perfmodel.output.atomicio import (
+    atomic_write_bytes,
+    atomic_write_text,
+    atomic_write_with,
+)
+from dlscale.perfmodel.output.tables import (
     format_table,
     format_value,
     rows_to_csv,

@@ -32,10 +32,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from dlscale.perfmodel.config import apply_overrides, load_cluster, load_workload
 from dlscale.perfmodel.errors import ConfigError, unknown_name
-from dlscale.perfmodel.hardware import Cluster
-from dlscale.perfmodel.workload import ALGORITHMS, COLLECTIVES, Workload
+from dlscale.perfmodel.machine.config import apply_overrides, load_cluster, load_workload
+from dlscale.perfmodel.machine.hardware import Cluster
+from dlscale.perfmodel.training.workload import ALGORITHMS, COLLECTIVES, Workload
 from dlscale.results import ResultTable
 from dlscale.sweep import Evaluator, resolve_evaluator
 

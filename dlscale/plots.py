@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from dlscale.output import atomic_write_with
-from dlscale.perfmodel.atomicio import plot_format
+from dlscale.perfmodel.output.atomicio import plot_format
 
 __all__ = ["plot_scaling"]
 

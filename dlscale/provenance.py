@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dlscale.perfmodel.hardware import Cluster
+from dlscale.perfmodel.machine.hardware import Cluster
 
 __all__ = ["NO_BASELINE", "ProfileSource", "Provenance", "baseline_phrase", "load_cluster", "profile_source", "replaced_figures",
            "version"]
@@ -59,9 +59,9 @@ _PHRASES = {"runtime.links_measured False -> True":
 def baseline_phrase(baseline: str = "node", scaling: str = "weak", each: str = "row") -> str:
     """The rule every ``efficiency`` of an output follows, one phrase: each row (point,
     plan) against 1 node, or 1 device alone, of its cluster running the stack's own
-    allreduce (``auto``, :func:`dlscale.perfmodel.predict.baseline_workload`). An output
+    allreduce (``auto``, :func:`dlscale.perfmodel.training.predict.baseline_workload`). An output
     with one baseline run names it with its time instead
-    (:meth:`dlscale.perfmodel.predict.Prediction.baseline_text`).
+    (:meth:`dlscale.perfmodel.training.predict.Prediction.baseline_text`).
 
     Examples
     --------
@@ -238,7 +238,7 @@ def replaced_figures(before: Any, after: Any, where: str = "") -> list[str]:
 
     Examples
     --------
-    >>> from dlscale.perfmodel.hardware import Link
+    >>> from dlscale.perfmodel.machine.hardware import Link
     >>> replaced_figures(Link("a", 5e10, 2e-6), Link("b", 1.12e10, 2e-6))
     ['bandwidth_Bps 50 GB/s -> 11.2 GB/s']
     """
@@ -291,7 +291,7 @@ def load_cluster(spec: Any, profile: str | Path | None = None) -> tuple[Cluster,
     Parameters
     ----------
     spec : str, Path or Cluster
-        As :func:`dlscale.perfmodel.config.load_cluster` takes it.
+        As :func:`dlscale.perfmodel.machine.config.load_cluster` takes it.
     profile : str or Path, optional
         A machine profile from ``dlscale calibrate``.
 
@@ -300,8 +300,8 @@ def load_cluster(spec: Any, profile: str | Path | None = None) -> tuple[Cluster,
     (Cluster, Provenance)
         The cluster as every command uses it, and what it is made of.
     """
-    from dlscale.perfmodel.config import load_cluster as _load
-    from dlscale.perfmodel.profile import load_profile
+    from dlscale.perfmodel.machine.config import load_cluster as _load
+    from dlscale.perfmodel.machine.profile import load_profile
 
     base = _load(spec)
     if profile is None:

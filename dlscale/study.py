@@ -82,12 +82,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dlscale.perfmodel.config import read_toml
 from dlscale.perfmodel.errors import ConfigError, closest
-from dlscale.perfmodel.hardware import Cluster
 from dlscale.perfmodel.limits import MAX_GRID_POINTS, check_count
-from dlscale.perfmodel.tomlmap import resolve_key
-from dlscale.perfmodel.workload import Workload
+from dlscale.perfmodel.machine.config import read_toml
+from dlscale.perfmodel.machine.hardware import Cluster
+from dlscale.perfmodel.machine.tomlmap import resolve_key
+from dlscale.perfmodel.training.workload import Workload
 from dlscale.study_values import MAX_POINTS, check_grid_size, label
 from dlscale.study_values import values as _values
 
@@ -403,7 +403,7 @@ def parse_study(table: Mapping[str, Any], path: str | Path = "study.toml") -> St
 
     Every error is a :class:`ConfigError` naming the file, the field, the value and
     what is allowed. Unknown parameter paths are caught here where the prefix is
-    missing, and by :func:`~dlscale.perfmodel.config.apply_overrides` (before any
+    missing, and by :func:`~dlscale.perfmodel.machine.config.apply_overrides` (before any
     point runs, see :func:`dlscale.sweep.check_study`) otherwise.
     """
     path = Path(path)

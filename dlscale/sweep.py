@@ -54,10 +54,10 @@ import numpy as np
 
 from dlscale import provenance
 from dlscale.output import atomic_write_text, rows_to_csv, to_jsonable
-from dlscale.perfmodel.config import load_cluster, load_workload
 from dlscale.perfmodel.errors import ConfigError, DlscaleError, unknown_name
-from dlscale.perfmodel.hardware import Cluster
-from dlscale.perfmodel.workload import Workload
+from dlscale.perfmodel.machine.config import load_cluster, load_workload
+from dlscale.perfmodel.machine.hardware import Cluster
+from dlscale.perfmodel.training.workload import Workload
 from dlscale.results import ResultTable
 from dlscale.study import Study, label, short_names
 from dlscale.sweep_guard import FolderLock, StopSignals, check_stamp, stop_pool, write_stamp

@@ -17,10 +17,10 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from dlscale.perfmodel.config import apply_overrides, load_cluster, load_workload
 from dlscale.perfmodel.errors import ConfigError, DlscaleError, unknown_name
-from dlscale.perfmodel.hardware import Cluster
-from dlscale.perfmodel.workload import Workload
+from dlscale.perfmodel.machine.config import apply_overrides, load_cluster, load_workload
+from dlscale.perfmodel.machine.hardware import Cluster
+from dlscale.perfmodel.training.workload import Workload
 from dlscale.study import split_params
 
 __all__ = ["COLUMNS", "EVALUATORS", "EXECUTORS", "Evaluator", "add_training_metrics",
@@ -41,7 +41,7 @@ COLUMNS = ("nodes", "network", "runtime", "devices", "ranks", "iteration_s", "co
 def analytical(cluster: Cluster, workload: Workload, nodes: list[int],
                seeds: list[int]) -> list[dict[str, Any]]:
     """The closed-form model, one vectorized call over the node counts."""
-    from dlscale.perfmodel.predict import predict
+    from dlscale.perfmodel.training.predict import predict
 
     return [{**row, "network": "analytical", "runtime": cluster.runtime.name}
             for row in predict(cluster, workload, nodes).to_rows()]
@@ -50,7 +50,7 @@ def analytical(cluster: Cluster, workload: Workload, nodes: list[int],
 def analytical_one_device(cluster: Cluster, workload: Workload, nodes: list[int],
                           seeds: list[int]) -> list[dict[str, Any]]:
     """The closed-form model with efficiency against one device alone (``--baseline device``)."""
-    from dlscale.perfmodel.predict import predict
+    from dlscale.perfmodel.training.predict import predict
 
     return [{**row, "network": "analytical"}
             for row in predict(cluster, workload, nodes, baseline="device").to_rows()]

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import dlscale.api as dl
 from dlscale.output import format_table
-from dlscale.perfmodel.profile import load_profile
+from dlscale.perfmodel.machine.profile import load_profile
 
 HERE = Path(__file__).resolve().parent
 

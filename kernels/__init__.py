@@ -23,10 +23,10 @@ Examples
 np.float64(-1.5)
 """
 
-from .allreduce import ALGORITHMS, AllreduceStats, allreduce_inplace
-from .cnn import CNNShape, cnn_accuracy, cnn_init_params, cnn_loss_and_grad
-from .data import Dataset, load_digits_split, synthetic_classification
-from .easgd import (
+from dlscale.kernels.allreduce import ALGORITHMS, AllreduceStats, allreduce_inplace
+from dlscale.kernels.cnn import CNNShape, cnn_accuracy, cnn_init_params, cnn_loss_and_grad
+from dlscale.kernels.data import Dataset, load_digits_split, synthetic_classification
+from dlscale.kernels.easgd import (
     easgd_center_update_async,
     easgd_center_update_sync,
     easgd_elastic_exchange,
@@ -34,15 +34,15 @@ from .easgd import (
     measgd_worker_update,
     nesterov_lookahead,
 )
-from .fusion import FusionPlan, fusion_groups, make_plan, pack_group, unpack_group
-from .hogwild import (
+from dlscale.kernels.fusion import FusionPlan, fusion_groups, make_plan, pack_group, unpack_group
+from dlscale.kernels.hogwild import (
     LostUpdates,
     hogwild_easgd_center_update,
     hogwild_lost_updates,
     hogwild_sgd_update,
 )
-from .model import ModelShape, accuracy, forward, init_params, loss_and_grad
-from .reduction_steps import (
+from dlscale.kernels.model import ModelShape, accuracy, forward, init_params, loss_and_grad
+from dlscale.kernels.reduction_steps import (
     chunk_bounds,
     doubling_step,
     halving_step,
@@ -51,8 +51,14 @@ from .reduction_steps import (
     tree_broadcast_step,
     tree_reduce_step,
 )
-from .sgd import momentum_sgd_update, sgd_update
-from .sparse import dense_bytes, densify, indexed_slices_bytes, scatter_add, sparse_gather
+from dlscale.kernels.sgd import momentum_sgd_update, sgd_update
+from dlscale.kernels.sparse import (
+    dense_bytes,
+    densify,
+    indexed_slices_bytes,
+    scatter_add,
+    sparse_gather,
+)
 
 __all__ = [
     "ALGORITHMS",

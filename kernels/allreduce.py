@@ -48,8 +48,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._checks import check_int
-from .reduction_steps import (
+from dlscale.kernels._checks import check_int
+from dlscale.kernels.reduction_steps import (
     _bufs,
     _doubling,
     _halving,

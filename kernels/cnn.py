@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from ._checks import check_float_array, check_int, check_writeable
+from dlscale.kernels._checks import check_float_array, check_int, check_writeable
 
 __all__ = ["CNNShape", "cnn_accuracy", "cnn_init_params", "cnn_loss_and_grad"]
 

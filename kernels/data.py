@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._checks import check_int, check_scalar
+from dlscale.kernels._checks import check_int, check_scalar
 
 __all__ = ["Dataset", "digits_missing", "load_digits_split", "synthetic_classification"]
 

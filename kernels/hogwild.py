@@ -25,7 +25,7 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from ._checks import check_float_array, check_int, check_scalar, check_writeable
+from dlscale.kernels._checks import check_float_array, check_int, check_scalar, check_writeable
 
 __all__ = ["LostUpdates", "hogwild_easgd_center_update", "hogwild_lost_updates", "hogwild_sgd_update"]
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._checks import check_float_array, check_int, check_writeable
+from dlscale.kernels._checks import check_float_array, check_int, check_writeable
 
 __all__ = [
     "chunk_bounds",

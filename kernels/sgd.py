@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._checks import check_float_array, check_like, check_scalar, check_writeable
+from dlscale.kernels._checks import check_float_array, check_like, check_scalar, check_writeable
 
 __all__ = ["momentum_sgd_update", "sgd_update"]
 

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 import numpy as np
 from numba import njit
 
-from ._checks import check_float_array, check_index_array, check_int, check_writeable
+from dlscale.kernels._checks import check_float_array, check_index_array, check_int, check_writeable
 
 __all__ = ["dense_bytes", "densify", "indexed_slices_bytes", "scatter_add", "sparse_gather"]
 

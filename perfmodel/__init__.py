@@ -1,8 +1,8 @@
 """Analytical performance model: configuration, catalogs and closed-form costs."""
 
-from .errors import ConfigError, DlscaleError, OutOfMemoryError
-from .hardware import Cluster, Device, Link, NetworkSpec, NodeSpec
-from .workload import ALGORITHMS, COLLECTIVES, Layer, Model, Workload
+from dlscale.perfmodel.errors import ConfigError, DlscaleError, OutOfMemoryError
+from dlscale.perfmodel.machine.hardware import Cluster, Device, Link, NetworkSpec, NodeSpec
+from dlscale.perfmodel.training.workload import ALGORITHMS, COLLECTIVES, Layer, Model, Workload
 
 __all__ = [
     "ALGORITHMS",

@@ -22,7 +22,7 @@ dlscale.perfmodel.errors.ConfigError: nodes: 60,000,000 ranks; the analytical mo
 
 from __future__ import annotations
 
-from .errors import ConfigError
+from dlscale.perfmodel.errors import ConfigError
 
 __all__ = [
     "ANALYTICAL_BYTES_PER_CURVE_RANK",

@@ -2,7 +2,7 @@
 
 Everything inside dlscale is SI; these factors are applied once, at the edge, where
 a TOML key or a datasheet figure carries another unit (``bandwidth_GBps``,
-``latency_us``; :data:`dlscale.perfmodel.tomlmap.UNITS` maps key suffixes to these). Decimal prefixes for rates (a datasheet's GB/s is 1e9 B/s), binary
+``latency_us``; :data:`dlscale.perfmodel.machine.tomlmap.UNITS` maps key suffixes to these). Decimal prefixes for rates (a datasheet's GB/s is 1e9 B/s), binary
 prefixes where a name says so (GiB, MiB, KiB).
 
 Examples

@@ -4,7 +4,7 @@ Topologies are networkx graphs (edges with ``bandwidth_Bps``, ``latency_s``,
 ``level``; endpoints marked ``kind="host"`` or ``"device"``); collectives are message
 schedules routed over them, timed by a flow-level max-min model in SimPy (reference)
 or by a vectorized lock-step fast mode (scale). :class:`SimulatedNetwork` implements
-:class:`dlscale.perfmodel.netapi.NetworkModel`.
+:class:`dlscale.perfmodel.network.analytical.NetworkModel`.
 
 Examples
 --------
@@ -14,19 +14,24 @@ Examples
 16
 """
 
-from .network.result import CollectiveResult
-from .network.schedules import ALGORITHMS, COLLECTIVES, Phase, build_schedule
-from .network.simulated import MODES, SimulatedNetwork
-from .topology.cluster import cluster_graph
-from .topology.dragonfly import dragonfly_graph
-from .topology.fattree import fat_tree_graph, multilevel_fat_tree_graph, xgft_graph
-from .topology.graphml import endpoints, read_graphml_topology, validate_graph
-from .topology.intranode import knl_node_graph, pcie_box_graph, star_node_graph, summit_node_graph
-from .topology.metrics import TopologyMetrics, topology_metrics
-from .topology.placement import PLACEMENTS, place
-from .topology.torus import torus_graph
-from .training.result import TrainingResult
-from .training.run import simulate_training
+from dlscale.simulator.network.result import CollectiveResult
+from dlscale.simulator.network.schedules import ALGORITHMS, COLLECTIVES, Phase, build_schedule
+from dlscale.simulator.network.simulated import MODES, SimulatedNetwork
+from dlscale.simulator.topology.cluster import cluster_graph
+from dlscale.simulator.topology.dragonfly import dragonfly_graph
+from dlscale.simulator.topology.fattree import fat_tree_graph, multilevel_fat_tree_graph, xgft_graph
+from dlscale.simulator.topology.graphml import endpoints, read_graphml_topology, validate_graph
+from dlscale.simulator.topology.intranode import (
+    knl_node_graph,
+    pcie_box_graph,
+    star_node_graph,
+    summit_node_graph,
+)
+from dlscale.simulator.topology.metrics import TopologyMetrics, topology_metrics
+from dlscale.simulator.topology.placement import PLACEMENTS, place
+from dlscale.simulator.topology.torus import torus_graph
+from dlscale.simulator.training.result import TrainingResult
+from dlscale.simulator.training.run import simulate_training
 
 #: ``dlscale.api.simulate`` calls ``dlscale.simulator.simulate``.
 simulate = simulate_training

@@ -1,7 +1,7 @@
 """Small evaluators and config files for the sweep/plan/API tests.
 
 The evaluators are a plain Hockney ring-allreduce model (no overlap), written here so
-the sweep machinery is tested independently of dlscale.perfmodel.predict. They live
+the sweep machinery is tested independently of dlscale.perfmodel.training.predict. They live
 in an importable module so worker processes (fork or MPI) can unpickle them.
 """
 

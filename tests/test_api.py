@@ -85,8 +85,8 @@ def test_simulate_without_a_simulator_says_so(monkeypatch):
         api.simulate("summit", "resnet50", 1)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("dlscale.perfmodel.predict") is None,
-                    reason="dlscale.perfmodel.predict not there yet")
+@pytest.mark.skipif(importlib.util.find_spec("dlscale.perfmodel.training.predict") is None,
+                    reason="dlscale.perfmodel.training.predict not there yet")
 def test_predict_rows_and_csv(tmp_path):
     res = api.predict("summit", "resnet50", "1-16")
     rows = res.to_rows()

@@ -8,14 +8,14 @@ import threading
 import pytest
 
 from dlscale.cli import main
-from dlscale.perfmodel.atomicio import (
+from dlscale.perfmodel.errors import ConfigError
+from dlscale.perfmodel.machine.profile import MachineProfile, save_profile
+from dlscale.perfmodel.output.atomicio import (
     atomic_write_text,
     atomic_write_with,
     check_output_path,
     plot_format,
 )
-from dlscale.perfmodel.errors import ConfigError
-from dlscale.perfmodel.profile import MachineProfile, save_profile
 
 
 def _umask() -> int:

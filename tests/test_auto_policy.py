@@ -1,9 +1,9 @@
 """One ``auto``: every caller resolves the same allreduce for the same question.
 
 The training model (``predict`` and the training simulator,
-:func:`dlscale.perfmodel.training_sync.workload_allreduce`), the analytical network
+:func:`dlscale.perfmodel.training.sync.workload_allreduce`), the analytical network
 object and the routed simulation of a cluster's network all follow
-:mod:`dlscale.perfmodel.autopolicy`; before it they disagreed in 33 of these 72 cases
+:mod:`dlscale.perfmodel.network.autopolicy`; before it they disagreed in 33 of these 72 cases
 (the network objects took the least time among every algorithm, whatever the stack).
 """
 
@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 
 from dlscale.perfmodel.catalog import CLUSTERS, get_cluster, get_workload
-from dlscale.perfmodel.contention import hockney_params
-from dlscale.perfmodel.netapi import AnalyticalNetwork
-from dlscale.perfmodel.runtime import with_transport
-from dlscale.perfmodel.training import layout
-from dlscale.perfmodel.training_sync import workload_allreduce
+from dlscale.perfmodel.machine.runtime import with_transport
+from dlscale.perfmodel.network.analytical import AnalyticalNetwork
+from dlscale.perfmodel.network.contention import hockney_params
+from dlscale.perfmodel.training.iteration import layout
+from dlscale.perfmodel.training.sync import workload_allreduce
 from dlscale.simulator.network import SimulatedNetwork
 
 SIZES = (1e3, 64e3, 4e6, 100e6)
@@ -59,7 +59,7 @@ def test_every_caller_resolves_the_same_allreduce(name, nodes):
 def test_a_bare_graph_takes_the_least_closed_form_time():
     """No runtime: the least time of the closed forms on the graph's measured
     point-to-point parameters (what the tuner of a library does)."""
-    from dlscale.perfmodel.collectives import best_allreduce
+    from dlscale.perfmodel.network.collectives import best_allreduce
     from dlscale.simulator.topology.fattree import fat_tree_graph
     net = SimulatedNetwork(fat_tree_graph(4, host_bandwidth_Bps=1e9, link_bandwidth_Bps=1e9,
                                           host_latency_s=1e-6, hop_latency_s=0.0))

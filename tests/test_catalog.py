@@ -18,9 +18,9 @@ from dlscale.perfmodel.catalog import (
 )
 from dlscale.perfmodel.catalog.devices import FRACTION_SOURCES, solve_fraction
 from dlscale.perfmodel.errors import ConfigError
-from dlscale.perfmodel.hardware import Cluster, Crossbar, Link, NetworkSpec, NodeSpec
-from dlscale.perfmodel.predict import predict
-from dlscale.perfmodel.workload import Workload
+from dlscale.perfmodel.machine.hardware import Cluster, Crossbar, Link, NetworkSpec, NodeSpec
+from dlscale.perfmodel.training.predict import predict
+from dlscale.perfmodel.training.workload import Workload
 
 #: Cited machine sizes: OLCF guide / TOP500 (Summit 4,608), NERSC / TOP500 (Cori KNL
 #: 9,688), TACC guide (Stampede2 KNL 4,200 and SKX 1,736), single servers.

@@ -3,8 +3,8 @@
 Issue 13 asks that no per-case constant hide in ``perfmodel/``: "a reviewer can check:
 every number in ``perfmodel/catalog`` has a source comment". This test is that reviewer.
 It reads every module of ``perfmodel/catalog/`` and the presets of
-``perfmodel/efficiency.py``, ``perfmodel/runtime.py``, ``perfmodel/noise.py`` and
-``perfmodel/msgfactors.py`` with :mod:`ast` and :mod:`tokenize` and fails on every
+``perfmodel/compute/efficiency.py``, ``perfmodel/machine/runtime.py``, ``perfmodel/machine/noise.py`` and
+``perfmodel/network/msgfactors.py`` with :mod:`ast` and :mod:`tokenize` and fails on every
 numeric literal that no citation comment covers.
 
 Which literals are checked
@@ -82,10 +82,10 @@ ROOT = Path(__file__).resolve().parents[1]
 #: The modules whose numbers must carry a source.
 FILES: tuple[str, ...] = (
     *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "perfmodel" / "catalog").glob("*.py")),
-    "perfmodel/efficiency.py",
-    "perfmodel/runtime.py",
-    "perfmodel/noise.py",
-    "perfmodel/msgfactors.py",
+    "perfmodel/compute/efficiency.py",
+    "perfmodel/machine/runtime.py",
+    "perfmodel/machine/noise.py",
+    "perfmodel/network/msgfactors.py",
 )
 
 _EXEMPT_INTS = frozenset({0, 1, 2, -1})

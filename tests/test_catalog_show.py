@@ -9,7 +9,7 @@ import pytest
 from dlscale.cli import main
 from dlscale.perfmodel.catalog import CLUSTERS, WORKLOADS
 from dlscale.perfmodel.catalog.show import PRESET_KINDS
-from dlscale.perfmodel.config import load_cluster, load_workload
+from dlscale.perfmodel.machine.config import load_cluster, load_workload
 
 PRESETS = [(kind, name) for kind, (reg, _, _) in PRESET_KINDS.items() for name in reg]
 

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from dlscale.perfmodel.collectives import rabenseifner_allreduce_s
+from dlscale.perfmodel.network.collectives import rabenseifner_allreduce_s
 from dlscale.validation.collective_fit import (
     MMAP_THRESHOLD_MAX_BYTES,
     fit_allreduce,

@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from dlscale.perfmodel import collectives as c
 from dlscale.perfmodel.errors import ConfigError
+from dlscale.perfmodel.network import collectives as c
 
 A, B, G = 2e-6, 1e-10, 2e-11
 FLAT = sorted(c.ALLREDUCE)

@@ -4,8 +4,7 @@ import numpy as np
 import pytest
 
 from dlscale.perfmodel.catalog.models_resnet import resnet50
-from dlscale.perfmodel.compute import layer_times, update_s
-from dlscale.perfmodel.efficiency import (
+from dlscale.perfmodel.compute.efficiency import (
     BATCH_RATES,
     BatchRatePoint,
     fit_half_per_core,
@@ -13,9 +12,10 @@ from dlscale.perfmodel.efficiency import (
     half_saturation_elements,
     layer_class,
 )
+from dlscale.perfmodel.compute.roofline import layer_times, update_s
 from dlscale.perfmodel.errors import ConfigError
-from dlscale.perfmodel.hardware import Device
-from dlscale.perfmodel.workload import Layer, Model
+from dlscale.perfmodel.machine.hardware import Device
+from dlscale.perfmodel.training.workload import Layer, Model
 
 V100ISH = Device("v", "gpu", 80, 1.5e9, 7e12, 14e12, 112e12, 16e9, 900e9, 0.5)
 
@@ -66,7 +66,7 @@ def test_catalog_layers_carry_their_algorithm_class():
 def _speedup(point: BatchRatePoint) -> float:
     # compute-bound device with the point's cores: per-sample time of its model at the
     # two batches through the roofline itself
-    from dlscale.perfmodel.efficiency import _catalog_model
+    from dlscale.perfmodel.compute.efficiency import _catalog_model
     dev = replace(V100ISH, cores=point.cores, memory_bandwidth_Bps=1e30)
     m = _catalog_model(point.model)
     t = layer_times(m, dev, "fp32", np.array([point.batch_small, point.batch_large],
@@ -88,7 +88,7 @@ def test_batch_curve_is_fitted_to_the_cited_single_device_rates():
 
 def test_least_squares_fit_recovers_a_known_curve():
     # speed-ups made by the roofline at a known n_half per core come back exactly
-    from dlscale.perfmodel.efficiency import _catalog_model, _sums
+    from dlscale.perfmodel.compute.efficiency import _catalog_model, _sums
     h_true = 20_000.0
     made = []
     for model, cores, b1 in (("resnet50", 56, 16), ("vgg16", 13, 32), ("googlenet", 40, 8)):

@@ -2,10 +2,10 @@ from pathlib import Path
 
 import pytest
 
-from dlscale.perfmodel.config import apply_overrides, load_cluster, read_toml
 from dlscale.perfmodel.errors import ConfigError
-from dlscale.perfmodel.hardware import FatTree, Link
-from dlscale.perfmodel.tomlmap import build
+from dlscale.perfmodel.machine.config import apply_overrides, load_cluster, read_toml
+from dlscale.perfmodel.machine.hardware import FatTree, Link
+from dlscale.perfmodel.machine.tomlmap import build
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "configs"
 
@@ -78,7 +78,7 @@ def test_overrides_by_dotted_path_keep_the_rest():
 
 
 def test_base_may_be_another_file_relative_to_the_one_naming_it(tmp_path) -> None:
-    from dlscale.perfmodel.config import load_cluster, load_workload
+    from dlscale.perfmodel.machine.config import load_cluster, load_workload
 
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "fast.toml").write_text(
@@ -94,7 +94,7 @@ def test_base_may_be_another_file_relative_to_the_one_naming_it(tmp_path) -> Non
 
 
 def test_base_file_errors_name_the_field_and_value(tmp_path) -> None:
-    from dlscale.perfmodel.config import load_cluster
+    from dlscale.perfmodel.machine.config import load_cluster
 
     (tmp_path / "a.toml").write_text('base = "b.toml"\n')
     (tmp_path / "b.toml").write_text('base = "a.toml"\n')

@@ -1,7 +1,6 @@
 import pytest
 
-from dlscale.perfmodel.contention import hockney_params
-from dlscale.perfmodel.hardware import (
+from dlscale.perfmodel.machine.hardware import (
     Cluster,
     Crossbar,
     Device,
@@ -9,6 +8,7 @@ from dlscale.perfmodel.hardware import (
     NetworkSpec,
     NodeSpec,
 )
+from dlscale.perfmodel.network.contention import hockney_params
 
 GPU = Device("g", "gpu", 80, 1.5e9, 7e12, 14e12, 112e12, 16e9, 900e9, 0.5)
 

@@ -1,7 +1,7 @@
 """The compiled critical path equals the numpy walk of the rank clocks, bit for bit.
 
 ``stepcost.critical_path_s`` and ``netmodel.time_per_node_count`` price plans that
-keep each message's loads with the compiled walk of ``perfmodel.chainwalk`` (one call
+keep each message's loads with the compiled walk of ``perfmodel.network.chainwalk`` (one call
 for a whole curve of node counts); ``stepcost.walk_s`` is the reference: the rank
 clocks advanced step by step by ``rendezvous.advance_clocks``, as before.
 """
@@ -16,18 +16,18 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from dlscale.perfmodel.catalog import get_cluster
-from dlscale.perfmodel.chainwalk import ChainSteps, longest_chains
-from dlscale.perfmodel.hardware import Crossbar, FatTree, Torus
-from dlscale.perfmodel.msgfactors import MESSAGE_FACTORS
-from dlscale.perfmodel.netmodel import (
+from dlscale.perfmodel.machine.hardware import Crossbar, FatTree, Torus
+from dlscale.perfmodel.network.chainwalk import ChainSteps, longest_chains
+from dlscale.perfmodel.network.model import (
     collective_time_s,
     limiting_level,
     limiting_levels,
     time_per_node_count,
 )
-from dlscale.perfmodel.netplan import plan_collective
-from dlscale.perfmodel.schedules import ALGORITHMS
-from dlscale.perfmodel.stepcost import critical_path_s, device_links, walk_s
+from dlscale.perfmodel.network.msgfactors import MESSAGE_FACTORS
+from dlscale.perfmodel.network.plan import plan_collective
+from dlscale.perfmodel.network.schedules import ALGORITHMS
+from dlscale.perfmodel.network.stepcost import critical_path_s, device_links, walk_s
 
 SUMMIT = get_cluster("summit")
 #: one machine per topology family the plan tests use

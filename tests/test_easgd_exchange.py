@@ -4,7 +4,7 @@ in the profile, used by the local model; no synchronous straggler term for it.""
 import pytest
 
 from dlscale.perfmodel.errors import ConfigError
-from dlscale.perfmodel.profile import MachineProfile, load_profile, save_profile
+from dlscale.perfmodel.machine.profile import MachineProfile, load_profile, save_profile
 from dlscale.validation.easgd_exchange import exchange_reps
 from dlscale.validation.local_model import mva_cycle_s, p2p_time_s, predict_training
 from tests.mpi_helpers import mpi_or_skip, run_script

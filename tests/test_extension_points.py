@@ -13,8 +13,8 @@ import pytest
 from dlscale.perfmodel.catalog import get_cluster, get_workload
 from dlscale.perfmodel.catalog.clusters import CLUSTERS
 from dlscale.perfmodel.errors import ConfigError
-from dlscale.perfmodel.hardware import Crossbar, Topology, Torus
-from dlscale.perfmodel.netapi import AnalyticalNetwork, NetworkModel
+from dlscale.perfmodel.machine.hardware import Crossbar, Topology, Torus
+from dlscale.perfmodel.network.analytical import AnalyticalNetwork, NetworkModel
 from dlscale.simulator.network import SimulatedNetwork
 from dlscale.simulator.topology.cluster import cluster_graph
 from dlscale.simulator.topology.dragonfly import dragonfly_graph

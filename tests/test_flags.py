@@ -203,7 +203,7 @@ class Reaches:
     extra: list[str]
 
     def check(self, tmp_path: Path, capsys, monkeypatch) -> None:
-        from dlscale.perfmodel.profile import load_profile
+        from dlscale.perfmodel.machine.profile import load_profile
         from dlscale.validation import calibrate_run, mpi_env, validate_local
 
         calls: list[Any] = []

@@ -4,7 +4,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from dlscale.perfmodel.hardware import FatTree
+from dlscale.perfmodel.machine.hardware import FatTree
 from dlscale.simulator.network import SimulatedNetwork
 from dlscale.simulator.topology.fattree import fat_tree_graph, multilevel_fat_tree_graph
 from dlscale.simulator.topology.graphml import read_graphml_topology

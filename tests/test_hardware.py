@@ -1,7 +1,7 @@
 import pytest
 
 from dlscale.perfmodel.errors import ConfigError
-from dlscale.perfmodel.hardware import Device, FatTree, Link
+from dlscale.perfmodel.machine.hardware import Device, FatTree, Link
 
 
 def _device(**kw):

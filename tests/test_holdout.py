@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from dlscale.perfmodel.config import load_cluster, load_workload
 from dlscale.perfmodel.errors import ConfigError
-from dlscale.perfmodel.hardware import Cluster
-from dlscale.perfmodel.workload import Workload
+from dlscale.perfmodel.machine.config import load_cluster, load_workload
+from dlscale.perfmodel.machine.hardware import Cluster
+from dlscale.perfmodel.training.workload import Workload
 
 ROOT = Path(__file__).resolve().parents[1]
 HOLDOUT = ROOT / "validation" / "holdout"

@@ -119,7 +119,7 @@ def test_graphml_count_spans_read_blocks(tmp_path):
 # --- 27.12: scikit-learn --------------------------------------------------------------
 
 def test_scikit_learn_is_a_core_dependency():
-    from dlscale.perfmodel.config import read_toml
+    from dlscale.perfmodel.machine.config import read_toml
 
     deps = read_toml(ROOT / "pyproject.toml")["project"]["dependencies"]
     assert any(d.startswith("scikit-learn") for d in deps)
@@ -166,7 +166,7 @@ def test_a_link_slower_than_any_wire_is_refused(tmp_path, capsys):
 
 def test_a_message_factor_outside_its_range_is_refused():
     from dlscale.perfmodel.errors import ConfigError
-    from dlscale.perfmodel.msgfactors import MessageFactors
+    from dlscale.perfmodel.network.msgfactors import MessageFactors
 
     with pytest.raises(ConfigError, match=r"bandwidth\[0\]: 1e-300 x is outside"):
         MessageFactors(name="f", min_bytes=(0.0,), latency=(1.0,), bandwidth=(1e-300,))

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from dlscale.perfmodel.catalog import get_cluster
-from dlscale.perfmodel.hardware import Crossbar, Dragonfly, FatTree, Torus
-from dlscale.perfmodel.linkload import level_bandwidths_Bps, step_load
+from dlscale.perfmodel.machine.hardware import Crossbar, Dragonfly, FatTree, Torus
+from dlscale.perfmodel.network.linkload import level_bandwidths_Bps, step_load
 from dlscale.simulator.topology.cluster import cluster_graph
 from dlscale.simulator.topology.linktable import LinkTable
 from dlscale.simulator.topology.routing import make_router, route

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from dlscale.commands import validate as validate_cmd
-from dlscale.perfmodel.profile import MachineProfile
+from dlscale.perfmodel.machine.profile import MachineProfile
 from dlscale.validation.local_sim import (
     SIM_ALGORITHM,
     local_cluster,

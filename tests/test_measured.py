@@ -9,14 +9,14 @@ import pytest
 
 from dlscale.cli import main
 from dlscale.perfmodel.catalog import get_cluster, get_model, get_workload
-from dlscale.perfmodel.compute import layer_times, update_s
-from dlscale.perfmodel.config import load_workload
+from dlscale.perfmodel.compute.horovod import read_horovod_timeline
+from dlscale.perfmodel.compute.measured import MeasuredCompute, parse_rate
+from dlscale.perfmodel.compute.roofline import layer_times, update_s
+from dlscale.perfmodel.compute.traces import read_trace
 from dlscale.perfmodel.errors import ConfigError
-from dlscale.perfmodel.hardware import Cluster, Crossbar, Link, NetworkSpec, NodeSpec
-from dlscale.perfmodel.horovod import read_horovod_timeline
-from dlscale.perfmodel.measured import MeasuredCompute, parse_rate
-from dlscale.perfmodel.predict import predict
-from dlscale.perfmodel.traces import read_trace
+from dlscale.perfmodel.machine.config import load_workload
+from dlscale.perfmodel.machine.hardware import Cluster, Crossbar, Link, NetworkSpec, NodeSpec
+from dlscale.perfmodel.training.predict import predict
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACES = ROOT / "examples" / "traces"

@@ -3,15 +3,22 @@ import dataclasses
 import numpy as np
 import pytest
 
-from dlscale.perfmodel.errors import OutOfMemoryError
-from dlscale.perfmodel.hardware import Cluster, Crossbar, Device, Link, NetworkSpec, NodeSpec
-from dlscale.perfmodel.memory import (
+from dlscale.perfmodel.compute.memory import (
     dense_embedding_bytes,
     memory_per_rank,
     sparse_gather_bytes,
     sparse_rows_per_rank,
 )
-from dlscale.perfmodel.workload import Layer, Model, Workload
+from dlscale.perfmodel.errors import OutOfMemoryError
+from dlscale.perfmodel.machine.hardware import (
+    Cluster,
+    Crossbar,
+    Device,
+    Link,
+    NetworkSpec,
+    NodeSpec,
+)
+from dlscale.perfmodel.training.workload import Layer, Model, Workload
 
 GPU = Device("g", "gpu", 80, 1.5e9, 7e12, 14e12, 112e12, 16e9, 900e9, 0.5)
 KNL = Device("k", "knl", 68, 1.4e9, 3e12, 6e12, 6e12, 96e9, 90e9, 0.5,

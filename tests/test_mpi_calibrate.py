@@ -4,7 +4,7 @@ import pytest
 
 from dlscale.commands.calibrate import parse_sizes, summary_lines
 from dlscale.perfmodel.errors import ConfigError
-from dlscale.perfmodel.profile import load_profile
+from dlscale.perfmodel.machine.profile import load_profile
 from dlscale.validation import mpi_env
 from dlscale.validation.calibrate_run import p2p_pairs
 from dlscale.validation.microbench import collective_elements, message_sizes
@@ -89,7 +89,7 @@ def test_calibrate_bad_option_is_one_line_error(tmp_path):
 def test_allreduce_fit_picks_best_form_or_the_one_chosen():
     import numpy as np
 
-    from dlscale.perfmodel.collectives import binomial_tree_allreduce_s
+    from dlscale.perfmodel.network.collectives import binomial_tree_allreduce_s
     from dlscale.validation.collective_fit import fit_allreduce, predict_allreduce
 
     n = 2.0 ** np.arange(10, 24)
@@ -128,7 +128,7 @@ def test_one_rank_gives_kernel_figures_only_with_a_warning(tmp_path):
 def test_allreduce_fit_separates_oversubscribed_rank_counts():
     import numpy as np
 
-    from dlscale.perfmodel.collectives import ring_allreduce_s
+    from dlscale.perfmodel.network.collectives import ring_allreduce_s
     from dlscale.validation.collective_fit import fit_allreduce, predict_allreduce
 
     n = 2.0 ** np.arange(10, 20)

@@ -4,7 +4,7 @@ import math
 import pytest
 
 from dlscale.perfmodel.errors import ConfigError
-from dlscale.perfmodel.profile import MachineProfile
+from dlscale.perfmodel.machine.profile import MachineProfile
 from dlscale.validation.local_model import (
     expected_max_normal,
     median_of_max_s,

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from dlscale.commands import validate as validate_cmd
-from dlscale.perfmodel.profile import MachineProfile
+from dlscale.perfmodel.machine.profile import MachineProfile
 from dlscale.validation.compute_snapshot import compute_drift, refreshed_profile
 from dlscale.validation.local_model import predict_training
 from dlscale.validation.mpi_training import TrainingResult

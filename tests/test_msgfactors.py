@@ -8,20 +8,20 @@ import dataclasses
 import numpy as np
 import pytest
 
-from dlscale.perfmodel.autopolicy import auto_candidates
 from dlscale.perfmodel.catalog import get_cluster
-from dlscale.perfmodel.config import load_cluster
 from dlscale.perfmodel.errors import ConfigError
-from dlscale.perfmodel.msgfactors import (
+from dlscale.perfmodel.machine.config import load_cluster
+from dlscale.perfmodel.machine.profile import MachineProfile, apply_profile
+from dlscale.perfmodel.network.analytical import AnalyticalNetwork
+from dlscale.perfmodel.network.autopolicy import auto_candidates
+from dlscale.perfmodel.network.model import collective_time_s
+from dlscale.perfmodel.network.msgfactors import (
     MESSAGE_FACTORS,
     MessageFactors,
     from_segments,
     get_message_factors,
     message_time_s,
 )
-from dlscale.perfmodel.netapi import AnalyticalNetwork
-from dlscale.perfmodel.netmodel import collective_time_s
-from dlscale.perfmodel.profile import MachineProfile, apply_profile
 from dlscale.simulator.network import SimulatedNetwork
 from dlscale.simulator.topology.fattree import fat_tree_graph
 
@@ -173,8 +173,8 @@ def test_catalog_lists_every_range_of_every_preset():
 
 
 def test_a_one_node_machine_takes_its_factors_from_the_intra_node_fit():
-    from dlscale.perfmodel.hardware import Crossbar, NetworkSpec
-    from dlscale.perfmodel.profile import MachineProfile, apply_profile
+    from dlscale.perfmodel.machine.hardware import Crossbar, NetworkSpec
+    from dlscale.perfmodel.machine.profile import MachineProfile, apply_profile
 
     segs = [{"min_bytes": 1.0, "max_bytes": 4096.0, "alpha_s": 1.5e-6, "beta_s_per_B": 1e-10},
             {"min_bytes": 8192.0, "max_bytes": 1e8, "alpha_s": 4e-6, "beta_s_per_B": 7e-11}]

@@ -7,12 +7,23 @@ import dataclasses
 import numpy as np
 import pytest
 
-from dlscale.perfmodel import collectives as cf
 from dlscale.perfmodel.catalog import get_runtime
 from dlscale.perfmodel.errors import ConfigError
-from dlscale.perfmodel.hardware import Cluster, Crossbar, Device, Link, NetworkSpec, NodeSpec
-from dlscale.perfmodel.netapi import COLLECTIVE_ALGORITHMS, AnalyticalNetwork, NetworkModel
-from dlscale.perfmodel.runtime import mpich_short
+from dlscale.perfmodel.machine.hardware import (
+    Cluster,
+    Crossbar,
+    Device,
+    Link,
+    NetworkSpec,
+    NodeSpec,
+)
+from dlscale.perfmodel.machine.runtime import mpich_short
+from dlscale.perfmodel.network import collectives as cf
+from dlscale.perfmodel.network.analytical import (
+    COLLECTIVE_ALGORITHMS,
+    AnalyticalNetwork,
+    NetworkModel,
+)
 
 DEV = Device("c", "cpu", 24, 2e9, 1e12, 2e12, 2e12, 96e9, 100e9, 0.5)
 

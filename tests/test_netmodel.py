@@ -8,14 +8,14 @@ import pytest
 
 from dlscale.perfmodel.catalog import get_cluster, get_workload
 from dlscale.perfmodel.errors import ConfigError
-from dlscale.perfmodel.hardware import Dragonfly, FatTree, Torus
-from dlscale.perfmodel.netmodel import (
+from dlscale.perfmodel.machine.hardware import Dragonfly, FatTree, Torus
+from dlscale.perfmodel.network.model import (
     collective_time_s,
     limiting_level,
     path_hockney,
     time_per_node_count,
 )
-from dlscale.perfmodel.training import iteration_times
+from dlscale.perfmodel.training.iteration import iteration_times
 from dlscale.simulator.network import SimulatedNetwork
 
 SUMMIT = get_cluster("summit")

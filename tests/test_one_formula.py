@@ -22,46 +22,46 @@ ROOT = Path(__file__).resolve().parents[1]
 FOLDERS = ("perfmodel", "simulator", "kernels", "validation", "dlscale")
 
 #: The network model's files (the lead's): per-algorithm collective costs may live there.
-_NETWORK = ("perfmodel/netmodel.py", "perfmodel/schedules.py", "perfmodel/linkload.py")
+_NETWORK = ("perfmodel/network/model.py", "perfmodel/network/schedules.py", "perfmodel/network/linkload.py")
 
 #: name -> (pattern, modules where it may appear; the first must contain it). A rule
 #: without modules is written nowhere as such: callers use :data:`USE`'s function.
 RULES: dict[str, tuple[str, tuple[str, ...]]] = {
     "Horovod rank-0 negotiation (P - 1 + ceil(log2 P)) alpha":
-        (r"\(\s*\w+\s*-\s*1\s*\)\s*\+\s*(np\.|math\.)?ceil\(", ("perfmodel/training_sync.py",)),
+        (r"\(\s*\w+\s*-\s*1\s*\)\s*\+\s*(np\.|math\.)?ceil\(", ("perfmodel/training/sync.py",)),
     "background-cycle wait, half a cycle":
-        (r"cycle_s\s*(/\s*2\b|\*\s*0?\.5\b)", ("perfmodel/runtime.py",)),
+        (r"cycle_s\s*(/\s*2\b|\*\s*0?\.5\b)", ("perfmodel/machine/runtime.py",)),
     "exchange with the master, 2 (alpha + W beta)":
         (r"2\s*\*\s*\(\s*[\w.]*alpha[\w.]*\s*\+\s*[\w.]+\s*\*\s*[\w.]*beta",
-         ("perfmodel/training_easgd.py",)),
+         ("perfmodel/training/easgd.py",)),
     "host copy over the host link":
         (r"host_link\.(latency_s|bandwidth_Bps)\s*[+*/]|[+*/]\s*[\w.]*host_link\.bandwidth_Bps",
          ()),
     "master update, k arrays over the memory bandwidth":
-        (r"MASTER_ARRAYS\[[^\]]+\]\s*/", ("perfmodel/training_easgd.py",)),
+        (r"MASTER_ARRAYS\[[^\]]+\]\s*/", ("perfmodel/training/easgd.py",)),
     "2 alpha + 2 n beta (parameter server, recursive-doubling fold)":
         (r"2\s*\*\s*[\w.]*alpha[\w.]*\s*\+\s*2\s*\*",
-         ("perfmodel/collective_primitives.py", "perfmodel/collectives.py", *_NETWORK)),
+         ("perfmodel/network/collective_primitives.py", "perfmodel/network/collectives.py", *_NETWORK)),
     "(p - 1) / p share of the data (ring, Rabenseifner, gather, scatter)":
         (r"\(\s*\w+\s*-\s*1\s*\)\s*/\s*\w+",
-         ("perfmodel/collectives.py", "perfmodel/collective_primitives.py", *_NETWORK)),
+         ("perfmodel/network/collectives.py", "perfmodel/network/collective_primitives.py", *_NETWORK)),
     "MPICH's short-message rule (fewer elements than pof2)":
-        (r"<\s*pof2\b|\bpof2\s*>", ("perfmodel/runtime.py",)),
+        (r"<\s*pof2\b|\bpof2\s*>", ("perfmodel/machine/runtime.py",)),
     "bytes per element table":
         (r"[\"']fp(16|32|64)[\"']\s*:\s*\d", ("perfmodel/units.py",)),
     "W = parameters x bytes per element":
-        (r"\.params\s*\*\s*[\w.]*bytes_per_element", ("perfmodel/workload.py",)),
+        (r"\.params\s*\*\s*[\w.]*bytes_per_element", ("perfmodel/training/workload.py",)),
     "asynchronous SGD family":
         (r"[\"']async-sgd[\"']\s*,\s*[\"']async-msgd[\"']\s*,\s*[\"']hogwild-sgd[\"']",
-         ("perfmodel/workload.py",)),
+         ("perfmodel/training/workload.py",)),
     "EASGD family":
         (r"[\"']easgd[\"']\s*,\s*[\"']sync-easgd[\"']\s*,\s*[\"']async-easgd[\"']",
-         ("perfmodel/workload.py",)),
+         ("perfmodel/training/workload.py",)),
 }
 
 
 #: What to call instead, where a rule has no home of its own.
-USE = {"host copy over the host link": "perfmodel.training_easgd.host_copy_s (Link.transfer_s)"}
+USE = {"host copy over the host link": "perfmodel.training.easgd.host_copy_s (Link.transfer_s)"}
 
 
 def code_lines(text: str) -> list[str]:

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from dlscale.perfmodel.errors import ConfigError
-from dlscale.perfmodel.p2p import LogGP, PiecewiseHockney, hockney_s
+from dlscale.perfmodel.network.p2p import LogGP, PiecewiseHockney, hockney_s
 
 
 def test_hockney_is_vectorized_and_linear():

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dlscale.perfmodel import netplan
 from dlscale.perfmodel.catalog import get_cluster
-from dlscale.perfmodel.netmodel import time_per_node_count
+from dlscale.perfmodel.network import plan as netplan
+from dlscale.perfmodel.network.model import time_per_node_count
 
 
 def _clear() -> None:

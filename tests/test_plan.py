@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from dlscale.perfmodel.config import load_cluster, load_workload
 from dlscale.perfmodel.errors import ConfigError
+from dlscale.perfmodel.machine.config import load_cluster, load_workload
 from dlscale.plan import plan
 
 sys.path.insert(0, str(Path(__file__).parent))

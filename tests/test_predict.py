@@ -7,9 +7,16 @@ import numpy as np
 import pytest
 
 from dlscale.perfmodel.errors import ConfigError
-from dlscale.perfmodel.hardware import Cluster, Crossbar, Device, Link, NetworkSpec, NodeSpec
-from dlscale.perfmodel.predict import ROW_KEYS, Prediction, predict
-from dlscale.perfmodel.workload import Layer, Model, Workload
+from dlscale.perfmodel.machine.hardware import (
+    Cluster,
+    Crossbar,
+    Device,
+    Link,
+    NetworkSpec,
+    NodeSpec,
+)
+from dlscale.perfmodel.training.predict import ROW_KEYS, Prediction, predict
+from dlscale.perfmodel.training.workload import Layer, Model, Workload
 
 GPU = Device("g", "gpu", 80, 1.5e9, 7e12, 14e12, 112e12, 16e9, 900e9, 0.5)
 

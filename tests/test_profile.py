@@ -4,8 +4,15 @@ import os
 import pytest
 
 from dlscale.perfmodel.errors import ConfigError
-from dlscale.perfmodel.hardware import Cluster, Crossbar, Device, Link, NetworkSpec, NodeSpec
-from dlscale.perfmodel.profile import (
+from dlscale.perfmodel.machine.hardware import (
+    Cluster,
+    Crossbar,
+    Device,
+    Link,
+    NetworkSpec,
+    NodeSpec,
+)
+from dlscale.perfmodel.machine.profile import (
     SCHEMA_VERSION,
     MachineProfile,
     apply_profile,
@@ -159,7 +166,7 @@ def test_a_flat_segment_on_a_one_node_machine_names_the_file_the_fit_and_the_fix
     must be > 0', naming neither the file nor what to do."""
     import dataclasses
 
-    from dlscale.perfmodel.config import load_cluster
+    from dlscale.perfmodel.machine.config import load_cluster
 
     path = save_profile(_profile(), tmp_path / "profile.json")
     one = _cluster()

@@ -22,7 +22,7 @@ from dlscale import api
 from dlscale.cli import main
 from dlscale.perfmodel.catalog import CLUSTERS, WORKLOADS
 from dlscale.perfmodel.errors import DlscaleError
-from dlscale.perfmodel.workload import ALGORITHMS, COLLECTIVES
+from dlscale.perfmodel.training.workload import ALGORITHMS, COLLECTIVES
 
 SYNC = ("sync-sgd", "sync-easgd")
 FAST = settings(max_examples=150, deadline=None, derandomize=True,

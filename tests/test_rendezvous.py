@@ -5,10 +5,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dlscale.perfmodel.catalog import get_cluster
-from dlscale.perfmodel.netmodel import collective_time_s
-from dlscale.perfmodel.netplan import plan_collective
-from dlscale.perfmodel.rendezvous import advance_clocks
-from dlscale.perfmodel.stepcost import plan_time_s
+from dlscale.perfmodel.network.model import collective_time_s
+from dlscale.perfmodel.network.plan import plan_collective
+from dlscale.perfmodel.network.rendezvous import advance_clocks
+from dlscale.perfmodel.network.stepcost import plan_time_s
 
 
 @settings(max_examples=60, deadline=None)

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from dlscale.perfmodel.catalog import get_cluster, get_workload
-from dlscale.perfmodel.measured import parse_rate
-from dlscale.perfmodel.predict import predict
+from dlscale.perfmodel.compute.measured import parse_rate
+from dlscale.perfmodel.training.predict import predict
 
 
 def _w(name, **kw):

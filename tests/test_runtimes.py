@@ -10,13 +10,13 @@ import pytest
 
 from dlscale.cli import main
 from dlscale.perfmodel.catalog import CLUSTERS, RUNTIMES, get_cluster, get_workload
-from dlscale.perfmodel.config import load_cluster
 from dlscale.perfmodel.errors import ConfigError
-from dlscale.perfmodel.hardware import Torus
-from dlscale.perfmodel.predict import predict
-from dlscale.perfmodel.runtime import TRANSPORT_EFFICIENCY, with_transport
-from dlscale.perfmodel.training import iteration_times, layout
-from dlscale.perfmodel.training_sync import auto_choice, workload_allreduce
+from dlscale.perfmodel.machine.config import load_cluster
+from dlscale.perfmodel.machine.hardware import Torus
+from dlscale.perfmodel.machine.runtime import TRANSPORT_EFFICIENCY, with_transport
+from dlscale.perfmodel.training.iteration import iteration_times, layout
+from dlscale.perfmodel.training.predict import predict
+from dlscale.perfmodel.training.sync import auto_choice, workload_allreduce
 from dlscale.simulator.training.run import simulate_training
 
 SUMMIT = get_cluster("summit")
@@ -81,7 +81,7 @@ def test_rank0_negotiation_grows_linearly_and_the_cache_does_not():
 
 
 def test_fusion_cap_splits_buckets():
-    from dlscale.perfmodel.training_sync import buckets
+    from dlscale.perfmodel.training.sync import buckets
 
     per_layer = buckets(RESNET, RUNTIMES["mlsl"])
     fused = buckets(RESNET, RUNTIMES["horovod-nccl"])

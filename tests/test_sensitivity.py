@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 from dlscale.perfmodel.catalog import get_cluster, get_workload
-from dlscale.perfmodel.hardware import (
+from dlscale.perfmodel.machine.hardware import (
     Cluster,
     Crossbar,
     Device,
@@ -36,9 +36,9 @@ from dlscale.perfmodel.hardware import (
     NodeSpec,
     Torus,
 )
-from dlscale.perfmodel.predict import predict
-from dlscale.perfmodel.runtime import Runtime
-from dlscale.perfmodel.workload import Layer, Model, Workload
+from dlscale.perfmodel.machine.runtime import Runtime
+from dlscale.perfmodel.training.predict import predict
+from dlscale.perfmodel.training.workload import Layer, Model, Workload
 from dlscale.simulator.training.run import simulate_training
 
 

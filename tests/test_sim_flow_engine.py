@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from dlscale.perfmodel.catalog import get_cluster
 from dlscale.perfmodel.errors import ConfigError
-from dlscale.perfmodel.hardware import FatTree
-from dlscale.perfmodel.msgfactors import MESSAGE_FACTORS
+from dlscale.perfmodel.machine.hardware import FatTree
+from dlscale.perfmodel.network.msgfactors import MESSAGE_FACTORS
 from dlscale.simulator.network import SimulatedNetwork
 from dlscale.simulator.network.fastmode import RouteCache
 from dlscale.simulator.network.flowmode import run_flow

@@ -7,9 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from dlscale.perfmodel import collectives as cf
 from dlscale.perfmodel.errors import ConfigError
-from dlscale.perfmodel.hardware import (
+from dlscale.perfmodel.machine.hardware import (
     Cluster,
     Crossbar,
     Device,
@@ -17,7 +16,8 @@ from dlscale.perfmodel.hardware import (
     NetworkSpec,
     NodeSpec,
 )
-from dlscale.perfmodel.netapi import AnalyticalNetwork, NetworkModel
+from dlscale.perfmodel.network import collectives as cf
+from dlscale.perfmodel.network.analytical import AnalyticalNetwork, NetworkModel
 from dlscale.simulator.network import SimulatedNetwork
 from dlscale.simulator.network.trace import write_json_atomic
 from dlscale.simulator.topology.dragonfly import dragonfly_graph

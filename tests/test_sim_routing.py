@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from dlscale.perfmodel.errors import ConfigError
-from dlscale.perfmodel.hardware import Cluster, Device, FatTree, Link, NetworkSpec, NodeSpec
+from dlscale.perfmodel.machine.hardware import Cluster, Device, FatTree, Link, NetworkSpec, NodeSpec
 from dlscale.simulator.topology.cluster import cluster_graph
 from dlscale.simulator.topology.dragonfly import dragonfly_graph
 from dlscale.simulator.topology.fattree import fat_tree_graph, xgft_graph

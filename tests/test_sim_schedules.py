@@ -92,8 +92,8 @@ def test_rabenseifner_follows_mpich_step_order():
 def test_rabenseifner_order_on_the_stampede2_tree():
     # 100 MB on 64 Stampede2 KNL nodes: 33.8 ms in the reverse order, 17.3 ms in MPICH's,
     # the same in the closed-form network model (predict) and the simulator
-    from dlscale.perfmodel.config import load_cluster
-    from dlscale.perfmodel.netapi import AnalyticalNetwork
+    from dlscale.perfmodel.machine.config import load_cluster
+    from dlscale.perfmodel.network.analytical import AnalyticalNetwork
     from dlscale.simulator.network import SimulatedNetwork
 
     c = load_cluster("stampede2-knl")
@@ -106,7 +106,7 @@ def test_rabenseifner_order_on_the_stampede2_tree():
 def test_binary_tree_is_ncclgetbtree_at_every_size():
     """The vectorised tree (parent and depth of every rank at once) is the rank-by-rank
     rule of NCCL's ``ncclGetBtree``, including sizes that are not powers of two."""
-    from dlscale.perfmodel.schedules import _btree
+    from dlscale.perfmodel.network.schedules import _btree
 
     def by_rank(p):
         parent = np.full(p, -1, dtype=np.int64)

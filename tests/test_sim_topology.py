@@ -6,7 +6,7 @@ import networkx as nx
 import pytest
 
 from dlscale.perfmodel.errors import ConfigError
-from dlscale.perfmodel.hardware import (
+from dlscale.perfmodel.machine.hardware import (
     Cluster,
     Crossbar,
     Device,

@@ -6,9 +6,9 @@ import dataclasses
 import pytest
 
 from dlscale.perfmodel.catalog import get_cluster, get_workload
-from dlscale.perfmodel.hardware import Crossbar, Torus
-from dlscale.perfmodel.predict import predict
-from dlscale.perfmodel.workload import ALGORITHMS
+from dlscale.perfmodel.machine.hardware import Crossbar, Torus
+from dlscale.perfmodel.training.predict import predict
+from dlscale.perfmodel.training.workload import ALGORITHMS
 from dlscale.simulator.training.run import simulate_training
 
 

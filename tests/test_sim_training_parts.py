@@ -101,8 +101,8 @@ def test_network_adapter_backends_and_errors():
 
 
 def test_perfmodel_analytical_network_plugs_in():
-    from dlscale.perfmodel.netapi import AnalyticalNetwork
-    from dlscale.perfmodel.runtime import with_transport
+    from dlscale.perfmodel.machine.runtime import with_transport
+    from dlscale.perfmodel.network.analytical import AnalyticalNetwork
 
     c, w = get_cluster("summit"), get_workload("resnet50")
     gamma = 3.0 / c.node.device.training_memory_bandwidth_Bps   # as hockney_params
@@ -127,7 +127,7 @@ def test_one_rank_per_two_socket_node_uses_one_endpoint_per_node():
 def test_training_network_passes_auto_through():
     import dataclasses
 
-    from dlscale.perfmodel.training_sync import workload_allreduce
+    from dlscale.perfmodel.training.sync import workload_allreduce
 
     c = get_cluster("summit")
     w = dataclasses.replace(get_workload("resnet50"), collective="auto")

@@ -7,8 +7,8 @@ import pytest
 
 from dlscale.cli import main
 from dlscale.perfmodel.catalog import get_cluster
-from dlscale.perfmodel.hardware import Crossbar, Dragonfly, FatTree, Torus
-from dlscale.perfmodel.topoinfo import bisection_Bps, network_line, tapers
+from dlscale.perfmodel.machine.hardware import Crossbar, Dragonfly, FatTree, Torus
+from dlscale.perfmodel.machine.topoinfo import bisection_Bps, network_line, tapers
 from dlscale.simulator.network import SimulatedNetwork
 
 

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from dlscale.cli import main
-from dlscale.perfmodel import tracefile
+from dlscale.perfmodel.compute import tracefile
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACES = ROOT / "examples" / "traces"

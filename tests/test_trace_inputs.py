@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from dlscale.cli import main
-from dlscale.perfmodel import tracefile
+from dlscale.perfmodel.compute import tracefile
+from dlscale.perfmodel.compute.horovod import read_horovod_timeline
+from dlscale.perfmodel.compute.traces import read_trace
 from dlscale.perfmodel.errors import ConfigError
-from dlscale.perfmodel.horovod import read_horovod_timeline
-from dlscale.perfmodel.traces import read_trace
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACES = ROOT / "examples" / "traces"

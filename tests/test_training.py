@@ -3,14 +3,21 @@ import dataclasses
 import numpy as np
 import pytest
 
-from dlscale.perfmodel import collectives as col
 from dlscale.perfmodel.catalog import RUNTIMES
-from dlscale.perfmodel.compute import layer_times, update_s
+from dlscale.perfmodel.compute.roofline import layer_times, update_s
 from dlscale.perfmodel.errors import ConfigError
-from dlscale.perfmodel.hardware import Cluster, Crossbar, Device, Link, NetworkSpec, NodeSpec
-from dlscale.perfmodel.training import efficiency, iteration_times, layout
-from dlscale.perfmodel.training_sync import HOROVOD_CYCLE_S, buckets
-from dlscale.perfmodel.workload import Layer, Model, Workload
+from dlscale.perfmodel.machine.hardware import (
+    Cluster,
+    Crossbar,
+    Device,
+    Link,
+    NetworkSpec,
+    NodeSpec,
+)
+from dlscale.perfmodel.network import collectives as col
+from dlscale.perfmodel.training.iteration import efficiency, iteration_times, layout
+from dlscale.perfmodel.training.sync import HOROVOD_CYCLE_S, buckets
+from dlscale.perfmodel.training.workload import Layer, Model, Workload
 
 GPU = Device("g", "gpu", 80, 1.5e9, 7e12, 14e12, 112e12, 16e9, 900e9, 0.5)
 CPU = Device("c", "cpu", 24, 2.1e9, 1.6e12, 3.2e12, 3.2e12, 96e9, 128e9, 0.5)
@@ -292,8 +299,8 @@ def test_network_only_for_sync_sgd():
 
 def test_auto_collective_is_the_least_of_every_collective_with_its_contention():
     from dlscale.perfmodel.catalog import get_cluster, get_workload
-    from dlscale.perfmodel.training_sync import auto_choice, workload_allreduce
-    from dlscale.perfmodel.workload import COLLECTIVES
+    from dlscale.perfmodel.training.sync import auto_choice, workload_allreduce
+    from dlscale.perfmodel.training.workload import COLLECTIVES
 
     # a stack that has every algorithm and tunes by the model: auto is the least of all
     c, w = get_cluster("summit"), get_workload("resnet50")

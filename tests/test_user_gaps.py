@@ -12,9 +12,9 @@ import pytest
 
 from dlscale.cli import main
 from dlscale.perfmodel.catalog import get_cluster, get_workload
-from dlscale.perfmodel.compute import layer_times
+from dlscale.perfmodel.compute.roofline import layer_times
 from dlscale.perfmodel.errors import ConfigError
-from dlscale.perfmodel.predict import one_device, predict
+from dlscale.perfmodel.training.predict import one_device, predict
 
 
 def test_device_baseline_is_one_device_alone() -> None:

@@ -9,7 +9,7 @@ across packages. This script builds a link tree with the installed layout
 ``kernels``, ``validation``) in a temporary folder and runs ``mypy -p dlscale``
 there with the project's ``[tool.mypy]`` configuration (default checks everywhere,
 strict on ``dlscale.perfmodel`` and ``dlscale.kernels``). Paths in the report are
-package paths (``dlscale/perfmodel/netmodel.py`` is ``perfmodel/netmodel.py``).
+package paths (``dlscale/perfmodel/network/model.py`` is ``perfmodel/network/model.py``).
 Exit status: mypy's (0 clean).
 """
 

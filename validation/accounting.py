@@ -45,7 +45,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .published import KINDS
+from dlscale.validation.published import KINDS
 
 __all__ = [
     "bias_line",

@@ -23,7 +23,7 @@ order, with shares of the time budget:
 3. collectives (45 %): each of :data:`~dlscale.validation.microbench.COLLECTIVES`
    on the first ``k`` ranks for every ``k`` of ``rank_counts`` (the others wait
    without spinning); allreduce is fitted against every closed form of
-   :data:`dlscale.perfmodel.collectives.ALLREDUCE` with efficiency factors per
+   :data:`dlscale.perfmodel.network.collectives.ALLREDUCE` with efficiency factors per
    size segment (:mod:`dlscale.validation.collective_fit`), the best one named;
    where the launch chose the algorithm (``--allreduce-algorithm``), against that
    algorithm's form only, and where the library is MPICH against the forms of
@@ -45,15 +45,20 @@ import numpy as np
 
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.fitting import fit_loggp, fit_piecewise_hockney, with_bandwidth
-from dlscale.perfmodel.profile import MachineProfile
-
-from . import microbench as mb
-from .budget import StepClock, cut_note
-from .collective_fit import fit_allreduce, library_allreduce_algorithms
-from .easgd_exchange import easgd_exchange
-from .kernelbench import kernel_figures, model_step
-from .mpi_env import MPICH_ALLREDUCE, get_mpi, host_groups, one_blas_thread, provenance
-from .sync_step import sync_step
+from dlscale.perfmodel.machine.profile import MachineProfile
+from dlscale.validation import microbench as mb
+from dlscale.validation.budget import StepClock, cut_note
+from dlscale.validation.collective_fit import fit_allreduce, library_allreduce_algorithms
+from dlscale.validation.easgd_exchange import easgd_exchange
+from dlscale.validation.kernelbench import kernel_figures, model_step
+from dlscale.validation.mpi_env import (
+    MPICH_ALLREDUCE,
+    get_mpi,
+    host_groups,
+    one_blas_thread,
+    provenance,
+)
+from dlscale.validation.sync_step import sync_step
 
 __all__ = ["calibrate", "merge_quantiles", "p2p_pairs"]
 

@@ -58,11 +58,14 @@ from typing import Any
 import numpy as np
 
 from dlscale.perfmodel.catalog import get_cluster, get_workload
-from dlscale.perfmodel.memory import dense_embedding_bytes, memory_per_rank, sparse_gather_bytes
-from dlscale.perfmodel.predict import predict
+from dlscale.perfmodel.compute.memory import (
+    dense_embedding_bytes,
+    memory_per_rank,
+    sparse_gather_bytes,
+)
+from dlscale.perfmodel.training.predict import predict
 from dlscale.perfmodel.units import GiB
-
-from .published import CaseOutput, Curve, Quantity
+from dlscale.validation.published import CaseOutput, Curve, Quantity
 
 __all__ = ["FIDELITIES", "MISSES", "MISS_ERRORS", "PAPER", "QUANTITIES", "run"]
 

@@ -61,10 +61,9 @@ from typing import Any
 import numpy as np
 
 from dlscale.perfmodel.catalog import get_cluster, get_runtime, get_workload
-from dlscale.perfmodel.predict import predict
-
-from .fidelity import describe, simulate_case
-from .published import CaseOutput, Curve, Quantity
+from dlscale.perfmodel.training.predict import predict
+from dlscale.validation.fidelity import describe, simulate_case
+from dlscale.validation.published import CaseOutput, Curve, Quantity
 
 __all__ = ["FIDELITIES", "MISSES", "MISS_ERRORS", "PAPER", "QUANTITIES", "run"]
 

@@ -22,7 +22,7 @@ U2. Step 1 (tree reduction, weights still staged through the host every
     iteration): the analytical model has no "tree with host staging" algorithm, so
     it is composed from the model's own terms: the sync-easgd iteration without
     overlap plus the host copy ``2 (alpha_h + W beta_h)`` that the model charges the
-    original EASGD (:mod:`dlscale.perfmodel.training_easgd`), over the node's
+    original EASGD (:mod:`dlscale.perfmodel.training.easgd`), over the node's
     ``host_link`` from the catalog. Step 2 = sync-easgd without overlap; step 3 =
     sync-easgd with overlap.
 U3. "Communication share" is all communication time (hidden or not) over the
@@ -61,11 +61,10 @@ from typing import Any
 import numpy as np
 
 from dlscale.perfmodel.catalog import get_cluster, get_workload
-from dlscale.perfmodel.predict import predict
-from dlscale.perfmodel.training import iteration_times
-from dlscale.perfmodel.training_easgd import host_copy_s
-
-from .published import CaseOutput, Curve, Quantity
+from dlscale.perfmodel.training.easgd import host_copy_s
+from dlscale.perfmodel.training.iteration import iteration_times
+from dlscale.perfmodel.training.predict import predict
+from dlscale.validation.published import CaseOutput, Curve, Quantity
 
 __all__ = ["FIDELITIES", "MISSES", "MISS_ERRORS", "PAPER", "QUANTITIES", "run"]
 

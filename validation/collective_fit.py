@@ -1,7 +1,7 @@
 """Fit measured allreduce times to the closed forms; predict from the stored fit.
 
 Measured allreduce times are fitted against flat closed forms of
-:data:`dlscale.perfmodel.collectives.ALLREDUCE` with per-size-segment efficiency
+:data:`dlscale.perfmodel.network.collectives.ALLREDUCE` with per-size-segment efficiency
 factors (:func:`dlscale.perfmodel.fitting.collectives.fit_collective_piecewise`),
 using the intra-node point-to-point ``alpha`` and ``beta`` and the reduction
 kernel's ``gamma``. Which forms: the one the launch forced, else those the
@@ -21,7 +21,7 @@ dictionary (it is stored in the profile) and :func:`predict_allreduce` evaluates
 Examples
 --------
 >>> import numpy as np
->>> from dlscale.perfmodel.collectives import ring_allreduce_s
+>>> from dlscale.perfmodel.network.collectives import ring_allreduce_s
 >>> n = 2.0 ** np.arange(10, 24)
 >>> runs = [{"ranks": p, "sizes_bytes": n.tolist(),
 ...          "times_s": (2 * ring_allreduce_s(n, p, 1e-6, 1e-10)).tolist()} for p in (2, 4)]
@@ -39,7 +39,6 @@ from typing import Any
 
 import numpy as np
 
-from dlscale.perfmodel.collectives import ALLREDUCE
 from dlscale.perfmodel.errors import ConfigError, unknown_name
 from dlscale.perfmodel.fitting import hockney_segment_at
 from dlscale.perfmodel.fitting.collectives import (
@@ -47,7 +46,8 @@ from dlscale.perfmodel.fitting.collectives import (
     PiecewiseCollectiveFit,
     fit_collective_piecewise,
 )
-from dlscale.perfmodel.runtime import mpich_short
+from dlscale.perfmodel.machine.runtime import mpich_short
+from dlscale.perfmodel.network.collectives import ALLREDUCE
 
 __all__ = ["MMAP_THRESHOLD_MAX_BYTES", "fit_allreduce", "library_allreduce_algorithms",
            "piecewise_form", "predict_allreduce", "temp_fault_bytes"]

@@ -22,7 +22,7 @@ one, and the drift.
 Examples
 --------
 >>> import numpy as np
->>> from dlscale.perfmodel.profile import MachineProfile
+>>> from dlscale.perfmodel.machine.profile import MachineProfile
 >>> prof = MachineProfile(kernels={"model_fwd_bwd_s": 1e-4})
 >>> snap = {"times": [np.full(10, 1.2e-4), np.full(10, 1.0e-4)], "sync": None}
 >>> new = refreshed_profile(prof, [snap])
@@ -38,11 +38,10 @@ from typing import Any
 
 import numpy as np
 
-from dlscale.perfmodel.profile import MachineProfile
-
-from .calibrate_run import merge_quantiles
-from .kernelbench import quantiles, robust_cv, time_calls
-from .sync_step import sync_step
+from dlscale.perfmodel.machine.profile import MachineProfile
+from dlscale.validation.calibrate_run import merge_quantiles
+from dlscale.validation.kernelbench import quantiles, robust_cv, time_calls
+from dlscale.validation.sync_step import sync_step
 
 __all__ = ["compute_drift", "compute_snapshot", "refreshed_profile"]
 

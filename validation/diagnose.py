@@ -17,14 +17,14 @@ rank's iteration taken apart:
   not hidden; ``dominant``: ``compute`` when compute is at least the exposed
   communication, else ``communication``;
 - ``mem_GB``, ``fits``: bytes one device holds and whether they fit its training
-  memory (:mod:`dlscale.perfmodel.memory`).
+  memory (:mod:`dlscale.perfmodel.compute.memory`).
 
 Each configuration carries the claim its miss's diagnosis makes
 (``compute-bound``: the FLOP ceiling exceeds the memory ceiling; ``memory-bound``:
 the reverse; ``compute-dominated``: compute outweighs the exposed communication;
 ``fits`` / ``does-not-fit``: the memory model's verdict),
 and the script says whether it holds. The two ceilings come from the model itself
-(:func:`dlscale.perfmodel.compute.layer_times` on the device with its memory, or its
+(:func:`dlscale.perfmodel.compute.roofline.layer_times` on the device with its memory, or its
 FLOPs, made a million times faster), so they follow any change to the compute model.
 
 Examples
@@ -65,16 +65,14 @@ class Config:
 
 def _laanait() -> tuple[Any, Any, int]:
     from dlscale.perfmodel.catalog import get_cluster
-
-    from .case_laanait_summit import _workload
+    from dlscale.validation.case_laanait_summit import _workload
     return get_cluster("summit"), _workload(), 1
 
 
 def _codreanu(cluster: str, nodes: int, rpn: int | None, batch: int) -> Callable[[], tuple[Any, Any, int]]:
     def build() -> tuple[Any, Any, int]:
         from dlscale.perfmodel.catalog import get_cluster
-
-        from .case_codreanu_resnet50 import _resnet
+        from dlscale.validation.case_codreanu_resnet50 import _resnet
         kw: dict[str, Any] = {"batch_per_device": batch}
         if rpn is not None:
             kw["ranks_per_node"] = rpn
@@ -85,8 +83,7 @@ def _codreanu(cluster: str, nodes: int, rpn: int | None, batch: int) -> Callable
 def _cavdar(strong: bool) -> Callable[[], tuple[Any, Any, int]]:
     def build() -> tuple[Any, Any, int]:
         from dlscale.perfmodel.catalog import get_cluster
-
-        from . import case_cavdar_isc19 as c
+        from dlscale.validation import case_cavdar_isc19 as c
         if strong:
             w = c._workload(c.STRONG_RPN, sparse_as_dense=True, scaling="strong",
                             global_batch=c.STRONG_GLOBAL_BATCH)
@@ -97,15 +94,13 @@ def _cavdar(strong: bool) -> Callable[[], tuple[Any, Any, int]]:
 
 def _cavdar_sparse() -> tuple[Any, Any, int]:
     from dlscale.perfmodel.catalog import get_cluster
-
-    from . import case_cavdar_isc19 as c
+    from dlscale.validation import case_cavdar_isc19 as c
     return get_cluster(c.CLUSTER), c._workload(c.WEAK_RPN, sparse_as_dense=False), c.GATHER_RANKS
 
 
 def _you_knl_parts() -> tuple[Any, Any, int]:
     from dlscale.perfmodel.catalog import get_cluster, get_workload
-
-    from .case_you_sc17 import KNL
+    from dlscale.validation.case_you_sc17 import KNL
     w = get_workload("alexnet-cifar10")
     return get_cluster(KNL), dataclasses.replace(w, algorithm="sync-easgd", ranks_per_node=16,
                                                  batch_per_device=w.batch_per_device * 16), 1
@@ -113,8 +108,7 @@ def _you_knl_parts() -> tuple[Any, Any, int]:
 
 def _you_k80() -> tuple[Any, Any, int]:
     from dlscale.perfmodel.catalog import get_cluster, get_workload
-
-    from .case_you_sc17 import K80
+    from dlscale.validation.case_you_sc17 import K80
     return get_cluster(K80), dataclasses.replace(get_workload("alexnet-cifar10"),
                                                  algorithm="easgd"), 1
 
@@ -144,8 +138,8 @@ CONFIGS: tuple[Config, ...] = (
 
 
 def _ceilings(cluster: Any, workload: Any, nodes: int) -> dict[str, float]:
-    from dlscale.perfmodel.compute import layer_times
-    from dlscale.perfmodel.training import layout
+    from dlscale.perfmodel.compute.roofline import layer_times
+    from dlscale.perfmodel.training.iteration import layout
 
     lay = layout(cluster, workload, [nodes])
     dev = cluster.node.device
@@ -169,7 +163,7 @@ def _ceilings(cluster: Any, workload: Any, nodes: int) -> dict[str, float]:
 
 def diagnose_config(cfg: Config) -> dict[str, Any]:
     """One configuration taken apart (keys: see the module docstring) and its claim."""
-    from dlscale.perfmodel.predict import predict
+    from dlscale.perfmodel.training.predict import predict
 
     cluster, workload, nodes = cfg.build()
     row: dict[str, Any] = {"case": cfg.case, "config": cfg.label, "nodes": nodes,
@@ -198,7 +192,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Print the table; exit status 1 if a diagnosis' claim does not hold."""
     import argparse
 
-    from dlscale.perfmodel.tables import format_table
+    from dlscale.perfmodel.output.tables import format_table
 
     ap = argparse.ArgumentParser(prog="python -m dlscale.validation.diagnose",
                                  description="compute-bound vs memory-bound time and "

@@ -27,10 +27,9 @@ from typing import Any
 
 import numpy as np
 
-from dlscale.perfmodel.profile import MachineProfile
-from dlscale.perfmodel.training import iteration_times
-
-from . import local_model, local_sim
+from dlscale.perfmodel.machine.profile import MachineProfile
+from dlscale.perfmodel.training.iteration import iteration_times
+from dlscale.validation import local_model, local_sim
 
 __all__ = ["breakdown", "main", "resimulate"]
 

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from .kernelbench import TRAINING_MODEL, robust_cv
+from dlscale.validation.kernelbench import TRAINING_MODEL, robust_cv
 
 __all__ = ["easgd_exchange", "exchange_reps"]
 

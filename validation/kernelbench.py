@@ -1,6 +1,6 @@
 """Throughput of the project's own kernels and of two reference kernels, with noise.
 
-Figures (the keys of :data:`dlscale.perfmodel.profile.KERNEL_FIGURES`):
+Figures (the keys of :data:`dlscale.perfmodel.machine.profile.KERNEL_FIGURES`):
 
 - ``stream_triad_Bps`` -- STREAM triad ``a = b + s c`` (McCalpin), numba, 3 arrays
   of ``triad_elems`` float64 (24 bytes moved per element);
@@ -167,13 +167,13 @@ def robust_cv(times: np.ndarray) -> float:
 
 def quantiles(times: np.ndarray) -> list[float]:
     """Quantiles of ``times`` at probabilities 0, 0.001, ..., 1 (linear interpolation;
-    :data:`~dlscale.perfmodel.profile.QUANTILE_POINTS` of them).
+    :data:`~dlscale.perfmodel.machine.profile.QUANTILE_POINTS` of them).
 
     >>> q = quantiles(np.array([1.0, 2.0, 3.0]))
     >>> len(q), q[0], q[500], q[1000]
     (1001, 1.0, 2.0, 3.0)
     """
-    from dlscale.perfmodel.profile import QUANTILE_POINTS
+    from dlscale.perfmodel.machine.profile import QUANTILE_POINTS
 
     if times.size == 0:
         raise ValueError("quantiles: no times")
@@ -195,8 +195,7 @@ def kernel_figures(budget_s: float = 2.0, triad_elems: int = 1 << 22,
     from dlscale.kernels.easgd import easgd_worker_update
     from dlscale.kernels.model import ModelShape
     from dlscale.kernels.sgd import sgd_update
-
-    from .mpi_ring import sum_into
+    from dlscale.validation.mpi_ring import sum_into
 
     rng = np.random.default_rng(seed)
     share = budget_s / 6

@@ -76,12 +76,11 @@ from typing import Any
 import numpy as np
 from scipy import integrate, stats
 
-from dlscale.perfmodel.collectives import ring_allreduce_s
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.fitting import hockney_segment_at
-from dlscale.perfmodel.profile import MachineProfile
-
-from .collective_fit import predict_allreduce
+from dlscale.perfmodel.machine.profile import MachineProfile
+from dlscale.perfmodel.network.collectives import ring_allreduce_s
+from dlscale.validation.collective_fit import predict_allreduce
 
 __all__ = ["expected_max_normal", "median_of_max_s", "mva_cycle_s", "p2p_time_s",
            "predict_training"]

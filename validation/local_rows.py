@@ -16,12 +16,11 @@ from typing import Any
 
 import numpy as np
 
-from dlscale.perfmodel.profile import MachineProfile
-
-from .collective_fit import predict_allreduce
-from .compute_snapshot import compute_drift, refreshed_profile
-from .local_model import predict_training
-from .local_sim import simulated_fields
+from dlscale.perfmodel.machine.profile import MachineProfile
+from dlscale.validation.collective_fit import predict_allreduce
+from dlscale.validation.compute_snapshot import compute_drift, refreshed_profile
+from dlscale.validation.local_model import predict_training
+from dlscale.validation.local_sim import simulated_fields
 
 __all__ = ["add_simulated", "allreduce_rows", "plot_validation", "relative_spread",
            "training_rows", "write_report"]
@@ -131,7 +130,7 @@ def training_rows(profile: MachineProfile, runs: list[Any],
 
 def write_report(report: dict[str, Any], path: str) -> None:
     """Write the report as JSON, atomically."""
-    from dlscale.perfmodel.atomicio import atomic_write_text
+    from dlscale.perfmodel.output.atomicio import atomic_write_text
 
     atomic_write_text(path, json.dumps(report, indent=2, allow_nan=False) + "\n")
 
@@ -151,7 +150,7 @@ def plot_validation(report: dict[str, Any], path: str, subtitle: str = "") -> No
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from dlscale.perfmodel.atomicio import atomic_write_with, plot_format
+    from dlscale.perfmodel.output.atomicio import atomic_write_with, plot_format
 
     fig, ax = plt.subplots(figsize=(6, 5.5))
     rows = report["rows"]

@@ -4,8 +4,8 @@
 written for these runs. This module asks the project's discrete-event simulator
 (:func:`dlscale.simulator.simulate_training`) the same question, from the same
 profile, through the same cluster description a user gets with ``--profile``
-(:func:`dlscale.perfmodel.profile.apply_profile`, with the runtime's links marked as
-measured, as :func:`dlscale.perfmodel.config.load_cluster` does):
+(:func:`dlscale.perfmodel.machine.profile.apply_profile`, with the runtime's links marked as
+measured, as :func:`dlscale.perfmodel.machine.config.load_cluster` does):
 
 - the machine (:func:`local_cluster`): one node (the calibrated host) whose devices
   are its cores: one device per rank where the ranks have a core each, else
@@ -51,15 +51,21 @@ from typing import Any
 import numpy as np
 
 from dlscale.perfmodel.catalog.runtimes import RUNTIMES
-from dlscale.perfmodel.compute import layer_times
+from dlscale.perfmodel.compute.measured import MeasuredCompute
+from dlscale.perfmodel.compute.roofline import layer_times
 from dlscale.perfmodel.errors import ConfigError, DlscaleError
-from dlscale.perfmodel.hardware import Cluster, Crossbar, Device, Link, NetworkSpec, NodeSpec
-from dlscale.perfmodel.measured import MeasuredCompute
-from dlscale.perfmodel.noise import MAX_SIGMA, Empirical, Lognormal, Noise, NoNoise
-from dlscale.perfmodel.profile import MachineProfile, apply_profile
-from dlscale.perfmodel.workload import Layer, Model, Workload
-
-from .kernelbench import TRAINING_MODEL
+from dlscale.perfmodel.machine.hardware import (
+    Cluster,
+    Crossbar,
+    Device,
+    Link,
+    NetworkSpec,
+    NodeSpec,
+)
+from dlscale.perfmodel.machine.noise import MAX_SIGMA, Empirical, Lognormal, Noise, NoNoise
+from dlscale.perfmodel.machine.profile import MachineProfile, apply_profile
+from dlscale.perfmodel.training.workload import Layer, Model, Workload
+from dlscale.validation.kernelbench import TRAINING_MODEL
 
 __all__ = [
     "SIM_ALGORITHM",

@@ -374,7 +374,7 @@ def _collective_call(comm: Any, name: str, elems: int, send: np.ndarray,
     if name == "allreduce":
         return lambda: comm.Allreduce(send[:elems], recv[:elems], op=MPI.SUM)
     if name == "ring_allreduce":
-        from .mpi_ring import ring_allreduce
+        from dlscale.validation.mpi_ring import ring_allreduce
 
         recv[:elems] = 0.0  # summed in place on every call: zeros stay zeros
         scratch = np.empty(elems // p + 1, np.float32)

@@ -4,7 +4,7 @@ Reduce-scatter then allgather around the ring ``r -> r+1``, ``p - 1`` steps each
 the vector cut into ``p`` chunks as :func:`dlscale.kernels.allreduce.chunk_bounds`
 cuts it (the first ``n % p`` chunks one element longer), each received chunk added
 in place by the numba kernel :func:`sum_into`. This is the algorithm
-:func:`dlscale.perfmodel.collectives.ring_allreduce_s` models: ``2 (p-1)``
+:func:`dlscale.perfmodel.network.collectives.ring_allreduce_s` models: ``2 (p-1)``
 messages of about ``n/p`` bytes per rank and ``(p-1)/p n`` bytes reduced.
 
 Examples

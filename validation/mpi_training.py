@@ -35,10 +35,9 @@ from typing import Any
 import numpy as np
 
 from dlscale.perfmodel.errors import ConfigError, unknown_name
-
-from .kernelbench import TRAINING_MODEL, draw_batch
-from .mpi_env import get_mpi, one_blas_thread
-from .mpi_ring import ring_allreduce
+from dlscale.validation.kernelbench import TRAINING_MODEL, draw_batch
+from dlscale.validation.mpi_env import get_mpi, one_blas_thread
+from dlscale.validation.mpi_ring import ring_allreduce
 
 __all__ = ["TRAINING_ALGORITHMS", "TrainingResult", "train"]
 

@@ -311,7 +311,7 @@ def plot_case(name: str, outputs: Sequence[CaseOutput], path: str | Path,
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from dlscale.perfmodel.atomicio import atomic_write_with
+    from dlscale.perfmodel.output.atomicio import atomic_write_with
 
     curves = [c for out in outputs[:1] for c in out.curves]
     mod = get_case(name)

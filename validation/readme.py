@@ -22,10 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from dlscale.perfmodel.errors import ConfigError
-
-from .accounting import miss_band
-from .published import get_case, miss_key
-from .report import format_distinct
+from dlscale.validation.accounting import miss_band
+from dlscale.validation.published import get_case, miss_key
+from dlscale.validation.report import format_distinct
 
 __all__ = ["BEGIN", "END", "README", "readme_block", "replace_block", "write_readme"]
 
@@ -58,10 +57,9 @@ def _band_rows(rows: Sequence[Mapping[str, Any]]) -> list[str]:
 
 def readme_block(rows: Sequence[Mapping[str, Any]]) -> str:
     """The generated part of the README for ``rows`` (every case and fidelity)."""
-    from dlscale.perfmodel.tables import format_table
-
-    from .accounting import summary_text
-    from .report import table_rows
+    from dlscale.perfmodel.output.tables import format_table
+    from dlscale.validation.accounting import summary_text
+    from dlscale.validation.report import table_rows
 
     lines = ["```", format_table(table_rows(rows)), "```", "",
              "Distinct quantities (a quantity checked by both fidelities, or published "
@@ -84,8 +82,8 @@ def replace_block(text: str, block: str) -> str:
 
 def write_readme(rows: Sequence[Mapping[str, Any]], path: str | Path = README) -> Path:
     """Replace the generated block of ``path`` (atomically); returns the path."""
-    from dlscale.perfmodel.atomicio import atomic_write_text
-    from dlscale.perfmodel.config import read_utf8
+    from dlscale.perfmodel.machine.config import read_utf8
+    from dlscale.perfmodel.output.atomicio import atomic_write_text
 
     target = Path(path)
     atomic_write_text(target, replace_block(read_utf8(target, "README"), readme_block(rows)))

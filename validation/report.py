@@ -73,9 +73,8 @@ def table_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
 
 def format_distinct(rows: Sequence[Mapping[str, Any]]) -> str:
     """One line per distinct quantity: each fidelity's verdict and how it counts."""
-    from dlscale.perfmodel.tables import format_table
-
-    from .accounting import distinct_rows
+    from dlscale.perfmodel.output.tables import format_table
+    from dlscale.validation.accounting import distinct_rows
 
     lines = [{"case": d["case"], "quantity": d["group"], "verdicts": d["verdicts"],
               "counts as": ("consistency check (not counted)" if d["check"] == "consistency"
@@ -87,9 +86,8 @@ def format_distinct(rows: Sequence[Mapping[str, Any]]) -> str:
 
 def format_results(rows: Sequence[Mapping[str, Any]], notes: bool = True) -> str:
     """The results table, the distinct quantities, the count and bias, the miss notes."""
-    from dlscale.perfmodel.tables import format_table
-
-    from .accounting import summary_text
+    from dlscale.perfmodel.output.tables import format_table
+    from dlscale.validation.accounting import summary_text
 
     text = (format_table(table_rows(rows)) + "\n\nDistinct quantities (one count each):\n"
             + format_distinct(rows) + "\n\n" + summary_text(rows))

@@ -56,14 +56,13 @@ from typing import Any
 import numpy as np
 
 from dlscale.perfmodel.errors import ConfigError
-from dlscale.perfmodel.profile import MachineProfile
-
-from . import microbench as mb
-from .calibrate_run import _on_first, _say, calibrate
-from .collective_fit import fit_allreduce, library_allreduce_algorithms
-from .compute_snapshot import compute_snapshot
-from .kernelbench import model_step
-from .local_rows import (
+from dlscale.perfmodel.machine.profile import MachineProfile
+from dlscale.validation import microbench as mb
+from dlscale.validation.calibrate_run import _on_first, _say, calibrate
+from dlscale.validation.collective_fit import fit_allreduce, library_allreduce_algorithms
+from dlscale.validation.compute_snapshot import compute_snapshot
+from dlscale.validation.kernelbench import model_step
+from dlscale.validation.local_rows import (
     add_simulated,
     allreduce_rows,
     plot_validation,
@@ -71,8 +70,8 @@ from .local_rows import (
     training_rows,
     write_report,
 )
-from .mpi_env import _cores, one_blas_thread
-from .mpi_training import TRAINING_ALGORITHMS, train
+from dlscale.validation.mpi_env import _cores, one_blas_thread
+from dlscale.validation.mpi_training import TRAINING_ALGORITHMS, train
 
 __all__ = ["ALLREDUCE_ROUNDS", "HELD_OUT_FACTOR", "TARGETS", "add_simulated", "allreduce_rows",
            "judged_error", "merge_rounds", "plot_validation", "relative_spread", "split_runs",

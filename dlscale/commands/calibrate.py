@@ -153,7 +153,7 @@ def summary_lines(profile: Any) -> list[str]:
 
 def _check_output(path: str) -> str | None:
     """The error message of an output path that cannot be written, else None."""
-    from dlscale.perfmodel.atomicio import check_output_path
+    from dlscale.perfmodel.output.atomicio import check_output_path
 
     try:
         check_output_path(path, "-o")
@@ -163,7 +163,7 @@ def _check_output(path: str) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dlscale.perfmodel.profile import save_profile
+    from dlscale.perfmodel.machine.profile import save_profile
     from dlscale.validation.calibrate_run import calibrate
     from dlscale.validation.mpi_abort import abort_on_signal
     from dlscale.validation.mpi_env import (

@@ -5,7 +5,7 @@ samples/s with ``B`` samples per device; ``--trace FILE[@B]``: a PyTorch or Tens
 profiler trace (Chrome-trace JSON) taken at batch ``B`` (default: the workload's
 batch per device); ``--horovod-timeline FILE``: a Horovod timeline, whose measured
 negotiation, collective and exposed time per iteration are printed next to the
-prediction. The first two replace the roofline's compute (:mod:`dlscale.perfmodel.measured`);
+prediction. The first two replace the roofline's compute (:mod:`dlscale.perfmodel.compute.measured`);
 every file and value is checked before anything runs.
 """
 
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from dlscale.perfmodel.errors import ConfigError
-from dlscale.perfmodel.workload import Workload
+from dlscale.perfmodel.training.workload import Workload
 
 __all__ = ["add_measured_args", "apply_measured"]
 
@@ -71,9 +71,9 @@ def apply_measured(args: argparse.Namespace,
 
     Returns the workload, lines for the text header and entries for the output meta.
     """
-    from dlscale.perfmodel.horovod import read_horovod_timeline
-    from dlscale.perfmodel.measured import MeasuredCompute, parse_rate
-    from dlscale.perfmodel.traces import check_model, read_trace
+    from dlscale.perfmodel.compute.horovod import read_horovod_timeline
+    from dlscale.perfmodel.compute.measured import MeasuredCompute, parse_rate
+    from dlscale.perfmodel.compute.traces import check_model, read_trace
 
     rate = getattr(args, "measured_samples_per_s", None)
     trace = getattr(args, "measured_trace", None)

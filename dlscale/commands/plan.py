@@ -17,7 +17,7 @@ from typing import Any
 from dlscale.commands.measured_args import add_measured_args, apply_measured
 from dlscale.commands.runtime_args import add_runtime_arg
 from dlscale.perfmodel.errors import ConfigError
-from dlscale.perfmodel.workload import ALGORITHMS, COLLECTIVES
+from dlscale.perfmodel.training.workload import ALGORITHMS, COLLECTIVES
 from dlscale.provenance import Provenance, baseline_phrase
 
 __all__ = ["add_parser", "run"]
@@ -114,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
         from dlscale.perfmodel.catalog import CLUSTERS
 
         clusters = list(CLUSTERS.values())
-    from dlscale.perfmodel.config import load_workload
+    from dlscale.perfmodel.machine.config import load_workload
 
     workload, measured_lines, _ = apply_measured(args, load_workload(args.workload))
     res = plan(

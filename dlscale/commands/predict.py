@@ -15,11 +15,11 @@ from dlscale.commands.runtime_args import (
     apply_runtime,
     collective_label,
 )
-from dlscale.perfmodel.config import apply_overrides, load_workload
 from dlscale.perfmodel.errors import ConfigError
-from dlscale.perfmodel.predict import BASELINES
-from dlscale.perfmodel.topoinfo import network_line
-from dlscale.perfmodel.workload import ALGORITHMS, COLLECTIVES, GROUPINGS
+from dlscale.perfmodel.machine.config import apply_overrides, load_workload
+from dlscale.perfmodel.machine.topoinfo import network_line
+from dlscale.perfmodel.training.predict import BASELINES
+from dlscale.perfmodel.training.workload import ALGORITHMS, COLLECTIVES, GROUPINGS
 
 COLUMNS = ("nodes", "devices", "ranks", "iteration_s", "compute_s", "backward_s", "comm_s",
            "exposed_comm_s", "samples_per_s", "efficiency", "fits", "allreduce", "network_limit",
@@ -109,7 +109,7 @@ def baseline_line(pred: Any) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dlscale.perfmodel.predict import predict
+    from dlscale.perfmodel.training.predict import predict
     from dlscale.provenance import load_cluster
 
     cluster, prov = load_cluster(args.cluster, args.profile)

@@ -9,7 +9,7 @@ from typing import Any
 
 from dlscale.perfmodel.catalog.runtimes import RUNTIMES
 from dlscale.perfmodel.catalog.runtimes import apply_runtime as catalog_apply_runtime
-from dlscale.perfmodel.hardware import Cluster
+from dlscale.perfmodel.machine.hardware import Cluster
 
 __all__ = ["add_runtime_arg", "allreduce_summary", "apply_runtime", "collective_label"]
 

@@ -147,7 +147,7 @@ def _one_node_count(text: str) -> int:
 def _apply_workload_flags(args: argparse.Namespace) -> None:
     """``--batch``, ``--precision``, ``--global-batch`` applied to the workload, as predict does."""
     from dlscale.commands.predict import workload_overrides
-    from dlscale.perfmodel.config import apply_overrides, load_workload
+    from dlscale.perfmodel.machine.config import apply_overrides, load_workload
 
     names = {"batch": args.batch, "precision": args.precision,
              "global_batch": getattr(args, "global_batch", None)}

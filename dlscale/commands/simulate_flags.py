@@ -93,7 +93,7 @@ def check_run_flags(args: argparse.Namespace, algorithms: list[str], network: st
     """Refuse ``--tau`` where no algorithm run has a period, ``--placement`` off a
     simulated network (once the workload's algorithm and the network are known)."""
     from dlscale.commands.predict import check_sync_only
-    from dlscale.perfmodel.workload import EASGD_FAMILY
+    from dlscale.perfmodel.training.workload import EASGD_FAMILY
 
     check_sync_only(args, algorithms)
     if _given(args, "tau") and not any(a in EASGD_FAMILY for a in algorithms):

@@ -97,7 +97,7 @@ def run_target(args: argparse.Namespace, cluster: Any, workload: Any, network: s
     prov = prov or Provenance(baseline=NO_BASELINE)
     from tqdm import tqdm
 
-    from dlscale.perfmodel.training import layout
+    from dlscale.perfmodel.training.iteration import layout
 
     fixed: dict = {}
     if args.lr is not None:

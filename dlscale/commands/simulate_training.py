@@ -30,8 +30,8 @@ from typing import Any
 
 from dlscale.output import format_table, to_jsonable, write_rows
 from dlscale.perfmodel.errors import ConfigError
-from dlscale.perfmodel.hardware import Cluster
-from dlscale.perfmodel.workload import ALGORITHMS, Workload
+from dlscale.perfmodel.machine.hardware import Cluster
+from dlscale.perfmodel.training.workload import ALGORITHMS, Workload
 from dlscale.provenance import NO_BASELINE, Provenance
 from dlscale.simulator.training.net import DEFAULT_NETWORK, NETWORKS
 from dlscale.simulator.training.result import TrainingResult
@@ -133,7 +133,7 @@ def _load(args: argparse.Namespace) -> tuple[Cluster, Workload, list[str], dict[
     ``args``, and the provenance of the cluster."""
     import dataclasses
 
-    from dlscale.perfmodel.config import load_workload
+    from dlscale.perfmodel.machine.config import load_workload
     from dlscale.provenance import load_cluster
 
     if not getattr(args, "workload", None):
@@ -190,7 +190,7 @@ def check_work(cluster: Cluster, workload: Workload, nodes: int, iterations: int
     every worker's copy of the model too (:func:`~dlscale.perfmodel.limits.check_cosim`).
     """
     from dlscale.perfmodel.limits import MAX_HIDDEN, check_cosim, check_count, check_rank_steps
-    from dlscale.perfmodel.training import layout
+    from dlscale.perfmodel.training.iteration import layout
 
     ranks = int(layout(cluster, workload, nodes).ranks[0])
     check_rank_steps(ranks, iterations, runs, where)
@@ -252,16 +252,16 @@ def baseline_line(runs: list[TrainingResult], baseline: str) -> str:
 
 def _notes(runs: list[TrainingResult], rows: list[dict], cluster: Cluster,
            workload: Workload) -> list[str]:
-    """``predict``'s row notes (:mod:`dlscale.perfmodel.row_notes`: efficiency above 1,
+    """``predict``'s row notes (:mod:`dlscale.perfmodel.training.row_notes`: efficiency above 1,
     throughput below the previous node count's) for the simulated rows of one algorithm,
     as ``"N nodes: why"``."""
     import dataclasses
 
     import numpy as np
 
-    from dlscale.perfmodel.predict import predict
-    from dlscale.perfmodel.row_notes import row_notes
-    from dlscale.perfmodel.training import layout
+    from dlscale.perfmodel.training.iteration import layout
+    from dlscale.perfmodel.training.predict import predict
+    from dlscale.perfmodel.training.row_notes import row_notes
 
     if len({r.get("algorithm") for r in rows}) != 1 or \
             any(r.get("efficiency") is None or "samples_per_s" not in r for r in rows):
@@ -293,7 +293,7 @@ def _plot(args: argparse.Namespace, runs: list[TrainingResult], meta: dict[str, 
 
 def _flow_cost_note(cluster: Cluster, workload: Workload, nodes: int, iterations: int) -> None:
     """A line on stderr before a flow-level training run of many ranks: what it costs."""
-    from dlscale.perfmodel.training import layout
+    from dlscale.perfmodel.training.iteration import layout
 
     ranks = int(layout(cluster, workload, nodes).ranks[0])
     if ranks > FLOW_NOTE_RANKS:

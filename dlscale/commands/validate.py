@@ -172,8 +172,8 @@ def local_provenance(report: dict[str, Any]) -> Any:
 
 def _check_outputs(args: argparse.Namespace) -> str | None:
     """The error message of an output (-o, --plot) that cannot be written, else None."""
-    from dlscale.perfmodel.atomicio import check_output_path, plot_format
     from dlscale.perfmodel.errors import ConfigError
+    from dlscale.perfmodel.output.atomicio import check_output_path, plot_format
 
     try:
         check_output_path(args.output, "-o")

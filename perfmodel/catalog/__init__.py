@@ -17,17 +17,17 @@ dlscale.perfmodel.errors.ConfigError: model: unknown name 'sumit'; valid: ...
 
 from __future__ import annotations
 
-from ..errors import unknown_name
-from ..hardware import Cluster, Device, Link, NodeSpec
-from ..workload import Model, Workload
-from .clusters import CLUSTERS, NETWORKS
-from .devices import DEVICES, FRACTION_DERIVATIONS
-from .links import LINKS
-from .models import MODELS
-from .nodes import NODES
-from .rows import CATALOG_KINDS, catalog_rows
-from .runtimes import RUNTIMES, get_runtime, runtime_rows
-from .workloads import WORKLOADS
+from dlscale.perfmodel.catalog.clusters import CLUSTERS, NETWORKS
+from dlscale.perfmodel.catalog.devices import DEVICES, FRACTION_DERIVATIONS
+from dlscale.perfmodel.catalog.links import LINKS
+from dlscale.perfmodel.catalog.models import MODELS
+from dlscale.perfmodel.catalog.nodes import NODES
+from dlscale.perfmodel.catalog.rows import CATALOG_KINDS, catalog_rows
+from dlscale.perfmodel.catalog.runtimes import RUNTIMES, get_runtime, runtime_rows
+from dlscale.perfmodel.catalog.workloads import WORKLOADS
+from dlscale.perfmodel.errors import unknown_name
+from dlscale.perfmodel.machine.hardware import Cluster, Device, Link, NodeSpec
+from dlscale.perfmodel.training.workload import Model, Workload
 
 __all__ = [
     "CATALOG_KINDS",

@@ -17,11 +17,11 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from ..hardware import Cluster, Crossbar, Dragonfly, FatTree, NetworkSpec
-from ..units import ns
-from .links import LINKS
-from .nodes import NODES
-from .runtimes import RUNTIMES
+from dlscale.perfmodel.catalog.links import LINKS
+from dlscale.perfmodel.catalog.nodes import NODES
+from dlscale.perfmodel.catalog.runtimes import RUNTIMES
+from dlscale.perfmodel.machine.hardware import Cluster, Crossbar, Dragonfly, FatTree, NetworkSpec
+from dlscale.perfmodel.units import ns
 
 __all__ = ["CLUSTERS", "NETWORKS"]
 

@@ -2,11 +2,11 @@
 
 ``sustained_fraction`` is ONE figure per device and precision: the fraction of the
 device's peak that a dense matrix multiply sustains in training (the reference class
-of :mod:`dlscale.perfmodel.efficiency`). It is not typed in: it is SOLVED from a cited
+of :mod:`dlscale.perfmodel.compute.efficiency`). It is not typed in: it is SOLVED from a cited
 end-to-end training measurement (a model, a batch, a precision, samples/s on one
-device) so that the same model that predicts -- :func:`~dlscale.perfmodel.compute.layer_times`
+device) so that the same model that predicts -- :func:`~dlscale.perfmodel.compute.roofline.layer_times`
 (the roofline with its per-class efficiencies, batch utilization and memory ceiling)
-plus :func:`~dlscale.perfmodel.compute.update_s` -- gives back exactly that rate
+plus :func:`~dlscale.perfmodel.compute.roofline.update_s` -- gives back exactly that rate
 (:func:`solve_fraction`, bisection). Each is measured in the precision the device
 trains in natively: fp32 up to Pascal; mixed precision (tensor cores) on Volta, whose
 ``peak_fp16_flops`` is the tensor-core peak. Where no measurement on the exact part
@@ -31,13 +31,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..compute import layer_times, update_s
-from ..errors import ConfigError
-from ..hardware import Device
-from ..units import GB, TFLOPS, GB_per_s, GHz
-from ..workload import Model
-from .models_cnn import alexnet
-from .models_resnet import resnet50
+from dlscale.perfmodel.catalog.models_cnn import alexnet
+from dlscale.perfmodel.catalog.models_resnet import resnet50
+from dlscale.perfmodel.compute.roofline import layer_times, update_s
+from dlscale.perfmodel.errors import ConfigError
+from dlscale.perfmodel.machine.hardware import Device
+from dlscale.perfmodel.training.workload import Model
+from dlscale.perfmodel.units import GB, TFLOPS, GB_per_s, GHz
 
 __all__ = ["DEVICES", "FRACTION_DERIVATIONS", "FRACTION_SOURCES", "FractionSource",
            "measured_fraction", "solve_fraction"]

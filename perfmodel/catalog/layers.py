@@ -2,7 +2,7 @@
 
 A :class:`Net` walks a network from input to output, keeping the current tensor
 shape ``(channels, height, width)`` (or ``(features,)`` after flattening), and each
-method appends one :class:`~dlscale.perfmodel.workload.Layer` whose figures are
+method appends one :class:`~dlscale.perfmodel.training.workload.Layer` whose figures are
 computed from the geometry, never typed in:
 
 - convolution: ``params = k_h k_w (C_in / groups) C_out (+ C_out bias)``,
@@ -32,8 +32,8 @@ from __future__ import annotations
 
 import math
 
-from ..errors import ConfigError
-from ..workload import Layer
+from dlscale.perfmodel.errors import ConfigError
+from dlscale.perfmodel.training.workload import Layer
 
 __all__ = ["Net", "conv_class", "conv_out"]
 
@@ -75,7 +75,7 @@ def conv_out(size: int, kernel: int, stride: int, pad: int, ceil: bool = False) 
 
 
 def conv_class(kh: int, kw: int, sh: int, sw: int, groups: int, in_ch: int) -> str:
-    """Efficiency class of a convolution (see :mod:`dlscale.perfmodel.efficiency`).
+    """Efficiency class of a convolution (see :mod:`dlscale.perfmodel.compute.efficiency`).
 
     Examples
     --------

@@ -17,8 +17,8 @@ Examples
 
 from __future__ import annotations
 
-from ..hardware import Link
-from ..units import GB_per_s, Gbit_per_s, us
+from dlscale.perfmodel.machine.hardware import Link
+from dlscale.perfmodel.units import GB_per_s, Gbit_per_s, us
 
 __all__ = ["LINKS"]
 

@@ -16,12 +16,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..workload import Model
-from .models_cnn import alexnet, alexnet_cifar10, cifar10_net, lenet, vgg16, vgg19
-from .models_fcn import fcn_summit
-from .models_inception import googlenet, inception_v3
-from .models_resnet import resnet50, resnet101
-from .models_transformer import transformer_base, transformer_big
+from dlscale.perfmodel.catalog.models_cnn import (
+    alexnet,
+    alexnet_cifar10,
+    cifar10_net,
+    lenet,
+    vgg16,
+    vgg19,
+)
+from dlscale.perfmodel.catalog.models_fcn import fcn_summit
+from dlscale.perfmodel.catalog.models_inception import googlenet, inception_v3
+from dlscale.perfmodel.catalog.models_resnet import resnet50, resnet101
+from dlscale.perfmodel.catalog.models_transformer import transformer_base, transformer_big
+from dlscale.perfmodel.training.workload import Model
 
 __all__ = ["MODELS", "MODEL_BUILDERS"]
 

@@ -13,9 +13,9 @@ Examples
 
 from __future__ import annotations
 
-from ..workload import Model
-from .datasets import DATASETS
-from .layers import Net
+from dlscale.perfmodel.catalog.datasets import DATASETS
+from dlscale.perfmodel.catalog.layers import Net
+from dlscale.perfmodel.training.workload import Model
 
 __all__ = ["alexnet", "alexnet_cifar10", "cifar10_net", "lenet", "vgg", "vgg16", "vgg19"]
 

@@ -31,9 +31,9 @@ Examples
 
 from __future__ import annotations
 
-from ..workload import Model
-from .datasets import DATASETS
-from .layers import Net
+from dlscale.perfmodel.catalog.datasets import DATASETS
+from dlscale.perfmodel.catalog.layers import Net
+from dlscale.perfmodel.training.workload import Model
 
 __all__ = ["FCN_WIDTHS", "fcn_summit"]
 

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..workload import Model
-from .datasets import DATASETS
-from .layers import Net
+from dlscale.perfmodel.catalog.datasets import DATASETS
+from dlscale.perfmodel.catalog.layers import Net
+from dlscale.perfmodel.training.workload import Model
 
 __all__ = ["googlenet", "inception_v3"]
 

@@ -23,9 +23,9 @@ Examples
 
 from __future__ import annotations
 
-from ..workload import Layer, Model
-from .datasets import DATASETS
-from .layers import Net
+from dlscale.perfmodel.catalog.datasets import DATASETS
+from dlscale.perfmodel.catalog.layers import Net
+from dlscale.perfmodel.training.workload import Layer, Model
 
 __all__ = ["resnet", "resnet50", "resnet101"]
 

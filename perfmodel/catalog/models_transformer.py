@@ -36,9 +36,9 @@ Examples
 
 from __future__ import annotations
 
-from ..errors import unknown_name
-from ..workload import Layer, Model
-from .datasets import DATASETS
+from dlscale.perfmodel.catalog.datasets import DATASETS
+from dlscale.perfmodel.errors import unknown_name
+from dlscale.perfmodel.training.workload import Layer, Model
 
 __all__ = [
     "TOKENS_PER_SIDE",

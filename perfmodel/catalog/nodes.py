@@ -9,10 +9,10 @@ Examples
 
 from __future__ import annotations
 
-from ..hardware import NodeSpec
-from ..units import GB
-from .devices import DEVICES
-from .links import LINKS
+from dlscale.perfmodel.catalog.devices import DEVICES
+from dlscale.perfmodel.catalog.links import LINKS
+from dlscale.perfmodel.machine.hardware import NodeSpec
+from dlscale.perfmodel.units import GB
 
 __all__ = ["NODES"]
 

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import unknown_name
-from ..hardware import TOPOLOGIES
-from ..workload import ALGORITHMS, COLLECTIVES, GROUPINGS
+from dlscale.perfmodel.errors import unknown_name
+from dlscale.perfmodel.machine.hardware import TOPOLOGIES
+from dlscale.perfmodel.training.workload import ALGORITHMS, COLLECTIVES, GROUPINGS
 
 __all__ = ["CATALOG_KINDS", "DESCRIPTIONS", "catalog_rows"]
 
@@ -60,7 +60,7 @@ def _r(x: float, digits: int = 3) -> float:
 
 
 def _devices() -> list[dict[str, Any]]:
-    from .devices import DEVICES, FRACTION_DERIVATIONS
+    from dlscale.perfmodel.catalog.devices import DEVICES, FRACTION_DERIVATIONS
 
     return [{
         "name": d.name, "kind": d.kind, "cores": d.cores, "clock_GHz": _r(d.clock_hz / 1e9),
@@ -76,7 +76,7 @@ def _devices() -> list[dict[str, Any]]:
 
 
 def _machines() -> list[dict[str, Any]]:
-    from .clusters import CLUSTERS
+    from dlscale.perfmodel.catalog.clusters import CLUSTERS
 
     return [{
         "name": c.name, "max_nodes": c.max_nodes, "device": c.node.device.name,
@@ -89,13 +89,13 @@ def _machines() -> list[dict[str, Any]]:
 
 
 def _runtimes() -> list[dict[str, Any]]:
-    from .runtimes import runtime_rows
+    from dlscale.perfmodel.catalog.runtimes import runtime_rows
 
     return runtime_rows()
 
 
 def _message_factors() -> list[dict[str, Any]]:
-    from ..msgfactors import MESSAGE_FACTORS
+    from dlscale.perfmodel.network.msgfactors import MESSAGE_FACTORS
 
     return [{"name": f.name, "from_bytes": int(lo), "latency_factor": lat,
              "bandwidth_factor": bw, "source": f.source}
@@ -104,7 +104,7 @@ def _message_factors() -> list[dict[str, Any]]:
 
 
 def _links() -> list[dict[str, Any]]:
-    from .links import LINKS
+    from dlscale.perfmodel.catalog.links import LINKS
 
     return [{"name": k.name, "type": "link", "bandwidth_GBps": _r(k.bandwidth_Bps / 1e9),
              "latency_us": _r(k.latency_s * 1e6), "topology": "", "max_nodes": 0,
@@ -112,7 +112,7 @@ def _links() -> list[dict[str, Any]]:
 
 
 def _networks() -> list[dict[str, Any]]:
-    from .clusters import NETWORKS
+    from dlscale.perfmodel.catalog.clusters import NETWORKS
 
     rows = [{"name": n.name, "type": "network", "bandwidth_GBps": _r(n.link.bandwidth_Bps / 1e9),
              "latency_us": _r(n.hop_latency_s * 1e6), "topology": n.topology.family,
@@ -121,7 +121,7 @@ def _networks() -> list[dict[str, Any]]:
 
 
 def _nodes() -> list[dict[str, Any]]:
-    from .nodes import NODES
+    from dlscale.perfmodel.catalog.nodes import NODES
 
     return [{"name": n.name, "device": n.device.name, "devices_per_node": n.devices_per_node,
              "intra_link": n.intra_link.name, "nic": n.nic.name,
@@ -130,7 +130,7 @@ def _nodes() -> list[dict[str, Any]]:
 
 
 def _models() -> list[dict[str, Any]]:
-    from .models import MODELS
+    from dlscale.perfmodel.catalog.models import MODELS
 
     return [{
         "name": m.name, "dataset": m.dataset, "params_M": _r(m.params / 1e6),
@@ -142,7 +142,7 @@ def _models() -> list[dict[str, Any]]:
 
 
 def _workloads() -> list[dict[str, Any]]:
-    from .workloads import WORKLOADS
+    from dlscale.perfmodel.catalog.workloads import WORKLOADS
 
     return [{"name": w.name, "model": w.model.name, "batch_per_device": w.batch_per_device,
              "precision": w.precision, "algorithm": w.algorithm, "collective": w.collective,

@@ -1,6 +1,6 @@
 """Software stacks: each runtime's terms with the public source of every figure.
 
-See :mod:`dlscale.perfmodel.runtime` for what each term means. Which stack each
+See :mod:`dlscale.perfmodel.machine.runtime` for what each term means. Which stack each
 machine ran is in :mod:`.clusters` (``Cluster.runtime``), with its citation.
 
 Sources used below:
@@ -60,9 +60,9 @@ import dataclasses
 import math
 from typing import Any
 
-from ..errors import ConfigError, unknown_name
-from ..hardware import Cluster
-from ..runtime import TRANSPORT_EFFICIENCY, Runtime
+from dlscale.perfmodel.errors import ConfigError, unknown_name
+from dlscale.perfmodel.machine.hardware import Cluster
+from dlscale.perfmodel.machine.runtime import TRANSPORT_EFFICIENCY, Runtime
 
 __all__ = ["DEFAULT_RUNTIME", "RUNTIMES", "apply_runtime", "get_runtime", "runtime_rows"]
 

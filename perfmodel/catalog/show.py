@@ -24,16 +24,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import unknown_name
-from ..msgfactors import MESSAGE_FACTORS
-from ..tomldump import to_toml
-from .clusters import CLUSTERS, NETWORKS
-from .devices import DEVICES
-from .links import LINKS
-from .models import MODELS
-from .nodes import NODES
-from .runtimes import RUNTIMES
-from .workloads import WORKLOADS
+from dlscale.perfmodel.catalog.clusters import CLUSTERS, NETWORKS
+from dlscale.perfmodel.catalog.devices import DEVICES
+from dlscale.perfmodel.catalog.links import LINKS
+from dlscale.perfmodel.catalog.models import MODELS
+from dlscale.perfmodel.catalog.nodes import NODES
+from dlscale.perfmodel.catalog.runtimes import RUNTIMES
+from dlscale.perfmodel.catalog.workloads import WORKLOADS
+from dlscale.perfmodel.errors import unknown_name
+from dlscale.perfmodel.machine.tomldump import to_toml
+from dlscale.perfmodel.network.msgfactors import MESSAGE_FACTORS
 
 __all__ = ["PRESET_KINDS", "preset_table", "show_preset"]
 

@@ -16,9 +16,9 @@ Examples
 
 from __future__ import annotations
 
-from ..units import MiB
-from ..workload import Workload
-from .models import MODELS
+from dlscale.perfmodel.catalog.models import MODELS
+from dlscale.perfmodel.training.workload import Workload
+from dlscale.perfmodel.units import MiB
 
 __all__ = ["WORKLOADS"]
 

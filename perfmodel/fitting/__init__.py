@@ -15,14 +15,14 @@ Examples
 1e-09
 """
 
-from .collectives import (
+from dlscale.perfmodel.fitting.collectives import (
     CollectiveFit,
     CollectiveSegment,
     PiecewiseCollectiveFit,
     fit_collective,
     fit_collective_piecewise,
 )
-from .hockney import (
+from dlscale.perfmodel.fitting.hockney import (
     HockneyFit,
     HockneySegment,
     LogGPFit,
@@ -32,7 +32,7 @@ from .hockney import (
     fit_piecewise_hockney,
     hockney_segment_at,
 )
-from .hockney_merge import with_bandwidth
+from dlscale.perfmodel.fitting.hockney_merge import with_bandwidth
 
 __all__ = [
     "CollectiveFit",

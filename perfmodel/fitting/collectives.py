@@ -2,7 +2,7 @@
 
 Where the MPI library's algorithm is unknown, measured times are modelled as
 ``a * T_alpha + b * T_beta + c * T_gamma``: the latency, bandwidth and reduction
-terms of a closed-form algorithm (:mod:`dlscale.perfmodel.collectives`) at the
+terms of a closed-form algorithm (:mod:`dlscale.perfmodel.network.collectives`) at the
 point-to-point parameters, with non-negative factors fitted on relative error. The
 efficiencies are ``1/a``, ``1/b``, ``1/c``.
 
@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 from scipy.optimize import nnls
 
-from ..errors import ConfigError
-from .hockney import _segmentation
+from dlscale.perfmodel.errors import ConfigError
+from dlscale.perfmodel.fitting.hockney import _segmentation
 
 __all__ = [
     "CollectiveFit",
@@ -93,7 +93,7 @@ def fit_collective(
     Examples
     --------
     >>> import numpy as np
-    >>> from dlscale.perfmodel.collectives import ring_allreduce_s as ring
+    >>> from dlscale.perfmodel.network.collectives import ring_allreduce_s as ring
     >>> n = np.array([8, 1024, 65536, 1 << 20, 8 << 20] * 2)
     >>> p = np.array([2] * 5 + [4] * 5)
     >>> t = ring(n, p, 2e-6, 2e-10, 2e-10)   # twice the p2p alpha, beta and gamma
@@ -272,7 +272,7 @@ def fit_collective_piecewise(
     Examples
     --------
     >>> import numpy as np
-    >>> from dlscale.perfmodel.collectives import ring_allreduce_s as ring
+    >>> from dlscale.perfmodel.network.collectives import ring_allreduce_s as ring
     >>> n = np.tile(2.0 ** np.arange(2, 22), 2); p = np.repeat([2, 4], 20)
     >>> t = np.where(n < 4096, ring(n, p, 1e-6, 1e-10), ring(n, p, 3e-6, 3e-10))
     >>> fit = fit_collective_piecewise("ring", ring, n, p, t, 1e-6, 1e-10)

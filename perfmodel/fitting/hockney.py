@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import lsq_linear
 
-from ..errors import ConfigError
+from dlscale.perfmodel.errors import ConfigError
 
 __all__ = [
     "HockneyFit",

@@ -4,7 +4,7 @@
 segment's ``beta`` below by 0; on a shared or oversubscribed host a segment of small
 messages often ends at the bound (its times do not grow with the size: the scheduler's
 noise hides the copy). Such a segment is no fit of a bandwidth: turned into per-size
-message factors (:func:`dlscale.perfmodel.msgfactors.from_segments`) it would give an
+message factors (:func:`dlscale.perfmodel.network.msgfactors.from_segments`) it would give an
 infinite one. :func:`with_bandwidth` merges it into a neighbour and refits the merged
 range as one line, until every segment has ``beta > 0``; where even one line over
 every size has none, the fit is refused (``None``). Each merge is reported in words,
@@ -32,7 +32,12 @@ import math
 
 import numpy as np
 
-from .hockney import HockneySegment, PiecewiseHockneyFit, _result_lists, _wls_line
+from dlscale.perfmodel.fitting.hockney import (
+    HockneySegment,
+    PiecewiseHockneyFit,
+    _result_lists,
+    _wls_line,
+)
 
 __all__ = ["with_bandwidth"]
 

@@ -29,12 +29,11 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from dlscale.perfmodel.msgfactors import MessageFactors
-from dlscale.perfmodel.rendezvous import advance_clocks
-
-from ..topology.linktable import LinkTable
-from ..topology.routing import PairRoutes, Routes, route
-from .schedules import Phase
+from dlscale.perfmodel.network.msgfactors import MessageFactors
+from dlscale.perfmodel.network.rendezvous import advance_clocks
+from dlscale.simulator.network.schedules import Phase
+from dlscale.simulator.topology.linktable import LinkTable
+from dlscale.simulator.topology.routing import PairRoutes, Routes, route
 
 __all__ = ["PhaseLinkTime", "RouteCache", "message_costs", "phase_loads", "run_fast"]
 
@@ -172,7 +171,7 @@ def message_costs(routed: _Routed, phase: Phase, load: np.ndarray, sub_bytes: np
 
     Returns ``(load, sub_bytes, latency_s)``: the bytes every link carries, each
     subflow's bytes and each subflow's latency. With ``factors``
-    (:class:`~dlscale.perfmodel.msgfactors.MessageFactors`) a message of ``n`` bytes
+    (:class:`~dlscale.perfmodel.network.msgfactors.MessageFactors`) a message of ``n`` bytes
     weighs ``n / f_bw(n)`` bytes and waits ``f_lat(n)`` times its path latency, the
     same rule as the analytical model's; ``n`` is the whole message's size, not a
     rail's share of it.
@@ -219,7 +218,7 @@ def run_fast(phases: list[Phase], table: LinkTable, router, rank_nodes: np.ndarr
 
     Contention is that of the whole step's pattern at once; each rank keeps its own
     clock, so ranks that do not wait on each other do not wait for the slowest pair
-    (as in flow mode; the rule is :func:`~dlscale.perfmodel.rendezvous.advance_clocks`,
+    (as in flow mode; the rule is :func:`~dlscale.perfmodel.network.rendezvous.advance_clocks`,
     which the analytical model applies too). A repeated phase is iterated until the per-step advance of the
     clocks repeats, then extrapolated (exact for the periodic regime of a ring).
 

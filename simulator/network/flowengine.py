@@ -51,7 +51,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit, objmode
 
-from . import flowwatch
+from dlscale.simulator.network import flowwatch
 
 __all__ = ["CompiledSchedule", "message_durations", "run_compiled", "total_messages"]
 

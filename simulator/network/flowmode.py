@@ -30,20 +30,19 @@ import numpy as np
 import simpy
 
 from dlscale.perfmodel.errors import ConfigError
-from dlscale.perfmodel.msgfactors import MessageFactors
-
-from ..topology.linktable import LinkTable
-from . import flowwatch
-from .fastmode import RouteCache, message_costs, phase_loads
-from .flow import FlowNetwork
-from .flowengine import (
+from dlscale.perfmodel.network.msgfactors import MessageFactors
+from dlscale.simulator.network import flowwatch
+from dlscale.simulator.network.fastmode import RouteCache, message_costs, phase_loads
+from dlscale.simulator.network.flow import FlowNetwork
+from dlscale.simulator.network.flowengine import (
     CompiledSchedule,
     message_durations,
     run_compiled,
     total_messages,
 )
-from .flowsteps import independent, phase_ranks, run_steps
-from .schedules import Phase
+from dlscale.simulator.network.flowsteps import independent, phase_ranks, run_steps
+from dlscale.simulator.network.schedules import Phase
+from dlscale.simulator.topology.linktable import LinkTable
 
 __all__ = ["prepare_flow", "run_flow"]
 

@@ -41,7 +41,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, objmode
 
-from .flowwatch import poll
+from dlscale.simulator.network.flowwatch import poll
 
 __all__ = ["independent", "phase_ranks", "run_steps"]
 

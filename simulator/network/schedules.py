@@ -1,4 +1,4 @@
-"""Collective algorithms as message schedules (defined in :mod:`dlscale.perfmodel.schedules`).
+"""Collective algorithms as message schedules (defined in :mod:`dlscale.perfmodel.network.schedules`).
 
 The schedules are shared by both fidelities: the closed-form network model counts
 the flows of each step per topology level, the simulator routes them. This module
@@ -10,7 +10,7 @@ Examples
 ['reduce-scatter', 'allgather']
 """
 
-from dlscale.perfmodel.schedules import (
+from dlscale.perfmodel.network.schedules import (
     ALGORITHMS,
     COLLECTIVES,
     FLAT_ALLREDUCE,

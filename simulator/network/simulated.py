@@ -1,6 +1,6 @@
 """SimulatedNetwork: collectives as routed message schedules on a topology graph.
 
-The simulated implementation of :class:`dlscale.perfmodel.netapi.NetworkModel`: the
+The simulated implementation of :class:`dlscale.perfmodel.network.analytical.NetworkModel`: the
 layers above ask for ``allreduce_s``, ``collective_s`` or ``transfer_s`` and get
 seconds, or call :meth:`SimulatedNetwork.simulate` for the full
 :class:`~dlscale.simulator.network.result.CollectiveResult` (per-step times, bytes per link,
@@ -24,27 +24,26 @@ from collections.abc import Sequence
 import networkx as nx
 import numpy as np
 
-from dlscale.perfmodel.autopolicy import choose_allreduce
-from dlscale.perfmodel.collectives import allreduce_s, hierarchical_allreduce_s
 from dlscale.perfmodel.errors import ConfigError, unknown_name
-from dlscale.perfmodel.hardware import Cluster
 from dlscale.perfmodel.limits import GAMMA_RANGE_S_PER_B, check_range
-from dlscale.perfmodel.msgfactors import MessageFactors, message_time_s
-from dlscale.perfmodel.netapi import AnalyticalNetwork, check_ranks
-from dlscale.perfmodel.netmodel import dbt_segments
-from dlscale.perfmodel.runtime import Runtime
-from dlscale.perfmodel.schedules import double_binary_tree_edges
-
-from ..topology.cluster import cluster_graph
-from ..topology.graphml import validate_graph
-from ..topology.linktable import LinkTable
-from ..topology.metrics import TopologyMetrics, topology_metrics
-from ..topology.placement import node_of, place
-from ..topology.routing import make_router, route
-from .fastmode import RouteCache, run_fast
-from .flowmode import run_flow
-from .result import CollectiveResult
-from .schedules import ALGORITHMS, build_schedule
+from dlscale.perfmodel.machine.hardware import Cluster
+from dlscale.perfmodel.machine.runtime import Runtime
+from dlscale.perfmodel.network.analytical import AnalyticalNetwork, check_ranks
+from dlscale.perfmodel.network.autopolicy import choose_allreduce
+from dlscale.perfmodel.network.collectives import allreduce_s, hierarchical_allreduce_s
+from dlscale.perfmodel.network.model import dbt_segments
+from dlscale.perfmodel.network.msgfactors import MessageFactors, message_time_s
+from dlscale.perfmodel.network.schedules import double_binary_tree_edges
+from dlscale.simulator.network.fastmode import RouteCache, run_fast
+from dlscale.simulator.network.flowmode import run_flow
+from dlscale.simulator.network.result import CollectiveResult
+from dlscale.simulator.network.schedules import ALGORITHMS, build_schedule
+from dlscale.simulator.topology.cluster import cluster_graph
+from dlscale.simulator.topology.graphml import validate_graph
+from dlscale.simulator.topology.linktable import LinkTable
+from dlscale.simulator.topology.metrics import TopologyMetrics, topology_metrics
+from dlscale.simulator.topology.placement import node_of, place
+from dlscale.simulator.topology.routing import make_router, route
 
 __all__ = ["MODES", "SimulatedNetwork"]
 
@@ -77,7 +76,7 @@ class SimulatedNetwork:
         Cap on pipeline segments of the double binary tree.
     message_factors : MessageFactors, optional
         Per-message-size latency and bandwidth factors
-        (:mod:`dlscale.perfmodel.msgfactors`) applied to every message; a cluster's
+        (:mod:`dlscale.perfmodel.network.msgfactors`) applied to every message; a cluster's
         network (:meth:`from_cluster`) takes its own.
     """
 
@@ -140,7 +139,7 @@ class SimulatedNetwork:
 
     def _segments(self, sel: np.ndarray, n_bytes: float) -> int:
         """Pipeline segments of the double binary tree: the rule of
-        :func:`dlscale.perfmodel.netmodel.dbt_segments`, with the uncontended
+        :func:`dlscale.perfmodel.network.model.dbt_segments`, with the uncontended
         latency and inverse bandwidth of the path from the first to the last rank."""
         p = len(sel)
         if p < 2:
@@ -167,14 +166,14 @@ class SimulatedNetwork:
     def resolve_allreduce(self, n_bytes: float, ranks: int | Sequence[int] | None = None) -> str:
         """The algorithm ``"auto"`` runs for these ranks and this size.
 
-        Every path follows the one rule of :mod:`dlscale.perfmodel.autopolicy`. On a
+        Every path follows the one rule of :mod:`dlscale.perfmodel.network.autopolicy`. On a
         cluster's own network (:meth:`from_cluster`, block placement) this is the
         choice of the analytical model
-        (:meth:`dlscale.perfmodel.netapi.AnalyticalNetwork.resolve_allreduce`), so that
+        (:meth:`dlscale.perfmodel.network.analytical.AnalyticalNetwork.resolve_allreduce`), so that
         both fidelities run the same algorithm. Otherwise (another placement, a graph of
         its own) the runtime's rule, if the network belongs to a cluster, or the least
         time, prices each candidate with the closed forms
-        (:mod:`dlscale.perfmodel.collectives`) on the network's uncontended
+        (:mod:`dlscale.perfmodel.network.collectives`) on the network's uncontended
         point-to-point parameters, measured here on the routed graph: latency and
         inverse bandwidth from the first rank to a rank of another node (or, all on one
         node, to the next rank); ``hierarchical`` is a candidate with the intra-node
@@ -218,7 +217,7 @@ class SimulatedNetwork:
                     inter, self.gamma_s_per_B, self.inter_algorithm))
             return float(allreduce_s(name, float(n_bytes), p, a, b, self.gamma_s_per_B))
 
-        # the one rule of "auto" (dlscale.perfmodel.autopolicy): the runtime's, where the
+        # the one rule of "auto" (dlscale.perfmodel.network.autopolicy): the runtime's, where the
         # network belongs to a cluster; the least closed-form time on a bare graph
         _, name = choose_allreduce(self.runtime, float(n_bytes), p, 4.0, time_of,
                                    whole_nodes=whole)
@@ -260,7 +259,7 @@ class SimulatedNetwork:
         cache = self._cache if ranks is None or isinstance(ranks, (int, np.integer)) else RouteCache()
         tracer = None
         if trace:
-            from .trace import Tracer
+            from dlscale.simulator.network.trace import Tracer
             tracer = Tracer(self.table, len(sel))
         if mode == "fast":
             out = run_fast(phases, self.table, self.router, nodes, cache, self.gamma_s_per_B,
@@ -294,7 +293,7 @@ class SimulatedNetwork:
     def transfer_s(self, src_rank: int, dst_rank: int, n_bytes: float) -> float:
         """Seconds of one uncontended message: path latency + bytes over the most loaded
         link of its path (its subflows, one per rail, share the links before the split),
-        with the per-size factors (:func:`dlscale.perfmodel.msgfactors.message_time_s`)."""
+        with the per-size factors (:func:`dlscale.perfmodel.network.msgfactors.message_time_s`)."""
         if n_bytes < 0:
             raise ConfigError(f"n_bytes: must be >= 0, got {n_bytes!r}")
         if src_rank == dst_rank:

@@ -22,9 +22,8 @@ import os
 
 import numpy as np
 
-from dlscale.perfmodel.atomicio import atomic_write_text
-
-from ..topology.linktable import LinkTable
+from dlscale.perfmodel.output.atomicio import atomic_write_text
+from dlscale.simulator.topology.linktable import LinkTable
 
 __all__ = ["Tracer", "write_json_atomic"]
 

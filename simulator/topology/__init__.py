@@ -21,16 +21,26 @@ Examples
 (0, 2)
 """
 
-from .cluster import MAX_GRAPH_ELEMENTS, cluster_graph, network_graph
-from .dragonfly import dragonfly_graph
-from .fattree import fat_tree_graph, multilevel_fat_tree_graph, xgft_graph
-from .graphml import ENDPOINT_KINDS, endpoints, read_graphml_topology, validate_graph
-from .intranode import knl_node_graph, pcie_box_graph, star_node_graph, summit_node_graph
-from .linktable import LinkTable
-from .metrics import TopologyMetrics, topology_metrics
-from .placement import PLACEMENTS, place
-from .routing import ROUTERS, Router, Routes, make_router, route
-from .torus import torus_graph
+from dlscale.simulator.topology.cluster import MAX_GRAPH_ELEMENTS, cluster_graph, network_graph
+from dlscale.simulator.topology.dragonfly import dragonfly_graph
+from dlscale.simulator.topology.fattree import fat_tree_graph, multilevel_fat_tree_graph, xgft_graph
+from dlscale.simulator.topology.graphml import (
+    ENDPOINT_KINDS,
+    endpoints,
+    read_graphml_topology,
+    validate_graph,
+)
+from dlscale.simulator.topology.intranode import (
+    knl_node_graph,
+    pcie_box_graph,
+    star_node_graph,
+    summit_node_graph,
+)
+from dlscale.simulator.topology.linktable import LinkTable
+from dlscale.simulator.topology.metrics import TopologyMetrics, topology_metrics
+from dlscale.simulator.topology.placement import PLACEMENTS, place
+from dlscale.simulator.topology.routing import ROUTERS, Router, Routes, make_router, route
+from dlscale.simulator.topology.torus import torus_graph
 
 __all__ = [
     "ENDPOINT_KINDS",

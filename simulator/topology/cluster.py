@@ -1,4 +1,4 @@
-"""The graph of a whole :class:`~dlscale.perfmodel.hardware.Cluster`: network plus nodes.
+"""The graph of a whole :class:`~dlscale.perfmodel.machine.hardware.Cluster`: network plus nodes.
 
 Hosts (one per node, the NIC) are labelled ``0..nodes-1`` and link to the network
 built from the cluster's topology description; with more than one device per node,
@@ -11,7 +11,7 @@ device-NIC links half the intra-node latency each.
 
 Examples
 --------
->>> from dlscale.perfmodel.hardware import (Cluster, Crossbar, Device, Link,
+>>> from dlscale.perfmodel.machine.hardware import (Cluster, Crossbar, Device, Link,
 ...     NetworkSpec, NodeSpec)
 >>> dev = Device("g", "gpu", 80, 1.5e9, 7e12, 14e12, 112e12, 16e9, 900e9, 0.5)
 >>> node = NodeSpec("n", dev, 4, Link("nvl", 50e9, 1e-6), Link("ib", 12.5e9, 1e-6))
@@ -29,18 +29,17 @@ import networkx as nx
 import numpy as np
 
 from dlscale.perfmodel.errors import ConfigError
-from dlscale.perfmodel.hardware import Cluster, Crossbar, Dragonfly, FatTree, Torus
 from dlscale.perfmodel.limits import (
     MEMORY_BUDGET_BYTES,
     SIMULATED_BYTES_PER_ELEMENT,
     check_graph,
 )
-from dlscale.perfmodel.linkload import xgft_params
-
-from .dragonfly import dragonfly_graph
-from .fattree import multilevel_fat_tree_graph, xgft_graph
-from .intranode import star_node_graph
-from .torus import torus_extent, torus_graph
+from dlscale.perfmodel.machine.hardware import Cluster, Crossbar, Dragonfly, FatTree, Torus
+from dlscale.perfmodel.network.linkload import xgft_params
+from dlscale.simulator.topology.dragonfly import dragonfly_graph
+from dlscale.simulator.topology.fattree import multilevel_fat_tree_graph, xgft_graph
+from dlscale.simulator.topology.intranode import star_node_graph
+from dlscale.simulator.topology.torus import torus_extent, torus_graph
 
 __all__ = ["MAX_GRAPH_ELEMENTS", "check_size", "cluster_graph", "network_graph", "template_paths"]
 
@@ -120,7 +119,7 @@ def network_graph(cluster: Cluster, nodes: int) -> nx.Graph:
 
     Examples
     --------
-    >>> from dlscale.perfmodel.hardware import (Cluster, Device, Link, NetworkSpec,
+    >>> from dlscale.perfmodel.machine.hardware import (Cluster, Device, Link, NetworkSpec,
     ...     NodeSpec, Torus)
     >>> dev = Device("c", "cpu", 24, 2e9, 1e12, 2e12, 2e12, 96e9, 100e9, 0.5)
     >>> node = NodeSpec("n", dev, 1, Link("shm", 20e9, 0.5e-6), Link("ib", 12.5e9, 1e-6))
@@ -217,7 +216,7 @@ def cluster_graph(cluster: Cluster, nodes: int, node_graph: nx.Graph | None = No
 
     Examples
     --------
-    >>> from dlscale.perfmodel.hardware import (Cluster, Crossbar, Device, Link,
+    >>> from dlscale.perfmodel.machine.hardware import (Cluster, Crossbar, Device, Link,
     ...     NetworkSpec, NodeSpec)
     >>> dev = Device("c", "cpu", 24, 2e9, 1e12, 2e12, 2e12, 96e9, 100e9, 0.5)
     >>> node = NodeSpec("n", dev, 1, Link("shm", 20e9, 0.5e-6), Link("ib", 12.5e9, 1e-6))

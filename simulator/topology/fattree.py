@@ -24,8 +24,8 @@ import math
 import networkx as nx
 
 from dlscale.perfmodel.errors import ConfigError
-from dlscale.perfmodel.hardware import FatTree
-from dlscale.perfmodel.linkload import xgft_params
+from dlscale.perfmodel.machine.hardware import FatTree
+from dlscale.perfmodel.network.linkload import xgft_params
 
 __all__ = ["fat_tree_graph", "multilevel_fat_tree_graph", "xgft_graph", "xgft_params"]
 
@@ -178,7 +178,7 @@ def multilevel_fat_tree_graph(
     host_latency_s: float = 0.5e-6,
     hop_latency_s: float = 100e-9,
 ) -> nx.Graph:
-    """Return the fat tree a :class:`~dlscale.perfmodel.hardware.FatTree` describes.
+    """Return the fat tree a :class:`~dlscale.perfmodel.machine.hardware.FatTree` describes.
 
     ``host_bandwidth_Bps`` is per rail. Stampede2's Omni-Path tree (28 nodes per leaf,
     20 uplinks, Stampede2 user guide) tapers 28:20 at the leaves.

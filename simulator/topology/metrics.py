@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass
 import networkx as nx
 import numpy as np
 
-from .graphml import endpoints
+from dlscale.simulator.topology.graphml import endpoints
 
 __all__ = ["TopologyMetrics", "estimate_bisection_Bps", "topology_metrics"]
 

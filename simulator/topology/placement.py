@@ -23,8 +23,7 @@ import networkx as nx
 import numpy as np
 
 from dlscale.perfmodel.errors import unknown_name
-
-from .graphml import endpoints
+from dlscale.simulator.topology.graphml import endpoints
 
 __all__ = ["PLACEMENTS", "node_of", "place"]
 

@@ -33,9 +33,8 @@ import networkx as nx
 import numpy as np
 
 from dlscale.perfmodel.errors import ConfigError
-
-from .linktable import LinkTable
-from .torus import box_index
+from dlscale.simulator.topology.linktable import LinkTable
+from dlscale.simulator.topology.torus import box_index
 
 __all__ = ["ROUTERS", "PairRoutes", "Router", "Routes", "make_router", "route"]
 
@@ -228,7 +227,7 @@ class EcmpRouter:
         self.adj = csr_matrix((np.ones(len(rows), dtype=np.int8), (rows, cols)), shape=(n, n))
         self.adj.sort_indices()
         self.ordinal = np.arange(n, dtype=np.int64)
-        from .graphml import endpoints
+        from dlscale.simulator.topology.graphml import endpoints
 
         ends = [index[x] for x in endpoints(G)]
         self.ordinal[ends] = np.arange(len(ends))

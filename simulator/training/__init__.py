@@ -23,9 +23,14 @@ Examples
 12
 """
 
-from .net import DEFAULT_NETWORK, NETWORKS, TrainingNetwork, make_training_network
-from .result import TrainingResult
-from .run import simulate_training
+from dlscale.simulator.training.net import (
+           DEFAULT_NETWORK,
+           NETWORKS,
+           TrainingNetwork,
+           make_training_network,
+)
+from dlscale.simulator.training.result import TrainingResult
+from dlscale.simulator.training.run import simulate_training
 
 __all__ = ["DEFAULT_NETWORK", "NETWORKS", "TrainingNetwork", "TrainingResult",
            "make_training_network", "simulate_training"]

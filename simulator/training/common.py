@@ -4,13 +4,13 @@
 workload, node count, the :class:`~dlscale.simulator.training.net.TrainingNetwork`, the straggler
 model and its generator, the trace recorder and, in co-simulation, the numerics).
 :class:`ComputeProfile` holds one rank's noise-free compute times from the roofline
-model (:func:`dlscale.perfmodel.compute.layer_times`, :func:`~dlscale.perfmodel.compute.update_s`);
+model (:func:`dlscale.perfmodel.compute.roofline.layer_times`, :func:`~dlscale.perfmodel.compute.roofline.update_s`);
 a rank's actual times are these times its noise factor.
 
 Examples
 --------
 >>> from dlscale.perfmodel.catalog import get_cluster, get_workload
->>> from dlscale.perfmodel.training import layout
+>>> from dlscale.perfmodel.training.iteration import layout
 >>> c, w = get_cluster("summit"), get_workload("resnet50")
 >>> prof = compute_profile(c, w, layout(c, w, 1))
 >>> bool(prof.backward_s > prof.forward_s > prof.update_s > 0)
@@ -24,17 +24,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from dlscale.perfmodel.compute import layer_times, update_s
-from dlscale.perfmodel.hardware import Cluster
-from dlscale.perfmodel.training import Layout
-from dlscale.perfmodel.workload import Workload
-
-from .net import TrainingNetwork
-from .stragglers import Noise
-from .trace import TraceRecorder
+from dlscale.perfmodel.compute.roofline import layer_times, update_s
+from dlscale.perfmodel.machine.hardware import Cluster
+from dlscale.perfmodel.training.iteration import Layout
+from dlscale.perfmodel.training.workload import Workload
+from dlscale.simulator.training.net import TrainingNetwork
+from dlscale.simulator.training.stragglers import Noise
+from dlscale.simulator.training.trace import TraceRecorder
 
 if TYPE_CHECKING:  # training_cosim imports this module
-    from .cosim import Numerics
+    from dlscale.simulator.training.cosim import Numerics
 
 __all__ = ["Breakdown", "ComputeProfile", "RunContext", "RunOutcome", "compute_profile"]
 

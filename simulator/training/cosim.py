@@ -46,10 +46,9 @@ import numpy as np
 
 import dlscale.kernels as K
 from dlscale.perfmodel.errors import ConfigError
-from dlscale.perfmodel.workload import EASGD_FAMILY
-
-from .common import RunContext
-from .schedules_lr import Schedule, make_schedule
+from dlscale.perfmodel.training.workload import EASGD_FAMILY
+from dlscale.simulator.training.common import RunContext
+from dlscale.simulator.training.schedules_lr import Schedule, make_schedule
 
 __all__ = ["CosimOptions", "Numerics", "check_beta", "make_numerics"]
 

@@ -1,6 +1,6 @@
 """The EASGD family and the asynchronous SGD baselines as SimPy processes with a master.
 
-Notation as in :mod:`dlscale.perfmodel.training_easgd`: ``t`` one local step of a
+Notation as in :mod:`dlscale.perfmodel.training.easgd`: ``t`` one local step of a
 worker (forward + backward, plus its own update for the EASGD variants; the SGD
 baselines leave the update to the master), ``W`` bytes of weights, ``tau`` the
 communication period (1 for the SGD baselines). Each worker draws its compute factor
@@ -12,7 +12,7 @@ a ``simpy.Resource`` of capacity 1 (the lock), served first come first served. A
 ``tau`` local steps a worker queues for the master; holding it, it pushes ``W`` bytes
 and pulls ``W`` bytes over the master's link (``2 (alpha + W beta)``) and leaves with
 the new center; the master keeps the lock while it applies the exchange to its
-memory (``k W / bandwidth``, ``k`` from :data:`~dlscale.perfmodel.training_easgd.MASTER_ARRAYS`).
+memory (``k W / bandwidth``, ``k`` from :data:`~dlscale.perfmodel.training.easgd.MASTER_ARRAYS`).
 With more workers the queue grows and the master saturates.
 
 Hogwild variants (``hogwild-easgd``, ``hogwild-sgd``): no lock. Messages share the
@@ -46,11 +46,10 @@ from collections.abc import Generator
 import numpy as np
 import simpy
 
-from dlscale.perfmodel.training_easgd import MASTER_ARRAYS, exchange_s, period
-from dlscale.perfmodel.workload import SGD_FAMILY
-
-from .common import Breakdown, RunContext, RunOutcome, compute_profile
-from .master import SharedPipe
+from dlscale.perfmodel.training.easgd import MASTER_ARRAYS, exchange_s, period
+from dlscale.perfmodel.training.workload import SGD_FAMILY
+from dlscale.simulator.training.common import Breakdown, RunContext, RunOutcome, compute_profile
+from dlscale.simulator.training.master import SharedPipe
 
 __all__ = ["ASYNC", "HOGWILD", "StepDraws", "run_easgd", "step_time_s"]
 
@@ -105,7 +104,7 @@ def completions_to_iterations(done: list[float], ranks: int) -> np.ndarray:
 def run_easgd(ctx: RunContext) -> RunOutcome:
     """Simulate the workload's algorithm (not ``sync-sgd``)."""
     if ctx.algorithm in ("easgd", "sync-easgd"):
-        from .easgd_rounds import run_rounds
+        from dlscale.simulator.training.easgd_rounds import run_rounds
         return run_rounds(ctx)
     run = _HogwildRun(ctx) if ctx.algorithm in HOGWILD else _LockedRun(ctx)
     return run.run()

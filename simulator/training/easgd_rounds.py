@@ -5,7 +5,7 @@
     the workers one at a time in rank order, round-robin: it waits for worker ``i``
     to be ready, exchanges ``W`` bytes each way with it over its link and applies
     the elastic update, ``2 alpha + 2 W beta + W u``. The workers resume when the
-    round is over (the analytical model's reading, :mod:`dlscale.perfmodel.training_easgd`).
+    round is over (the analytical model's reading, :mod:`dlscale.perfmodel.training.easgd`).
     GPU workers also copy their weights device -> host -> device every step.
 ``sync-easgd`` (You et al. 2017)
     Every ``tau`` local steps the center is a binomial-tree reduce of the workers'
@@ -36,11 +36,10 @@ from collections.abc import Generator
 import numpy as np
 import simpy
 
-from dlscale.perfmodel.collectives import parameter_server_s
-from dlscale.perfmodel.training_easgd import master_update_s_per_B
-
-from .common import Breakdown, RunContext, RunOutcome
-from .easgd import StepDraws, step_time_s, tau_of
+from dlscale.perfmodel.network.collectives import parameter_server_s
+from dlscale.perfmodel.training.easgd import master_update_s_per_B
+from dlscale.simulator.training.common import Breakdown, RunContext, RunOutcome
+from dlscale.simulator.training.easgd import StepDraws, step_time_s, tau_of
 
 __all__ = ["run_rounds"]
 

@@ -7,10 +7,10 @@ bit-vector allreduce), the allgather of sparse gradients, the binomial reduce an
 broadcast of Sync EASGD, and a worker's message to the master. Two backends:
 
 ``analytical``
-    The analytical network model of :mod:`dlscale.perfmodel.netmodel` (each step's
+    The analytical network model of :mod:`dlscale.perfmodel.network.model` (each step's
     loads on every level of the topology), exactly as the analytical training model
     uses it, so that without noise the simulation must agree with it.
-``fast`` / ``flow`` (or any :class:`~dlscale.perfmodel.netapi.NetworkModel`: an object
+``fast`` / ``flow`` (or any :class:`~dlscale.perfmodel.network.analytical.NetworkModel`: an object
 with ``max_ranks``, ``allreduce_s``, ``collective_s`` and ``transfer_s``)
     A :class:`~dlscale.simulator.network.SimulatedNetwork` of the cluster's topology:
     each collective is simulated as routed message phases with link contention.
@@ -33,24 +33,23 @@ from __future__ import annotations
 
 import numpy as np
 
-from dlscale.perfmodel.contention import hockney_params
 from dlscale.perfmodel.errors import ConfigError, unknown_name
-from dlscale.perfmodel.hardware import Cluster
-from dlscale.perfmodel.msgfactors import effective_hockney
-from dlscale.perfmodel.netapi import NetworkModel
-from dlscale.perfmodel.netmodel import collective_time_s
-from dlscale.perfmodel.runtime import with_transport
-from dlscale.perfmodel.training import layout
-from dlscale.perfmodel.training_easgd import host_copy_s, master_link
-from dlscale.perfmodel.training_sync import (
+from dlscale.perfmodel.machine.hardware import Cluster
+from dlscale.perfmodel.machine.runtime import with_transport
+from dlscale.perfmodel.network.analytical import NetworkModel
+from dlscale.perfmodel.network.contention import hockney_params
+from dlscale.perfmodel.network.model import collective_time_s
+from dlscale.perfmodel.network.msgfactors import effective_hockney
+from dlscale.perfmodel.training.easgd import host_copy_s, master_link
+from dlscale.perfmodel.training.iteration import layout
+from dlscale.perfmodel.training.sync import (
     coordination_bytes,
     end_to_end_latency_s,
     negotiation_s,
     workload_allreduce,
 )
-from dlscale.perfmodel.workload import Workload
-
-from ..network.simulated import SimulatedNetwork
+from dlscale.perfmodel.training.workload import Workload
+from dlscale.simulator.network.simulated import SimulatedNetwork
 
 __all__ = ["DEFAULT_NETWORK", "NETWORKS", "TrainingNetwork", "make_training_network"]
 
@@ -70,7 +69,7 @@ class TrainingNetwork:
     nodes : int
     backend : str or NetworkModel
         ``"analytical"``, ``"fast"``, ``"flow"``, or a
-        :class:`~dlscale.perfmodel.netapi.NetworkModel`.
+        :class:`~dlscale.perfmodel.network.analytical.NetworkModel`.
     seed : int
         Seed of the simulated network's placement and routing.
     placement : {"linear", "random", "topology"}
@@ -221,7 +220,7 @@ class TrainingNetwork:
         ``n_bytes``: then with the network's per-size factors across nodes).
 
         The simulated network's view of the message from the last worker to rank 0,
-        or, analytically, :func:`dlscale.perfmodel.training_easgd.master_link`.
+        or, analytically, :func:`dlscale.perfmodel.training.easgd.master_link`.
         """
         if self.sim is not None and self.ranks > 1 and not (algorithm == "easgd"
                                                               and self.nodes == 1):

@@ -30,9 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from dlscale.perfmodel.atomicio import atomic_write_with, plot_format
-
-from .result import TrainingResult
+from dlscale.perfmodel.output.atomicio import atomic_write_with, plot_format
+from dlscale.simulator.training.result import TrainingResult
 
 __all__ = ["plot_accuracy", "plot_target", "plot_training_scaling"]
 
@@ -109,7 +108,7 @@ def plot_accuracy(path: str | Path, runs: Sequence[TrainingResult], title: str) 
 def plot_target(path: str | Path, report: Any, title: str, subtitle: str = "") -> None:
     """Accuracy against simulated time and samples, target line, crossings marked;
     ``subtitle`` (what produced the figure) goes under the title."""
-    from .target import crossing
+    from dlscale.simulator.training.target import crossing
 
     plt = _plt()
     target = report.spec.target_accuracy

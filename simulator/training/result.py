@@ -53,7 +53,7 @@ class TrainingResult:
         stragglers, queueing at the master.
     memory : dict
         Per-device memory parts in bytes, capacity, resource, ``fits`` and
-        ``shortfall_bytes`` (:func:`dlscale.perfmodel.memory.memory_per_rank`).
+        ``shortfall_bytes`` (:func:`dlscale.perfmodel.compute.memory.memory_per_rank`).
     fits : bool
         False: the configuration does not fit in memory and was not simulated.
     efficiency : float or None

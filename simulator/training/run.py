@@ -25,21 +25,20 @@ import os
 
 import numpy as np
 
+from dlscale.perfmodel.compute.memory import memory_per_rank
 from dlscale.perfmodel.errors import ConfigError, unknown_name
-from dlscale.perfmodel.hardware import Cluster
 from dlscale.perfmodel.limits import check_rank_steps
-from dlscale.perfmodel.memory import memory_per_rank
-from dlscale.perfmodel.netapi import NetworkModel
-from dlscale.perfmodel.predict import baseline_workload, one_device
-from dlscale.perfmodel.training import Layout, iteration_times, layout
-from dlscale.perfmodel.workload import ALGORITHMS, Workload
-
-from ..topology.placement import PLACEMENTS
-from .common import RunContext, RunOutcome, compute_profile
-from .net import DEFAULT_NETWORK, NETWORKS, make_training_network
-from .result import TrainingResult
-from .stragglers import Noise, make_noise
-from .trace import TraceRecorder
+from dlscale.perfmodel.machine.hardware import Cluster
+from dlscale.perfmodel.network.analytical import NetworkModel
+from dlscale.perfmodel.training.iteration import Layout, iteration_times, layout
+from dlscale.perfmodel.training.predict import baseline_workload, one_device
+from dlscale.perfmodel.training.workload import ALGORITHMS, Workload
+from dlscale.simulator.topology.placement import PLACEMENTS
+from dlscale.simulator.training.common import RunContext, RunOutcome, compute_profile
+from dlscale.simulator.training.net import DEFAULT_NETWORK, NETWORKS, make_training_network
+from dlscale.simulator.training.result import TrainingResult
+from dlscale.simulator.training.stragglers import Noise, make_noise
+from dlscale.simulator.training.trace import TraceRecorder
 
 __all__ = ["MODES", "simulate_training"]
 
@@ -100,9 +99,9 @@ def _check(cluster: Cluster, workload: Workload, nodes: int, algorithm: str | No
 
 def _run(ctx: RunContext):
     if ctx.algorithm == "sync-sgd":
-        from .sync import run_sync_sgd
+        from dlscale.simulator.training.sync import run_sync_sgd
         return run_sync_sgd(ctx)
-    from .easgd import run_easgd
+    from dlscale.simulator.training.easgd import run_easgd
     return run_easgd(ctx)
 
 
@@ -112,7 +111,7 @@ def _check_run_options(cluster: Cluster, workload: Workload, baseline: str,
     """Check ``baseline``, ``noise`` and the co-simulation options, in that order.
 
     Returns the baseline run's cluster and workload ("node": the same; "device": one
-    device, :func:`dlscale.perfmodel.predict.one_device`) and the noise model.
+    device, :func:`dlscale.perfmodel.training.predict.one_device`) and the noise model.
     """
     if baseline not in ("node", "device"):
         raise unknown_name("baseline", baseline, ("node", "device"))
@@ -121,7 +120,7 @@ def _check_run_options(cluster: Cluster, workload: Workload, baseline: str,
         else one_device(cluster, base)
     nz = make_noise(cluster.noise if noise is None else noise)
     if mode == "cosim":
-        from .cosim import check_cosim_options
+        from dlscale.simulator.training.cosim import check_cosim_options
 
         check_cosim_options(cosim_options or {})
     return base_cluster, base_workload, nz
@@ -135,7 +134,7 @@ def _context(cluster: Cluster, workload: Workload, nodes: int, lay: Layout, netw
     ctx = RunContext(cluster, workload, nodes, lay, net, nz, np.random.default_rng(seed),
                      iterations, tracer)
     if mode == "cosim":
-        from .cosim import make_numerics
+        from dlscale.simulator.training.cosim import make_numerics
         ctx.numerics = make_numerics(ctx, cosim_options or {}, seed)
     return ctx
 
@@ -170,7 +169,7 @@ def _efficiency(res: TrainingResult, base_cluster: Cluster, base_workload: Workl
                 network: str | NetworkModel, nz: Noise, collective: str,
                 placement: str = "linear") -> float | None:
     """Throughput over that of a one-node (or one-device) run with the same settings
-    and the stack's own allreduce (:func:`~dlscale.perfmodel.predict.baseline_workload`;
+    and the stack's own allreduce (:func:`~dlscale.perfmodel.training.predict.baseline_workload`;
     ``collective`` is the run's own); records what the baseline ran on ``res``.
 
     1.0 for one node running the baseline itself (or without ``efficiency``); ``None``
@@ -203,7 +202,7 @@ def _record_trace(res: TrainingResult, tracer: TraceRecorder, trace: bool | str)
             "traced_ranks": tracer.ranks.tolist()}
     res.trace = tracer.build(meta)
     if isinstance(trace, (str, os.PathLike)):
-        from dlscale.perfmodel.atomicio import atomic_write_text
+        from dlscale.perfmodel.output.atomicio import atomic_write_text
         atomic_write_text(trace, json.dumps(res.trace, sort_keys=True))
 
 
@@ -230,7 +229,7 @@ def simulate_training(cluster: Cluster, workload: Workload, nodes: int, *,
     cluster, workload : Cluster, Workload
     nodes : int
     algorithm : str, optional
-        Overrides ``workload.algorithm`` (one of ``dlscale.perfmodel.workload.ALGORITHMS``).
+        Overrides ``workload.algorithm`` (one of ``dlscale.perfmodel.training.workload.ALGORITHMS``).
     iterations : int
         Synchronous algorithms: iterations of the job; asynchronous ones: local steps
         of each worker.
@@ -258,7 +257,7 @@ def simulate_training(cluster: Cluster, workload: Workload, nodes: int, *,
         How many ranks and iterations the trace covers.
     baseline : {"node", "device"}
         Efficiency against a one-node simulation, or a one-device one
-        (:func:`dlscale.perfmodel.predict.one_device`), with the stack's own allreduce.
+        (:func:`dlscale.perfmodel.training.predict.one_device`), with the stack's own allreduce.
 
     Returns
     -------

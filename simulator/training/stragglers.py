@@ -2,7 +2,7 @@
 with mean 1, one per rank and iteration.
 
 The models (``none``, ``lognormal:SIGMA``, ``empirical:FILE``), their parameters and
-their documentation live in :mod:`dlscale.perfmodel.noise`, which also gives the
+their documentation live in :mod:`dlscale.perfmodel.machine.noise`, which also gives the
 analytical model's expected largest factor over the ranks (``expected_max``), so
 that ``predict`` and ``simulate`` use one distribution; this module re-exports them
 for the simulator's training API. All draws come from the ``numpy.random.Generator``
@@ -17,7 +17,7 @@ Examples
 
 from __future__ import annotations
 
-from dlscale.perfmodel.noise import (
+from dlscale.perfmodel.machine.noise import (
     MAX_SIGMA,
     NOISE_MODELS,
     Empirical,

@@ -7,7 +7,7 @@ after the last gradient message, its optimizer step. The per-rank work is one nu
 array per quantity, so an iteration of tens of thousands of ranks costs a handful
 of array operations.
 
-Gradients are packed into buckets as Horovod does (:func:`dlscale.perfmodel.training_sync.buckets`,
+Gradients are packed into buckets as Horovod does (:func:`dlscale.perfmodel.training.sync.buckets`,
 last layer first, at most ``fusion_threshold_bytes`` each). A SimPy process per
 bucket waits until the bucket is ready on **every** rank (the slowest rank decides:
 ``max_r(s_r + f_r (forward + backward up to the bucket's earliest layer))``; with
@@ -52,10 +52,15 @@ from dataclasses import dataclass
 import numpy as np
 import simpy
 
-from dlscale.perfmodel.memory import sparse_gather_bytes
-from dlscale.perfmodel.training_sync import Buckets, buckets
-
-from .common import Breakdown, ComputeProfile, RunContext, RunOutcome, compute_profile
+from dlscale.perfmodel.compute.memory import sparse_gather_bytes
+from dlscale.perfmodel.training.sync import Buckets, buckets
+from dlscale.simulator.training.common import (
+    Breakdown,
+    ComputeProfile,
+    RunContext,
+    RunOutcome,
+    compute_profile,
+)
 
 __all__ = ["run_sync_sgd"]
 

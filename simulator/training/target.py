@@ -67,16 +67,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from dlscale.perfmodel.errors import ConfigError, unknown_name
-from dlscale.perfmodel.hardware import Cluster
-from dlscale.perfmodel.workload import (
+from dlscale.perfmodel.machine.hardware import Cluster
+from dlscale.perfmodel.training.workload import (
     ALGORITHMS,
     EASGD_FAMILY,
     MOMENTUM_ALGORITHMS,
     SGD_FAMILY,
     Workload,
 )
-
-from .target_report import SEED_PAIRS, TargetReport, ordering
+from dlscale.simulator.training.target_report import SEED_PAIRS, TargetReport, ordering
 
 __all__ = ["BASE_LR", "SEED_PAIRS", "TargetReport", "TargetSpec", "TuneResult", "crossing",
            "default_settings", "grid", "ordering", "study_evaluator", "time_to_target", "tune"]
@@ -223,7 +222,7 @@ def grid(alg: str, ranks: int, fixed: dict | None = None) -> list[dict]:
 
 
 def _beta_allowed(beta: float, ranks: int, alg: str) -> bool:
-    from .cosim import check_beta
+    from dlscale.simulator.training.cosim import check_beta
 
     try:
         check_beta(beta, ranks, alg)
@@ -233,7 +232,7 @@ def _beta_allowed(beta: float, ranks: int, alg: str) -> bool:
 
 
 def _ranks(cluster: Cluster, workload: Workload, nodes: int) -> int:
-    from dlscale.perfmodel.training import layout
+    from dlscale.perfmodel.training.iteration import layout
 
     return int(layout(cluster, workload, nodes).ranks[0])
 
@@ -241,7 +240,7 @@ def _ranks(cluster: Cluster, workload: Workload, nodes: int) -> int:
 def run_one(cluster: Cluster, workload: Workload, nodes: int, alg: str, settings: dict,
             seed: int, spec: TargetSpec, split: str, data_seed: int):
     """One co-simulated run of ``alg`` with ``settings``; ``(result, crossing or None)``."""
-    from .run import simulate_training
+    from dlscale.simulator.training.run import simulate_training
 
     w = dataclasses.replace(workload, algorithm=alg, tau=int(settings.get("tau") or
                                                              workload.tau))

@@ -1,0 +1,319 @@
+"""Software stacks (runtimes): the framework and communication library a machine runs.
+
+A :class:`Runtime` names the terms a stack adds to a synchronous data-parallel
+iteration, each a field with its cited default in :mod:`.catalog.runtimes`:
+
+``coordination``
+    How the ranks agree that a fused buffer is ready on every rank:
+    ``"rank0"`` (Horovod before its response cache: a linear gather of requests at
+    rank 0 and a binomial broadcast of the response, ``(P - 1 + ceil(log2 P))
+    alpha``), ``"cache"`` (Horovod's response cache, steady state: one
+    recursive-doubling allreduce of a bit vector, one bit per cached tensor plus
+    :data:`CACHE_STATUS_BITS`, in 64-bit words) or ``"none"`` (the framework issues
+    each collective itself, in the same order on every rank).
+``cycle_s``
+    Period of the background loop that picks up ready tensors (Horovod's
+    ``HOROVOD_CYCLE_TIME``); a buffer waits half of it on average. 0: no loop.
+``fusion_cap_bytes``
+    Largest message the stack fuses gradients into. The workload's
+    ``fusion_threshold_bytes`` applies up to this cap (``inf``: the workload's value,
+    as Horovod's ``HOROVOD_FUSION_THRESHOLD`` is; 0: one message per layer).
+``algorithms``, ``selection``
+    The allreduce algorithms the library has, and how ``collective="auto"`` picks
+    among them: ``"model"`` (the library tunes by measurement or by its own cost
+    model, as NCCL does: the least time by this project's network model among the
+    library's algorithms) or ``"mpich"`` (MPICH's documented rule: recursive
+    doubling for messages up to ``short_msg_bytes`` or fewer elements than the
+    largest power of two of ranks, Rabenseifner's reduce-scatter + allgather
+    otherwise).
+``transport``
+    ``"rdma"`` (verbs, NCCL's IB transport, PSM2, uGNI) or ``"tcp"`` (sockets). Every
+    inter-node link (NIC, network links, dragonfly local and global links) is
+    charged at :data:`TRANSPORT_EFFICIENCY` of its rated bandwidth; a TCP stack's
+    latency is at least :data:`TCP_LATENCY_S`. A link whose name says ``tcp`` is
+    sockets whatever the stack.
+
+``progress_cores``
+    Cores of each rank's share of a CPU or KNL device that the stack pins to its own
+    communication threads (Intel MLSL's endpoint servers, ``MLSL_NUM_SERVERS``), per
+    device kind: ``(("cpu", 2), ("knl", 4))``. The rank computes on the rest: its FLOP
+    rate and the work that fills it scale by ``1 - progress / (share x cores)``
+    (:meth:`Runtime.compute_fraction`); its memory bandwidth does not. Empty: every
+    core computes.
+
+Compute slowed down by concurrent communication (memory-bandwidth and PCIe
+interference) is not modelled otherwise: no cited figure was found that separates it
+from the rest of the overlap.
+
+Examples
+--------
+>>> rt = Runtime("toy", "test", "cache", 5e-3, float("inf"), ("ring",), "model", "rdma")
+>>> rt.fusion_cap_bytes
+inf
+>>> Runtime("toy", "test", "gossip", 0.0, 0.0, ("ring",), "model", "rdma")
+Traceback (most recent call last):
+...
+dlscale.perfmodel.errors.ConfigError: runtime 'toy'.coordination: unknown value 'gossip'; valid: cache, none, rank0
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from dlscale.perfmodel.errors import ConfigError
+
+if TYPE_CHECKING:
+    from dlscale.perfmodel.machine.hardware import Cluster, Link
+
+__all__ = ["CACHE_STATUS_BITS", "COORDINATIONS", "SELECTIONS", "TCP_LATENCY_S", "TRANSPORTS",
+           "TRANSPORT_EFFICIENCY", "Runtime", "cache_bitvector_bytes", "mpich_short",
+           "with_transport"]
+
+#: How ranks agree a buffer is ready (see the module docstring).
+COORDINATIONS = ("rank0", "cache", "none")
+#: How ``collective="auto"`` picks among the library's algorithms.
+SELECTIONS = ("model", "mpich")
+#: Inter-node transports.
+TRANSPORTS = ("rdma", "tcp")
+
+#: Delivered fraction of a link's rated bandwidth for a large message.
+#: rdma: 0.97, an InfiniBand verbs stream on a ConnectX-4 100 Gb/s port measured at
+#: ~97 Gb/s with ``ib_send_bw`` (Mellanox community forum, MCX456A-ECAT, 64 KiB
+#: messages), approx. tcp: 0.941, the goodput limit of TCP/IPv4 over Ethernet with a
+#: 1500-byte MTU: 1448 payload bytes (1500 - 20 IP - 20 TCP - 12 timestamp option,
+#: RFC 791/793/7323) per 1538 bytes on the wire (+ 14 header, 4 FCS, 8 preamble, 12
+#: inter-frame gap, IEEE 802.3); derived. The CPU cost of the kernel stack, which can
+#: hold a single stream below this, is not modelled.
+TRANSPORT_EFFICIENCY = {"rdma": 0.97, "tcp": 1448 / 1538}
+
+#: Least zero-byte latency through a kernel TCP stack: ~10 us half round trip
+#: (netperf TCP_RR, ~20 us RTT; the figure :mod:`.catalog.links` uses for Ethernet
+#: TCP links), approx. (assumption: no single published measurement is cited).
+TCP_LATENCY_S = 10e-6
+
+#: Status bits Horovod's cache coordinator appends to the cache bit vector
+#: (SHOULD_SHUT_DOWN, UNCACHED_IN_QUEUE, INVALID_IN_QUEUE: horovod/common/
+#: response_cache.h, ``CacheCoordinator``, Horovod 0.16.1 and later;
+#: github.com/horovod/horovod).
+CACHE_STATUS_BITS = 3
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """A software stack (see the module docstring for each term).
+
+    ``links_measured``: the cluster's inter-node link figures are already what this
+    stack delivers (measured, e.g. by ``dlscale calibrate``), so no transport
+    efficiency is applied to them. :func:`with_transport` sets it once it has applied
+    the efficiency, so it is never applied twice.
+    """
+
+    name: str
+    stack: str
+    coordination: str
+    cycle_s: float
+    fusion_cap_bytes: float
+    algorithms: tuple[str, ...]
+    selection: str
+    transport: str
+    # MPICH's MPIR_CVAR_ALLREDUCE_SHORT_MSG_SIZE default (MPICH 3.x src/mpi/coll/
+    # allreduce; Thakur, Rabenseifner, Gropp, IJHPCA 2005)
+    short_msg_bytes: float = 2048.0
+    links_measured: bool = False
+    source: str = ""
+    progress_cores: tuple[tuple[str, float], ...] = ()
+
+    def __post_init__(self) -> None:
+        from dlscale.perfmodel.training.workload import COLLECTIVES
+
+        owner = f"runtime {self.name!r}"
+        for fld, value, valid in (("coordination", self.coordination, COORDINATIONS),
+                                  ("selection", self.selection, SELECTIONS),
+                                  ("transport", self.transport, TRANSPORTS)):
+            if value not in valid:
+                raise ConfigError(f"{owner}.{fld}: unknown value {value!r}; valid: "
+                                  f"{', '.join(sorted(valid))}")
+        if not (math.isfinite(self.cycle_s) and self.cycle_s >= 0):
+            raise ConfigError(f"{owner}.cycle_s: must be a finite number >= 0, got "
+                              f"{self.cycle_s!r}")
+        if not (self.fusion_cap_bytes >= 0):
+            raise ConfigError(f"{owner}.fusion_cap_bytes: must be >= 0 (inf: no cap), got "
+                              f"{self.fusion_cap_bytes!r}")
+        if not (math.isfinite(self.short_msg_bytes) and self.short_msg_bytes >= 0):
+            raise ConfigError(f"{owner}.short_msg_bytes: must be a finite number >= 0, got "
+                              f"{self.short_msg_bytes!r}")
+        self._check_progress_cores(owner)
+        flat = [c for c in COLLECTIVES if c != "auto"]
+        bad = [a for a in self.algorithms if a not in flat]
+        if not self.algorithms or bad:
+            raise ConfigError(f"{owner}.algorithms: must be a non-empty list of "
+                              f"{', '.join(flat)}; got {list(self.algorithms)!r}")
+        if self.selection == "mpich" and not {"recursive-doubling", "rabenseifner"} <= set(
+                self.algorithms):
+            raise ConfigError(f"{owner}.algorithms: selection 'mpich' needs "
+                              f"recursive-doubling and rabenseifner, got {list(self.algorithms)!r}")
+
+    def _check_progress_cores(self, owner: str) -> None:
+        kinds = ("cpu", "knl", "gpu")
+        seen = set()
+        for entry in self.progress_cores:
+            ok = (isinstance(entry, (tuple, list)) and len(entry) == 2
+                  and entry[0] in kinds and entry[0] not in seen
+                  and isinstance(entry[1], (int, float)) and math.isfinite(entry[1])
+                  and entry[1] >= 0)
+            if not ok:
+                raise ConfigError(
+                    f"{owner}.progress_cores: each entry must be [kind, cores] with kind one "
+                    f"of {', '.join(kinds)} (once each) and cores a finite number >= 0, got "
+                    f"{list(self.progress_cores)!r}")
+            seen.add(entry[0])
+
+    def compute_fraction(self, kind: str, cores: float) -> float:
+        """Share of a rank's ``cores`` that computes: ``1 - progress / cores``, where
+        ``progress`` is :attr:`progress_cores` for the device ``kind``.
+
+        Parameters
+        ----------
+        kind : str
+            The device's kind (``"cpu"``, ``"knl"``, ``"gpu"``).
+        cores : float
+            Cores of the rank's share of its device (``share x device.cores``).
+
+        Raises
+        ------
+        ConfigError
+            The stack's threads take every core the rank has.
+
+        Examples
+        --------
+        >>> from dlscale.perfmodel.catalog import get_runtime
+        >>> round(get_runtime("mlsl").compute_fraction("cpu", 24), 4)   # 22 of 24 cores
+        0.9167
+        >>> get_runtime("mlsl").compute_fraction("gpu", 80)
+        1.0
+        """
+        progress = dict(self.progress_cores).get(kind, 0.0)
+        if progress == 0:
+            return 1.0
+        if progress >= cores:
+            raise ConfigError(
+                f"runtime {self.name!r}.progress_cores: {progress:g} cores per rank for "
+                f"communication leave none of the {cores:g} cores a rank has on its "
+                f"{kind}; use fewer ranks per node or fewer progress cores")
+        return float(1.0 - progress / cores)
+
+    @property
+    def cycle_wait_s(self) -> float:
+        """Mean wait of a ready buffer for the background loop: half of ``cycle_s``.
+
+        A buffer becomes ready at a time uniform over the loop's period, so it waits
+        ``cycle_s / 2`` on average (0 without a loop). Both fidelities charge it from
+        here (:func:`.training_sync.sync_sgd_times`, the simulator's synchronous SGD).
+
+        >>> from dlscale.perfmodel.catalog import get_runtime
+        >>> get_runtime("horovod-nccl").cycle_wait_s   # HOROVOD_CYCLE_TIME 5 ms
+        0.0025
+        """
+        return self.cycle_s / 2
+
+    def fusion_threshold(self, workload_threshold_bytes: float) -> float:
+        """The fusion threshold in force: the workload's, capped by the stack's."""
+        return float(min(workload_threshold_bytes, self.fusion_cap_bytes))
+
+
+def cache_bitvector_bytes(tensors: int) -> float:
+    """Bytes of Horovod's cache bit vector: one bit per tensor plus the status bits,
+    in 64-bit words (``long long``, horovod/common/response_cache.cc).
+
+    Parameters
+    ----------
+    tensors : int
+        Tensors the cache tracks.
+
+    Examples
+    --------
+    >>> cache_bitvector_bytes(161), cache_bitvector_bytes(61)
+    (24.0, 8.0)
+    """
+    # 8-byte (64-bit) words of the bit vector (github.com/horovod/horovod,
+    # horovod/common/response_cache.cc)
+    return 8.0 * math.ceil((max(tensors, 0) + CACHE_STATUS_BITS) / 64)
+
+
+def mpich_short(n_bytes: np.ndarray, ranks: np.ndarray, bytes_per_element: float,
+                short_msg_bytes: float) -> np.ndarray:
+    """MPICH's allreduce rule (src/mpi/coll/allreduce.c, MPICH 3.x; the default
+    ``MPIR_CVAR_ALLREDUCE_SHORT_MSG_SIZE`` is 2048 bytes): ``True`` where recursive
+    doubling runs (``n_bytes <= short_msg_bytes`` or fewer elements than ``pof2``, the
+    largest power of two <= ranks), ``False`` where Rabenseifner runs.
+
+    Examples
+    --------
+    >>> mpich_short(np.array([1e3, 1e6, 40.0]), np.array([64, 64, 64]), 4, 2048).tolist()
+    [True, False, True]
+    """
+    p = np.maximum(np.asarray(ranks, dtype=float), 1)
+    pof2 = np.exp2(np.floor(np.log2(p)))
+    n = np.asarray(n_bytes, dtype=float)
+    out: np.ndarray = (n <= short_msg_bytes) | (n / bytes_per_element < pof2)
+    return out
+
+
+def _scaled(link: Link, eff: float, floor_s: float) -> Link:
+    """``link`` with ``eff`` of its bandwidth and at least ``floor_s`` of latency."""
+    return dataclasses.replace(link, bandwidth_Bps=link.bandwidth_Bps * eff,
+                               latency_s=max(link.latency_s, floor_s))
+
+
+def with_transport(cluster: Cluster) -> Cluster:
+    """The cluster with its inter-node links as the runtime's transport delivers them.
+
+    NIC, network link and dragonfly local/global bandwidths are multiplied by
+    :data:`TRANSPORT_EFFICIENCY` of the transport (``"tcp"`` for a link named
+    ``...tcp...`` whatever the stack); over TCP the latency is at least
+    :data:`TCP_LATENCY_S`. Intra-node links (NVLink, PCIe, shared memory) are left as
+    they are. Nothing changes where the runtime says ``links_measured`` (measured
+    figures); the result's runtime says it, so applying this twice changes nothing.
+
+    Parameters
+    ----------
+    cluster : Cluster
+        The machine, with its runtime.
+
+    Examples
+    --------
+    >>> from dlscale.perfmodel.catalog import get_cluster
+    >>> c = with_transport(get_cluster("summit"))
+    >>> round(c.node.nic.bandwidth_Bps / 1e9, 3), c.runtime.links_measured
+    (22.31, True)
+    >>> with_transport(c) is c
+    True
+    """
+    from dlscale.perfmodel.machine.hardware import Dragonfly
+
+    rt = cluster.runtime
+    if rt.links_measured:
+        return cluster
+
+    def one(link: Link) -> Link:
+        kind = "tcp" if "tcp" in link.name.lower() else rt.transport
+        floor = TCP_LATENCY_S if kind == "tcp" else 0.0
+        return _scaled(link, TRANSPORT_EFFICIENCY[kind], floor)
+
+    node, net = cluster.node, cluster.network
+    topo = net.topology
+    eff = TRANSPORT_EFFICIENCY[rt.transport]
+    if isinstance(topo, Dragonfly):
+        local, glob = topo.local_bandwidth_Bps, topo.global_bandwidth_Bps
+        topo = dataclasses.replace(
+            topo, local_bandwidth_Bps=None if local is None else local * eff,
+            global_bandwidth_Bps=None if glob is None else glob * eff)
+    return dataclasses.replace(
+        cluster, node=dataclasses.replace(node, nic=one(node.nic)),
+        network=dataclasses.replace(net, link=one(net.link), topology=topo),
+        runtime=dataclasses.replace(rt, links_measured=True))

@@ -1,0 +1,427 @@
+"""How many of a step's concurrent flows load each level of a topology.
+
+A step of a collective is a set of flows ``src[i] -> dst[i]`` of ``weight[i]`` bytes
+between ranks placed linearly (rank ``q`` on node ``q // r``, ``r`` ranks per node,
+MPI's block mapping). This module counts, by arithmetic on the placement and on
+each family's deterministic routing (no graph is built), the bytes every link of a
+level carries in the step, and returns, per level, the most loaded link's bytes
+over that link's share of the level's capacity. The step then takes
+``max_level(load_level / bandwidth_level)``: the time its most loaded link needs,
+as in a max-min fair network where every flow of the step shares its bottleneck.
+The same routing rules drive the routed simulation
+(:mod:`dlscale.simulator.topology.routing`), which imports the choice functions from here.
+
+Levels, and the bandwidth a level's load is divided by:
+
+``intra``
+    a device's link to its node's NIC/switch (``node.intra_link``), where a node has
+    more than one device; every flow of the device crosses it, on both ends.
+``host``
+    the node's injection link (``node.nic``, all rails together).
+fat tree ``L1-L2``, ``L2-L3``, ...
+    switch-to-switch links (``network.link``), per rail plane; up-ports chosen by
+    destination (D-mod-k, Zahavi 2010), so all flows to one node share a path.
+dragonfly ``local`` and ``global``
+    router-to-router links of a group and between groups (parallel global links
+    between the same two routers form one link of summed bandwidth); minimal
+    routing (local, global, local hop), parallel links of a group pair chosen by a
+    hash of the endpoints. Valiant routing is counted by its expectation: every
+    inter-group flow crosses two global links, spread evenly over the links of its
+    source and destination groups (the simulation draws the intermediate groups, so
+    its most loaded link is above this mean: see the docs).
+torus ``torus``
+    dimension-order routing, the shorter way round each ring (ties: ``+``); a ring of
+    two routers has its two links as one of double bandwidth.
+
+Examples
+--------
+Two nodes of four ranks on one switch, every rank sending 1 byte to the next rank
+(a ring step): each device link and each NIC carries one flow.
+
+>>> from dlscale.perfmodel.machine.hardware import Crossbar
+>>> q = np.arange(8)
+>>> s = step_load(Crossbar(2), 2, 4, True, q, (q + 1) % 8, np.ones(8))
+>>> s.load, s.hops, s.inter
+({'intra': 1.0, 'host': 1.0}, 0, True)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from dlscale.perfmodel.machine.hardware import (
+    Cluster,
+    Crossbar,
+    Dragonfly,
+    FatTree,
+    Topology,
+    Torus,
+)
+
+__all__ = ["FlowLoads", "StepLoad", "dmodk_choice", "dragonfly_parallel_link", "level_bandwidths_Bps",
+           "step_load", "xgft_params"]
+
+
+@dataclass(frozen=True)
+class FlowLoads:
+    """What each flow of a step meets on its own path (flows in the step's order).
+
+    Attributes
+    ----------
+    load : dict of str to ndarray
+        Per level, per flow: the most loaded link of that level on the flow's path,
+        in :class:`StepLoad`'s units (0 where the flow does not cross the level; the
+        step's load of a level is the maximum over its flows).
+    hops : ndarray of int
+        Switch-to-switch hops of each flow.
+    inter : ndarray of bool
+        Whether each flow leaves its node.
+    """
+
+    load: dict[str, np.ndarray]
+    hops: np.ndarray
+    inter: np.ndarray
+
+
+@dataclass(frozen=True)
+class StepLoad:
+    """Link loads of one step (see module docstring).
+
+    Attributes
+    ----------
+    load : dict of str to float
+        Per level, the most loaded link's bytes divided by its capacity relative to
+        the level's bandwidth (so ``load / bandwidth_level`` is seconds).
+    hops : int
+        Most switch-to-switch hops of any flow of the step.
+    inter : bool
+        Whether any flow leaves its node (crosses the NIC).
+    recv : float
+        Most bytes any rank receives in the step.
+    flows : FlowLoads or None
+        Each flow's own loads, hops and whether it leaves its node.
+    """
+
+    load: dict[str, float]
+    hops: int
+    inter: bool
+    recv: float
+    flows: FlowLoads | None = None
+
+
+def xgft_params(tree: FatTree, nodes: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """XGFT ``(m, w)`` of the first ``nodes`` nodes of a :class:`FatTree`.
+
+    ``m[i]``: children of a level-``i+1`` switch; ``w[i]``: parents of a level-``i``
+    element (``w[0]``: rails). Levels above the lowest subtree that holds all nodes
+    are dropped.
+
+    Parameters
+    ----------
+    tree : FatTree
+        The fat tree.
+    nodes : int
+        Nodes in use.
+
+    Examples
+    --------
+    >>> xgft_params(FatTree(2, 28, ((28, 20),), 6000), 100)
+    ((28, 4), (1, 20))
+    >>> xgft_params(FatTree(3, 18, ((18, 18), (18, 18)), 4608, rails=2), 4608)
+    ((18, 18, 15), (2, 18, 18))
+    """
+    m = [tree.nodes_per_leaf] + [tree.down_up[i][0] for i in range(1, tree.levels - 1)]
+    w = [tree.rails] + [tree.down_up[i][1] for i in range(tree.levels - 1)]
+    h = tree.levels
+    while h > 1 and nodes <= math.prod(m[: h - 1]):
+        h -= 1
+    m = m[: h - 1]
+    m.append(-(-nodes // math.prod(m)) if m else nodes)
+    return tuple(m), tuple(w[:h])
+
+
+def dmodk_choice(dst: np.ndarray, w: tuple[int, ...], level: int) -> np.ndarray:
+    """Index, among the parents, of the level-``level`` switch a flow to ``dst`` climbs to.
+
+    D-mod-k (Zahavi 2010): ``B_1`` is the rail, ``B_i = B_{i-1} + ((dst // prod(w[1:i-1]))
+    mod w[i-1]) prod(w[:i-1])``; this returns ``B_level`` for rail 0.
+
+    Parameters
+    ----------
+    dst : ndarray of int
+        Destination host of each flow.
+    w : tuple of int
+        XGFT parents per level (:func:`xgft_params`).
+    level : int
+        The level climbed to.
+
+    Examples
+    --------
+    >>> dmodk_choice(np.arange(6), (1, 3, 2), 3).tolist()
+    [0, 1, 2, 3, 4, 5]
+    """
+    b = np.zeros_like(dst)
+    wp, W = 1, w[0]
+    for i in range(2, level + 1):
+        b = b + ((dst // wp) % w[i - 1]) * W
+        wp *= w[i - 1]
+        W *= w[i - 1]
+    return b
+
+
+def dragonfly_parallel_link(src_host: np.ndarray, dst_host: np.ndarray,
+                            links_per_pair: int) -> np.ndarray:
+    """Which of the parallel global links of a group pair a flow takes (a hash).
+
+    Parameters
+    ----------
+    src_host, dst_host : ndarray of int
+        Hosts of each flow.
+    links_per_pair : int
+        Parallel global links between two groups.
+
+    Examples
+    --------
+    >>> dragonfly_parallel_link(np.array([0, 1]), np.array([5, 5]), 4).tolist()
+    [1, 0]
+    """
+    return np.asarray((src_host * 7919 + dst_host) % max(links_per_pair, 1))
+
+
+def _per_link(keys: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    """Each flow's link's total weight (flows with the same key share one link)."""
+    if len(keys) == 0:
+        return np.zeros(0)
+    _, inv = np.unique(keys, return_inverse=True)
+    return np.asarray(np.bincount(inv, weights=weight)[inv])
+
+
+def _fat_tree(tree: FatTree | Crossbar, nodes: int, hs: np.ndarray, hd: np.ndarray,
+              wt: np.ndarray) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    hops = np.zeros(len(hs), dtype=np.int64)
+    if isinstance(tree, Crossbar):
+        return {}, hops
+    m, w = xgft_params(tree, nodes)
+    rails = w[0]
+    load: dict[str, np.ndarray] = {}
+    M = 1
+    for i in range(2, len(m) + 1):
+        M *= m[i - 2]                       # hosts under a level-(i-1) element
+        up = hs // M != hd // M
+        if not up.any():
+            break
+        hops[up] = 2 * (i - 1)
+        b = dmodk_choice(hd[up], w, i)
+        Wi = math.prod(w[:i])
+        share = wt[up] / rails
+        per = np.zeros(len(hs))             # the busier of the flow's up and down link
+        per[up] = np.maximum(_per_link((hs[up] // M) * Wi + b, share),
+                             _per_link((hd[up] // M) * Wi + b, share))
+        load[f"L{i - 1}-L{i}"] = per
+    return load, hops
+
+
+def _dragonfly(topo: Dragonfly, hs: np.ndarray, hd: np.ndarray,
+               wt: np.ndarray) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    g, a = topo.groups, topo.routers_per_group
+    p, h = topo.terminals_per_router, topo.global_links_per_router
+    lpp = (a * h) // (g - 1) if g > 1 else 0
+    rs, rd = hs // p, hd // p
+    gs, gd = rs // a, rd // a
+    R = g * a
+    n = len(hs)
+    load: dict[str, np.ndarray] = {}
+    hops = np.zeros(n, dtype=np.int64)
+    same = gs == gd
+    hops[same & (rs != rd)] = 1
+    other = ~same
+    if other.any() and topo.routing == "valiant" and g >= 3:
+        # expectation of Valiant's two global hops: spread over the source group's and
+        # the destination group's global links
+        out = np.bincount(gs[other], weights=wt[other], minlength=g)
+        inn = np.bincount(gd[other], weights=wt[other], minlength=g)
+        glob, loc = np.zeros(n), np.zeros(n)
+        glob[other] = np.maximum((out + inn)[gs[other]], (out + inn)[gd[other]]) / (a * h)
+        if a > 1:
+            loc[other] = np.maximum(out[gs[other]], inn[gd[other]]) / (a - 1)
+        hops[other] = 5
+        return {"global": glob, "local": loc}, hops
+    flow = [np.flatnonzero(same)]
+    loc_u, loc_v, loc_w = [rs[same]], [rd[same]], [wt[same]]
+    if other.any():
+        s, t, x, y = hs[other], hd[other], gs[other], gd[other]
+        c = dragonfly_parallel_link(s, t, lpp)
+        ka = ((y - x) % g - 1) * lpp + c
+        kb = ((x - y) % g - 1) * lpp + c
+        ra, rb = x * a + ka // h, y * a + kb // h
+        mult = np.zeros(len(s))
+        for cc in range(lpp):                      # parallel links joining ra and rb
+            ja = ((y - x) % g - 1) * lpp + cc
+            jb = ((x - y) % g - 1) * lpp + cc
+            mult += (x * a + ja // h == ra) & (y * a + jb // h == rb)
+        glob = np.zeros(n)
+        glob[other] = _per_link(ra * R + rb, wt[other] / mult)
+        load["global"] = glob
+        hops[other] = 1 + (rs[other] != ra) + (rb != rd[other])
+        idx = np.flatnonzero(other)
+        flow += [idx, idx]
+        loc_u += [rs[other], rb]
+        loc_v += [ra, rd[other]]
+        loc_w += [wt[other], wt[other]]
+    f, u, v, ww = (np.concatenate(x) for x in (flow, loc_u, loc_v, loc_w))
+    moved = u != v
+    if moved.any():
+        loc = np.zeros(n)
+        np.maximum.at(loc, f[moved], _per_link(u[moved] * R + v[moved], ww[moved]))
+        load["local"] = loc
+    return load, hops
+
+
+def _torus(topo: Torus, hs: np.ndarray, hd: np.ndarray,
+           wt: np.ndarray) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    dims = topo.dims
+    strides = np.cumprod((1, *dims[:-1]))
+    cs = [(hs // st) % d for st, d in zip(strides, dims, strict=True)]
+    cd = [(hd // st) % d for st, d in zip(strides, dims, strict=True)]
+    worst = np.zeros(len(hs))               # per flow, its most loaded link
+    hops = np.zeros(len(hs), dtype=np.int64)
+    for k, d in enumerate(dims):
+        if d < 2:
+            continue
+        delta = (cd[k] - cs[k]) % d
+        fwd = delta <= d // 2
+        steps = np.where(fwd, delta, d - delta)
+        hops += steps
+        move = steps > 0
+        if not move.any():
+            continue
+        # the ring a flow moves along: the other coordinates (dims < k already at the
+        # destination's, dims > k still at the source's)
+        ring = sum((cd[j] if j < k else cs[j]) * strides[j] for j in range(len(dims)) if j != k)
+        mult = 2.0 if d == 2 else 1.0
+        for forward in (True, False):
+            sel = move & (fwd == forward)
+            if not sel.any():
+                continue
+            # links "c -> c+1" (forward) or "c -> c-1" (backward) indexed by c; a flow
+            # from c0 covers c0, c0+-1, ..., steps links; difference array per ring
+            start = np.where(forward, cs[k][sel], (cs[k][sel] - steps[sel] + 1) % d)
+            n = steps[sel]
+            # ring ids are sparse (router ids with coordinate k zeroed): compress them
+            rid = np.asarray(ring)[sel] if np.ndim(ring) else np.full(n.shape, ring)
+            _, rid = np.unique(rid, return_inverse=True)
+            rings = int(rid.max()) + 1
+            diff = np.zeros((rings, d + 1))
+            end = start + n
+            wrap = end > d
+            ws = wt[sel]
+            np.add.at(diff, (rid, start), ws)
+            np.add.at(diff, (rid, np.minimum(end, d)), -ws)
+            np.add.at(diff, (rid[wrap], 0), ws[wrap])
+            np.add.at(diff, (rid[wrap], end[wrap] - d), -ws[wrap])
+            per = np.cumsum(diff[:, :d], axis=1)
+            own = np.zeros(len(n))          # the most loaded link along each flow's arc
+            for j in range(int(n.max())):
+                on = j < n
+                own[on] = np.maximum(own[on], per[rid[on], (start[on] + j) % d])
+            worst[sel] = np.maximum(worst[sel], own / mult)
+    load = {"torus": worst} if worst.max(initial=0.0) > 0 else {}
+    return load, hops
+
+
+def step_load(topology: Topology, nodes: int, ranks_per_node: int, device_links: bool,
+              src: np.ndarray, dst: np.ndarray, weight: np.ndarray) -> StepLoad:
+    """Per-level loads of one step's flows (see the module docstring).
+
+    Parameters
+    ----------
+    topology : Topology
+        The network's topology description.
+    nodes : int
+        Nodes in use (the first ``nodes`` of the machine).
+    ranks_per_node : int
+        Ranks per node, placed block-wise.
+    device_links : bool
+        Whether ranks sit behind a device link (nodes with several devices).
+    src, dst : ndarray of int
+        Ranks of each flow.
+    weight : ndarray of float
+        Bytes of each flow (any unit: the loads come out in the same unit).
+
+    Returns
+    -------
+    StepLoad
+        The step's loads, and each flow's own (:class:`FlowLoads`).
+    """
+    src = np.asarray(src, dtype=np.int64)
+    dst = np.asarray(dst, dtype=np.int64)
+    wt = np.asarray(weight, dtype=float)
+    F = len(src)
+    flow_load: dict[str, np.ndarray] = {}
+    flow_hops = np.zeros(F, dtype=np.int64)
+    flow_inter = np.zeros(F, dtype=bool)
+    moves = src != dst                      # a message to oneself moves nothing
+    recv = float(np.bincount(dst[moves], weights=wt[moves]).max()) if moves.any() else 0.0
+    if device_links and moves.any():
+        out = np.bincount(src[moves], weights=wt[moves])
+        inn = np.bincount(dst[moves], weights=wt[moves], minlength=len(out))
+        out = np.pad(out, (0, len(inn) - len(out)))
+        flow_load["intra"] = np.where(moves, np.maximum(out[src], inn[dst]), 0.0)
+    hs, hd = src // ranks_per_node, dst // ranks_per_node
+    inter = moves & (hs != hd)
+    flow_inter[:] = inter
+    if inter.any():
+        idx = np.flatnonzero(inter)
+        hs, hd, wi = hs[idx], hd[idx], wt[idx]
+        ho = np.bincount(hs, weights=wi)
+        hi = np.bincount(hd, weights=wi, minlength=len(ho))
+        ho = np.pad(ho, (0, len(hi) - len(ho)))
+        net: dict[str, np.ndarray]
+        if isinstance(topology, (FatTree, Crossbar)):
+            net, hops = _fat_tree(topology, nodes, hs, hd, wi)
+        elif isinstance(topology, Dragonfly):
+            net, hops = _dragonfly(topology, hs, hd, wi)
+        elif isinstance(topology, Torus):
+            net, hops = _torus(topology, hs, hd, wi)
+        else:
+            raise TypeError(f"topology: unsupported {type(topology).__name__}")
+        for level, per in {"host": np.maximum(ho[hs], hi[hd]), **net}.items():
+            flow_load[level] = np.zeros(F)
+            flow_load[level][idx] = per
+        flow_hops[idx] = hops
+    flows = FlowLoads(flow_load, flow_hops, flow_inter)
+    load = {lvl: float(v.max()) for lvl, v in flow_load.items() if v.max() > 0}
+    return StepLoad(load, int(flow_hops.max(initial=0)), bool(inter.any()), recv, flows)
+
+
+def level_bandwidths_Bps(cluster: Cluster) -> dict[str, float]:
+    """Bandwidth per direction of one link of each level of ``cluster`` (see above).
+
+    Parameters
+    ----------
+    cluster : Cluster
+        The machine.
+
+    Examples
+    --------
+    >>> from dlscale.perfmodel.catalog import get_cluster
+    >>> bw = level_bandwidths_Bps(get_cluster("summit"))
+    >>> bw["host"] / 1e9, bw["L1-L2"] / 1e9
+    (23.0, 12.5)
+    """
+    topo = cluster.network.topology
+    link = cluster.network.link.bandwidth_Bps
+    bw = {"intra": cluster.node.intra_link.bandwidth_Bps,
+          "host": cluster.node.nic.bandwidth_Bps}
+    if isinstance(topo, FatTree):
+        for i in range(2, topo.levels + 1):
+            bw[f"L{i - 1}-L{i}"] = link
+    elif isinstance(topo, Dragonfly):
+        bw["local"] = topo.local_bandwidth_Bps or link
+        bw["global"] = topo.global_bandwidth_Bps or link
+    elif isinstance(topo, Torus):
+        bw["torus"] = link
+    return bw

@@ -1,0 +1,1 @@
+"""Result rows as text and files written atomically."""

@@ -6,12 +6,12 @@ file), predict with the analytical model, simulate with the discrete-event model
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
 import importlib
 import sys as _sys
 import types as _types
 from typing import TYPE_CHECKING, Any
+
+from dlscale.version import __version__
 
 if TYPE_CHECKING:
     from dlscale.api import (

@@ -80,7 +80,7 @@ def baseline_phrase(baseline: str = "node", scaling: str = "weak", each: str = "
 
 def version() -> str:
     """This dlscale's version (``dlscale.__version__``)."""
-    from dlscale import __version__
+    from dlscale.version import __version__
 
     return __version__
 

@@ -44,7 +44,6 @@ from __future__ import annotations
 import concurrent.futures as cf
 import functools
 import json
-import signal
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -61,7 +60,7 @@ from dlscale.perfmodel.training.workload import Workload
 from dlscale.results import ResultTable
 from dlscale.study import Study, label, short_names
 from dlscale.sweep_guard import FolderLock, StopSignals, check_stamp, stop_pool, write_stamp
-from dlscale.sweep_loop import Results, SweepAborted, run_phases
+from dlscale.sweep_loop import Results, SweepAborted, SweepInterrupted, run_phases
 from dlscale.sweep_points import (
     COLUMNS,
     EVALUATORS,
@@ -81,17 +80,6 @@ from dlscale.sweep_select import key as resume_key
 __all__ = ["COLUMNS", "EVALUATORS", "EXECUTORS", "SweepAborted", "SweepInterrupted", "SweepResult",
            "add_training_metrics", "analytical", "check_study", "resolve_evaluator", "run_sweep",
            "simulated"]
-
-
-class SweepInterrupted(KeyboardInterrupt):
-    """A signal stopped a sweep; the message says what was kept and how to go on.
-
-    ``exit_status`` is 128 + the signal's number (130 for SIGINT, 143 for SIGTERM).
-    """
-
-    def __init__(self, message: str, signum: int = signal.SIGINT) -> None:
-        super().__init__(message)
-        self.exit_status = 128 + int(signum)
 
 
 def _seed(study_seed: int, key: str) -> int:

@@ -7,7 +7,7 @@ behind to be written again at close) while the first signal is held back
 (:meth:`~dlscale.sweep_guard.StopSignals.held`), so an interrupt never cuts a row.
 :func:`run_phases` runs the study's phases; on any stop it stops the pool at once
 (:func:`~dlscale.sweep_guard.stop_pool`), writes every chunk that finished meanwhile,
-and raises :class:`~dlscale.sweep.SweepInterrupted` (a signal) or
+and raises :class:`SweepInterrupted` (a signal) or
 :class:`SweepAborted` (a worker died, a result file cannot be written), whose one
 line says how many finished points were kept and that ``--resume`` goes on.
 """
@@ -29,7 +29,18 @@ from dlscale.sweep_guard import StopSignals, dead_worker, pool_workers, stop_poo
 from dlscale.sweep_records import Record, chunks
 from dlscale.sweep_select import best, phases, todo
 
-__all__ = ["POLL_S", "Results", "SweepAborted", "completed", "run_phases"]
+__all__ = ["POLL_S", "Results", "SweepAborted", "SweepInterrupted", "completed", "run_phases"]
+
+
+class SweepInterrupted(KeyboardInterrupt):
+    """A signal stopped a sweep; the message says what was kept and how to go on.
+
+    ``exit_status`` is 128 + the signal's number (130 for SIGINT, 143 for SIGTERM).
+    """
+
+    def __init__(self, message: str, signum: int = signal.SIGINT) -> None:
+        super().__init__(message)
+        self.exit_status = 128 + int(signum)
 
 
 class SweepAborted(DlscaleError):
@@ -166,8 +177,6 @@ def _finished(futures: Iterable[cf.Future[list[Record]]],
 def _stopped(exc: BaseException, died: str, finished: list[list[Record]],
              results: Results) -> BaseException:
     """Write ``finished`` (unless writing is what failed); the exception that says so."""
-    from dlscale.sweep import SweepInterrupted
-
     if not isinstance(exc, _WriteFailed):
         try:
             for recs in finished:

@@ -18,7 +18,7 @@ from dlscale.perfmodel.catalog import CLUSTERS, get_cluster, get_workload
 from dlscale.perfmodel.machine.runtime import with_transport
 from dlscale.perfmodel.network.analytical import AnalyticalNetwork
 from dlscale.perfmodel.network.contention import hockney_params
-from dlscale.perfmodel.training.iteration import layout
+from dlscale.perfmodel.training.rank_layout import layout
 from dlscale.perfmodel.training.sync import workload_allreduce
 from dlscale.simulator.network import SimulatedNetwork
 

@@ -163,7 +163,7 @@ def test_importing_a_lower_layer_does_not_load_the_api():
     sweep and study layers: ``dlscale/__init__`` binds its public names on first use."""
     import subprocess
     import sys
-    code = ("import sys, dlscale.kernels, dlscale.perfmodel.predict, dlscale.simulator; "
+    code = ("import sys, dlscale.kernels, dlscale.perfmodel.training.predict, dlscale.simulator; "
             "print(' '.join(sorted(m for m in sys.modules if m.split('.')[:2] in "
             "(['dlscale', 'api'], ['dlscale', 'plan'], ['dlscale', 'sweep'], "
             "['dlscale', 'study'], ['dlscale', 'cli'], ['dlscale', 'commands']))))")
@@ -182,3 +182,87 @@ def test_public_names_still_resolve():
     assert dlscale.sweep is api.sweep and dlscale.plan is api.plan
     assert dlscale.ConfigError is __import__("dlscale.perfmodel.errors",
                                              fromlist=["x"]).ConfigError
+
+
+def _type_checking_lines(tree: ast.AST) -> set[int]:
+    """Lines of ``if TYPE_CHECKING:`` blocks: imports that never run."""
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.If) and getattr(node.test, "id", getattr(node.test, "attr", ""))
+                == "TYPE_CHECKING"):
+            for child in node.body:
+                lines.update(range(child.lineno, (child.end_lineno or child.lineno) + 1))
+    return lines
+
+
+def import_graph() -> dict[str, dict[str, int]]:
+    """Module -> {module it imports at run time (any depth): line}, inside ``dlscale``.
+
+    ``from pkg import name`` counts the deepest module that exists; imports under
+    ``if TYPE_CHECKING:`` are left out (they never run).
+    """
+    mods = dict(modules())
+    graph: dict[str, dict[str, int]] = {}
+    for name, path in mods.items():
+        skip = _type_checking_lines(ast.parse(path.read_text(), str(path)))
+        edges = graph.setdefault(name, {})
+        for line, target in imported_names(name, path):
+            while target and target not in mods:
+                target = target.rpartition(".")[0]
+            if target and target != name and line not in skip:
+                edges.setdefault(target, line)
+    return graph
+
+
+def circles(graph: dict[str, dict[str, int]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, {}):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_circles_counting_function_level_imports():
+    """A module never reaches itself through imports, at module or function level."""
+    graph = import_graph()
+    found = circles(graph)
+    lines = []
+    for comp in found:
+        members = set(comp)
+        lines.append("circle: " + ", ".join(comp))
+        lines += [f"  {a} -> {b} (line {graph[a][b]})" for a in comp for b in graph[a]
+                  if b in members]
+    assert not found, "\n".join(lines)
+
+
+def test_circle_check_sees_a_function_level_circle():
+    graph = {"a": {"b": 1}, "b": {"c": 2}, "c": {"a": 3}, "d": {"a": 4}}
+    assert circles(graph) == [["a", "b", "c"]]
+    assert circles({"a": {"b": 1}, "b": {}}) == []

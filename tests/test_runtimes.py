@@ -14,8 +14,9 @@ from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.machine.config import load_cluster
 from dlscale.perfmodel.machine.hardware import Torus
 from dlscale.perfmodel.machine.runtime import TRANSPORT_EFFICIENCY, with_transport
-from dlscale.perfmodel.training.iteration import iteration_times, layout
+from dlscale.perfmodel.training.iteration import iteration_times
 from dlscale.perfmodel.training.predict import predict
+from dlscale.perfmodel.training.rank_layout import layout
 from dlscale.perfmodel.training.sync import auto_choice, workload_allreduce
 from dlscale.simulator.training.run import simulate_training
 

@@ -15,7 +15,8 @@ from dlscale.perfmodel.machine.hardware import (
     NodeSpec,
 )
 from dlscale.perfmodel.network import collectives as col
-from dlscale.perfmodel.training.iteration import efficiency, iteration_times, layout
+from dlscale.perfmodel.training.iteration import efficiency, iteration_times
+from dlscale.perfmodel.training.rank_layout import layout
 from dlscale.perfmodel.training.sync import HOROVOD_CYCLE_S, buckets
 from dlscale.perfmodel.training.workload import Layer, Model, Workload
 

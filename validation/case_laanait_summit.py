@@ -56,8 +56,8 @@ from typing import Any
 import numpy as np
 
 from dlscale.perfmodel.catalog import get_cluster, get_runtime, get_workload
-from dlscale.perfmodel.training.iteration import layout
 from dlscale.perfmodel.training.predict import predict
+from dlscale.perfmodel.training.rank_layout import layout
 from dlscale.perfmodel.training.sync import auto_choice
 from dlscale.validation.fidelity import describe, simulate_case
 from dlscale.validation.published import CaseOutput, Curve, Quantity

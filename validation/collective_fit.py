@@ -48,6 +48,7 @@ from dlscale.perfmodel.fitting.collectives import (
 )
 from dlscale.perfmodel.machine.runtime import mpich_short
 from dlscale.perfmodel.network.collectives import ALLREDUCE
+from dlscale.perfmodel.network.registry import CHUNKED, FOLDING
 
 __all__ = ["MMAP_THRESHOLD_MAX_BYTES", "fit_allreduce", "library_allreduce_algorithms",
            "piecewise_form", "predict_allreduce", "temp_fault_bytes"]
@@ -94,7 +95,7 @@ def _flatten(runs: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray, np.nda
 #: Bytes of each message an algorithm sends for an ``n``-byte vector on ``p`` ranks:
 #: ``n/p`` chunks for ring and Rabenseifner (whose halving steps start at ``n/2``;
 #: the chunk is its last and most frequent size), the whole vector for the others.
-_CHUNKED = ("ring", "rabenseifner")
+_CHUNKED = CHUNKED
 
 
 #: glibc ``malloc``: requests from ``DEFAULT_MMAP_THRESHOLD_MAX`` up (``4 * 1024 *
@@ -122,7 +123,7 @@ def temp_fault_bytes(algorithm: str, n_bytes: Any, p: Any,
     [0.0, 33554432.0, 67108864.0]
     """
     n, pp = np.broadcast_arrays(np.asarray(n_bytes, float), np.asarray(p, float))
-    if algorithm not in ("rabenseifner", "recursive-doubling"):
+    if algorithm not in FOLDING:
         return np.zeros(n.shape)
     pow2 = 2.0 ** np.floor(np.log2(np.maximum(pp, 1))) == pp
     frac = np.where(pow2 & (algorithm == "rabenseifner"), 0.5, 1.0)

@@ -139,7 +139,7 @@ CONFIGS: tuple[Config, ...] = (
 
 def _ceilings(cluster: Any, workload: Any, nodes: int) -> dict[str, float]:
     from dlscale.perfmodel.compute.roofline import layer_times
-    from dlscale.perfmodel.training.iteration import layout
+    from dlscale.perfmodel.training.rank_layout import layout
 
     lay = layout(cluster, workload, [nodes])
     dev = cluster.node.device

@@ -82,8 +82,8 @@ def replace_block(text: str, block: str) -> str:
 
 def write_readme(rows: Sequence[Mapping[str, Any]], path: str | Path = README) -> Path:
     """Replace the generated block of ``path`` (atomically); returns the path."""
-    from dlscale.perfmodel.machine.config import read_utf8
     from dlscale.perfmodel.output.atomicio import atomic_write_text
+    from dlscale.perfmodel.textfile import read_utf8
 
     target = Path(path)
     atomic_write_text(target, replace_block(read_utf8(target, "README"), readme_block(rows)))

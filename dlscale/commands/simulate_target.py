@@ -97,7 +97,7 @@ def run_target(args: argparse.Namespace, cluster: Any, workload: Any, network: s
     prov = prov or Provenance(baseline=NO_BASELINE)
     from tqdm import tqdm
 
-    from dlscale.perfmodel.training.iteration import layout
+    from dlscale.perfmodel.training.rank_layout import layout
 
     fixed: dict = {}
     if args.lr is not None:
@@ -113,7 +113,7 @@ def run_target(args: argparse.Namespace, cluster: Any, workload: Any, network: s
     ranks = int(layout(cluster, workload, nodes).ranks[0])
     total = len(algs) * repeats + (sum(len(grid(a, ranks, fixed)) for a in algs)
                                    if args.tune else 0)
-    from dlscale.commands.simulate_training import check_work
+    from dlscale.commands.simulate_work import check_work
 
     check_work(cluster, workload, nodes, spec.max_iterations, total,
                "--repeats" if args.repeats else "--iterations", cosim)

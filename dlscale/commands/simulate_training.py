@@ -28,6 +28,7 @@ import json
 import sys
 from typing import Any
 
+from dlscale.commands.simulate_work import check_work
 from dlscale.output import format_table, to_jsonable, write_rows
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.machine.hardware import Cluster
@@ -36,7 +37,7 @@ from dlscale.provenance import NO_BASELINE, Provenance
 from dlscale.simulator.training.net import DEFAULT_NETWORK, NETWORKS
 from dlscale.simulator.training.result import TrainingResult
 
-__all__ = ["COLUMNS", "add_training_args", "check_work", "run_training"]
+__all__ = ["COLUMNS", "add_training_args", "run_training"]
 
 #: Table columns (those a run has).
 COLUMNS = ("nodes", "ranks", "algorithm", "allreduce", "iteration_s", "iteration_std_s",
@@ -181,30 +182,6 @@ def _cosim_options(args: argparse.Namespace) -> dict[str, Any]:
     return cosim
 
 
-def check_work(cluster: Cluster, workload: Workload, nodes: int, iterations: int, runs: int,
-               where: str, cosim: dict[str, Any] | None) -> None:
-    """Refuse, from the sizes alone, a command whose runs would not fit in memory or time.
-
-    ``runs`` simulations of at most ``nodes`` nodes and ``iterations`` steps each
-    (:func:`dlscale.perfmodel.limits.check_rank_steps`); with ``cosim`` (its options),
-    every worker's copy of the model too (:func:`~dlscale.perfmodel.limits.check_cosim`).
-    """
-    from dlscale.perfmodel.limits import MAX_HIDDEN, check_cosim, check_count, check_rank_steps
-    from dlscale.perfmodel.training.iteration import layout
-
-    ranks = int(layout(cluster, workload, nodes).ranks[0])
-    check_rank_steps(ranks, iterations, runs, where)
-    if cosim is not None:
-        from dlscale.kernels.data import digits_missing
-
-        if (why := digits_missing()) is not None:
-            raise ConfigError(f"--cosim: {why}")
-        hidden = int(cosim.get("hidden", 32))
-        check_count(hidden, MAX_HIDDEN, "--hidden", "the co-simulation's model is the small "
-                    "one on the 64 features of the 8x8 digits")
-        check_cosim(ranks, 75 * hidden + 10, "--hidden")   # 64-H-10 MLP: weights and biases
-
-
 def _print_table(args: argparse.Namespace, runs: list[TrainingResult], rows: list[dict],
                  meta: dict[str, Any], cluster: Cluster, workload: Workload,
                  measured_lines: list[str], prov: Provenance) -> None:
@@ -259,8 +236,8 @@ def _notes(runs: list[TrainingResult], rows: list[dict], cluster: Cluster,
 
     import numpy as np
 
-    from dlscale.perfmodel.training.iteration import layout
     from dlscale.perfmodel.training.predict import predict
+    from dlscale.perfmodel.training.rank_layout import layout
     from dlscale.perfmodel.training.row_notes import row_notes
 
     if len({r.get("algorithm") for r in rows}) != 1 or \
@@ -293,7 +270,7 @@ def _plot(args: argparse.Namespace, runs: list[TrainingResult], meta: dict[str, 
 
 def _flow_cost_note(cluster: Cluster, workload: Workload, nodes: int, iterations: int) -> None:
     """A line on stderr before a flow-level training run of many ranks: what it costs."""
-    from dlscale.perfmodel.training.iteration import layout
+    from dlscale.perfmodel.training.rank_layout import layout
 
     ranks = int(layout(cluster, workload, nodes).ranks[0])
     if ranks > FLOW_NOTE_RANKS:

@@ -24,7 +24,7 @@ from typing import Any
 
 from dlscale.output import atomic_write_text, to_jsonable
 from dlscale.perfmodel.errors import ConfigError
-from dlscale.perfmodel.machine.config import read_utf8
+from dlscale.perfmodel.textfile import read_utf8
 from dlscale.provenance import Provenance
 from dlscale.validation.accounting import summarize
 from dlscale.validation.published import CASE_MODULES, get_case, plot_case, run_cases

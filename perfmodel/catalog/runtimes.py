@@ -58,22 +58,24 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dlscale.perfmodel.errors import ConfigError, unknown_name
-from dlscale.perfmodel.machine.hardware import Cluster
 from dlscale.perfmodel.machine.runtime import TRANSPORT_EFFICIENCY, Runtime
+from dlscale.perfmodel.network.registry import offered_by
+
+if TYPE_CHECKING:
+    from dlscale.perfmodel.machine.hardware import Cluster
 
 __all__ = ["DEFAULT_RUNTIME", "RUNTIMES", "apply_runtime", "get_runtime", "runtime_rows"]
 
 INF = math.inf
 #: Horovod's background-loop cycle in the 2017-2019 releases (docs/tensor-fusion).
 HOROVOD_CYCLE_S = 5e-3
-NCCL_ALGS = ("ring", "double-binary-tree")
-MPICH_ALGS = ("recursive-doubling", "rabenseifner")
-INTEL_MPI_ALGS = ("recursive-doubling", "rabenseifner", "binomial-tree", "ring",
-                  "hierarchical")
-GLOO_ALGS = ("ring", "rabenseifner")
+NCCL_ALGS = offered_by("nccl")
+MPICH_ALGS = offered_by("mpich")
+INTEL_MPI_ALGS = offered_by("intel-mpi")
+GLOO_ALGS = offered_by("gloo")
 
 _HVD = "Horovod docs/tensor-fusion (5 ms cycle, 64 MiB fusion)"
 _CACHE = "Horovod PR #902 response cache (0.16.1, 2019), issue #2202"

@@ -15,6 +15,7 @@ Examples
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
@@ -275,6 +276,10 @@ class FatTree:
         down, up = self.down_up[level - 1]
         return down / up
 
+    def with_link_efficiency(self, efficiency: float) -> FatTree:
+        """The same network with its own link bandwidths scaled by ``efficiency``: it has none."""
+        return self
+
 
 @dataclass(frozen=True)
 class Dragonfly:
@@ -304,6 +309,13 @@ class Dragonfly:
                 f"dragonfly.routing: must be 'minimal' or 'valiant', got {self.routing!r}"
             )
 
+    def with_link_efficiency(self, efficiency: float) -> Dragonfly:
+        """The same dragonfly with its own local and global link bandwidths scaled."""
+        local, glob = self.local_bandwidth_Bps, self.global_bandwidth_Bps
+        return dataclasses.replace(
+            self, local_bandwidth_Bps=None if local is None else local * efficiency,
+            global_bandwidth_Bps=None if glob is None else glob * efficiency)
+
 
 @dataclass(frozen=True)
 class Torus:
@@ -320,6 +332,10 @@ class Torus:
     def max_nodes(self) -> int:
         return math.prod(self.dims)
 
+    def with_link_efficiency(self, efficiency: float) -> Torus:
+        """The same network with its own link bandwidths scaled by ``efficiency``: it has none."""
+        return self
+
 
 @dataclass(frozen=True)
 class Crossbar:
@@ -331,6 +347,10 @@ class Crossbar:
     def __post_init__(self) -> None:
         if self.max_nodes <= 0:
             raise ConfigError(f"crossbar.max_nodes: must be > 0, got {self.max_nodes!r}")
+
+    def with_link_efficiency(self, efficiency: float) -> Crossbar:
+        """The same network with its own link bandwidths scaled by ``efficiency``: it has none."""
+        return self
 
 
 @runtime_checkable
@@ -372,6 +392,10 @@ class Topology(Protocol):
 
     def __hash__(self) -> int:
         """Hashable (a frozen dataclass): the analytical model caches link loads by it."""
+        ...
+
+    def with_link_efficiency(self, efficiency: float) -> Topology:
+        """The network with the bandwidths of its own links (if any) scaled by ``efficiency``."""
         ...
 
 

@@ -156,7 +156,7 @@ class Empirical:
             if p.endswith(".npy"):
                 data = np.load(p, allow_pickle=False)
             else:
-                from dlscale.perfmodel.machine.config import read_utf8
+                from dlscale.perfmodel.textfile import read_utf8
 
                 text = read_utf8(p, "noise sample (text)")
                 lines = [ln for ln in text.splitlines() if ln.split("#")[0].strip()]

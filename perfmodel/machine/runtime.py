@@ -66,6 +66,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from dlscale.perfmodel.errors import ConfigError
+from dlscale.perfmodel.network.registry import ALLREDUCE_CHOICES, offered_by
 
 if TYPE_CHECKING:
     from dlscale.perfmodel.machine.hardware import Cluster, Link
@@ -129,8 +130,6 @@ class Runtime:
     progress_cores: tuple[tuple[str, float], ...] = ()
 
     def __post_init__(self) -> None:
-        from dlscale.perfmodel.training.workload import COLLECTIVES
-
         owner = f"runtime {self.name!r}"
         for fld, value, valid in (("coordination", self.coordination, COORDINATIONS),
                                   ("selection", self.selection, SELECTIONS),
@@ -148,13 +147,12 @@ class Runtime:
             raise ConfigError(f"{owner}.short_msg_bytes: must be a finite number >= 0, got "
                               f"{self.short_msg_bytes!r}")
         self._check_progress_cores(owner)
-        flat = [c for c in COLLECTIVES if c != "auto"]
+        flat = [c for c in ALLREDUCE_CHOICES if c != "auto"]
         bad = [a for a in self.algorithms if a not in flat]
         if not self.algorithms or bad:
             raise ConfigError(f"{owner}.algorithms: must be a non-empty list of "
                               f"{', '.join(flat)}; got {list(self.algorithms)!r}")
-        if self.selection == "mpich" and not {"recursive-doubling", "rabenseifner"} <= set(
-                self.algorithms):
+        if self.selection == "mpich" and not set(offered_by("mpich")) <= set(self.algorithms):
             raise ConfigError(f"{owner}.algorithms: selection 'mpich' needs "
                               f"recursive-doubling and rabenseifner, got {list(self.algorithms)!r}")
 
@@ -294,8 +292,6 @@ def with_transport(cluster: Cluster) -> Cluster:
     >>> with_transport(c) is c
     True
     """
-    from dlscale.perfmodel.machine.hardware import Dragonfly
-
     rt = cluster.runtime
     if rt.links_measured:
         return cluster
@@ -306,13 +302,7 @@ def with_transport(cluster: Cluster) -> Cluster:
         return _scaled(link, TRANSPORT_EFFICIENCY[kind], floor)
 
     node, net = cluster.node, cluster.network
-    topo = net.topology
-    eff = TRANSPORT_EFFICIENCY[rt.transport]
-    if isinstance(topo, Dragonfly):
-        local, glob = topo.local_bandwidth_Bps, topo.global_bandwidth_Bps
-        topo = dataclasses.replace(
-            topo, local_bandwidth_Bps=None if local is None else local * eff,
-            global_bandwidth_Bps=None if glob is None else glob * eff)
+    topo = net.topology.with_link_efficiency(TRANSPORT_EFFICIENCY[rt.transport])
     return dataclasses.replace(
         cluster, node=dataclasses.replace(node, nic=one(node.nic)),
         network=dataclasses.replace(net, link=one(net.link), topology=topo),

@@ -37,19 +37,13 @@ from dlscale.perfmodel.machine.hardware import Cluster
 from dlscale.perfmodel.network.autopolicy import choose_allreduce
 from dlscale.perfmodel.network.model import collective_time_s, path_hockney
 from dlscale.perfmodel.network.msgfactors import message_time_s
+from dlscale.perfmodel.network.registry import ALLREDUCE_CHOICES, OPERATIONS, algorithms
 
 __all__ = ["COLLECTIVE_ALGORITHMS", "AnalyticalNetwork", "NetworkModel", "check_ranks"]
 
 #: Collective -> algorithms both implementations understand (first is the default).
 COLLECTIVE_ALGORITHMS: dict[str, tuple[str, ...]] = {
-    "allreduce": ("ring", "recursive-doubling", "rabenseifner", "binomial-tree",
-                  "double-binary-tree", "hierarchical", "auto"),
-    "reduce-scatter": ("ring",),
-    "allgather": ("ring",),
-    "broadcast": ("binomial",),
-    "reduce": ("binomial",),
-    "parameter-server": ("push-pull", "concurrent"),
-}
+    op: ALLREDUCE_CHOICES if op == "allreduce" else algorithms(op) for op in OPERATIONS}
 
 
 def check_ranks(ranks: int | Sequence[int], max_ranks: int) -> int | tuple[int, ...]:

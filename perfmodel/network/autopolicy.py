@@ -44,6 +44,7 @@ from numpy.typing import ArrayLike
 from dlscale.perfmodel.machine.runtime import Runtime, mpich_short
 from dlscale.perfmodel.network.collective_primitives import fastest
 from dlscale.perfmodel.network.collectives import AUTO_CANDIDATES
+from dlscale.perfmodel.network.registry import offered_by
 
 __all__ = ["auto_candidates", "choose_allreduce"]
 
@@ -72,7 +73,7 @@ def auto_candidates(runtime: Runtime | None, *, whole_nodes: bool = True) -> tup
     if runtime is None:
         names: tuple[str, ...] = AUTO_CANDIDATES
     elif runtime.selection == "mpich":
-        names = ("recursive-doubling", "rabenseifner")
+        names = offered_by("mpich")
     else:
         names = tuple(runtime.algorithms)
     if not whole_nodes:

@@ -31,6 +31,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from dlscale.perfmodel.errors import ConfigError, unknown_name
+from dlscale.perfmodel.network.registry import FLAT_ALLREDUCE, OPERATIONS, algorithms
 
 __all__ = ["ALGORITHMS", "COLLECTIVES", "FLAT_ALLREDUCE", "Phase", "build_schedule",
            "double_binary_tree_edges"]
@@ -285,20 +286,9 @@ def _flat_allreduce(algorithm: str, ranks: np.ndarray, n: float, segments: int) 
     raise unknown_name("allreduce algorithm", algorithm, FLAT_ALLREDUCE)
 
 
-#: Flat allreduce algorithms (``hierarchical`` is built on top of one of them).
-FLAT_ALLREDUCE = ("ring", "recursive-doubling", "rabenseifner", "binomial-tree",
-                  "double-binary-tree")
-
-#: Collective -> algorithms it can be built with.
-ALGORITHMS: dict[str, tuple[str, ...]] = {
-    "allreduce": (*FLAT_ALLREDUCE, "hierarchical"),
-    "reduce-scatter": ("ring",),
-    "allgather": ("ring",),
-    "broadcast": ("binomial",),
-    "reduce": ("binomial",),
-    "parameter-server": ("push-pull", "concurrent"),
-}
-COLLECTIVES = tuple(ALGORITHMS)
+#: Collective -> algorithms it can be built with (:mod:`.registry`).
+ALGORITHMS: dict[str, tuple[str, ...]] = {op: algorithms(op) for op in OPERATIONS}
+COLLECTIVES = OPERATIONS
 
 
 def build_schedule(collective: str, algorithm: str, ranks: int, n_bytes: float, *,

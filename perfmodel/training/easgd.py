@@ -59,7 +59,7 @@ from dlscale.perfmodel.network.collectives import parameter_server_s
 from dlscale.perfmodel.network.contention import hockney_params
 from dlscale.perfmodel.network.model import path_hockney, time_per_node_count
 from dlscale.perfmodel.network.msgfactors import effective_hockney
-from dlscale.perfmodel.training.iteration import IterationTimes, Layout
+from dlscale.perfmodel.training.rank_layout import IterationTimes, Layout
 from dlscale.perfmodel.training.workload import SGD_FAMILY, Workload
 
 __all__ = ["MASTER_ARRAYS", "easgd_times", "exchange_s", "host_copy_s", "master_link",

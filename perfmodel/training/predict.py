@@ -46,7 +46,8 @@ from dlscale.perfmodel.compute.roofline import layer_times
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.machine.hardware import Cluster
 from dlscale.perfmodel.output.atomicio import atomic_write_text
-from dlscale.perfmodel.training.iteration import check_nodes, efficiency, iteration_times, layout
+from dlscale.perfmodel.training.iteration import efficiency, iteration_times
+from dlscale.perfmodel.training.rank_layout import check_nodes, layout
 from dlscale.perfmodel.training.row_notes import row_notes
 from dlscale.perfmodel.training.sync import collective_summary
 from dlscale.perfmodel.training.workload import Workload

@@ -33,12 +33,13 @@ import numpy as np
 from dlscale.perfmodel.machine.hardware import Cluster
 from dlscale.perfmodel.network.linkload import level_bandwidths_Bps
 from dlscale.perfmodel.network.model import path_load
-from dlscale.perfmodel.training.iteration import Layout
+from dlscale.perfmodel.network.registry import FOLDING
+from dlscale.perfmodel.training.rank_layout import Layout
 from dlscale.perfmodel.training.workload import Workload
 
 __all__ = ["path_limit", "row_notes"]
 
-_FOLDING = ("recursive-doubling", "rabenseifner")
+_FOLDING = FOLDING
 _ASYNC = ("async-easgd", "async-measgd", "hogwild-easgd", "async-sgd", "async-msgd",
           "hogwild-sgd", "easgd")
 

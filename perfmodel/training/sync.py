@@ -76,7 +76,7 @@ from dlscale.perfmodel.machine.runtime import Runtime, cache_bitvector_bytes, wi
 from dlscale.perfmodel.network.autopolicy import choose_allreduce
 from dlscale.perfmodel.network.contention import hockney_params
 from dlscale.perfmodel.network.model import limiting_levels, path_hockney, time_per_node_count
-from dlscale.perfmodel.training.iteration import IterationTimes, Layout
+from dlscale.perfmodel.training.rank_layout import IterationTimes, Layout
 from dlscale.perfmodel.training.workload import Workload
 
 if TYPE_CHECKING:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from dlscale.perfmodel.compute.measured import MeasuredCompute
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.machine.hardware import PRECISIONS
+from dlscale.perfmodel.network.registry import ALLREDUCE_CHOICES
 from dlscale.perfmodel.units import BYTES_PER_ELEMENT
 
 __all__ = ["ALGORITHMS", "COLLECTIVES", "EASGD_FAMILY", "GROUPINGS", "MOMENTUM_ALGORITHMS",
@@ -51,15 +52,7 @@ SGD_FAMILY = ("async-sgd", "async-msgd", "hogwild-sgd")
 #: rank count the algorithm the cluster's software stack selects among its own
 #: (:mod:`dlscale.perfmodel.machine.runtime`: MPICH's thresholds, or the least predicted time
 #: of the library's algorithms where it tunes by measurement, as NCCL does).
-COLLECTIVES = (
-    "ring",
-    "recursive-doubling",
-    "rabenseifner",
-    "binomial-tree",
-    "double-binary-tree",
-    "hierarchical",
-    "auto",
-)
+COLLECTIVES = ALLREDUCE_CHOICES
 
 #: How gradient tensors are batched into messages: Horovod tensor fusion with rank-0
 #: negotiation, or graph-aware groups with decentralized (bit-vector allreduce)

@@ -26,7 +26,7 @@ import numpy as np
 
 from dlscale.perfmodel.compute.roofline import layer_times, update_s
 from dlscale.perfmodel.machine.hardware import Cluster
-from dlscale.perfmodel.training.iteration import Layout
+from dlscale.perfmodel.training.rank_layout import Layout
 from dlscale.perfmodel.training.workload import Workload
 from dlscale.simulator.training.net import TrainingNetwork
 from dlscale.simulator.training.stragglers import Noise

@@ -51,7 +51,7 @@ from dlscale.perfmodel.training.workload import SGD_FAMILY
 from dlscale.simulator.training.common import Breakdown, RunContext, RunOutcome, compute_profile
 from dlscale.simulator.training.master import SharedPipe
 
-__all__ = ["ASYNC", "HOGWILD", "StepDraws", "run_easgd", "step_time_s"]
+__all__ = ["ASYNC", "HOGWILD", "HogwildRun", "LockedRun", "StepDraws", "step_time_s"]
 
 #: Algorithms with a first-come-first-served master.
 ASYNC = ("async-easgd", "async-measgd", "async-sgd", "async-msgd")
@@ -101,21 +101,12 @@ def completions_to_iterations(done: list[float], ranks: int) -> np.ndarray:
     return np.diff(ends) if len(ends) > 1 else ends
 
 
-def run_easgd(ctx: RunContext) -> RunOutcome:
-    """Simulate the workload's algorithm (not ``sync-sgd``)."""
-    if ctx.algorithm in ("easgd", "sync-easgd"):
-        from dlscale.simulator.training.easgd_rounds import run_rounds
-        return run_rounds(ctx)
-    run = _HogwildRun(ctx) if ctx.algorithm in HOGWILD else _LockedRun(ctx)
-    return run.run()
-
-
 class _AsyncRun:
     """One asynchronous run: a SimPy process per worker exchanging with a master.
 
     The steps of a worker (:meth:`worker`) are named methods: :meth:`join`, then per
     step :meth:`local_step` and, every ``tau`` steps, :meth:`exchange`, which the
-    locked (:class:`_LockedRun`) and lock-free (:class:`_HogwildRun`) masters
+    locked (:class:`LockedRun`) and lock-free (:class:`HogwildRun`) masters
     implement, each with its own :meth:`apply` of an exchange to the center.
     """
 
@@ -188,7 +179,7 @@ class _AsyncRun:
                           self.acc.per_iteration(self.K), end, self.counters)
 
 
-class _LockedRun(_AsyncRun):
+class LockedRun(_AsyncRun):
     """A master behind a lock (``simpy.Resource`` of capacity 1), first come first served."""
 
     def __init__(self, ctx: RunContext) -> None:
@@ -245,7 +236,7 @@ class _LockedRun(_AsyncRun):
         return out
 
 
-class _HogwildRun(_AsyncRun):
+class HogwildRun(_AsyncRun):
     """A lock-free master: shared link, one master thread per exchange, lost updates."""
 
     def __init__(self, ctx: RunContext) -> None:

@@ -41,7 +41,7 @@ from dlscale.perfmodel.network.contention import hockney_params
 from dlscale.perfmodel.network.model import collective_time_s
 from dlscale.perfmodel.network.msgfactors import effective_hockney
 from dlscale.perfmodel.training.easgd import host_copy_s, master_link
-from dlscale.perfmodel.training.iteration import layout
+from dlscale.perfmodel.training.rank_layout import layout
 from dlscale.perfmodel.training.sync import (
     coordination_bytes,
     end_to_end_latency_s,

@@ -30,8 +30,9 @@ from dlscale.perfmodel.errors import ConfigError, unknown_name
 from dlscale.perfmodel.limits import check_rank_steps
 from dlscale.perfmodel.machine.hardware import Cluster
 from dlscale.perfmodel.network.analytical import NetworkModel
-from dlscale.perfmodel.training.iteration import Layout, iteration_times, layout
+from dlscale.perfmodel.training.iteration import iteration_times
 from dlscale.perfmodel.training.predict import baseline_workload, one_device
+from dlscale.perfmodel.training.rank_layout import Layout, layout
 from dlscale.perfmodel.training.workload import ALGORITHMS, Workload
 from dlscale.simulator.topology.placement import PLACEMENTS
 from dlscale.simulator.training.common import RunContext, RunOutcome, compute_profile
@@ -101,8 +102,12 @@ def _run(ctx: RunContext):
     if ctx.algorithm == "sync-sgd":
         from dlscale.simulator.training.sync import run_sync_sgd
         return run_sync_sgd(ctx)
-    from dlscale.simulator.training.easgd import run_easgd
-    return run_easgd(ctx)
+    if ctx.algorithm in ("easgd", "sync-easgd"):
+        from dlscale.simulator.training.easgd_rounds import run_rounds
+        return run_rounds(ctx)
+    from dlscale.simulator.training.easgd import HOGWILD, HogwildRun, LockedRun
+    run = HogwildRun(ctx) if ctx.algorithm in HOGWILD else LockedRun(ctx)
+    return run.run()
 
 
 def _check_run_options(cluster: Cluster, workload: Workload, baseline: str,

@@ -232,7 +232,7 @@ def _beta_allowed(beta: float, ranks: int, alg: str) -> bool:
 
 
 def _ranks(cluster: Cluster, workload: Workload, nodes: int) -> int:
-    from dlscale.perfmodel.training.iteration import layout
+    from dlscale.perfmodel.training.rank_layout import layout
 
     return int(layout(cluster, workload, nodes).ranks[0])
 

@@ -1,7 +1,7 @@
 """A least-recently-used cache bounded by the bytes of what it holds.
 
 :func:`functools.lru_cache` bounds the number of entries; a plan of a collective
-(:func:`.netplan.plan_collective`) holds a few kilobytes or, with every message of a
+(:func:`dlscale.perfmodel.network.plan.plan_collective`) holds a few kilobytes or, with every message of a
 27,648-rank schedule, tens of megabytes, so a cache of plans over a long scaling curve
 is bounded by their bytes instead: the least recently used go first once the total
 passes ``max_bytes`` (the newest entry is always kept).

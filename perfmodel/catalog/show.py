@@ -5,7 +5,7 @@ part (a device, node, link, network, runtime, model, message factors) is the tab
 cluster or workload file holds it in (``[node.device]``, ``[runtime]``, ``[model]``,
 ...), which a file starting from any preset (``base = "summit"``) takes as it is.
 Every field is written, resolved (nothing left to a preset name), in SI units
-(:mod:`..tomldump`).
+(:mod:`dlscale.perfmodel.machine.tomldump`).
 
 Examples
 --------

@@ -1,6 +1,6 @@
 """How efficiently a layer runs: its algorithm class and how full its batch keeps the device.
 
-The roofline of :mod:`.compute` charges a layer ``FLOPs / rate``; the rate is the
+The roofline of :mod:`dlscale.perfmodel.compute.roofline` charges a layer ``FLOPs / rate``; the rate is the
 device's peak times three factors:
 
 ``rate = peak(precision) * sustained_fraction * KIND_EFFICIENCY[class] * u(n)``

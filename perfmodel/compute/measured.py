@@ -4,7 +4,7 @@ A :class:`MeasuredCompute` attached to a model (``Model.measured``) replaces the
 roofline's compute estimate by what was measured on one device, at one batch:
 
 - a throughput (``samples_per_s`` at ``batch``: ``--measured-samples-per-s X@B``);
-- forward and backward seconds per iteration (from a profiler trace, :mod:`.traces`);
+- forward and backward seconds per iteration (from a profiler trace, :mod:`dlscale.perfmodel.compute.traces`);
 - per-layer forward and backward seconds (``layers``: ``(name, forward_s, backward_s)``).
 
 :func:`dlscale.perfmodel.compute.roofline.layer_times` then scales the roofline's per-layer
@@ -53,7 +53,7 @@ class MeasuredCompute:
     backward_ready : tuple of (str, float)
         ``(layer name, seconds)``: when that layer's gradient was ready, after the
         first named one (a Horovod timeline's negotiation starts,
-        :mod:`.horovod`); sets how the backward time splits over the layers, hence
+        :mod:`dlscale.perfmodel.compute.horovod`); sets how the backward time splits over the layers, hence
         when each gradient bucket can start its allreduce.
     """
 

@@ -15,9 +15,9 @@ For each layer ``l`` and batch ``b`` (samples per rank):
   Waterman, Patterson 2009), with ``rate = peak(precision) * sustained_fraction(precision)
   * KIND_EFFICIENCY[class] * u(batch * a_l)``: the device's GEMM fraction, the layer's
   algorithm class (a Winograd-eligible 3x3 convolution runs 2.25x the direct-convolution
-  FLOP rate) and how full the layer's work keeps the device (:mod:`.efficiency`).
+  FLOP rate) and how full the layer's work keeps the device (:mod:`dlscale.perfmodel.compute.efficiency`).
 
-With a measurement on the model (``model.measured``, :mod:`.measured`), the times are
+With a measurement on the model (``model.measured``, :mod:`dlscale.perfmodel.compute.measured`), the times are
 scaled so that one device at the measured batch takes what was measured (forward and
 backward separately where both are known, per layer where layers are named); the
 roofline keeps only the shape: the split over layers, and the change with batch and
@@ -26,7 +26,7 @@ share.
 A rank that owns a share ``s`` of a device (several CPU ranks per socket: ``s < 1``)
 or of several (one rank driving a two-socket node: ``s = 2``) gets ``s`` times its
 peak and its bandwidth. Cores that the software stack's communication threads hold
-(``compute_fraction < 1``, :meth:`.runtime.Runtime.compute_fraction`) take their share
+(``compute_fraction < 1``, :meth:`dlscale.perfmodel.machine.runtime.Runtime.compute_fraction`) take their share
 of the peak and of the work that fills the device, not of the bandwidth; a measured
 throughput (``model.measured``) is taken as measured with every core computing. ``fp16`` uses the device's fp16 peak (tensor cores on a
 V100) and 2-byte activations.

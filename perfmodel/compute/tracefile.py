@@ -1,7 +1,7 @@
 """Reading Chrome-trace files safely: size cap, compressed input, value types, span lookup.
 
-Shared by the profiler-trace reader (:mod:`.traces`) and the Horovod-timeline reader
-(:mod:`.horovod`). :func:`load_events` reads a file (plain or gzip, decompressed in
+Shared by the profiler-trace reader (:mod:`dlscale.perfmodel.compute.traces`) and the Horovod-timeline reader
+(:mod:`dlscale.perfmodel.compute.horovod`). :func:`load_events` reads a file (plain or gzip, decompressed in
 chunks) of at most :data:`MAX_TRACE_BYTES` bytes of JSON, and checks the types of the
 fields both readers use, so that every malformed input is one line naming the file,
 the event and the field, never a traceback.

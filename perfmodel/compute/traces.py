@@ -119,7 +119,7 @@ class TraceCompute:
     op_counts: tuple[tuple[str, int], ...] = ()
 
     def measured(self, batch: int, source: str) -> MeasuredCompute:
-        """The :class:`~.measured.MeasuredCompute` of this trace at ``batch``."""
+        """The :class:`~dlscale.perfmodel.compute.measured.MeasuredCompute` of this trace at ``batch``."""
         return MeasuredCompute(batch=batch, forward_s=self.forward_s, backward_s=self.backward_s,
                                layers=self.layers, source=source)
 
@@ -281,7 +281,7 @@ def read_trace(path: str | Path, layer_names: Sequence[str] = ()) -> TraceComput
     per-layer times. The format is told by its events: ``ProfilerStep#`` /
     ``cpu_op`` (PyTorch) or ``/device:`` process names (TensorFlow); a Horovod
     timeline (``NEGOTIATE_ALLREDUCE``) is refused with a pointer to
-    :func:`~.horovod.read_horovod_timeline`.
+    :func:`~dlscale.perfmodel.compute.horovod.read_horovod_timeline`.
     """
     path = Path(path)
     events = load_events(path, "profiler trace")

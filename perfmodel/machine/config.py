@@ -5,9 +5,9 @@ A cluster or a workload is given either as the name of a built-in preset
 preset with ``base = "summit"``, or from another file of the same kind with
 ``base = "summit-fast.toml"`` (relative to the file; chains are followed, a cycle
 is an error), and change only some fields. Keys carry their units
-(``bandwidth_GBps``, ``latency_us``, ``memory_GiB``); see :mod:`.tomlmap`. Both are
-parsed once, at the edge, into the frozen dataclasses of :mod:`.hardware` and
-:mod:`.workload`; every error names the file, the dotted field, the value and what
+(``bandwidth_GBps``, ``latency_us``, ``memory_GiB``); see :mod:`dlscale.perfmodel.machine.tomlmap`. Both are
+parsed once, at the edge, into the frozen dataclasses of :mod:`dlscale.perfmodel.machine.hardware` and
+:mod:`dlscale.perfmodel.training.workload`; every error names the file, the dotted field, the value and what
 is allowed.
 
 Examples

@@ -15,21 +15,27 @@ Examples
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
 
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.limits import (
     BANDWIDTH_RANGE_BPS,
     LATENCY_RANGE_S,
     MAX_DEVICES_PER_NODE,
-    MAX_RAILS,
     check_count,
     check_range,
 )
 from dlscale.perfmodel.machine.runtime import Runtime
+from dlscale.perfmodel.machine.topologies import (
+    TOPOLOGIES,
+    BuiltinTopology,
+    Crossbar,
+    Dragonfly,
+    FatTree,
+    Topology,
+    Torus,
+)
 from dlscale.perfmodel.network.msgfactors import MessageFactors
 
 __all__ = [
@@ -229,185 +235,6 @@ class Link:
 
 
 @dataclass(frozen=True)
-class FatTree:
-    """A multi-level fat tree (folded Clos).
-
-    Parameters
-    ----------
-    levels : int
-        Switch levels (1 = a single switch).
-    nodes_per_leaf : int
-        Nodes attached to one leaf (level-1) switch.
-    down_up : tuple of (int, int)
-        Per level from the leaves up, ``(down ports, up ports)`` of a switch; the
-        ratio is the oversubscription (taper) of that level. Stampede2's leaf is
-        ``(28, 20)``. Length ``levels - 1``.
-    max_nodes : int
-        Nodes the installed tree holds.
-    rails : int
-        Independent planes (Summit's dual-rail EDR is 2).
-    """
-
-    levels: int
-    nodes_per_leaf: int
-    down_up: tuple[tuple[int, int], ...]
-    max_nodes: int
-    rails: int = 1
-    family: str = field(default="fat-tree", init=False)
-
-    def __post_init__(self) -> None:
-        if self.levels < 1:
-            raise ConfigError(f"fat-tree.levels: must be >= 1, got {self.levels!r}")
-        if len(self.down_up) != self.levels - 1:
-            raise ConfigError(
-                f"fat-tree.down_up: needs {self.levels - 1} (down, up) pairs for "
-                f"{self.levels} levels, got {len(self.down_up)}"
-            )
-        for i, (down, up) in enumerate(self.down_up):
-            if down <= 0 or up <= 0:
-                raise ConfigError(f"fat-tree.down_up[{i}]: ports must be > 0, got {(down, up)}")
-        if self.nodes_per_leaf <= 0 or self.max_nodes <= 0 or self.rails <= 0:
-            raise ConfigError("fat-tree: nodes_per_leaf, max_nodes and rails must be > 0")
-        check_count(self.rails, MAX_RAILS, "fat-tree.rails",
-                    "network planes per node; a DGX H100 has 8 compute NICs")
-
-    def oversubscription(self, level: int) -> float:
-        """Taper ``down/up`` of switch ``level`` (1 = leaf); 1.0 is non-blocking."""
-        down, up = self.down_up[level - 1]
-        return down / up
-
-    def with_link_efficiency(self, efficiency: float) -> FatTree:
-        """The same network with its own link bandwidths scaled by ``efficiency``: it has none."""
-        return self
-
-
-@dataclass(frozen=True)
-class Dragonfly:
-    """A dragonfly (Kim et al. 2008), as Cray Aries builds it.
-
-    ``global_bandwidth_Bps`` and ``local_bandwidth_Bps`` are per link; ``None`` takes
-    the network's link bandwidth.
-    """
-
-    groups: int
-    routers_per_group: int
-    terminals_per_router: int
-    global_links_per_router: int
-    max_nodes: int
-    local_bandwidth_Bps: float | None = None
-    global_bandwidth_Bps: float | None = None
-    routing: str = "minimal"
-    family: str = field(default="dragonfly", init=False)
-
-    def __post_init__(self) -> None:
-        for name in ("groups", "routers_per_group", "terminals_per_router",
-                     "global_links_per_router", "max_nodes"):
-            if getattr(self, name) <= 0:
-                raise ConfigError(f"dragonfly.{name}: must be > 0, got {getattr(self, name)!r}")
-        if self.routing not in ("minimal", "valiant"):
-            raise ConfigError(
-                f"dragonfly.routing: must be 'minimal' or 'valiant', got {self.routing!r}"
-            )
-
-    def with_link_efficiency(self, efficiency: float) -> Dragonfly:
-        """The same dragonfly with its own local and global link bandwidths scaled."""
-        local, glob = self.local_bandwidth_Bps, self.global_bandwidth_Bps
-        return dataclasses.replace(
-            self, local_bandwidth_Bps=None if local is None else local * efficiency,
-            global_bandwidth_Bps=None if glob is None else glob * efficiency)
-
-
-@dataclass(frozen=True)
-class Torus:
-    """An n-dimensional torus with one node per router (BlueGene, Tofu style)."""
-
-    dims: tuple[int, ...]
-    family: str = field(default="torus", init=False)
-
-    def __post_init__(self) -> None:
-        if not self.dims or any(d <= 0 for d in self.dims):
-            raise ConfigError(f"torus.dims: must be positive integers, got {self.dims!r}")
-
-    @property
-    def max_nodes(self) -> int:
-        return math.prod(self.dims)
-
-    def with_link_efficiency(self, efficiency: float) -> Torus:
-        """The same network with its own link bandwidths scaled by ``efficiency``: it has none."""
-        return self
-
-
-@dataclass(frozen=True)
-class Crossbar:
-    """A single non-blocking switch (a small cluster or one server's box)."""
-
-    max_nodes: int
-    family: str = field(default="crossbar", init=False)
-
-    def __post_init__(self) -> None:
-        if self.max_nodes <= 0:
-            raise ConfigError(f"crossbar.max_nodes: must be > 0, got {self.max_nodes!r}")
-
-    def with_link_efficiency(self, efficiency: float) -> Crossbar:
-        """The same network with its own link bandwidths scaled by ``efficiency``: it has none."""
-        return self
-
-
-@runtime_checkable
-class Topology(Protocol):
-    """What every network topology description provides: the extension point.
-
-    :class:`FatTree`, :class:`Dragonfly`, :class:`Torus` and :class:`Crossbar`
-    implement it. Each layer reads a topology through its family:
-
-    - the TOML reader (:mod:`.config`) builds one of :data:`BuiltinTopology` from
-      ``[network] topology = FAMILY`` (:data:`TOPOLOGIES`);
-    - the analytical model costs a collective step by the loads its flows put on each
-      level of the family (:func:`dlscale.perfmodel.network.linkload.step_load`);
-    - the simulator builds the family's graph
-      (:func:`dlscale.simulator.topology.cluster.network_graph`) and routes over it
-      with the router its ``G.graph["routing"]["family"]`` names
-      (:data:`dlscale.simulator.topology.routing.ROUTERS`, a :class:`~dlscale.simulator.topology.routing.Router`).
-
-    A new family is a frozen dataclass with these members, added to
-    :data:`BuiltinTopology` and :data:`TOPOLOGIES`, plus one branch in ``step_load``
-    and ``network_graph`` and a router; a user's own graph needs none of this
-    (``simulate(..., topology=GRAPHML)`` routes it by equal-cost multipath).
-
-    Examples
-    --------
-    >>> isinstance(Torus((4, 4)), Topology), isinstance("torus", Topology)
-    (True, False)
-    """
-
-    @property
-    def family(self) -> str:
-        """The family's name, one of :data:`TOPOLOGIES`."""
-        ...
-
-    @property
-    def max_nodes(self) -> int:
-        """Nodes the installed network holds."""
-        ...
-
-    def __hash__(self) -> int:
-        """Hashable (a frozen dataclass): the analytical model caches link loads by it."""
-        ...
-
-    def with_link_efficiency(self, efficiency: float) -> Topology:
-        """The network with the bandwidths of its own links (if any) scaled by ``efficiency``."""
-        ...
-
-
-#: The topology families built in (what ``NetworkSpec.topology`` holds; the TOML
-#: reader picks the member by the table's keys).
-BuiltinTopology = FatTree | Dragonfly | Torus | Crossbar
-
-#: Topology family names, as written in TOML ``[network] topology = ...``.
-TOPOLOGIES = ("fat-tree", "dragonfly", "torus", "crossbar")
-
-
-@dataclass(frozen=True)
 class NodeSpec:
     """One node: its devices, how they connect, and its network injection.
 
@@ -493,7 +320,7 @@ class Cluster:
     #: that names none gets :data:`~.catalog.runtimes.DEFAULT_RUNTIME`.
     runtime: Runtime = field(default_factory=_default_runtime)
     #: Per-rank compute-time noise (OS noise, stragglers) of the machine: ``"none"``,
-    #: ``"lognormal:SIGMA"`` or ``"empirical:FILE"`` (:mod:`.noise`). ``predict``
+    #: ``"lognormal:SIGMA"`` or ``"empirical:FILE"`` (:mod:`dlscale.perfmodel.machine.noise`). ``predict``
     #: charges a synchronous iteration its expected largest factor over the ranks;
     #: ``simulate`` draws it per rank unless ``--noise`` says otherwise.
     noise: str = "none"

@@ -403,7 +403,7 @@ def apply_profile(cluster: Cluster, profile: MachineProfile) -> Cluster:
     - ``node.nic`` and ``network.link`` <- the ``inter-node`` figures, where the
       profile has them (a one-host calibration has none: the catalog's stay), and
       ``network.message_factors`` <- their piecewise fit (``segments``) as per-size
-      factors (:func:`.msgfactors.from_segments`), so that every message between
+      factors (:func:`dlscale.perfmodel.network.msgfactors.from_segments`), so that every message between
       nodes costs what the fit says at its size, in both fidelities; on a machine of
       one node (``max_nodes`` 1), where every message is intra-node, a profile
       without inter-node figures gives the factors of its ``intra-node`` fit;

@@ -211,7 +211,7 @@ class Runtime:
 
         A buffer becomes ready at a time uniform over the loop's period, so it waits
         ``cycle_s / 2`` on average (0 without a loop). Both fidelities charge it from
-        here (:func:`.training_sync.sync_sgd_times`, the simulator's synchronous SGD).
+        here (:func:`dlscale.perfmodel.training.sync.sync_sgd_times`, the simulator's synchronous SGD).
 
         >>> from dlscale.perfmodel.catalog import get_runtime
         >>> get_runtime("horovod-nccl").cycle_wait_s   # HOROVOD_CYCLE_TIME 5 ms

@@ -1,7 +1,7 @@
-"""Write a configuration dataclass as the TOML that builds it again (:mod:`.tomlmap`).
+"""Write a configuration dataclass as the TOML that builds it again (:mod:`dlscale.perfmodel.machine.tomlmap`).
 
 Every field is written under its own SI name (``bandwidth_Bps``, ``latency_s``), which
-:func:`.tomlmap.resolve_key` takes as it is, so a float comes back bit for bit; a
+:func:`dlscale.perfmodel.machine.tomlmap.resolve_key` takes as it is, so a float comes back bit for bit; a
 nested dataclass is a sub-table, a tuple of dataclasses (a model's layers) an array
 of inline tables, ``None`` is left out (the field's default). ``dlscale catalog show``
 prints a preset this way.

@@ -5,7 +5,7 @@
 was. The bisection is that of the installed machine (``topology.max_nodes`` nodes)
 cut into two halves, in closed form per family:
 
-- fat tree (an XGFT, :func:`.linkload.xgft_params`): the least, over the levels, of
+- fat tree (an XGFT, :func:`dlscale.perfmodel.machine.topologies.fattree.xgft_params`): the least, over the levels, of
   the capacity of the links from one half's level-``i`` elements up to level
   ``i + 1`` (the host links: every node's NIC);
 - dragonfly: the global links between two halves of the groups (every pair of
@@ -32,8 +32,7 @@ from __future__ import annotations
 
 import math
 
-from dlscale.perfmodel.machine.hardware import Cluster, Crossbar, Dragonfly, FatTree, Torus
-from dlscale.perfmodel.network.linkload import xgft_params
+from dlscale.perfmodel.machine.hardware import Cluster, FatTree
 
 __all__ = ["bisection_Bps", "network_line", "tapers"]
 
@@ -54,10 +53,7 @@ def tapers(cluster: Cluster) -> list[tuple[int, int]]:
     [(18, 18), (18, 18)]
     """
     topo = cluster.network.topology
-    if not isinstance(topo, FatTree):
-        return []
-    m = [topo.nodes_per_leaf] + [topo.down_up[i][0] for i in range(1, topo.levels - 1)]
-    return [(m[i], topo.down_up[i][1]) for i in range(topo.levels - 1)]
+    return topo.tapers() if isinstance(topo, FatTree) else []
 
 
 def bisection_Bps(cluster: Cluster) -> float:
@@ -75,29 +71,8 @@ def bisection_Bps(cluster: Cluster) -> float:
     52.992
     """
     topo = cluster.network.topology
-    n = topo.max_nodes
-    inject = n / 2 * cluster.node.nic.bandwidth_Bps
-    link = cluster.network.link.bandwidth_Bps
-    if isinstance(topo, FatTree):
-        m, w = xgft_params(topo, n)
-        cuts = [inject] + [n / 2 * math.prod(w[:i + 1]) / math.prod(m[:i]) * link
-                           for i in range(1, len(m))]
-        return float(min(cuts))
-    if isinstance(topo, Dragonfly):
-        g = topo.groups
-        if g < 2:
-            return float(inject)
-        per_pair = topo.routers_per_group * topo.global_links_per_router // (g - 1)
-        crossing = (g // 2) * (g - g // 2) * per_pair
-        bw = topo.global_bandwidth_Bps or link
-        return float(min(inject, crossing * bw))
-    if isinstance(topo, Torus):
-        k = max(topo.dims)
-        rings = math.prod(topo.dims) // k
-        return float(min(inject, (2 if k > 2 else 1) * rings * link))
-    if isinstance(topo, Crossbar):
-        return float(inject)
-    return float("nan")  # a topology family without a closed form
+    inject = topo.max_nodes / 2 * cluster.node.nic.bandwidth_Bps
+    return topo.bisection_Bps(inject, cluster.network.link.bandwidth_Bps)
 
 
 def _rate(bps: float) -> str:
@@ -113,18 +88,7 @@ def network_line(cluster: Cluster) -> str:
         The machine whose network the line describes.
     """
     topo = cluster.network.topology
-    shape = ""
-    if isinstance(topo, FatTree):
-        shape = f", {topo.levels} levels" + (f", {topo.rails} rails" if topo.rails > 1 else "")
-        levels = tapers(cluster)
-        if levels:
-            shape += "; taper " + ", ".join(f"{d}:{u} at L{i}"
-                                            for i, (d, u) in enumerate(levels, 1))
-    elif isinstance(topo, Dragonfly):
-        shape = (f", {topo.groups} groups x {topo.routers_per_group} routers, "
-                 f"{topo.global_links_per_router} global links per router")
-    elif isinstance(topo, Torus):
-        shape = ", " + "x".join(str(d) for d in topo.dims)
+    shape = topo.shape()
     bis = bisection_Bps(cluster)
     tail = f"; bisection {_rate(bis)}" if math.isfinite(bis) else ""
     return f"network: {topo.family}{shape}{tail} across {topo.max_nodes:,} nodes"

@@ -128,7 +128,7 @@ class NetworkModel(Protocol):
 
 
 class AnalyticalNetwork:
-    """Collective times of the analytical network model (:mod:`.netmodel`) on a cluster.
+    """Collective times of the analytical network model (:mod:`dlscale.perfmodel.network.model`) on a cluster.
 
     Every collective is its algorithm's schedule of steps, each costed from the loads
     its flows put on every level of the cluster's topology (ranks placed block-wise,
@@ -206,7 +206,7 @@ class AnalyticalNetwork:
 
     def _best(self, n_bytes: float, p: int | tuple[int, ...]) -> tuple[float, str]:
         """Seconds and name of what ``"auto"`` runs: the cluster's runtime's rule
-        (:func:`.autopolicy.choose_allreduce`, the one every caller follows)."""
+        (:func:`dlscale.perfmodel.network.autopolicy.choose_allreduce`, the one every caller follows)."""
         count = p if isinstance(p, int) else len(p)
         whole = isinstance(p, int) and p % self.ranks_per_node == 0
 
@@ -219,7 +219,7 @@ class AnalyticalNetwork:
 
     def resolve_allreduce(self, n_bytes: float, ranks: int | Sequence[int]) -> str:
         """The algorithm ``"auto"`` runs: the cluster's runtime's rule
-        (:mod:`.autopolicy`; MPICH's size thresholds, or the least time by this model
+        (:mod:`dlscale.perfmodel.network.autopolicy`; MPICH's size thresholds, or the least time by this model
         among the library's algorithms).
 
         Examples
@@ -245,7 +245,7 @@ class AnalyticalNetwork:
 
     def transfer_s(self, src_rank: int, dst_rank: int, n_bytes: float) -> float:
         """Time of one message on an idle network (0 to oneself): the path's latency
-        plus the bytes over its slowest link (:func:`.netmodel.path_hockney`).
+        plus the bytes over its slowest link (:func:`dlscale.perfmodel.network.model.path_hockney`).
 
         Examples
         --------

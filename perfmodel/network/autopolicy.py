@@ -1,15 +1,15 @@
 """The one rule ``collective = "auto"`` follows to pick an allreduce algorithm.
 
 Every caller that resolves ``"auto"`` comes here: the training model
-(:func:`.training_sync.workload_allreduce`, which ``predict`` and the training
+(:func:`dlscale.perfmodel.training.sync.workload_allreduce`, which ``predict`` and the training
 simulator use), the analytical network object
-(:meth:`.netapi.AnalyticalNetwork.resolve_allreduce`) and, through it, the routed
+(:meth:`dlscale.perfmodel.network.analytical.AnalyticalNetwork.resolve_allreduce`) and, through it, the routed
 simulation of a cluster's network
 (:meth:`dlscale.simulator.network.SimulatedNetwork.resolve_allreduce`). The rule is
-the runtime's (:class:`.runtime.Runtime`, fields ``selection`` and ``algorithms``):
+the runtime's (:class:`dlscale.perfmodel.machine.runtime.Runtime`, fields ``selection`` and ``algorithms``):
 
 ``selection = "mpich"``
-    MPICH's documented size rule (:func:`.runtime.mpich_short`): recursive doubling
+    MPICH's documented size rule (:func:`dlscale.perfmodel.machine.runtime.mpich_short`): recursive doubling
     for short messages, Rabenseifner's reduce-scatter + allgather otherwise.
 ``selection = "model"``
     The least time, by the caller's own network model, among the algorithms the
@@ -17,7 +17,7 @@ the runtime's (:class:`.runtime.Runtime`, fields ``selection`` and ``algorithms`
     its cost model and Intel MPI by measurement (see :mod:`.catalog.runtimes`).
 
 Without a runtime (a bare graph with no software stack) every algorithm the closed
-forms know is a candidate (:data:`.collectives.AUTO_CANDIDATES`).
+forms know is a candidate (:data:`dlscale.perfmodel.network.collectives.AUTO_CANDIDATES`).
 
 Examples
 --------

@@ -2,7 +2,7 @@
 
 Binomial reduce and broadcast (also the halves of the binomial-tree and hierarchical
 allreduces), ring reduce-scatter and allgather, binomial gather, one round of a
-parameter server, and :func:`fastest` (the least of named candidates). Arguments, units and errors as in :mod:`.collectives`, which
+parameter server, and :func:`fastest` (the least of named candidates). Arguments, units and errors as in :mod:`dlscale.perfmodel.network.collectives`, which
 re-exports every public name here; import them from there.
 
 Examples
@@ -75,7 +75,7 @@ def reduce_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: Param, beta_s_per_B: Par
     Returns
     -------
     float or ndarray
-        Seconds (see :mod:`.collectives`).
+        Seconds (see :mod:`dlscale.perfmodel.network.collectives`).
 
     Raises
     ------
@@ -111,7 +111,7 @@ def broadcast_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: Param, beta_s_per_B: 
     Returns
     -------
     float or ndarray
-        Seconds (see :mod:`.collectives`).
+        Seconds (see :mod:`dlscale.perfmodel.network.collectives`).
 
     Raises
     ------
@@ -150,7 +150,7 @@ def reduce_scatter_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: Param, beta_s_pe
     Returns
     -------
     float or ndarray
-        Seconds (see :mod:`.collectives`).
+        Seconds (see :mod:`dlscale.perfmodel.network.collectives`).
 
     Raises
     ------
@@ -181,7 +181,7 @@ def allgather_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: Param, beta_s_per_B: 
     Returns
     -------
     float or ndarray
-        Seconds (see :mod:`.collectives`).
+        Seconds (see :mod:`dlscale.perfmodel.network.collectives`).
 
     Raises
     ------
@@ -210,7 +210,7 @@ def gather_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: Param, beta_s_per_B: Par
     Returns
     -------
     float or ndarray
-        Seconds (see :mod:`.collectives`).
+        Seconds (see :mod:`dlscale.perfmodel.network.collectives`).
 
     Raises
     ------

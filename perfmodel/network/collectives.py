@@ -94,7 +94,7 @@ def ring_allreduce_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: Param, beta_s_pe
     Returns
     -------
     float or ndarray
-        Seconds (see :mod:`.collectives`).
+        Seconds (see :mod:`dlscale.perfmodel.network.collectives`).
 
     Raises
     ------
@@ -130,7 +130,7 @@ def recursive_doubling_allreduce_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: Pa
     Returns
     -------
     float or ndarray
-        Seconds (see :mod:`.collectives`).
+        Seconds (see :mod:`dlscale.perfmodel.network.collectives`).
 
     Raises
     ------
@@ -168,7 +168,7 @@ def rabenseifner_allreduce_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: Param,
     Returns
     -------
     float or ndarray
-        Seconds (see :mod:`.collectives`).
+        Seconds (see :mod:`dlscale.perfmodel.network.collectives`).
 
     Raises
     ------
@@ -204,7 +204,7 @@ def binomial_tree_allreduce_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: Param,
     Returns
     -------
     float or ndarray
-        Seconds (see :mod:`.collectives`).
+        Seconds (see :mod:`dlscale.perfmodel.network.collectives`).
 
     Raises
     ------
@@ -258,7 +258,7 @@ def double_binary_tree_allreduce_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: Pa
     Returns
     -------
     float or ndarray
-        Seconds (see :mod:`.collectives`).
+        Seconds (see :mod:`dlscale.perfmodel.network.collectives`).
 
     Raises
     ------
@@ -307,7 +307,7 @@ def allreduce_s(name: str, n_bytes: ArrayLike, p: ArrayLike, alpha_s: Param,
     Returns
     -------
     float or ndarray
-        Seconds (see :mod:`.collectives`).
+        Seconds (see :mod:`dlscale.perfmodel.network.collectives`).
 
     Raises
     ------
@@ -421,7 +421,7 @@ def auto_allreduce_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: Param, beta_s_pe
     Returns
     -------
     float or ndarray
-        Seconds (see :mod:`.collectives`).
+        Seconds (see :mod:`dlscale.perfmodel.network.collectives`).
 
     Raises
     ------

@@ -1,7 +1,7 @@
 """Hockney parameters of a cluster: latency, inverse bandwidth and reduction cost.
 
 The network model itself (each step of a collective costed from the loads its flows
-put on every level of the topology) is :mod:`.netmodel`; this module gives the
+put on every level of the topology) is :mod:`dlscale.perfmodel.network.model`; this module gives the
 per-link figures the training models and the tuners quote: the intra-node and the
 inter-node message's latency and inverse bandwidth, and the reduction cost.
 """

@@ -48,6 +48,7 @@ Two nodes of four ranks on one switch, every rank sending 1 byte to the next ran
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -60,6 +61,8 @@ from dlscale.perfmodel.machine.hardware import (
     Topology,
     Torus,
 )
+from dlscale.perfmodel.machine.topologies.dragonfly import dragonfly_parallel_link
+from dlscale.perfmodel.machine.topologies.fattree import dmodk_choice, xgft_params
 
 __all__ = ["FlowLoads", "StepLoad", "dmodk_choice", "dragonfly_parallel_link", "level_bandwidths_Bps",
            "step_load", "xgft_params"]
@@ -112,85 +115,6 @@ class StepLoad:
     flows: FlowLoads | None = None
 
 
-def xgft_params(tree: FatTree, nodes: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """XGFT ``(m, w)`` of the first ``nodes`` nodes of a :class:`FatTree`.
-
-    ``m[i]``: children of a level-``i+1`` switch; ``w[i]``: parents of a level-``i``
-    element (``w[0]``: rails). Levels above the lowest subtree that holds all nodes
-    are dropped.
-
-    Parameters
-    ----------
-    tree : FatTree
-        The fat tree.
-    nodes : int
-        Nodes in use.
-
-    Examples
-    --------
-    >>> xgft_params(FatTree(2, 28, ((28, 20),), 6000), 100)
-    ((28, 4), (1, 20))
-    >>> xgft_params(FatTree(3, 18, ((18, 18), (18, 18)), 4608, rails=2), 4608)
-    ((18, 18, 15), (2, 18, 18))
-    """
-    m = [tree.nodes_per_leaf] + [tree.down_up[i][0] for i in range(1, tree.levels - 1)]
-    w = [tree.rails] + [tree.down_up[i][1] for i in range(tree.levels - 1)]
-    h = tree.levels
-    while h > 1 and nodes <= math.prod(m[: h - 1]):
-        h -= 1
-    m = m[: h - 1]
-    m.append(-(-nodes // math.prod(m)) if m else nodes)
-    return tuple(m), tuple(w[:h])
-
-
-def dmodk_choice(dst: np.ndarray, w: tuple[int, ...], level: int) -> np.ndarray:
-    """Index, among the parents, of the level-``level`` switch a flow to ``dst`` climbs to.
-
-    D-mod-k (Zahavi 2010): ``B_1`` is the rail, ``B_i = B_{i-1} + ((dst // prod(w[1:i-1]))
-    mod w[i-1]) prod(w[:i-1])``; this returns ``B_level`` for rail 0.
-
-    Parameters
-    ----------
-    dst : ndarray of int
-        Destination host of each flow.
-    w : tuple of int
-        XGFT parents per level (:func:`xgft_params`).
-    level : int
-        The level climbed to.
-
-    Examples
-    --------
-    >>> dmodk_choice(np.arange(6), (1, 3, 2), 3).tolist()
-    [0, 1, 2, 3, 4, 5]
-    """
-    b = np.zeros_like(dst)
-    wp, W = 1, w[0]
-    for i in range(2, level + 1):
-        b = b + ((dst // wp) % w[i - 1]) * W
-        wp *= w[i - 1]
-        W *= w[i - 1]
-    return b
-
-
-def dragonfly_parallel_link(src_host: np.ndarray, dst_host: np.ndarray,
-                            links_per_pair: int) -> np.ndarray:
-    """Which of the parallel global links of a group pair a flow takes (a hash).
-
-    Parameters
-    ----------
-    src_host, dst_host : ndarray of int
-        Hosts of each flow.
-    links_per_pair : int
-        Parallel global links between two groups.
-
-    Examples
-    --------
-    >>> dragonfly_parallel_link(np.array([0, 1]), np.array([5, 5]), 4).tolist()
-    [1, 0]
-    """
-    return np.asarray((src_host * 7919 + dst_host) % max(links_per_pair, 1))
-
-
 def _per_link(keys: np.ndarray, weight: np.ndarray) -> np.ndarray:
     """Each flow's link's total weight (flows with the same key share one link)."""
     if len(keys) == 0:
@@ -224,7 +148,7 @@ def _fat_tree(tree: FatTree | Crossbar, nodes: int, hs: np.ndarray, hd: np.ndarr
     return load, hops
 
 
-def _dragonfly(topo: Dragonfly, hs: np.ndarray, hd: np.ndarray,
+def _dragonfly(topo: Dragonfly, nodes: int, hs: np.ndarray, hd: np.ndarray,
                wt: np.ndarray) -> tuple[dict[str, np.ndarray], np.ndarray]:
     g, a = topo.groups, topo.routers_per_group
     p, h = topo.terminals_per_router, topo.global_links_per_router
@@ -280,7 +204,7 @@ def _dragonfly(topo: Dragonfly, hs: np.ndarray, hd: np.ndarray,
     return load, hops
 
 
-def _torus(topo: Torus, hs: np.ndarray, hd: np.ndarray,
+def _torus(topo: Torus, nodes: int, hs: np.ndarray, hd: np.ndarray,
            wt: np.ndarray) -> tuple[dict[str, np.ndarray], np.ndarray]:
     dims = topo.dims
     strides = np.cumprod((1, *dims[:-1]))
@@ -332,6 +256,13 @@ def _torus(topo: Torus, hs: np.ndarray, hd: np.ndarray,
     return load, hops
 
 
+#: Family name -> the loads a step's inter-node flows put on the family's levels,
+#: ``f(topology, nodes, src_host, dst_host, weight) -> ({level: per-flow load}, hops)``.
+#: Every family of :data:`dlscale.perfmodel.machine.topologies.FAMILIES` has one.
+LEVEL_LOADS: dict[str, Callable[..., tuple[dict[str, np.ndarray], np.ndarray]]] = {
+    "fat-tree": _fat_tree, "crossbar": _fat_tree, "dragonfly": _dragonfly, "torus": _torus}
+
+
 def step_load(topology: Topology, nodes: int, ranks_per_node: int, device_links: bool,
               src: np.ndarray, dst: np.ndarray, weight: np.ndarray) -> StepLoad:
     """Per-level loads of one step's flows (see the module docstring).
@@ -379,15 +310,10 @@ def step_load(topology: Topology, nodes: int, ranks_per_node: int, device_links:
         ho = np.bincount(hs, weights=wi)
         hi = np.bincount(hd, weights=wi, minlength=len(ho))
         ho = np.pad(ho, (0, len(hi) - len(ho)))
-        net: dict[str, np.ndarray]
-        if isinstance(topology, (FatTree, Crossbar)):
-            net, hops = _fat_tree(topology, nodes, hs, hd, wi)
-        elif isinstance(topology, Dragonfly):
-            net, hops = _dragonfly(topology, hs, hd, wi)
-        elif isinstance(topology, Torus):
-            net, hops = _torus(topology, hs, hd, wi)
-        else:
+        loads = LEVEL_LOADS.get(topology.family)
+        if loads is None:
             raise TypeError(f"topology: unsupported {type(topology).__name__}")
+        net, hops = loads(topology, nodes, hs, hd, wi)
         for level, per in {"host": np.maximum(ho[hs], hi[hd]), **net}.items():
             flow_load[level] = np.zeros(F)
             flow_load[level][idx] = per
@@ -412,16 +338,6 @@ def level_bandwidths_Bps(cluster: Cluster) -> dict[str, float]:
     >>> bw["host"] / 1e9, bw["L1-L2"] / 1e9
     (23.0, 12.5)
     """
-    topo = cluster.network.topology
-    link = cluster.network.link.bandwidth_Bps
-    bw = {"intra": cluster.node.intra_link.bandwidth_Bps,
-          "host": cluster.node.nic.bandwidth_Bps}
-    if isinstance(topo, FatTree):
-        for i in range(2, topo.levels + 1):
-            bw[f"L{i - 1}-L{i}"] = link
-    elif isinstance(topo, Dragonfly):
-        bw["local"] = topo.local_bandwidth_Bps or link
-        bw["global"] = topo.global_bandwidth_Bps or link
-    elif isinstance(topo, Torus):
-        bw["torus"] = link
-    return bw
+    return {"intra": cluster.node.intra_link.bandwidth_Bps,
+            "host": cluster.node.nic.bandwidth_Bps,
+            **cluster.network.topology.level_bandwidths(cluster.network.link.bandwidth_Bps)}

@@ -2,13 +2,13 @@
 
 One model answers every closed-form question about the network (``predict``, the
 simulator's ``analytical`` backend, sweeps, the tuner behind ``auto``): a
-collective's algorithm is a schedule of steps (:mod:`.schedules`, the same steps the
+collective's algorithm is a schedule of steps (:mod:`dlscale.perfmodel.network.schedules`, the same steps the
 simulator routes), and each step costs
 
 ``latency of its longest path + n_step * max_level(load_level / bandwidth_level)
 + gamma * (bytes a rank reduces)``,
 
-with the per-level loads counted by :func:`.linkload.step_load` for the ranks
+with the per-level loads counted by :func:`dlscale.perfmodel.network.linkload.step_load` for the ranks
 placed block-wise on the cluster's topology, and the path latency summed along the
 links (half the intra-node latency at each device end, half the NIC's at each host
 end, ``hop_latency_s`` per switch-to-switch link). Every link of the machine
@@ -17,12 +17,12 @@ cross it, in proportion to how many cross it at once.
 
 The loads of a step do not depend on the bytes or the link speeds, so they are
 computed once per (topology, nodes, ranks per node, algorithm) and cached
-(:mod:`.netplan`); a sweep over bandwidths or message sizes reuses them. The steps
-are priced by :mod:`.stepcost`: summed, or, where a schedule of distinct steps meets
+(:mod:`dlscale.perfmodel.network.plan`); a sweep over bandwidths or message sizes reuses them. The steps
+are priced by :mod:`dlscale.perfmodel.network.stepcost`: summed, or, where a schedule of distinct steps meets
 different loads within a step, along the longest chain of messages through the ranks
-(:mod:`.rendezvous`, the rule the simulator's fast mode applies too). The pipelined
+(:mod:`dlscale.perfmodel.network.rendezvous`, the rule the simulator's fast mode applies too). The pipelined
 double binary tree is costed from its filling, draining and steady steps
-(:mod:`.pipelined_tree`).
+(:mod:`dlscale.perfmodel.network.pipelined_tree`).
 
 Examples
 --------
@@ -115,7 +115,7 @@ def collective_time_s(cluster: Cluster, collective: str, algorithm: str,
     cluster : Cluster
         The machine; its topology sets the loads of each step on each level.
     collective, algorithm, inter_algorithm : str
-        A collective and algorithm of :data:`.netapi.COLLECTIVE_ALGORITHMS`; the flat
+        A collective and algorithm of :data:`dlscale.perfmodel.network.analytical.COLLECTIVE_ALGORITHMS`; the flat
         algorithm among node leaders for ``hierarchical`` (default ring).
     n_bytes : float or ndarray
         Bytes of each rank's vector (of the gathered result for allgather).
@@ -291,7 +291,7 @@ def _levels(cluster: Cluster, collective: str, algorithm: str, nodes: tuple[int,
 @lru_cache(maxsize=1024)
 def _own_levels(topology: Topology, nodes: tuple[int, ...], ranks_per_node: int, dev: bool,
                 collective: str, algorithm: str, inter_algorithm: str) -> np.ndarray:
-    """Which levels of :func:`.netplan.plan_curve`'s union each node count's plan has."""
+    """Which levels of :func:`dlscale.perfmodel.network.plan.plan_curve`'s union each node count's plan has."""
     curve = plan_curve(topology, nodes, ranks_per_node, dev, collective, algorithm,
                        inter_algorithm)
     own = np.zeros((len(nodes), len(curve.levels)), dtype=bool)

@@ -1,13 +1,13 @@
 """Plans' per-message flows packed into flat arrays, for the compiled critical path.
 
-A plan costed on its critical path (:attr:`.netplan.CollectivePlan.flows`) is a list of
+A plan costed on its critical path (:attr:`dlscale.perfmodel.network.plan.CollectivePlan.flows`) is a list of
 steps, each with its messages and their cost classes. :func:`pack_flows` packs them
 into the compressed rows of :class:`dlscale.perfmodel.network.chainwalk.ChainSteps` plus one row
 per (step, class) of what prices it (loads per level, NIC, hops, size), one plan
-(:meth:`.netplan.CollectivePlan.packed`) or the plans of a whole scaling curve one
-after another (:func:`.netplan.packed_curve`), so one call of the compiled walk
+(:meth:`dlscale.perfmodel.network.plan.CollectivePlan.packed`) or the plans of a whole scaling curve one
+after another (:func:`dlscale.perfmodel.network.plan.packed_curve`), so one call of the compiled walk
 (:func:`dlscale.perfmodel.network.chainwalk.longest_chains`) prices every node count at once.
-:func:`.stepcost.packed_time_s` prices them.
+:func:`dlscale.perfmodel.network.stepcost.packed_time_s` prices them.
 
 Examples
 --------
@@ -70,7 +70,7 @@ class PackedFlows:
     moves: np.ndarray
     size: np.ndarray
     plan: np.ndarray
-    #: priced walks, by machine figures and sizes (:func:`.stepcost.packed_time_s`)
+    #: priced walks, by machine figures and sizes (:func:`dlscale.perfmodel.network.stepcost.packed_time_s`)
     priced: dict[tuple[object, ...], np.ndarray] = field(default_factory=dict, init=False,
                                                          compare=False, repr=False)
 
@@ -81,7 +81,7 @@ def pack_flows(plans: Sequence[tuple[Sequence[StepFlows], tuple[str, ...]]]) -> 
     Parameters
     ----------
     plans : sequence of (flows, levels)
-        Each plan's steps (:attr:`.netplan.CollectivePlan.flows`) and levels (the
+        Each plan's steps (:attr:`dlscale.perfmodel.network.plan.CollectivePlan.flows`) and levels (the
         columns of each step's ``load``); the levels are merged (a level a plan lacks
         carries no load on its paths).
 
@@ -89,7 +89,7 @@ def pack_flows(plans: Sequence[tuple[Sequence[StepFlows], tuple[str, ...]]]) -> 
     -------
     PackedFlows
         Plan ``j`` has ranks ``0..P - 1``, ``P`` one past the highest rank of any of
-        its messages (as :func:`.stepcost.walk_s` counts them).
+        its messages (as :func:`dlscale.perfmodel.network.stepcost.walk_s` counts them).
     """
     levels = tuple(sorted({lvl for _, lv in plans for lvl in lv}))
     flows = [st for fl, _ in plans for st in fl]

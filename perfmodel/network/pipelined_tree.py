@@ -6,7 +6,7 @@ direction (reduce, then broadcast), of which the first ``D - 1`` fill the pipeli
 the last ``D - 1`` drain it with only some edges busy, and the ``k - D + 1`` between
 keep every edge busy. The fill and drain steps do not depend on ``k`` once
 ``k >= D - 1``, so the pipeline's time is that of the ``D - 1``-segment pipeline (all
-fill and drain, costed step by step: :func:`.stepcost.plan_time_s`) plus
+fill and drain, costed step by step: :func:`dlscale.perfmodel.network.stepcost.plan_time_s`) plus
 ``k - D + 1`` steady steps (every edge of both trees carrying one segment), each at
 the segment size ``n / (2 k)``; a shorter pipeline is costed step by step. The
 segment count is :func:`dbt_segments`, the rule the simulator uses too.
@@ -164,7 +164,7 @@ def _parts(topology: Topology, nodes: tuple[int, ...], ranks_per_node: int, dev:
 
 
 def _hockney(cluster: Cluster, ends: _Stack, dev: bool) -> tuple[np.ndarray, np.ndarray]:
-    """``(alpha, beta)`` of each path, as :func:`.stepcost.path_hockney` computes them."""
+    """``(alpha, beta)`` of each path, as :func:`dlscale.perfmodel.network.stepcost.path_hockney` computes them."""
     bw = level_bandwidths_Bps(cluster)
     per = ends.load[:, 0, :] / np.array([bw[k] for k in ends.levels])
     return latency_s(cluster, dev, ends.inter[:, 0], ends.hops[:, 0]), per.max(axis=-1)
@@ -172,7 +172,7 @@ def _hockney(cluster: Cluster, ends: _Stack, dev: bool) -> tuple[np.ndarray, np.
 
 def _sum_of_steps(cluster: Cluster, st: _Stack, dev: bool, n: np.ndarray,
                   gamma: np.ndarray) -> np.ndarray:
-    """:func:`.stepcost.plan_time_s` of stacked plans without flows, each at its sizes
+    """:func:`dlscale.perfmodel.network.stepcost.plan_time_s` of stacked plans without flows, each at its sizes
     ``n[..., i]`` (the same operations, so the same bits)."""
     lat = latency_s(cluster, dev, st.inter, st.hops)                          # (G, S)
     busy = (st.load * level_betas(cluster, st.levels)).max(axis=-1, initial=0.0)

@@ -1,16 +1,16 @@
 """A collective's plan: its steps' loads on each level of a topology, independent of speeds.
 
-A collective's algorithm is a schedule of steps (:mod:`.schedules`, the same steps the
+A collective's algorithm is a schedule of steps (:mod:`dlscale.perfmodel.network.schedules`, the same steps the
 simulator routes); :func:`plan_collective` counts, for the ranks placed block-wise,
-the load every step puts on each level (:func:`.linkload.step_load`), in units of
+the load every step puts on each level (:func:`dlscale.perfmodel.network.linkload.step_load`), in units of
 the vector size. The loads do not depend on the bytes or the link speeds, so a plan
 is computed once per (topology shape, nodes, ranks per node, algorithm) and cached;
-:mod:`.netmodel` prices it for a machine and a size.
+:mod:`dlscale.perfmodel.network.model` prices it for a machine and a size.
 
 A schedule of distinct steps (trees, recursive doubling and halving) whose flows
 meet different loads within a step also keeps each flow's own loads
 (:class:`StepFlows`): its time is then the longest chain of messages through the
-ranks (:mod:`.rendezvous`), not the sum of each step's slowest message. A repeated
+ranks (:mod:`dlscale.perfmodel.network.rendezvous`), not the sum of each step's slowest message. A repeated
 step (a ring's shift) reaches a regime in which every repetition advances by its
 slowest message, where the two agree, so it keeps only the step's loads; so does a
 pipeline (the double binary tree's segments): the sum of its steps is an upper bound
@@ -36,7 +36,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from dlscale.perfmodel.machine.hardware import Dragonfly, Topology
+from dlscale.perfmodel.machine.hardware import Topology
 from dlscale.perfmodel.network.linkload import StepLoad, step_load
 from dlscale.perfmodel.network.packedflows import PackedFlows, pack_flows
 from dlscale.perfmodel.network.schedules import build_schedule, double_binary_tree_edges
@@ -157,7 +157,7 @@ class CollectivePlan:
         axis): the rank count of each node count.
     size : ndarray or None, shape (S,)
         Largest message of each step in units of ``n`` (for the per-size factors of
-        :mod:`.msgfactors`); None: every message ``n`` bytes.
+        :mod:`dlscale.perfmodel.network.msgfactors`); None: every message ``n`` bytes.
     flows : tuple of StepFlows or None
         Each step's messages with their own loads, for a schedule costed on its
         critical path (see the module docstring); None: the sum of the steps.
@@ -175,7 +175,7 @@ class CollectivePlan:
     size: np.ndarray | None = None
     flows: tuple[StepFlows, ...] | None = None
     #: priced critical paths of this plan, by machine figures and sizes (see
-    #: :func:`.stepcost.critical_path_s`); not copied by ``dataclasses.replace``
+    #: :func:`dlscale.perfmodel.network.stepcost.critical_path_s`); not copied by ``dataclasses.replace``
     priced: dict[tuple[object, ...], np.ndarray] = field(default_factory=dict, init=False,
                                                          compare=False, repr=False)
     #: ``flows`` packed for the compiled walk, once asked for (:meth:`packed`)
@@ -183,7 +183,7 @@ class CollectivePlan:
                                        repr=False)
 
     def packed(self) -> PackedFlows | None:
-        """``flows`` packed for the compiled walk (:mod:`.packedflows`; built on first
+        """``flows`` packed for the compiled walk (:mod:`dlscale.perfmodel.network.packedflows`; built on first
         use and kept; None without flows). The plans of a curve are packed together
         instead (:func:`packed_curve`), not one by one."""
         if self.flows is None:
@@ -201,9 +201,7 @@ def shape_key(topology: Topology) -> Topology:
     topology : Topology
         A topology description.
     """
-    if isinstance(topology, Dragonfly):
-        return dataclasses.replace(topology, local_bandwidth_Bps=None, global_bandwidth_Bps=None)
-    return topology
+    return topology.without_speeds()
 
 
 def _assemble(loads: list[StepLoad], repeat: list[int], reduce: list[bool], scale: list[float],
@@ -239,7 +237,7 @@ def _plan_collective(topology: Topology, nodes: int, ranks_per_node: int, device
     device_links : bool
         Ranks sit behind a device link.
     collective, algorithm : str
-        A collective and one of its algorithms (:data:`.schedules.ALGORITHMS`).
+        A collective and one of its algorithms (:data:`dlscale.perfmodel.network.schedules.ALGORITHMS`).
     inter_algorithm : str
         Flat algorithm among node leaders for ``hierarchical``.
     ranks : int or tuple of int, optional

@@ -8,7 +8,7 @@ the ranks' dependencies, which is below the sum of each step's slowest message
 whenever the slow messages of different steps lie on different chains (a binomial
 tree whose subtrees straddle nodes unevenly, recursive doubling's fold of a
 non-power-of-two count). Both fidelities advance their clocks by this one rule: the
-analytical model (:mod:`.netmodel`) with each message's cost from its path's level
+analytical model (:mod:`dlscale.perfmodel.network.model`) with each message's cost from its path's level
 loads, the simulator's fast mode with each message's cost from its routed links.
 
 Examples

@@ -1,6 +1,6 @@
 """What a collective plan's steps cost on a machine: latency, link time, reduction.
 
-A plan (:mod:`.netplan`) holds each step's loads per level in units of the vector
+A plan (:mod:`dlscale.perfmodel.network.plan`) holds each step's loads per level in units of the vector
 size; this module prices them for a cluster's links. Each step costs
 
 ``latency of its longest path + n_step * max_level(load_level / bandwidth_level)
@@ -8,11 +8,11 @@ size; this module prices them for a cluster's links. Each step costs
 
 with the path latency summed along the links (half the intra-node latency at each
 device end, half the NIC's at each host end, ``hop_latency_s`` per switch-to-switch
-link) and the per-size factors of :mod:`.msgfactors` at the step's largest message.
+link) and the per-size factors of :mod:`dlscale.perfmodel.network.msgfactors` at the step's largest message.
 A plan's time is the sum of its steps, or, for a plan that keeps each message's own
-loads, the longest chain of messages through the ranks (:mod:`.rendezvous`): the
+loads, the longest chain of messages through the ranks (:mod:`dlscale.perfmodel.network.rendezvous`): the
 rank clocks advance in the compiled walk of :mod:`dlscale.perfmodel.network.chainwalk`, over one
-plan or a whole curve's plans packed together (:mod:`.packedflows`), bit-equal to
+plan or a whole curve's plans packed together (:mod:`dlscale.perfmodel.network.packedflows`), bit-equal to
 the numpy walk :func:`walk_s` kept as its reference.
 
 Examples
@@ -61,7 +61,7 @@ def device_links(cluster: Cluster, ranks_per_node: int) -> bool:
 
 
 def level_betas(cluster: Cluster, levels: tuple[str, ...]) -> np.ndarray:
-    """Seconds per byte of one link of each level (:func:`.linkload.level_bandwidths_Bps`).
+    """Seconds per byte of one link of each level (:func:`dlscale.perfmodel.network.linkload.level_bandwidths_Bps`).
 
     Parameters
     ----------
@@ -96,7 +96,7 @@ def latency_s(cluster: Cluster, device_links: bool, inter: np.ndarray,
 
 def step_s(cluster: Cluster, lat: np.ndarray, busy: np.ndarray, size: np.ndarray | None,
            nn: np.ndarray) -> np.ndarray:
-    """Latency and bandwidth time of steps (:func:`.msgfactors.message_time_s` with
+    """Latency and bandwidth time of steps (:func:`dlscale.perfmodel.network.msgfactors.message_time_s` with
     each step's largest message picking the factors).
 
     Parameters
@@ -124,14 +124,14 @@ def plan_time_s(cluster: Cluster, plan: CollectivePlan, n: ArrayLike,
                 gamma_s_per_B: float) -> np.ndarray:
     """Seconds of a plan: each step's latency + its most loaded level's time + the
     reduction, times its repeats, summed; a plan with
-    :attr:`~.netplan.CollectivePlan.flows` on its critical path (:func:`critical_path_s`).
+    :attr:`~dlscale.perfmodel.network.plan.CollectivePlan.flows` on its critical path (:func:`critical_path_s`).
 
     Parameters
     ----------
     cluster : Cluster
         The machine whose links price the plan.
     plan : CollectivePlan
-        Loads of the collective's steps (:func:`.netplan.plan_collective`).
+        Loads of the collective's steps (:func:`dlscale.perfmodel.network.plan.plan_collective`).
     n : array_like
         Vector sizes in bytes (vectorized).
     gamma_s_per_B : float
@@ -153,7 +153,7 @@ def plan_time_s(cluster: Cluster, plan: CollectivePlan, n: ArrayLike,
 
 def critical_path_s(cluster: Cluster, plan: CollectivePlan, n: ArrayLike,
                     gamma_s_per_B: float) -> np.ndarray:
-    """The longest chain of messages through the ranks (:mod:`.rendezvous`): each
+    """The longest chain of messages through the ranks (:mod:`dlscale.perfmodel.network.rendezvous`): each
     message costs what its own path meets (its class's latency and most loaded link),
     by the same step formula as :func:`plan_time_s`; the rank clocks advance in the
     compiled walk of :func:`packed_time_s`, bit-equal to :func:`walk_s`.
@@ -186,7 +186,7 @@ def critical_path_s(cluster: Cluster, plan: CollectivePlan, n: ArrayLike,
 def packed_time_s(cluster: Cluster, packed: PackedFlows, device_links: bool, n: np.ndarray,
                   gamma_s_per_B: np.ndarray,
                   memo: dict[tuple[object, ...], np.ndarray] | None = None) -> np.ndarray:
-    """Critical paths of packed plans (:mod:`.packedflows`), each at its own sizes.
+    """Critical paths of packed plans (:mod:`dlscale.perfmodel.network.packedflows`), each at its own sizes.
 
     Each class's message costs :func:`step_s` of its path at its plan's size (0 for a
     message to oneself), then :func:`dlscale.perfmodel.network.chainwalk.longest_chains` walks the
@@ -262,7 +262,7 @@ def _known_rows(memo: dict[tuple[object, ...], np.ndarray],
 
 def walk_s(cluster: Cluster, plan: CollectivePlan, n: ArrayLike,
            gamma_s_per_B: float) -> np.ndarray:
-    """:func:`critical_path_s` by :func:`.rendezvous.advance_clocks` step by step in
+    """:func:`critical_path_s` by :func:`dlscale.perfmodel.network.rendezvous.advance_clocks` step by step in
     numpy (the reference the compiled walk is held to; slower).
 
     Parameters

@@ -1,13 +1,13 @@
 """Elastic averaging SGD and asynchronous SGD baselines, vectorized over node counts.
 
 Notation: ``t`` the local step of one worker (forward + backward + its local
-update, :mod:`.compute`), ``W`` the bytes of the weights at the training precision,
+update, :mod:`dlscale.perfmodel.compute.roofline`), ``W`` the bytes of the weights at the training precision,
 ``P`` the workers (all ranks), ``tau`` the communication period
 (``workload.tau``; 1 for the SGD baselines, which exchange every step).
 
 easgd (the original, Zhang et al. 2015 as run by You et al. 2017)
     A master process exchanges with the workers one at a time:
-    :func:`.collectives.parameter_server_s` ``= P (2 alpha + 2 W beta + W u)`` per
+    :func:`dlscale.perfmodel.network.collectives.parameter_server_s` ``= P (2 alpha + 2 W beta + W u)`` per
     round, over the master's link (the node's ``host_link`` on one GPU node, where
     the master lives on the CPU; the NIC across nodes); GPU workers also copy their
     weights device -> host -> device every iteration, ``2 (alpha_h + W beta_h)`` over
@@ -79,10 +79,10 @@ def master_link(cluster: Cluster, algorithm: str, nodes: np.ndarray,
     """``(alpha_s, beta_s_per_B)`` of a worker's message to the master, per node count.
 
     The master sits with rank 0. Across nodes: the path from the last worker to it
-    (:func:`.netmodel.path_hockney`: latencies along the path, its slowest link). On
+    (:func:`dlscale.perfmodel.network.model.path_hockney`: latencies along the path, its slowest link). On
     one node: the node's host link for the original EASGD (the master is a CPU
     process), else the intra-node link. Given the message size ``n_bytes``, across
-    nodes the network's per-size factors (:mod:`.msgfactors`) are applied: the
+    nodes the network's per-size factors (:mod:`dlscale.perfmodel.network.msgfactors`) are applied: the
     effective ``(f_lat(n) alpha, beta / f_bw(n))``.
 
     Parameters
@@ -253,7 +253,7 @@ def easgd_times(cluster: Cluster, workload: Workload, lay: Layout) -> IterationT
     workload : Workload
         What is trained and how.
     lay : Layout
-        Ranks and batches per node count (:func:`.training.layout`).
+        Ranks and batches per node count (:func:`dlscale.perfmodel.training.iteration.layout`).
 
     Returns
     -------

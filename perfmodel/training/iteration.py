@@ -53,7 +53,7 @@ def iteration_times(cluster: Cluster, workload: Workload, nodes: ArrayLike, *,
     asks it for its bucket and bit-vector allreduces (see
     :func:`~dlscale.perfmodel.training.sync.sync_sgd_times`); the EASGD family does
     not take one (:class:`ConfigError`). Inter-node links are charged as the
-    cluster's runtime's transport delivers them (:func:`.runtime.with_transport`).
+    cluster's runtime's transport delivers them (:func:`dlscale.perfmodel.machine.runtime.with_transport`).
 
     Parameters
     ----------
@@ -65,7 +65,7 @@ def iteration_times(cluster: Cluster, workload: Workload, nodes: ArrayLike, *,
         Node counts.
     network : NetworkModel, optional
         Who answers the collectives of synchronous SGD (default: the analytical
-        network model of :mod:`.netmodel` on ``cluster``).
+        network model of :mod:`dlscale.perfmodel.network.model` on ``cluster``).
 
     Returns
     -------

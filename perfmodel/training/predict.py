@@ -73,7 +73,7 @@ class Prediction:
     global_batch : ndarray
         Samples per iteration over all ranks.
     iteration_s : ndarray
-        Time of one iteration (see :class:`.training.IterationTimes`).
+        Time of one iteration (see :class:`dlscale.perfmodel.training.iteration.IterationTimes`).
     compute_s : ndarray
         Forward + backward + update of one rank.
     backward_s : ndarray
@@ -97,7 +97,7 @@ class Prediction:
         device alone)``.
     memory_per_device_bytes : ndarray
         Bytes one device holds (its ranks' parameters, gradients, optimizer state,
-        activations and buffers; see :mod:`.memory`).
+        activations and buffers; see :mod:`dlscale.perfmodel.compute.memory`).
     fits : ndarray of bool
         Whether that fits the device's training memory.
     bottleneck : ndarray of str
@@ -114,10 +114,10 @@ class Prediction:
     network_limit : ndarray of str
         The topology level whose links limit that allreduce's bandwidth time
         (``intra``, ``host``, ``L1-L2``, ``local``, ``global``, ``torus``...; see
-        :mod:`.linkload`).
+        :mod:`dlscale.perfmodel.network.linkload`).
     note : ndarray of str
         Why an efficiency is above 1, or why throughput fell below the previous node
-        count's (:mod:`.row_notes`); ``""`` elsewhere.
+        count's (:mod:`dlscale.perfmodel.training.row_notes`); ``""`` elsewhere.
     baseline : {"node", "device"}
         What ``efficiency`` is measured against: one node, or one device alone.
     baseline_fits : bool

@@ -52,7 +52,7 @@ class Layout:
         Samples per iteration over all ranks.
     compute_fraction : float
         Share of the rank's cores that computes, the rest running the software stack's
-        communication threads (:meth:`.runtime.Runtime.compute_fraction`).
+        communication threads (:meth:`dlscale.perfmodel.machine.runtime.Runtime.compute_fraction`).
     """
 
     nodes: np.ndarray

@@ -2,7 +2,7 @@
 
 One iteration of one rank:
 
-1. forward pass (sum of the per-layer roofline times, :mod:`.compute`);
+1. forward pass (sum of the per-layer roofline times, :mod:`dlscale.perfmodel.compute.roofline`);
 2. backward pass from the last layer to the first; dense gradients are packed, in
    that order, into buckets of at most ``fusion_threshold_bytes`` (a layer larger
    than the threshold is a bucket on its own; threshold 0: one bucket per layer).
@@ -14,11 +14,11 @@ One iteration of one rank:
    bucket's allreduce has finished; it costs its orchestration plus the allreduce
    (``workload.collective`` over all ranks, :func:`workload_allreduce`: the steps of
    the algorithm with their loads on every level of the topology,
-   :mod:`.netmodel`);
+   :mod:`dlscale.perfmodel.network.model`);
 4. sparse (IndexedSlices) gradients that are not densified are allgathered
-   (values and int64 indices, ``P R (h e + 8)`` bytes in all, see :mod:`.memory`)
+   (values and int64 indices, ``P R (h e + 8)`` bytes in all, see :mod:`dlscale.perfmodel.compute.memory`)
    after the dense buckets, and summed into the table (``gamma`` per byte);
-5. the weight update (:func:`.compute.update_s`) after the last message.
+5. the weight update (:func:`dlscale.perfmodel.compute.roofline.update_s`) after the last message.
 
 With ``network`` (a :class:`~dlscale.perfmodel.network.analytical.NetworkModel`, e.g. a
 :class:`dlscale.simulator.network.SimulatedNetwork`), step 3's allreduces and the
@@ -28,12 +28,12 @@ the rank-0 negotiation and the sparse allgather keep their closed forms.
 
 ``iteration = forward + max(backward, end of the last message) + update``, each
 compute term times the expected largest noise factor over the ranks (the cluster's
-``noise``, :mod:`.noise`; 1 without noise); exposed communication = ``iteration -``
+``noise``, :mod:`dlscale.perfmodel.machine.noise`; 1 without noise); exposed communication = ``iteration -``
 that slowest rank's ``(forward + backward + update)``; communication = per buffer (and
 sparse allgather) its cycle wait, orchestration and collective, so exposed <= it.
 
 Orchestration per bucket (Laanait et al. 2019, the Horovod design, and the cluster's
-runtime, :mod:`.runtime`):
+runtime, :mod:`dlscale.perfmodel.machine.runtime`):
 
 - ``grouping="fusion"`` with a ``"rank0"`` runtime (Horovod before its response
   cache): negotiation through rank 0: a gather of the ready-tensor requests (MPICH's
@@ -154,11 +154,11 @@ def workload_allreduce(cluster: Cluster, workload: Workload, lay: Layout,
 
     ``n_bytes`` broadcasts against the node counts ``(N,)`` (e.g. a column ``(B, 1)``
     of bucket sizes). The workload's ``collective`` is costed by
-    :func:`.netmodel.collective_time_s` (the per-level loads of its steps on the
+    :func:`dlscale.perfmodel.network.model.collective_time_s` (the per-level loads of its steps on the
     cluster's topology, its links as the runtime's transport delivers them,
-    :func:`.runtime.with_transport`); ``"auto"`` is the runtime's own choice among its
+    :func:`dlscale.perfmodel.machine.runtime.with_transport`); ``"auto"`` is the runtime's own choice among its
     algorithms per size and rank count: MPICH's documented thresholds
-    (``selection="mpich"``, :func:`.runtime.mpich_short`) or, for a library that
+    (``selection="mpich"``, :func:`dlscale.perfmodel.machine.runtime.mpich_short`) or, for a library that
     tunes by measurement or its own cost model (NCCL, Intel MPI), the least time of
     its algorithms by the same network model (``selection="model"``).
 
@@ -169,7 +169,7 @@ def workload_allreduce(cluster: Cluster, workload: Workload, lay: Layout,
     workload : Workload
         What is trained and how.
     lay : Layout
-        Ranks and batches per node count (:func:`.training.layout`).
+        Ranks and batches per node count (:func:`dlscale.perfmodel.training.iteration.layout`).
     n_bytes : ndarray
         Message sizes, broadcast against ``(N,)``.
 
@@ -218,7 +218,7 @@ def auto_choice(cluster: Cluster, workload: Workload, lay: Layout) -> list[np.nd
     workload : Workload
         What is trained and how.
     lay : Layout
-        Ranks and batches per node count (:func:`.training.layout`).
+        Ranks and batches per node count (:func:`dlscale.perfmodel.training.iteration.layout`).
 
     Returns
     -------
@@ -244,7 +244,7 @@ def collective_summary(cluster: Cluster, workload: Workload,
                        lay: Layout) -> tuple[np.ndarray, np.ndarray]:
     """Per node count: the algorithm of the largest gradient bucket's allreduce (what
     ``"auto"`` picked, or the workload's collective) and the topology level that limits
-    its bandwidth time (:func:`.netmodel.limiting_level`; ``""`` on one rank).
+    its bandwidth time (:func:`dlscale.perfmodel.network.model.limiting_level`; ``""`` on one rank).
 
     Parameters
     ----------
@@ -253,7 +253,7 @@ def collective_summary(cluster: Cluster, workload: Workload,
     workload : Workload
         What is trained and how.
     lay : Layout
-        Ranks and batches per node count (:func:`.training.layout`).
+        Ranks and batches per node count (:func:`dlscale.perfmodel.training.iteration.layout`).
 
     Returns
     -------
@@ -348,7 +348,7 @@ def end_to_end_latency_s(cluster: Cluster, lay: Layout) -> np.ndarray:
     Returns
     -------
     ndarray
-        Seconds per node count (:func:`.netmodel.path_hockney`, over the
+        Seconds per node count (:func:`dlscale.perfmodel.network.model.path_hockney`, over the
         runtime's transport).
     """
     cluster = with_transport(cluster)
@@ -359,7 +359,7 @@ def end_to_end_latency_s(cluster: Cluster, lay: Layout) -> np.ndarray:
 def coordination_bytes(workload: Workload, runtime: Runtime, tensors: int) -> float:
     """Bytes of the bit-vector allreduce that coordinates one bucket, 0 where the
     coordination is not one: graph-aware grouping (one bit per tensor, in bytes) or
-    Horovod's response cache (:func:`.runtime.cache_bitvector_bytes`).
+    Horovod's response cache (:func:`dlscale.perfmodel.machine.runtime.cache_bitvector_bytes`).
 
     Parameters
     ----------
@@ -413,7 +413,7 @@ def _compute_phases(cluster: Cluster, workload: Workload, lay: Layout) -> tuple[
     upd_s = update_s(workload.model.params, dev, workload.momentum > 0, lay.share)
     compute = np.broadcast_to(fwd + bwd + upd_s, lay.nodes.shape).astype(float)
     # the slowest rank sets every synchronous step: its expected compute factor over
-    # the ranks (1 without noise; :mod:`.noise`, the distribution the simulator draws)
+    # the ranks (1 without noise; :mod:`dlscale.perfmodel.machine.noise`, the distribution the simulator draws)
     slow = expected_max_factor(cluster.noise, lay.ranks)
     fwd, bwd, upd = fwd * slow, bwd * slow, upd_s * slow
     bwd_cum = bwd_cum * slow[..., None]          # (N, L): per node count and layer
@@ -425,7 +425,7 @@ def sync_sgd_times(cluster: Cluster, workload: Workload, lay: Layout, *,
     """Iteration times of synchronous SGD for the node counts of ``lay``.
 
     The cluster's runtime sets the coordination of each bucket, the background cycle
-    and the fusion cap (:mod:`.runtime`). ``network``: answers the bucket and bit-vector allreduces instead of the closed
+    and the fusion cap (:mod:`dlscale.perfmodel.machine.runtime`). ``network``: answers the bucket and bit-vector allreduces instead of the closed
     forms (see the module docstring); it must hold ``max(lay.ranks)`` ranks.
 
     Parameters
@@ -435,9 +435,9 @@ def sync_sgd_times(cluster: Cluster, workload: Workload, lay: Layout, *,
     workload : Workload
         What is trained and how.
     lay : Layout
-        Ranks and batches per node count (:func:`.training.layout`).
+        Ranks and batches per node count (:func:`dlscale.perfmodel.training.iteration.layout`).
     network : NetworkModel, optional
-        Who answers the allreduces (default: the closed forms of :mod:`.netmodel`).
+        Who answers the allreduces (default: the closed forms of :mod:`dlscale.perfmodel.network.model`).
 
     Returns
     -------

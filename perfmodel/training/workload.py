@@ -62,7 +62,7 @@ GROUPINGS = ("fusion", "graph-aware")
 #: Layer kinds the catalogs use.
 LAYER_KINDS = ("conv", "fc", "embedding", "attention", "norm", "pool", "act", "other")
 
-#: Efficiency classes a layer can be tagged with (see :mod:`.efficiency`); ``""``
+#: Efficiency classes a layer can be tagged with (see :mod:`dlscale.perfmodel.compute.efficiency`); ``""``
 #: means the default of its kind.
 LAYER_CLASSES = ("gemm", "conv3x3", "conv", "depthwise", "norm", "eltwise")
 
@@ -88,7 +88,7 @@ class Layer:
         The gradient is an IndexedSlices (rows of an embedding table), which Horovod
         allgathers instead of allreducing unless densified.
     algo : str
-        Efficiency class (:data:`LAYER_CLASSES`, see :mod:`.efficiency`): which
+        Efficiency class (:data:`LAYER_CLASSES`, see :mod:`dlscale.perfmodel.compute.efficiency`): which
         algorithm family runs it, e.g. ``"conv3x3"`` for a Winograd-eligible
         convolution; ``""`` takes the default of ``kind``.
     """
@@ -128,7 +128,7 @@ class Model:
     source: str = ""
     #: For sparse (embedding) layers: rows touched per sample (tokens per sample).
     sparse_rows_per_sample: float = 0.0
-    #: The user's own compute measurement on one device (:mod:`.measured`); None: the
+    #: The user's own compute measurement on one device (:mod:`dlscale.perfmodel.compute.measured`); None: the
     #: roofline alone.
     measured: MeasuredCompute | None = None
 

@@ -24,6 +24,7 @@ Examples
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import networkx as nx
 import numpy as np
@@ -35,13 +36,13 @@ from dlscale.perfmodel.limits import (
     check_graph,
 )
 from dlscale.perfmodel.machine.hardware import Cluster, Crossbar, Dragonfly, FatTree, Torus
-from dlscale.perfmodel.network.linkload import xgft_params
+from dlscale.perfmodel.machine.topologies.fattree import xgft_params
 from dlscale.simulator.topology.dragonfly import dragonfly_graph
 from dlscale.simulator.topology.fattree import multilevel_fat_tree_graph, xgft_graph
 from dlscale.simulator.topology.intranode import star_node_graph
 from dlscale.simulator.topology.torus import torus_extent, torus_graph
 
-__all__ = ["MAX_GRAPH_ELEMENTS", "check_size", "cluster_graph", "network_graph", "template_paths"]
+__all__ = ["GRAPH_BUILDERS", "MAX_GRAPH_ELEMENTS", "check_size", "cluster_graph", "network_graph", "template_paths"]
 
 #: Most graph elements (hosts, devices, switches, routers) a simulated network is built
 #: with: :data:`dlscale.perfmodel.limits.MEMORY_BUDGET_BYTES` at
@@ -54,19 +55,75 @@ __all__ = ["MAX_GRAPH_ELEMENTS", "check_size", "cluster_graph", "network_graph",
 MAX_GRAPH_ELEMENTS = MEMORY_BUDGET_BYTES // SIMULATED_BYTES_PER_ELEMENT
 
 
-def _switch_count(cluster: Cluster, nodes: int) -> int:
+def _fat_tree_switches(topo: FatTree, nodes: int) -> int:
+    m, w = xgft_params(topo, nodes)     # built as far as the nodes in use reach (xgft_graph)
+    return sum(-(-nodes // math.prod(m[:i])) * math.prod(w[:i]) for i in range(1, len(m) + 1))
+
+
+def _dragonfly_switches(topo: Dragonfly, nodes: int) -> int:
+    per_group = topo.routers_per_group * topo.terminals_per_router
+    # minimal routing: only the groups holding nodes; Valiant detours through any group
+    built = topo.groups if topo.routing == "valiant" else -(-nodes // per_group)
+    return built * topo.routers_per_group
+
+
+def _torus_switches(topo: Torus, nodes: int) -> int:
+    return math.prod(len(c) for c in torus_extent(topo.dims, nodes))   # the box of routes
+
+
+def _fat_tree_net(cluster: Cluster, topo: FatTree, nodes: int) -> nx.Graph:
+    nic, link = cluster.node.nic, cluster.network.link
+    return multilevel_fat_tree_graph(
+        topo, nodes, host_bandwidth_Bps=nic.bandwidth_Bps / topo.rails,
+        link_bandwidth_Bps=link.bandwidth_Bps, host_latency_s=nic.latency_s / 2,
+        hop_latency_s=cluster.network.hop_latency_s)
+
+
+def _crossbar_net(cluster: Cluster, topo: Crossbar, nodes: int) -> nx.Graph:
+    nic, link = cluster.node.nic, cluster.network.link
+    return xgft_graph((nodes,), (1,), nodes, host_bandwidth_Bps=nic.bandwidth_Bps,
+                      link_bandwidth_Bps=link.bandwidth_Bps, host_latency_s=nic.latency_s / 2,
+                      hop_latency_s=cluster.network.hop_latency_s)
+
+
+def _dragonfly_net(cluster: Cluster, topo: Dragonfly, nodes: int) -> nx.Graph:
+    nic, link = cluster.node.nic, cluster.network.link
+    return dragonfly_graph(
+        topo.groups, topo.routers_per_group, topo.terminals_per_router,
+        topo.global_links_per_router, nodes, host_bandwidth_Bps=nic.bandwidth_Bps,
+        local_bandwidth_Bps=topo.local_bandwidth_Bps or link.bandwidth_Bps,
+        global_bandwidth_Bps=topo.global_bandwidth_Bps or link.bandwidth_Bps,
+        host_latency_s=nic.latency_s / 2, hop_latency_s=cluster.network.hop_latency_s,
+        routing=topo.routing)
+
+
+def _torus_net(cluster: Cluster, topo: Torus, nodes: int) -> nx.Graph:
+    nic, link = cluster.node.nic, cluster.network.link
+    return torus_graph(topo.dims, nodes, host_bandwidth_Bps=nic.bandwidth_Bps,
+                       link_bandwidth_Bps=link.bandwidth_Bps, host_latency_s=nic.latency_s / 2,
+                       hop_latency_s=cluster.network.hop_latency_s)
+
+
+#: Family name -> ``(graph builder, switches or routers it builds for n nodes)``:
+#: ``build(cluster, topology, nodes) -> nx.Graph``, ``switches(topology, nodes) -> int``.
+#: Every family of :data:`dlscale.perfmodel.machine.topologies.FAMILIES` has one.
+GRAPH_BUILDERS: dict[str, tuple[Callable[..., nx.Graph], Callable[..., int]]] = {
+    "fat-tree": (_fat_tree_net, _fat_tree_switches),
+    "crossbar": (_crossbar_net, lambda topo, nodes: 1),     # its one switch
+    "dragonfly": (_dragonfly_net, _dragonfly_switches),
+    "torus": (_torus_net, _torus_switches),
+}
+
+
+def _builder(cluster: Cluster) -> tuple[Callable[..., nx.Graph], Callable[..., int]]:
     topo = cluster.network.topology
-    if isinstance(topo, Dragonfly):  # minimal routing: only the groups holding nodes
-        per_group = topo.routers_per_group * topo.terminals_per_router
-        built = topo.groups if topo.routing == "valiant" else -(-nodes // per_group)
-        return built * topo.routers_per_group
-    if isinstance(topo, Torus):  # the box of routes between the nodes in use
-        return math.prod(len(c) for c in torus_extent(topo.dims, nodes))
-    if isinstance(topo, FatTree):  # built as far as the nodes in use reach (xgft_graph)
-        m, w = xgft_params(topo, nodes)
-        return sum(-(-nodes // math.prod(m[:i])) * math.prod(w[:i])
-                   for i in range(1, len(m) + 1))
-    return 1            # a crossbar: its one switch
+    if topo.family not in GRAPH_BUILDERS:
+        raise ConfigError(f"network.topology: unsupported family {type(topo).__name__}")
+    return GRAPH_BUILDERS[topo.family]
+
+
+def _switch_count(cluster: Cluster, nodes: int) -> int:
+    return _builder(cluster)[1](cluster.network.topology, nodes)
 
 
 def check_size(cluster: Cluster, nodes: int, per_node: int) -> None:
@@ -128,31 +185,7 @@ def network_graph(cluster: Cluster, nodes: int) -> nx.Graph:
     'torus'
     """
     check_size(cluster, nodes, 0)
-    topo = cluster.network.topology
-    nic = cluster.node.nic
-    link = cluster.network.link
-    hop = cluster.network.hop_latency_s
-    host_lat = nic.latency_s / 2
-    if isinstance(topo, FatTree):
-        return multilevel_fat_tree_graph(
-            topo, nodes, host_bandwidth_Bps=nic.bandwidth_Bps / topo.rails,
-            link_bandwidth_Bps=link.bandwidth_Bps, host_latency_s=host_lat, hop_latency_s=hop)
-    if isinstance(topo, Crossbar):
-        return xgft_graph((nodes,), (1,), nodes, host_bandwidth_Bps=nic.bandwidth_Bps,
-                          link_bandwidth_Bps=link.bandwidth_Bps, host_latency_s=host_lat,
-                          hop_latency_s=hop)
-    if isinstance(topo, Dragonfly):
-        return dragonfly_graph(
-            topo.groups, topo.routers_per_group, topo.terminals_per_router,
-            topo.global_links_per_router, nodes, host_bandwidth_Bps=nic.bandwidth_Bps,
-            local_bandwidth_Bps=topo.local_bandwidth_Bps or link.bandwidth_Bps,
-            global_bandwidth_Bps=topo.global_bandwidth_Bps or link.bandwidth_Bps,
-            host_latency_s=host_lat, hop_latency_s=hop, routing=topo.routing)
-    if isinstance(topo, Torus):
-        return torus_graph(topo.dims, nodes, host_bandwidth_Bps=nic.bandwidth_Bps,
-                           link_bandwidth_Bps=link.bandwidth_Bps, host_latency_s=host_lat,
-                           hop_latency_s=hop)
-    raise ConfigError(f"network.topology: unsupported family {type(topo).__name__}")
+    return _builder(cluster)[0](cluster, cluster.network.topology, nodes)
 
 
 def template_paths(node_graph: nx.Graph) -> tuple[list, np.ndarray]:

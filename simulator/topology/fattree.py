@@ -25,7 +25,7 @@ import networkx as nx
 
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.machine.hardware import FatTree
-from dlscale.perfmodel.network.linkload import xgft_params
+from dlscale.perfmodel.machine.topologies.fattree import xgft_params
 
 __all__ = ["fat_tree_graph", "multilevel_fat_tree_graph", "xgft_graph", "xgft_params"]
 

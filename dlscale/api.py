@@ -141,8 +141,11 @@ def predict(cluster: str | Path | Cluster, workload: str | Path | Workload,
             nodes: int | str | Sequence[int] | None = None, *,
             cluster_overrides: Mapping[str, Any] | None = None,
             workload_overrides: Mapping[str, Any] | None = None,
-            profile: str | Path | None = None) -> PredictResult:
+            profile: str | Path | None = None, baseline: str = "node") -> PredictResult:
     """Predict time per iteration and scaling with the closed-form model.
+
+    ``dlscale predict`` is this function behind its parser: the command loads and
+    changes the cluster and workload as its flags say and asks here.
 
     ``nodes`` is a count, a list, a string like ``"1-4608"`` or None (doubling up
     to the cluster's size).
@@ -157,6 +160,8 @@ def predict(cluster: str | Path | Cluster, workload: str | Path | Workload,
         Dotted-path overrides applied to each.
     profile : str or Path, optional
         A calibration profile applied to the cluster.
+    baseline : {"node", "device"}, optional
+        What efficiency is measured against: one node (default) or one device alone.
 
     Returns
     -------
@@ -173,12 +178,12 @@ def predict(cluster: str | Path | Cluster, workload: str | Path | Workload,
 
     c = load_cluster(cluster, cluster_overrides, profile)
     w = load_workload(workload, workload_overrides)
-    raw = _predict(c, w, _nodes(c, nodes))
+    raw = _predict(c, w, _nodes(c, nodes), baseline=baseline)
     rows = raw.to_rows()
     for row in rows:
         add_training_metrics(row, c, w)
     out = PredictResult(rows, {"cluster": c.name, "workload": w.name, "fidelity": "analytical",
-                               "runtime": c.runtime.name})
+                               "runtime": c.runtime.name, "baseline": raw.baseline})
     out.raw = raw
     return out
 

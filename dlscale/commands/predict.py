@@ -109,7 +109,7 @@ def baseline_line(pred: Any) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dlscale.perfmodel.training.predict import predict
+    from dlscale.api import predict
     from dlscale.provenance import load_cluster
 
     cluster, prov = load_cluster(args.cluster, args.profile)
@@ -123,7 +123,8 @@ def run(args: argparse.Namespace) -> int:
     check_sync_only(args, [workload.algorithm])
     workload, measured_lines, measured_meta = apply_measured(args, workload)
     nodes = parse_nodes(f"1-{cluster.max_nodes}" if args.nodes is None else args.nodes)
-    result = predict(cluster, workload, nodes, baseline=args.baseline)
+    # the API's own question; the table shows the model's rows as the API's .raw holds them
+    result = predict(cluster, workload, nodes, baseline=args.baseline).raw
     rows = result.to_rows()
     meta = {"cluster": cluster.name, "workload": workload.name, "model": workload.model.name,
             "algorithm": workload.algorithm, "collective": workload.collective,

@@ -25,7 +25,8 @@ How a README command maps to what the test runs (:func:`to_steps`):
 - smaller sizes where a flag allows (:data:`SMALL`): ``--nodes`` at most 64 nodes
   (a co-simulation, ``--cosim``, at most :data:`COSIM_MAX_NODES`), ``--budget-s 5``;
   and flags added for a small run where the command has none (:data:`ADDED`:
-  ``calibrate --quick``, ``validate local --quick``; a time-to-target run
+  ``calibrate --quick``, ``validate local --quick``, ``validate published --fidelity
+  analytical``; a time-to-target run
   ``--iterations`` :data:`TARGET_ITERATIONS`, its ``--tune`` and ``--repeats`` kept;
   a named benchmark ``--quick`` where it has one);
 - a few commands are not run, each with its reason (:data:`NOT_RUN`).
@@ -58,6 +59,9 @@ SMALL = {
 ADDED = {
     ("calibrate",): ["--quick"],           # 4 B .. 64 KiB, allreduce only: ~7 s, not ~20 s
     ("validate", "local"): ["--quick"],    # 1 KiB .. 64 KiB, 100 iterations, 2 rounds
+    # the simulated rows (co-simulated orderings, 4,600-node simulations) take minutes;
+    # tests/test_validation_published.py checks them once
+    ("validate", "published"): ["--fidelity", "analytical"],
 }
 
 #: Largest node count of a co-simulation (``--cosim``): its real numerics run per worker.

@@ -59,7 +59,8 @@ SIMC = ["simulate", "stampede2-skx", "--nodes", "4"]
 WIDE = ["simulate", "stampede2-skx", "--nodes", "64", "--size-bytes", "1e7"]
 SWEEP = ["sweep", "s.toml", "--executor", "serial", "--quiet"]
 PLAN = ["plan", "resnet50", "--cluster", "summit", "--nodes", "1-64"]
-PUBLISHED = ["validate", "published", "--case", "you-sc17"]
+# analytical only: you-sc17's simulated fidelity co-simulates its orderings (minutes)
+PUBLISHED = ["validate", "published", "--case", "you-sc17", "--fidelity", "analytical"]
 CALIBRATE = ["calibrate", "--quick"]
 LOCAL = ["validate", "local", "--quick"]
 
@@ -301,11 +302,12 @@ def _other_study_here(folder: Path) -> None:
 
 
 def _write_readme_acts(tmp_path, capsys, monkeypatch):
-    """``--write-readme`` rewrites the results block (here of one case, for speed)."""
+    """``--write-readme`` rewrites the results block (here of one analytical-only case,
+    for speed)."""
     from dlscale.commands import validate_published
 
     monkeypatch.setattr(validate_published, "CASE_MODULES",
-                        {"you-sc17": validate_published.CASE_MODULES["you-sc17"]})
+                        {"cavdar-isc19": validate_published.CASE_MODULES["cavdar-isc19"]})
     readme = tmp_path / "README.md"
     shutil.copy(ROOT / "validation" / "README.md", readme)
     before = readme.read_text()
@@ -467,6 +469,9 @@ CHECKS: dict[tuple[str, str], Any] = {
     # validate published
     ("validate published", "--case"): Acts(PUBLISHED, ["--case", "cavdar-isc19"]),
     ("validate published", "--format"): Acts(PUBLISHED, ["--format", "json"]),
+    ("validate published", "--fidelity"): Acts(
+        ["validate", "published", "--case", "laanait-summit", "--fidelity", "analytical"],
+        ["--fidelity", "simulated"]),
     ("validate published", "--plots"): Acts(PUBLISHED, ["--plots", "figs"]),
     ("validate published", "--output"): Acts(PUBLISHED, ["-o", "rows.json"]),
     ("validate published", "--write-readme"): Custom(_write_readme_acts),

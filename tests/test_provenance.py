@@ -74,7 +74,7 @@ def test_same_inputs_give_the_same_bytes(capsys, tmp_path):
     ["simulate", "summit", "resnet50", "--nodes", "1,2", "--iterations", "2"],
     ["simulate", "summit", "--nodes", "2", "--size-bytes", "1e6", "--top", "0"],
     ["plan", "resnet50", "--cluster", "summit", "--nodes", "1,2", "--samples", "1e6"],
-    ["validate", "published", "--case", "you-sc17"],
+    ["validate", "published", "--case", "you-sc17", "--fidelity", "analytical"],
 ])
 def test_every_command_names_version_profile_and_baseline(capsys, argv):
     out, _ = _run(capsys, argv)

@@ -123,7 +123,7 @@ def test_unknown_names_are_rejected() -> None:
         get_case("summit")
     with pytest.raises(ConfigError, match="quantity kind: unknown name 'speed'"):
         Quantity("x", "speed", 1.0, "", "")
-    with pytest.raises(ConfigError, match="fidelity: case 'you-sc17' offers analytical, got 'x'"):
+    with pytest.raises(ConfigError, match="fidelity: case 'you-sc17' offers analytical, simulated, got 'x'"):
         run_case("you-sc17", "x")
 
 
@@ -135,7 +135,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def test_cli_table_json_and_plots(tmp_path, capsys) -> None:
     args = _parser().parse_args(["published", "--case", "you-sc17", "--plots", str(tmp_path),
-                                 "-o", str(tmp_path / "out.json")])
+                                 "-o", str(tmp_path / "out.json"), "--fidelity", "analytical"])
     assert args.run(args) == 0
     out = capsys.readouterr().out
     assert "k80_speedup_total" in out and "MISS" in out and "within tolerance" in out
@@ -143,9 +143,34 @@ def test_cli_table_json_and_plots(tmp_path, capsys) -> None:
     doc = json.loads((tmp_path / "out.json").read_text())
     assert doc["meta"]["cases"] == ["you-sc17"]
     assert {r["quantity"] for r in doc["rows"]} == set(_rows("you-sc17"))
-    args = _parser().parse_args(["published", "--case", "you-sc17", "--format", "json"])
+    args = _parser().parse_args(["published", "--case", "you-sc17", "--format", "json",
+                                 "--fidelity", "analytical"])
     assert run_published(args) == 0
     assert json.loads(capsys.readouterr().out)["meta"]["rows"] == len(_rows("you-sc17"))
+
+
+def test_write_readme_refuses_one_fidelity(tmp_path, capsys) -> None:
+    from dlscale.cli import main
+
+    readme = tmp_path / "README.md"
+    readme.write_text("no block\n")
+    assert main(["validate", "published", "--write-readme", str(readme),
+                 "--fidelity", "analytical"]) == 2
+    assert "--write-readme: the README shows every fidelity; drop --fidelity" in \
+        capsys.readouterr().err
+    assert readme.read_text() == "no block\n"
+
+
+def test_orderings_are_answered_by_time_to_target_when_simulated() -> None:
+    """Issue 25: the EASGD orderings of the simulated fidelity come from the
+    co-simulation's time to target accuracy, on both platforms, not from throughput."""
+    rows = _rows("you-sc17", "simulated")
+    orderings = [q for q in rows if q.startswith("ordering_")]
+    assert len(orderings) == 3
+    for q in orderings:
+        note = rows[q]["note"]
+        assert "co-simulation, time to 0.9 accuracy: k80-8gpu x1: " in note
+        assert "cori-knl-flat x63: " in note and "throughput" not in note.split("; ", 1)[1]
 
 
 def test_cli_rejects_unknown_case(capsys) -> None:

@@ -27,7 +27,13 @@ from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.textfile import read_utf8
 from dlscale.provenance import Provenance
 from dlscale.validation.accounting import summarize
-from dlscale.validation.published import CASE_MODULES, get_case, plot_case, run_cases
+from dlscale.validation.published import (
+    CASE_MODULES,
+    FIDELITIES,
+    get_case,
+    plot_case,
+    run_cases,
+)
 from dlscale.validation.readme import README, replace_block, write_readme
 from dlscale.validation.report import format_results
 
@@ -49,6 +55,10 @@ def add_published_parser(validate_subparsers: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("--case", action="append", choices=sorted(CASE_MODULES), metavar="NAME",
                    help=f"run only this case (repeatable; one of {', '.join(CASE_MODULES)})")
+    p.add_argument("--fidelity", action="append", choices=FIDELITIES, metavar="NAME",
+                   help="run only this fidelity (repeatable; analytical or simulated; "
+                        "default both: the simulated rows take minutes, the co-simulated "
+                        "orderings of you-sc17 most of them; not with --write-readme)")
     p.add_argument("--format", choices=("table", "json"), default="table",
                    help="what to print on stdout (default: table)")
     p.add_argument("--plots", metavar="DIR", help="write one figure per paper (PNG) into DIR")
@@ -72,9 +82,12 @@ def run_published(args: argparse.Namespace) -> int:
         if getattr(args, "case", None):
             raise ConfigError(f"--write-readme: the README shows every case; drop --case "
                               f"(got {', '.join(names)})")
+        if getattr(args, "fidelity", None):
+            raise ConfigError(f"--write-readme: the README shows every fidelity; drop "
+                              f"--fidelity (got {', '.join(args.fidelity)})")
         readme = README if readme == "" else Path(readme)
         replace_block(read_utf8(readme, "README"), "")  # no block: refused before any work
-    rows, outputs = run_cases(names)
+    rows, outputs = run_cases(names, tuple(getattr(args, "fidelity", None) or FIDELITIES))
     prov = Provenance(baseline=PUBLISHED_BASELINE)
     doc = {"meta": {"cases": names, "within": sum(r["within"] is True for r in rows),
                     "compared": sum(r["within"] is not None for r in rows),

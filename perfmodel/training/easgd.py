@@ -253,7 +253,7 @@ def easgd_times(cluster: Cluster, workload: Workload, lay: Layout) -> IterationT
     workload : Workload
         What is trained and how.
     lay : Layout
-        Ranks and batches per node count (:func:`dlscale.perfmodel.training.iteration.layout`).
+        Ranks and batches per node count (:func:`dlscale.perfmodel.training.rank_layout.layout`).
 
     Returns
     -------

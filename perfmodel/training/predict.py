@@ -73,7 +73,7 @@ class Prediction:
     global_batch : ndarray
         Samples per iteration over all ranks.
     iteration_s : ndarray
-        Time of one iteration (see :class:`dlscale.perfmodel.training.iteration.IterationTimes`).
+        Time of one iteration (see :class:`dlscale.perfmodel.training.rank_layout.IterationTimes`).
     compute_s : ndarray
         Forward + backward + update of one rank.
     backward_s : ndarray

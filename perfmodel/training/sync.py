@@ -169,7 +169,7 @@ def workload_allreduce(cluster: Cluster, workload: Workload, lay: Layout,
     workload : Workload
         What is trained and how.
     lay : Layout
-        Ranks and batches per node count (:func:`dlscale.perfmodel.training.iteration.layout`).
+        Ranks and batches per node count (:func:`dlscale.perfmodel.training.rank_layout.layout`).
     n_bytes : ndarray
         Message sizes, broadcast against ``(N,)``.
 
@@ -218,7 +218,7 @@ def auto_choice(cluster: Cluster, workload: Workload, lay: Layout) -> list[np.nd
     workload : Workload
         What is trained and how.
     lay : Layout
-        Ranks and batches per node count (:func:`dlscale.perfmodel.training.iteration.layout`).
+        Ranks and batches per node count (:func:`dlscale.perfmodel.training.rank_layout.layout`).
 
     Returns
     -------
@@ -253,7 +253,7 @@ def collective_summary(cluster: Cluster, workload: Workload,
     workload : Workload
         What is trained and how.
     lay : Layout
-        Ranks and batches per node count (:func:`dlscale.perfmodel.training.iteration.layout`).
+        Ranks and batches per node count (:func:`dlscale.perfmodel.training.rank_layout.layout`).
 
     Returns
     -------
@@ -435,7 +435,7 @@ def sync_sgd_times(cluster: Cluster, workload: Workload, lay: Layout, *,
     workload : Workload
         What is trained and how.
     lay : Layout
-        Ranks and batches per node count (:func:`dlscale.perfmodel.training.iteration.layout`).
+        Ranks and batches per node count (:func:`dlscale.perfmodel.training.rank_layout.layout`).
     network : NetworkModel, optional
         Who answers the allreduces (default: the closed forms of :mod:`dlscale.perfmodel.network.model`).
 

@@ -28,3 +28,24 @@ def test_api_and_command_give_the_same_rows():
     for row, full in zip(model, api.rows, strict=True):
         assert all(full[k] == v for k, v in row.items())
     assert api.meta["baseline"] == "node"
+
+
+def test_plan_and_sweep_commands_ask_the_api(monkeypatch, capsys, tmp_path):
+    asked = []
+    for name in ("plan", "sweep"):
+        real = getattr(dlscale.api, name)
+
+        def spy(*args, _real=real, _name=name, **kwargs):
+            asked.append(_name)
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(dlscale.api, name, spy)
+    assert cli.main(["plan", "resnet50", "--cluster", "summit", "--nodes", "1,2",
+                     "--samples", "1e6"]) in (0, 1)
+    study = tmp_path / "s.toml"
+    study.write_text('name = "front"\ncluster = "summit"\nworkload = "resnet50"\n'
+                     'nodes = [1, 2]\n[vary]\ncollective = ["ring", "rabenseifner"]\n')
+    assert cli.main(["sweep", str(study), "--executor", "serial", "--quiet",
+                     "--no-plots"]) == 0
+    assert asked == ["plan", "sweep"]
+    capsys.readouterr()

@@ -100,9 +100,9 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from dlscale.api import plan
     from dlscale.commands.common import parse_nodes
     from dlscale.commands.predict import workload_overrides
-    from dlscale.plan import plan
     from dlscale.sweep_points import analytical_one_device
 
     if args.top < 0:

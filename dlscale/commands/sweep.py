@@ -67,16 +67,16 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from dlscale.api import sweep
     from dlscale.study import load_study
-    from dlscale.sweep import run_sweep
 
     study = load_study(args.study)
     evaluators = {"analytical": args.evaluator} if args.evaluator else None
     try:
-        result = run_sweep(study, args.output, executor=args.executor, jobs=args.jobs,
-                           resume=args.resume, quiet=args.quiet, evaluators=evaluators,
-                           plots=not args.no_plots, profile=args.profile, force=args.force,
-                           baseline=args.baseline)
+        result = sweep(study, args.output, executor=args.executor, jobs=args.jobs,
+                       resume=args.resume, quiet=args.quiet, evaluators=evaluators,
+                       plots=not args.no_plots, profile=args.profile, force=args.force,
+                       baseline=args.baseline)
     except KeyboardInterrupt:
         # The program ends now: spare it the garbage collection of its exit, which goes
         # over every object (numpy, numba, scipy...) and takes 0.5-1.5 s of a loaded

@@ -10,6 +10,7 @@ from typing import Any
 from dlscale.perfmodel.catalog.runtimes import RUNTIMES
 from dlscale.perfmodel.catalog.runtimes import apply_runtime as catalog_apply_runtime
 from dlscale.perfmodel.hardware import Cluster
+from dlscale.perfmodel.runtime import Runtime
 
 __all__ = ["add_runtime_arg", "allreduce_summary", "apply_runtime", "collective_label"]
 
@@ -37,6 +38,19 @@ def apply_runtime(cluster: Cluster, name: str | None) -> Cluster:
     return catalog_apply_runtime(cluster, name, "--runtime")
 
 
+def ps_label(rt: Runtime) -> str:
+    """How a parameter-server runtime exchanges gradients, for header lines.
+
+    Examples
+    --------
+    >>> from dlscale.perfmodel.catalog import get_runtime
+    >>> ps_label(get_runtime("parameter-server"))
+    'parameter servers (one per worker node, colocated, round-robin)'
+    """
+    servers = rt.ps_servers or "one per worker node"
+    return f"parameter servers ({servers}, {rt.ps_placement}, {rt.ps_strategy})"
+
+
 def collective_label(collective: str, cluster: Cluster) -> str:
     """``"auto"`` named as whose choice it is: ``"auto (horovod-nccl's choice)"``; an
     algorithm the stack does not have is priced all the same, and said to be a what-if.
@@ -52,6 +66,8 @@ def collective_label(collective: str, cluster: Cluster) -> str:
     "binomial-tree (not one of horovod-nccl's algorithms: a what-if)"
     """
     rt = cluster.runtime
+    if rt.parameter_server:   # no allreduce: say how the servers hold the variables
+        return ps_label(rt)
     if collective == "auto":
         return f"auto ({rt.name}'s choice)"
     if collective not in rt.algorithms:

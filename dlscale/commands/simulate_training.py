@@ -308,8 +308,10 @@ def run_training(args: argparse.Namespace) -> int:
     from dlscale.simulator.training.run import simulate_training
 
     cluster, workload, measured_lines, measured_meta, prov = _load(args)
+    # a parameter-server runtime runs its own flows: 'flow' unless told otherwise
+    default = "flow" if cluster.runtime.parameter_server else DEFAULT_NETWORK
     network = args.network or (getattr(args, "mode", None) if getattr(args, "mode", None)
-                               in NETWORKS else None) or DEFAULT_NETWORK
+                               in NETWORKS else None) or default
     nodes = _nodes(args.nodes)
     algs = _algorithms(args)
     from dlscale.commands.simulate_target import check_target_args, run_target

@@ -138,10 +138,10 @@ def _load(args: argparse.Namespace) -> tuple[Cluster, Workload, list[str], dict[
 
     if not getattr(args, "workload", None):
         raise ConfigError("workload: simulated training needs a WORKLOAD (preset or TOML)")
-    from dlscale.commands.runtime_args import apply_runtime
+    from dlscale.commands.runtime_args import apply_ps_args, apply_runtime
 
     cluster, prov = load_cluster(args.cluster, getattr(args, "profile", None))
-    cluster = apply_runtime(cluster, getattr(args, "runtime", None))
+    cluster = apply_ps_args(apply_runtime(cluster, getattr(args, "runtime", None)), args)
     workload = load_workload(args.workload)
     if getattr(args, "tau", None) is not None:
         workload = dataclasses.replace(workload, tau=int(args.tau))

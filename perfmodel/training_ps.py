@@ -38,7 +38,7 @@ at the time they leave the host, not later), and every worker starts its forward
 pass when the slowest pull ends; a flow-level simulation of the same links
 (:mod:`dlscale.simulator.training.ps`) delays messages behind others on earlier
 links (slower) and starts each worker when its own reads are in (faster where the
-servers' loads differ): ``tests/test_ps.py`` holds the two within 3%.
+servers' loads differ): ``tests/test_ps.py`` holds the two within 5%.
 
 Not priced: the servers' summing and applying of gradients (their CPU and memory),
 gRPC's own per-message overhead beyond the transport's, the host's summing of its

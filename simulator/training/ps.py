@@ -26,7 +26,7 @@ Where nothing contends (one message at a time on each link) this is the closed f
 time. Where messages share links, max-min sharing delays each message's arrival at
 its next link, which the closed form's per-link bound does not see (slower); and each
 worker starts its forward pass when its own reads are in, where the closed form waits
-for the slowest pull (faster). ``tests/test_ps.py`` holds the two within 3%.
+for the slowest pull (faster). ``tests/test_ps.py`` holds the two within 5%.
 """
 
 from __future__ import annotations

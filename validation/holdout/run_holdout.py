@@ -85,8 +85,7 @@ PS = ("--runtime", "parameter-server")
 
 def _dgx1_argv(model: str, batch: int, runtime: str) -> tuple[str, ...]:
     """The DGX-1 command: NCCL's ring, or parameter servers (no allreduce to name)."""
-    flags = TF_DGX1_FLAGS if runtime != "parameter-server" else (
-        "--nodes", "1", "--baseline", "device")
+    flags = TF_DGX1_FLAGS if runtime != "parameter-server" else TF_DGX1_FLAGS[:2] + TF_DGX1_FLAGS[4:]
     return ("dgx1-p100", model, "--batch", str(batch), "--runtime", runtime, *flags)
 
 
@@ -105,8 +104,7 @@ def _tf_dgx1_rate(model: str, batch: int, r8: float, runtime: str) -> Case:
 TF_K80_SRC = ("TensorFlow r1 guide, performance/benchmarks.md (May 2017), 'Details for Amazon "
               "EC2 Distributed (NVIDIA Tesla K80)', Training synthetic data")
 TF_K80_FILE = (f"{HERE}/aws-p2-8xlarge-x8.toml",)
-#: distributed_replicated: parameter servers, as many as workers, on the workers'
-#: instances, variables round-robin (tf_cnn_benchmarks' replica_device_setter default)
+#: distributed_replicated: as many parameter servers as workers, on them, round-robin
 TF_K80_ARGS = (*TF_K80_FILE, *PS)
 #: model, images/s on 1 GPU, (GPUs, images/s) at 32 and 64 GPUs; batch 64 per GPU.
 TF_K80 = (("inception-v3", 29.7, ((32, 902.0), (64, 1783.0))),
@@ -260,10 +258,6 @@ CHECKS: tuple[Check, ...] = (
           "overlap (one buffer after backward; the runtime before parameter-server)",
           (*TF_K80_FILE, f"{HERE}/resnet50-chainermn.toml", "--batch", "64", "--nodes", "8",
            "--baseline", "device"), "efficiency", 8),
-    Check("tf-k80-64-resnet50-gloo", "8 x p2.8xlarge ResNet-50, 64 GPUs, Gloo's allreduce "
-          "(the runtime the row used before parameter-server)",
-          (*TF_K80_FILE, "resnet50", "--nodes", "8", "--batch", "64", "--baseline", "device"),
-          "efficiency", 8),
     Check("tf-k80-64-resnet50-greedy", "the same with parameter_server mode's placement "
           "(GreedyLoadBalancingStrategy by bytes)",
           (*TF_K80_ARGS, "resnet50", "--nodes", "8", "--batch", "64", "--baseline", "device",

@@ -199,3 +199,12 @@ def test_runtime_fields_refused_in_python():
                          ("ps_placement", "far"), ("ps_strategy", "random")):
         with pytest.raises(ConfigError, match=field):
             dataclasses.replace(rt, **{field: value})
+
+
+def test_trace_shows_the_pull_and_the_pushes():
+    c = _ps(load_cluster(K80))
+    r = simulate_training(c, _w("resnet50"), 2, iterations=2, network="flow",
+                          efficiency=False, trace=True, trace_ranks=2)
+    names = {e["name"] for e in r.trace["traceEvents"] if e["ph"] == "X"}
+    assert {"pull variables (parameter servers)", "push gradients (parameter servers)",
+            "forward", "backward", "update"} <= names

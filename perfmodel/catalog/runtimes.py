@@ -176,6 +176,8 @@ def runtime_rows() -> list[dict[str, Any]]:
         cap = rt.fusion_cap_bytes
         rule = (f"mpich (<= {rt.short_msg_bytes:g} B: recursive-doubling, else rabenseifner)"
                 if rt.selection == "mpich" else f"model fastest of {', '.join(rt.algorithms)}")
+        if rt.parameter_server:
+            rule = "no allreduce: one push and one pull per variable"
         rows.append({
             "name": rt.name, "stack": rt.stack, "coordination": rt.coordination,
             "cycle_ms": rt.cycle_s * 1e3,

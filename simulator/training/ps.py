@@ -119,8 +119,10 @@ def run_ps_sync(ctx: RunContext) -> RunOutcome:
         ends.append(env.now)
 
     def worker(wk: int, fw: float, marks: dict):
+        t0 = env.now
         yield env.all_of([env.process(pull_one(wk, j)) for j in range(J)])
         marks["pulled"][wk] = env.now
+        marks["start"][wk] = t0
         bwd_start = env.now + fw * prof.forward_s
         ends: list[float] = []
         pushes = [env.process(push_one(wk, int(j), bwd_start + fw * float(ready_off[j]), ends))
@@ -134,7 +136,8 @@ def run_ps_sync(ctx: RunContext) -> RunOutcome:
         for k in range(ctx.iterations):
             f = ctx.noise.draw(ctx.rng, (R,))
             fw = _worker_factors(ctx, f)
-            marks = {"pulled": np.zeros(W), "bwd_end": np.zeros(W), "push_end": np.zeros(W)}
+            marks = {"pulled": np.zeros(W), "bwd_end": np.zeros(W), "push_end": np.zeros(W),
+                     "start": np.zeros(W)}
             yield env.all_of([env.process(worker(i, float(fw[i]), marks))
                               for i in range(W)])
             barrier = max(float(marks["bwd_end"].max()), float(marks["push_end"].max()))
@@ -149,6 +152,8 @@ def run_ps_sync(ctx: RunContext) -> RunOutcome:
             acc.exposed_comm_s += exposed
             acc.straggler_wait_s += np.maximum(end - t0 - comp - exposed, 0.0)
             iter_end[k] = end
+            if ctx.tracer is not None and k < ctx.tracer.max_iterations:
+                _trace(ctx, prof, marks, f, end)
             yield env.timeout(max(end - env.now, 0.0))
             t0 = end
 
@@ -156,6 +161,26 @@ def run_ps_sync(ctx: RunContext) -> RunOutcome:
     env.run()
     times = np.diff(np.concatenate([[0.0], iter_end]))
     return RunOutcome(times, acc.per_iteration(ctx.iterations), float(iter_end[-1]), counters)
+
+
+def _trace(ctx: RunContext, prof, marks: dict, f: np.ndarray, end: float) -> None:
+    """One iteration of the traced ranks: the pull, forward, backward, the pushes (from
+    the first gradient to the last arrival at a server) and the update."""
+    tr = ctx.tracer
+    assert tr is not None
+    rpn = ctx.lay.ranks_per_node
+    for r in tr.ranks.tolist():
+        wk = r // rpn
+        t0, pulled = float(marks["start"][wk]), float(marks["pulled"][wk])
+        fwd, bwd = prof.forward_s * f[r], prof.backward_s * f[r]
+        tr.slice(r, "comm", "pull variables (parameter servers)", t0, pulled - t0)
+        tr.slice(r, "compute", "forward", pulled, float(fwd))
+        tr.slice(r, "compute", "backward", pulled + float(fwd), float(bwd))
+        first = pulled + float(fwd)
+        tr.slice(r, "comm", "push gradients (parameter servers)", first,
+                 max(float(marks["push_end"][wk]) - first, 0.0))
+        u = float(prof.update_s * f[r])
+        tr.slice(r, "compute", "update", end - u, u)
 
 
 def _busy(plan: PsPlan) -> float:

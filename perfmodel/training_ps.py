@@ -25,7 +25,9 @@ host; variables on a worker's own node do not cross the network):
    runtimes charge it), then the next step's pull.
 
 Links: each node's network link in each direction (the NIC, as the runtime's
-transport delivers it) and, on GPU nodes with one, each device's host link. A link
+transport delivers it) and, on GPU nodes with one, each device's host link; the
+fabric beyond the nodes' own links is taken as non-blocking (a tapered core is not
+charged here). A link
 serves what crosses it one byte at a time in order of arrival (a work-conserving
 FIFO link), so a link's last byte leaves at ``max_k (a_k + sum_{j >= k} w_j)`` over
 its messages in arrival order (``a``: when a message reaches it, one path latency

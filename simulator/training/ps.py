@@ -76,6 +76,16 @@ def _worker_factors(ctx: RunContext, f: np.ndarray) -> np.ndarray:
     return np.asarray(f, dtype=float).reshape(ctx.nodes, rpn).max(axis=1)
 
 
+def _push_schedule(overlap: bool, prof, plan: PsPlan) -> tuple[np.ndarray, np.ndarray]:
+    """Per variable, when its gradient is ready after the backward pass starts, and the
+    order the pushes leave in (by readiness; the last created first among equals)."""
+    J = len(plan.var_bytes)
+    ready_off = (prof.backward_done_s[plan.var_layer] if overlap
+                 else np.full(J, prof.backward_s))
+    order = np.arange(J)[::-1]
+    return ready_off, order[np.argsort(ready_off[order], kind="stable")]
+
+
 def run_ps_sync(ctx: RunContext) -> RunOutcome:
     """Simulate ``ctx.iterations`` iterations through parameter servers (module docstring)."""
     w = ctx.workload
@@ -88,14 +98,10 @@ def run_ps_sync(ctx: RunContext) -> RunOutcome:
     R = ctx.ranks
     acc = Breakdown(R)
     iter_end = np.zeros(ctx.iterations)
-    counters: dict = {"exchange": "parameter-server", "variables": J, "servers": len(plan.server_node), "flows": 0,
+    counters: dict = {"exchange": "parameter-server", "variables": J,
+                      "servers": len(plan.server_node), "flows": 0,
                       "allreduce": "parameter-server" if W > 1 else ""}
-    order = np.arange(J)[::-1]                   # the backward pass: last created first
-    if w.overlap:
-        ready_off = prof.backward_done_s[plan.var_layer]
-    else:
-        ready_off = np.full(J, prof.backward_s)
-    order = order[np.argsort(ready_off[order], kind="stable")]
+    ready_off, order = _push_schedule(w.overlap, prof, plan)
     busy = _busy(plan)
 
     def send(path: np.ndarray, nbytes: float, latency: float) -> simpy.Event:
@@ -143,14 +149,8 @@ def run_ps_sync(ctx: RunContext) -> RunOutcome:
             barrier = max(float(marks["bwd_end"].max()), float(marks["push_end"].max()))
             yield env.timeout(max(barrier - env.now, 0.0))
             end = barrier + float(fw.max()) * prof.update_s
-            comp = f * (prof.forward_s + prof.backward_s + prof.update_s)
-            slowest = float(fw.max()) * (prof.forward_s + prof.backward_s + prof.update_s)
-            acc.compute_s += comp
-            pull = float(marks["pulled"].max()) - t0
-            acc.comm_s += pull + busy          # the pull as simulated, the push's links' work
-            exposed = max(end - t0 - slowest, 0.0)
-            acc.exposed_comm_s += exposed
-            acc.straggler_wait_s += np.maximum(end - t0 - comp - exposed, 0.0)
+            _account(acc, prof, f, float(fw.max()), float(marks["pulled"].max()) - t0 + busy,
+                     end - t0)
             iter_end[k] = end
             if ctx.tracer is not None and k < ctx.tracer.max_iterations:
                 _trace(ctx, prof, marks, f, end)
@@ -161,6 +161,20 @@ def run_ps_sync(ctx: RunContext) -> RunOutcome:
     env.run()
     times = np.diff(np.concatenate([[0.0], iter_end]))
     return RunOutcome(times, acc.per_iteration(ctx.iterations), float(iter_end[-1]), counters)
+
+
+def _account(acc: Breakdown, prof, f: np.ndarray, f_slowest: float, comm_s: float,
+             iteration_s: float) -> None:
+    """One iteration into the per-rank breakdown: compute, communication (the pull as
+    simulated and the push's links' work), exposed (after the slowest rank's compute)
+    and the rest of each rank's wait."""
+    step = prof.forward_s + prof.backward_s + prof.update_s
+    comp = f * step
+    exposed = max(iteration_s - f_slowest * step, 0.0)
+    acc.compute_s += comp
+    acc.comm_s += comm_s
+    acc.exposed_comm_s += exposed
+    acc.straggler_wait_s += np.maximum(iteration_s - comp - exposed, 0.0)
 
 
 def _trace(ctx: RunContext, prof, marks: dict, f: np.ndarray, end: float) -> None:

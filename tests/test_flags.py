@@ -46,6 +46,9 @@ STUDY = ('name = "flags"\ncluster = "stampede2-skx"\nworkload = "resnet50"\nnode
 OTHER_STUDY = STUDY.replace('name = "flags"', 'name = "other"')
 
 PRED = ["predict", "summit", "resnet50", "--nodes", "1,64"]
+PRED_PS = ["predict", "summit", "vgg16", "--nodes", "1,4", "--runtime", "parameter-server"]
+SIM_PS = ["simulate", "summit", "vgg16", "--nodes", "4", "--iterations", "2", "--runtime",
+          "parameter-server"]
 SIMT = ["simulate", "summit", "resnet50", "--nodes", "2", "--iterations", "2"]
 NOISY = [*SIMT, "--noise", "lognormal:0.1"]
 SKX = ["simulate", "stampede2-skx", "resnet50", "--nodes", "2", "--iterations", "2"]
@@ -332,7 +335,8 @@ _TRAINING_VALUES = {
     "--hidden": ["8"], "--cosim-model": ["cnn"], "--plot": ["p.png"], "--baseline": ["device"],
     "--measured-samples-per-s": ["500@32"], "--measured-trace": [TRACE],
     "--horovod-timeline": [TIMELINE], "--runtime": ["gloo"], "--batch": ["16"],
-    "--precision": ["fp16"], "--global-batch": ["64"],
+    "--precision": ["fp16"], "--global-batch": ["64"], "--ps-servers": ["2"],
+    "--ps-placement": ["separate"], "--ps-strategy": ["greedy"],
 }
 
 #: (mode, flag) -> check. A mode is the subcommand path; ``simulate`` has two.
@@ -354,6 +358,12 @@ CHECKS: dict[tuple[str, str], Any] = {
         "--trace": ["--trace", f"{TRACE}@64"],
         "--format": ["--format", "json"], "--output": ["-o", "rows.csv"],
     }.items()},
+    **{("predict", f): Acts(PRED_PS, extra) for f, extra in {
+        "--ps-servers": ["--ps-servers", "1"], "--ps-placement": ["--ps-placement", "separate"],
+        "--ps-strategy": ["--ps-strategy", "greedy"]}.items()},
+    **{("simulate CLUSTER WORKLOAD", f): Acts(SIM_PS, extra) for f, extra in {
+        "--ps-servers": ["--ps-servers", "1"], "--ps-placement": ["--ps-placement", "separate"],
+        "--ps-strategy": ["--ps-strategy", "greedy"]}.items()},
     ("predict", "--grouping"): Acts([*PRED, "--runtime", "horovod-legacy-nccl"],
                                     ["--grouping", "graph-aware"]),
     ("predict", "--horovod-timeline"): Acts([*PRED, "--measured-samples-per-s", "500@64"],

@@ -25,6 +25,7 @@ import numpy as np
 import pytest
 
 from dlscale.perfmodel.catalog import get_cluster, get_workload
+from dlscale.perfmodel.catalog.runtimes import apply_runtime
 from dlscale.perfmodel.machine.hardware import (
     Cluster,
     Crossbar,
@@ -69,10 +70,13 @@ class Setup:
     overrides: dict = field(default_factory=dict)
     simulate: bool = True
     network: str = "fast"
+    runtime: str = ""
 
     def build(self) -> tuple[Cluster, Workload]:
-        return (get_cluster(self.cluster),
-                dataclasses.replace(get_workload(self.workload), **self.overrides))
+        cluster = get_cluster(self.cluster)
+        if self.runtime:
+            cluster = apply_runtime(cluster, self.runtime)
+        return (cluster, dataclasses.replace(get_workload(self.workload), **self.overrides))
 
 
 # compute on one node; fp32 (the workloads' default) and fp16
@@ -94,6 +98,9 @@ DRAGONFLY = Setup("cori-knl", "googlenet", 512, {"overlap": False,
 # the original EASGD: GPU workers stage their weights through the CPU master
 CORI_AUTO = Setup("cori-knl", "googlenet", 64, {"overlap": False, "collective": "auto"})
 EASGD_HOST = Setup("k80-8gpu", "alexnet-cifar10", 1, {"algorithm": "easgd"})
+# synchronous parameter servers (one per worker node, co-located, round-robin) on 4
+# nodes: VGG-16's fully connected kernels make round-robin's servers unequal
+PS_VGG = Setup("p100-cluster", "vgg16", 4, network="flow", runtime="parameter-server")
 
 
 @dataclass(frozen=True)
@@ -177,6 +184,14 @@ CHECKS: dict[str, Check] = {
                                       0.0, +1),
     "runtime.algorithms": Check(Setup("summit", "resnet50", 64, {"overlap": False}),
                                 ("binomial-tree",), +1),
+    # parameter servers instead of NCCL's allreduce: balanced, they move what a ring
+    # moves ((W - 1) / W of the model in, then out); round-robin over VGG-16's unequal
+    # variables leaves one server with fc6 and fc8, whose link bounds the step
+    "runtime.exchange": Check(Setup("p100-cluster", "vgg16", 4, network="flow"),
+                              "parameter-server", +1),
+    "runtime.ps_servers": Check(PS_VGG, 1, +1),             # one server takes every byte
+    "runtime.ps_placement": Check(PS_VGG, "separate", +1),  # nothing stays on a node
+    "runtime.ps_strategy": Check(PS_VGG, "greedy", -1),     # fc6 and fc8 apart
     # the workload
     "batch_per_device": Check(GPU_ONE, _double, +1),
     "precision": Check(GPU_ONE, "fp16", -1),

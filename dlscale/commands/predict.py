@@ -10,8 +10,10 @@ from typing import Any
 from dlscale.commands.common import add_output_args, emit, parse_nodes
 from dlscale.commands.measured_args import add_measured_args, apply_measured
 from dlscale.commands.runtime_args import (
+    add_ps_args,
     add_runtime_arg,
     allreduce_summary,
+    apply_ps_args,
     apply_runtime,
     collective_label,
 )
@@ -46,6 +48,7 @@ def add_parser(sub: Any) -> None:
     add_scaling_args(p)
     p.add_argument("--profile", metavar="FILE", help="machine profile from `dlscale calibrate`")
     add_runtime_arg(p)
+    add_ps_args(p)
     p.add_argument("--noise", metavar="SPEC",
                    help="per-rank compute noise: none, lognormal:SIGMA, empirical:FILE; each "
                         "iteration is charged its expected slowest rank (default: the "
@@ -113,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
     from dlscale.provenance import load_cluster
 
     cluster, prov = load_cluster(args.cluster, args.profile)
-    cluster = apply_runtime(cluster, args.runtime)
+    cluster = apply_ps_args(apply_runtime(cluster, args.runtime), args)
     if args.noise is not None:
         cluster = dataclasses.replace(cluster, noise=args.noise)
     workload = load_workload(args.workload)

@@ -83,10 +83,11 @@ def add_parser(sub: Any) -> None:
     g.add_argument("--global-batch", type=int, metavar="N",
                    help="strong scaling: N samples per iteration over all devices")
     from dlscale.commands.measured_args import add_measured_args
-    from dlscale.commands.runtime_args import add_runtime_arg
+    from dlscale.commands.runtime_args import add_ps_args, add_runtime_arg
     from dlscale.commands.simulate_training import add_training_args
 
     add_runtime_arg(p)  # the software stack of a training run (with WORKLOAD)
+    add_ps_args(p)
     add_training_args(p)  # training options; the ones above are shared
     add_measured_args(p, trace_flag=False)
     p.set_defaults(run=run)

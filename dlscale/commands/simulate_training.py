@@ -139,10 +139,10 @@ def _load(args: argparse.Namespace) -> tuple[Cluster, Workload, list[str], dict[
 
     if not getattr(args, "workload", None):
         raise ConfigError("workload: simulated training needs a WORKLOAD (preset or TOML)")
-    from dlscale.commands.runtime_args import apply_runtime
+    from dlscale.commands.runtime_args import apply_ps_args, apply_runtime
 
     cluster, prov = load_cluster(args.cluster, getattr(args, "profile", None))
-    cluster = apply_runtime(cluster, getattr(args, "runtime", None))
+    cluster = apply_ps_args(apply_runtime(cluster, getattr(args, "runtime", None)), args)
     workload = load_workload(args.workload)
     if getattr(args, "tau", None) is not None:
         workload = dataclasses.replace(workload, tau=int(args.tau))
@@ -285,8 +285,10 @@ def run_training(args: argparse.Namespace) -> int:
     from dlscale.simulator.training.run import simulate_training
 
     cluster, workload, measured_lines, measured_meta, prov = _load(args)
+    # a parameter-server runtime runs its own flows: 'flow' unless told otherwise
+    default = "flow" if cluster.runtime.parameter_server else DEFAULT_NETWORK
     network = args.network or (getattr(args, "mode", None) if getattr(args, "mode", None)
-                               in NETWORKS else None) or DEFAULT_NETWORK
+                               in NETWORKS else None) or default
     nodes = _nodes(args.nodes)
     algs = _algorithms(args)
     from dlscale.commands.simulate_target import check_target_args, run_target

@@ -43,6 +43,19 @@ Sources used below:
   arXiv 1706.02677, section 4, halving/doubling between servers); TCP transport
   (Gloo's default ``gloo/transport/tcp``; an ibverbs transport exists but is not the
   default).
+- TensorFlow 1.x parameter servers (``parameter-server``): variables on ``ps`` tasks
+  by ``tf.train.replica_device_setter`` (round-robin, ``_RoundRobinStrategy``,
+  tensorflow/python/training/device_setter.py) or
+  ``tf.contrib.training.GreedyLoadBalancingStrategy`` with ``byte_size_load_fn``
+  (tensorflow/contrib/training/python/training/device_setter.py); each worker reads
+  every variable and sends one gradient per variable per step
+  (tensorflow/benchmarks ``scripts/tf_cnn_benchmarks/variable_mgr.py``,
+  ``VariableMgrDistributedFetchFromPS``, ``VariableMgrDistributedReplicated``); gRPC
+  over TCP (``--server_protocol`` default ``grpc``, benchmark_cnn.py). One server
+  per worker node, co-located, round-robin by default: the TensorFlow benchmarks'
+  distributed K80 runs ("Equal numbers of parameter servers and worker servers",
+  "EC2 instances ... running worker servers also ran parameter servers", r1 guide
+  performance/benchmarks.md).
 
 Examples
 --------
@@ -51,7 +64,7 @@ Examples
 >>> get_runtime("hvd")
 Traceback (most recent call last):
 ...
-dlscale.perfmodel.errors.ConfigError: runtime: unknown name 'hvd'; valid: gloo, horovod-intel-mpi, horovod-legacy-mpi, horovod-legacy-nccl, horovod-mpi, horovod-nccl, mlsl, mpi, nccl
+dlscale.perfmodel.errors.ConfigError: runtime: unknown name 'hvd'; valid: gloo, horovod-intel-mpi, horovod-legacy-mpi, horovod-legacy-nccl, horovod-mpi, horovod-nccl, mlsl, mpi, nccl, parameter-server
 """
 
 from __future__ import annotations
@@ -121,6 +134,15 @@ RUNTIMES: dict[str, Runtime] = {r.name: r for r in (
             GLOO_ALGS, "model", "tcp",
             source="gloo allreduce_ring / allreduce_halving_doubling; Goyal et al. 2017 "
                    "sec. 4; gloo/transport/tcp"),
+    # the allreduce terms do not apply (no coordinator, no cycle, no fusion); the
+    # baseline's "auto" never runs an allreduce under it (training_ps.check_ps)
+    Runtime("parameter-server", "TensorFlow 1.x synchronous parameter servers (gRPC over TCP)",
+            "none", 0.0, 0.0, ("ring",), "model", "tcp",
+            source="TF device_setter.py (_RoundRobinStrategy), contrib "
+                   "GreedyLoadBalancingStrategy; tf_cnn_benchmarks variable_mgr.py; TF r1 "
+                   "benchmarks.md (equal numbers of ps and workers)",
+            exchange="parameter-server", ps_servers=0, ps_placement="colocated",
+            ps_strategy="round-robin"),
 )}
 
 #: The stack of a cluster description that names none (a user's TOML file without a
@@ -156,6 +178,8 @@ def runtime_rows() -> list[dict[str, Any]]:
         cap = rt.fusion_cap_bytes
         rule = (f"mpich (<= {rt.short_msg_bytes:g} B: recursive-doubling, else rabenseifner)"
                 if rt.selection == "mpich" else f"model fastest of {', '.join(rt.algorithms)}")
+        if rt.parameter_server:
+            rule = "no allreduce: one push and one pull per variable"
         rows.append({
             "name": rt.name, "stack": rt.stack, "coordination": rt.coordination,
             "cycle_ms": rt.cycle_s * 1e3,
@@ -164,7 +188,11 @@ def runtime_rows() -> list[dict[str, Any]]:
             "auto_rule": rule, "transport": rt.transport,
             "transport_efficiency": round(TRANSPORT_EFFICIENCY[rt.transport], 3),
             "progress_cores": ", ".join(f"{k} {c:g}" for k, c in rt.progress_cores) or "0",
-            "compute_slowdown": "not modelled", "source": rt.source})
+            "compute_slowdown": "not modelled",
+            "exchange": rt.exchange if not rt.parameter_server else
+                        f"parameter-server ({rt.ps_servers or 'one per node'}, "
+                        f"{rt.ps_placement}, {rt.ps_strategy})",
+            "source": rt.source})
     return rows
 
 

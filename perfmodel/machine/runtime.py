@@ -41,6 +41,18 @@ iteration, each a field with its cited default in :mod:`.catalog.runtimes`:
     (:meth:`Runtime.compute_fraction`); its memory bandwidth does not. Empty: every
     core computes.
 
+``exchange``
+    How gradients are exchanged: ``"allreduce"`` (every term above) or
+    ``"parameter-server"``: synchronous parameter servers as TensorFlow 1.x runs them
+    (:mod:`.training_ps`), with ``ps_servers`` server tasks (0: one per worker node,
+    the TensorFlow benchmarks' "equal numbers of parameter servers and worker
+    servers"), placed ``ps_placement`` (``"colocated"``: server ``s`` on worker node
+    ``s mod N``; ``"separate"``: on nodes of their own after the workers), with
+    variables assigned ``ps_strategy`` (``"round-robin"``, ``tf.train.
+    replica_device_setter``'s default; ``"greedy"``, ``GreedyLoadBalancingStrategy``
+    with ``byte_size_load_fn``; :mod:`.psplace`). The allreduce terms do not apply
+    to it (its preset sets them to none).
+
 Compute slowed down by concurrent communication (memory-bandwidth and PCIe
 interference) is not modelled otherwise: no cited figure was found that separates it
 from the rest of the overlap.
@@ -71,7 +83,8 @@ from dlscale.perfmodel.network.registry import ALLREDUCE_CHOICES, offered_by
 if TYPE_CHECKING:
     from dlscale.perfmodel.machine.hardware import Cluster, Link
 
-__all__ = ["CACHE_STATUS_BITS", "COORDINATIONS", "SELECTIONS", "TCP_LATENCY_S", "TRANSPORTS",
+__all__ = ["CACHE_STATUS_BITS", "COORDINATIONS", "EXCHANGES", "PS_PLACEMENTS", "PS_STRATEGIES",
+           "SELECTIONS", "TCP_LATENCY_S", "TRANSPORTS",
            "TRANSPORT_EFFICIENCY", "Runtime", "cache_bitvector_bytes", "mpich_short",
            "with_transport"]
 
@@ -81,6 +94,12 @@ COORDINATIONS = ("rank0", "cache", "none")
 SELECTIONS = ("model", "mpich")
 #: Inter-node transports.
 TRANSPORTS = ("rdma", "tcp")
+#: How gradients are exchanged (see the module docstring).
+EXCHANGES = ("allreduce", "parameter-server")
+#: Where parameter-server tasks run.
+PS_PLACEMENTS = ("colocated", "separate")
+#: How variables are assigned to parameter-server tasks (:mod:`.psplace`).
+PS_STRATEGIES = ("round-robin", "greedy")
 
 #: Delivered fraction of a link's rated bandwidth for a large message.
 #: rdma: 0.97, an InfiniBand verbs stream on a ConnectX-4 100 Gb/s port measured at
@@ -128,12 +147,19 @@ class Runtime:
     links_measured: bool = False
     source: str = ""
     progress_cores: tuple[tuple[str, float], ...] = ()
+    exchange: str = "allreduce"
+    ps_servers: int = 0
+    ps_placement: str = "colocated"
+    ps_strategy: str = "round-robin"
 
     def __post_init__(self) -> None:
         owner = f"runtime {self.name!r}"
         for fld, value, valid in (("coordination", self.coordination, COORDINATIONS),
                                   ("selection", self.selection, SELECTIONS),
-                                  ("transport", self.transport, TRANSPORTS)):
+                                  ("transport", self.transport, TRANSPORTS),
+                                  ("exchange", self.exchange, EXCHANGES),
+                                  ("ps_placement", self.ps_placement, PS_PLACEMENTS),
+                                  ("ps_strategy", self.ps_strategy, PS_STRATEGIES)):
             if value not in valid:
                 raise ConfigError(f"{owner}.{fld}: unknown value {value!r}; valid: "
                                   f"{', '.join(sorted(valid))}")
@@ -147,6 +173,10 @@ class Runtime:
             raise ConfigError(f"{owner}.short_msg_bytes: must be a finite number >= 0, got "
                               f"{self.short_msg_bytes!r}")
         self._check_progress_cores(owner)
+        if isinstance(self.ps_servers, bool) or not isinstance(self.ps_servers, int) \
+                or self.ps_servers < 0:
+            raise ConfigError(f"{owner}.ps_servers: must be an integer >= 0 (0: one server "
+                              f"per worker node), got {self.ps_servers!r}")
         flat = [c for c in ALLREDUCE_CHOICES if c != "auto"]
         bad = [a for a in self.algorithms if a not in flat]
         if not self.algorithms or bad:
@@ -204,6 +234,11 @@ class Runtime:
                 f"communication leave none of the {cores:g} cores a rank has on its "
                 f"{kind}; use fewer ranks per node or fewer progress cores")
         return float(1.0 - progress / cores)
+
+    @property
+    def parameter_server(self) -> bool:
+        """Whether gradients go through parameter servers (``exchange``)."""
+        return self.exchange == "parameter-server"
 
     @property
     def cycle_wait_s(self) -> float:

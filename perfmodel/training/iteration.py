@@ -87,6 +87,14 @@ def iteration_times(cluster: Cluster, workload: Workload, nodes: ArrayLike, *,
         raise ConfigError(f"network: only sync-sgd takes a network model, got algorithm "
                           f"{workload.algorithm!r}")
     lay = layout(cluster, workload, nodes)
+    if cluster.runtime.parameter_server:
+        from dlscale.perfmodel.training.ps import ps_sync_times
+
+        if network is not None:
+            raise ConfigError(f"network: runtime {cluster.runtime.name!r} prices its pushes "
+                              "and pulls on each node's links itself; a network model "
+                              "answers allreduces (use an allreduce runtime)")
+        return ps_sync_times(cluster, workload, lay)
     if workload.algorithm == "sync-sgd":
         return sync_sgd_times(cluster, workload, lay, network=network)
     return easgd_times(cluster, workload, lay)

@@ -258,6 +258,8 @@ def _runs(cluster: Cluster, workload: Workload, lay: Any, chosen: str | None = N
     """What the baseline runs, for its header line: ``"auto (ring)"``."""
     if workload.algorithm != "sync-sgd":
         return workload.algorithm
+    if cluster.runtime.parameter_server:
+        return "parameter-server"
     if int(lay.ranks[0]) < 2:
         return "auto (one rank: no allreduce)"
     return f"auto ({chosen or collective_summary(cluster, workload, lay)[0][0]})"
@@ -290,6 +292,22 @@ def _baseline(cluster: Cluster, workload: Workload, baseline: str, times: Any = 
     mem = memory_per_rank(workload, cluster, lay.ranks, lay.batch_per_rank)
     return (float(times.samples_per_s[0]), float(times.iteration_s[0]),
             bool(np.all(mem.fits)), _runs(cluster, workload, lay, chosen))
+
+
+def _exchange_summary(cluster: Cluster, workload: Workload, both: np.ndarray
+                      ) -> tuple[str | None, np.ndarray, np.ndarray]:
+    """What one node runs, then per node count (``both[1:]``) the allreduce (or
+    ``"parameter-server"``) and the level or link that limits it."""
+    if cluster.runtime.parameter_server:
+        from dlscale.perfmodel.training.ps import ps_summary
+
+        used, limit = ps_summary(cluster, workload, layout(cluster, workload, both))
+    elif workload.algorithm == "sync-sgd":
+        used, limit = collective_summary(cluster, workload, layout(cluster, workload, both))
+    else:
+        empty = np.full(len(both) - 1, "", dtype=object)
+        return None, empty, empty
+    return str(used[0]), used[1:], limit[1:]   # 1 node: the baseline's
 
 
 def predict(cluster: Cluster, workload: Workload, nodes: ArrayLike,
@@ -340,12 +358,7 @@ def predict(cluster: Cluster, workload: Workload, nodes: ArrayLike,
     if times.limit is not None:
         basic = np.where(times.limit[1:] != "", times.limit[1:], basic)
     bottleneck = np.where(mem.fits, basic, "memory").astype(str)
-    chosen: str | None = None
-    if workload.algorithm == "sync-sgd":
-        used, limit = collective_summary(cluster, workload, layout(cluster, workload, both))
-        chosen, used, limit = str(used[0]), used[1:], limit[1:]   # 1 node: the baseline's
-    else:
-        used = limit = np.full(len(n), "", dtype=object)
+    chosen, used, limit = _exchange_summary(cluster, workload, both)
     base_sps, base_it, base_fits, runs = _baseline(cluster, workload, baseline, times, chosen)
     node_eff = efficiency(sps, n, base_sps if baseline == "node" else float(times.samples_per_s[0]))
     eff = node_eff if baseline == "node" else efficiency(sps, lay.devices, base_sps)

@@ -95,10 +95,33 @@ def _check(cluster: Cluster, workload: Workload, nodes: int, algorithm: str | No
         if algorithm not in ALGORITHMS:
             raise unknown_name("algorithm", algorithm, ALGORITHMS)
         workload = dataclasses.replace(workload, algorithm=algorithm)
+    if cluster.runtime.parameter_server:
+        _check_ps(cluster, workload, int(nodes), network, placement, mode)
     return workload
 
 
+def _check_ps(cluster: Cluster, workload: Workload, nodes: int, network: object,
+              placement: str, mode: str) -> None:
+    """What a parameter-server run takes: its own flows (network 'flow'), timing mode."""
+    from dlscale.perfmodel.training.ps import check_ps
+
+    rt = cluster.runtime.name
+    if network != "flow":
+        raise ConfigError(f"network: runtime {rt!r} is simulated as max-min fair flows on "
+                          f"each node's links (network 'flow'); got {network!r}")
+    if placement != "linear":
+        raise ConfigError(f"placement: runtime {rt!r} places one worker per node and its "
+                          f"servers by ps_placement; got {placement!r}")
+    if mode != "timing":
+        raise ConfigError(f"mode: runtime {rt!r} is simulated in timing mode; the "
+                          f"co-simulation runs allreduce and EASGD exchanges, got {mode!r}")
+    check_ps(cluster, workload, np.array([nodes]))
+
+
 def _run(ctx: RunContext):
+    if ctx.cluster.runtime.parameter_server:
+        from dlscale.simulator.training.ps import run_ps_sync
+        return run_ps_sync(ctx)
     if ctx.algorithm == "sync-sgd":
         from dlscale.simulator.training.sync import run_sync_sgd
         return run_sync_sgd(ctx)
@@ -135,6 +158,8 @@ def _context(cluster: Cluster, workload: Workload, nodes: int, lay: Layout, netw
              nz: Noise, seed: int, iterations: int, tracer: TraceRecorder | None, mode: str,
              cosim_options: dict | None, placement: str = "linear") -> RunContext:
     """The run's context: network backend, seeded generator, tracer, co-simulation numerics."""
+    if cluster.runtime.parameter_server:   # its flows run on its own links (.ps)
+        network, placement = "analytical", "linear"
     net = make_training_network(cluster, workload, nodes, network, seed, placement)
     ctx = RunContext(cluster, workload, nodes, lay, net, nz, np.random.default_rng(seed),
                      iterations, tracer)
@@ -166,6 +191,8 @@ def _runs(res: TrainingResult) -> str:
     """What a baseline run ran, for the header line: ``"auto (ring)"``."""
     if res.algorithm != "sync-sgd":
         return res.algorithm
+    if res.counters.get("exchange") == "parameter-server":
+        return "parameter-server"
     return f"auto ({res.counters.get('allreduce') or 'one rank: no allreduce'})"
 
 

@@ -73,32 +73,39 @@ MN1 = (f"{HERE}/mn1-p100-fdr.toml", f"{HERE}/resnet50-chainermn.toml", "--nodes"
 TF_SRC = ("TensorFlow r1 guide, performance/benchmarks.md (May 2017), 'Details for NVIDIA "
           "DGX-1 (NVIDIA Tesla P100)', Training synthetic data")
 #: model, batch per GPU, images/s on 1 and 8 GPUs, runtime named for the row's
-#: variable_update (parameter_server on the CPU: not modelled, nccl is the closest;
-#: replicated with NCCL: nccl).
-TF_DGX1 = (("inception-v3", 64, 142.0, 1131.0, "nccl"),
-           ("resnet50", 64, 219.0, 1734.0, "nccl"),
+#: variable_update (parameter_server on the CPU: parameter-server, its one server on
+#: the node; replicated with NCCL: nccl, NCCL 1's ring).
+TF_DGX1 = (("inception-v3", 64, 142.0, 1131.0, "parameter-server"),
+           ("resnet50", 64, 219.0, 1734.0, "parameter-server"),
            ("alexnet", 512, 2987.0, 17822.0, "nccl"),
            ("vgg16", 64, 154.0, 1081.0, "nccl"))
 TF_DGX1_FLAGS = ("--nodes", "1", "--collective", "ring", "--baseline", "device")
+PS = ("--runtime", "parameter-server")
+
+
+def _dgx1_argv(model: str, batch: int, runtime: str) -> tuple[str, ...]:
+    """The DGX-1 command: NCCL's ring, or parameter servers (no allreduce to name)."""
+    flags = TF_DGX1_FLAGS if runtime != "parameter-server" else TF_DGX1_FLAGS[:2] + TF_DGX1_FLAGS[4:]
+    return ("dgx1-p100", model, "--batch", str(batch), "--runtime", runtime, *flags)
 
 
 def _tf_dgx1(model: str, batch: int, r1: float, r8: float, runtime: str) -> Case:
     return Case(f"tf-dgx1-8-{model}", f"{model} scaling efficiency, 8 P100 (DGX-1) vs 1",
                 "efficiency", r8 / (8 * r1), f"derived: {r8:g} / (8 x {r1:g})", TF_SRC,
-                ("dgx1-p100", model, "--batch", str(batch), "--runtime", runtime,
-                 *TF_DGX1_FLAGS), "efficiency", 1)
+                _dgx1_argv(model, batch, runtime), "efficiency", 1)
 
 
 def _tf_dgx1_rate(model: str, batch: int, r8: float, runtime: str) -> Case:
     return Case(f"tf-dgx1-8-{model}-rate", f"{model} images/s, 8 P100 (DGX-1)",
                 "throughput", r8, f"stated ({r8:g})", TF_SRC,
-                ("dgx1-p100", model, "--batch", str(batch), "--runtime", runtime,
-                 *TF_DGX1_FLAGS), "samples_per_s", 1)
+                _dgx1_argv(model, batch, runtime), "samples_per_s", 1)
 
 
 TF_K80_SRC = ("TensorFlow r1 guide, performance/benchmarks.md (May 2017), 'Details for Amazon "
               "EC2 Distributed (NVIDIA Tesla K80)', Training synthetic data")
-TF_K80_ARGS = (f"{HERE}/aws-p2-8xlarge-x8.toml",)
+TF_K80_FILE = (f"{HERE}/aws-p2-8xlarge-x8.toml",)
+#: distributed_replicated: as many parameter servers as workers, on them, round-robin
+TF_K80_ARGS = (*TF_K80_FILE, *PS)
 #: model, images/s on 1 GPU, (GPUs, images/s) at 32 and 64 GPUs; batch 64 per GPU.
 TF_K80 = (("inception-v3", 29.7, ((32, 902.0), (64, 1783.0))),
           ("resnet50", 52.4, ((32, 1388.0), (64, 2744.0))))
@@ -128,8 +135,10 @@ DAINT_SRC = ("Bugliarello, 'Distributed TensorFlow: a performance evaluation' (C
              "(notebook.community): synthetic_daint = [138.23, 264.57, 523.38, 1018.18] "
              "for 1, 2, 4, 8 GPUs")
 # P4: batch 64 per GPU (not read; the notebook sets the runs beside Google's DGX-1
-# InceptionV3 figures, which used 64) [uncertain].
-DAINT = (f"{HERE}/piz-daint-p100.toml", "inception-v3", "--batch", "64")
+# InceptionV3 figures, which used 64) [uncertain]. P5: the report's parameter servers
+# as the benchmark page's distributed runs it sets them beside (one per worker node,
+# co-located, round-robin: the runtime's defaults; the count was not read) [uncertain].
+DAINT = (f"{HERE}/piz-daint-p100.toml", "inception-v3", "--batch", "64", *PS)
 
 CASES: tuple[Case, ...] = (
     # Horovod: "Horovod achieves 90% scaling efficiency for both Inception V3 and
@@ -245,10 +254,22 @@ CHECKS: tuple[Check, ...] = (
     Check("tf-dgx1-alexnet-1-gpu", "DGX-1 AlexNet, batch 512: predicted images/s x 8 at "
           "perfect scaling (published 1 GPU: 2,987/s)",
           ("dgx1-p100", "alexnet", "--batch", "512", *DGX_NCCL), "samples_per_s", 1),
-    Check("tf-k80-64-resnet50-no-overlap", "8 x p2.8xlarge ResNet-50, 64 GPUs, no overlap "
-          "(one buffer after backward)",
+    Check("tf-k80-64-resnet50-no-overlap", "8 x p2.8xlarge ResNet-50, 64 GPUs, Gloo, no "
+          "overlap (one buffer after backward; the runtime before parameter-server)",
+          (*TF_K80_FILE, f"{HERE}/resnet50-chainermn.toml", "--batch", "64", "--nodes", "8",
+           "--baseline", "device"), "efficiency", 8),
+    Check("tf-k80-64-resnet50-greedy", "the same with parameter_server mode's placement "
+          "(GreedyLoadBalancingStrategy by bytes)",
+          (*TF_K80_ARGS, "resnet50", "--nodes", "8", "--batch", "64", "--baseline", "device",
+           "--ps-strategy", "greedy"), "efficiency", 8),
+    Check("tf-k80-64-resnet50-ps-no-overlap", "parameter servers, every gradient pushed "
+          "after the whole backward pass",
           (*TF_K80_ARGS, f"{HERE}/resnet50-chainermn.toml", "--batch", "64", "--nodes", "8",
            "--baseline", "device"), "efficiency", 8),
+    Check("daint-8-one-ps", "Piz Daint, 8 nodes, one parameter server on a node of its own "
+          "(P5 reversed: the report's server count was not read)",
+          (*DAINT, "--nodes", "1,8", "--ps-servers", "1", "--ps-placement", "separate"),
+          "efficiency", 8),
     Check("ddl-1-node-rate", "one S822LC (4 P100): images/s x 64 = perfect scaling",
           (*DDL, "--nodes", "1"), "samples_per_s", 1),
     Check("dell-1-node-googlenet-batch-144", "C4130 GoogleNet, 4 GPUs at 144 per GPU: "

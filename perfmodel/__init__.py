@@ -7,6 +7,7 @@ line does before it parses) does not import the hardware description and numpy.
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -32,15 +33,22 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """The names of :data:`__all__`, imported from their modules on first use."""
+    """The names of :data:`__all__`, imported from their modules on first use, and the
+    submodules."""
     if name in ("ConfigError", "DlscaleError", "OutOfMemoryError"):
         from dlscale.perfmodel import errors as module
     elif name in ("Cluster", "Device", "Link", "NetworkSpec", "NodeSpec"):
         from dlscale.perfmodel import hardware as module  # type: ignore[no-redef]
     elif name in ("ALGORITHMS", "COLLECTIVES", "Layer", "Model", "Workload"):
         from dlscale.perfmodel import workload as module  # type: ignore[no-redef]
-    else:
-        raise AttributeError(f"module 'dlscale.perfmodel' has no attribute {name!r}")
+    else:   # a submodule, as when this file imported hardware and workload eagerly
+        try:
+            return importlib.import_module(f"dlscale.perfmodel.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"dlscale.perfmodel.{name}":
+                raise
+            raise AttributeError(f"module 'dlscale.perfmodel' has no attribute {name!r}") \
+                from None
     value = getattr(module, name)
     globals()[name] = value
     return value

@@ -13,13 +13,17 @@ import numpy as np
 import pytest
 
 import dlscale.simulator.network.fastmode as fastmode
-from dlscale.perfmodel.catalog import get_cluster
+import dlscale.simulator.network.simulated as simulated
+from dlscale.perfmodel.catalog import CLUSTERS, get_cluster
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.schedules import Phase
 from dlscale.simulator.network.fastmode import RouteCache, run_fast
 from dlscale.simulator.network.schedules import build_schedule
 from dlscale.simulator.network.simulated import SimulatedNetwork
+from dlscale.simulator.topology.cluster import cluster_graph
 from dlscale.simulator.topology.dragonfly import dragonfly_graph
+from dlscale.simulator.topology.graphml import validate_graph
+from dlscale.simulator.topology.intranode import star_node_graph
 from dlscale.simulator.topology.linktable import LinkTable
 
 
@@ -109,3 +113,27 @@ def test_link_lookup_is_the_sorted_search():
 
 def adjacent_to(t: LinkTable, a: int, b: int) -> bool:
     return bool(((t.src == a) & (t.dst == b)).any())
+
+
+@pytest.mark.parametrize("name", sorted(CLUSTERS))
+def test_the_built_in_cluster_graphs_need_no_check(name, monkeypatch):
+    c = get_cluster(name)
+    sizes = [n for n in sorted({1, min(2, c.max_nodes), min(5, c.max_nodes)})
+             if n * c.node.devices_per_node >= 2]
+    for nodes in sizes:
+        validate_graph(cluster_graph(c, nodes))           # what from_cluster leaves out
+    checked = []
+    real = simulated.validate_graph
+    monkeypatch.setattr(simulated, "validate_graph", lambda G: checked.append(G) or real(G))
+    SimulatedNetwork.from_cluster(c, sizes[0])
+    assert checked == []
+
+
+def test_a_users_node_graph_is_checked_and_one_device_refused_as_before(monkeypatch):
+    checked = []
+    real = simulated.validate_graph
+    monkeypatch.setattr(simulated, "validate_graph", lambda G: checked.append(G) or real(G))
+    SimulatedNetwork.from_cluster(get_cluster("cori-knl"), 2, node_graph=star_node_graph(2, 1e9))
+    assert len(checked) == 1
+    with pytest.raises(ConfigError, match="at least 2 nodes with kind"):
+        SimulatedNetwork.from_cluster(get_cluster("cori-knl"), 1)

@@ -26,17 +26,18 @@ from __future__ import annotations
 import importlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dlscale.perfmodel.errors import ConfigError, DlscaleError
 from dlscale.perfmodel.machine import config as _config
 from dlscale.perfmodel.machine.hardware import Cluster
 from dlscale.perfmodel.training.workload import Workload
-from dlscale.plan import PlanResult
-from dlscale.plan import plan as _plan
 from dlscale.results import ResultTable
-from dlscale.study import Study, load_study, parse_study
-from dlscale.sweep import SweepResult, run_sweep
+
+if TYPE_CHECKING:
+    from dlscale.plan import PlanResult
+    from dlscale.study import Study
+    from dlscale.sweep import SweepResult
 
 __all__ = ["PlanResult", "PredictResult", "ResultTable", "SimulateResult", "SweepResult",
            "load_cluster", "load_workload", "plan", "predict", "simulate", "sweep"]
@@ -174,7 +175,7 @@ def predict(cluster: str | Path | Cluster, workload: str | Path | Workload,
         A bad cluster, workload, override or node count, before any work.
     """
     from dlscale.perfmodel.training.predict import predict as _predict
-    from dlscale.sweep import add_training_metrics
+    from dlscale.training_metrics import add_training_metrics
 
     c = load_cluster(cluster, cluster_overrides, profile)
     w = load_workload(workload, workload_overrides)
@@ -225,7 +226,7 @@ def simulate(cluster: str | Path | Cluster, workload: str | Path | Workload,
         A bad cluster, workload, override, node count or option (an unknown keyword
         names the valid ones), before any work.
     """
-    from dlscale.sweep import add_training_metrics
+    from dlscale.training_metrics import add_training_metrics
 
     try:
         sim = importlib.import_module("dlscale.simulator").simulate
@@ -299,6 +300,9 @@ def sweep(study: str | Path | Study | Mapping[str, Any], out_dir: str | Path | N
     DlscaleError
         A bad study (ConfigError), a table without ``out_dir``, or a bad option.
     """
+    from dlscale.study import Study, load_study, parse_study
+    from dlscale.sweep import run_sweep
+
     if isinstance(study, Mapping):
         if out_dir is None:
             raise DlscaleError("sweep: a study given as a table needs out_dir")
@@ -331,4 +335,18 @@ def plan(workload: str | Path | Workload, clusters: Sequence[str | Path | Cluste
     ConfigError
         A bad workload, cluster or option.
     """
+    from dlscale.plan import plan as _plan
+
     return _plan(workload, list(clusters), **options)
+
+
+def __getattr__(name: str) -> Any:
+    """:class:`PlanResult` and :class:`SweepResult`, imported on first use: asking one
+    question (``dlscale predict``) does not load the plan, sweep and study layers."""
+    if name == "PlanResult":
+        from dlscale.plan import PlanResult
+        return PlanResult
+    if name == "SweepResult":
+        from dlscale.sweep import SweepResult
+        return SweepResult
+    raise AttributeError(f"module 'dlscale.api' has no attribute {name!r}")

@@ -73,9 +73,18 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, None if quiet_rank() else f"{self.prog}: error: {message}\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser with every subcommand registered."""
+def build_parser(only: str | None = None, *, every: bool = True) -> argparse.ArgumentParser:
+    """The argument parser with every subcommand registered.
+
+    With ``every=False`` only subcommand ``only`` (a key of :data:`COMMANDS`, or None:
+    none) gets its own options, and so has its module imported; the others are
+    registered by name and one-line help (:data:`dlscale.commands.SUMMARIES`), which
+    is all ``dlscale --help`` and a mistyped command name print. :func:`main` parses
+    so, so that a command starts without importing the other commands (and the
+    layers behind them).
+    """
     from dlscale import __version__
+    from dlscale.commands import SUMMARIES
 
     parser = OneLineParser(
         prog="dlscale",
@@ -83,9 +92,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"dlscale {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in COMMANDS.values():
-        mod = importlib.import_module(f"dlscale.commands.{module}")
-        mod.add_parser(sub)
+    for name, module in COMMANDS.items():
+        if every or name == only:
+            mod = importlib.import_module(f"dlscale.commands.{module}")
+            mod.add_parser(sub)
+        else:
+            sub.add_parser(name, help=SUMMARIES[name])
     return parser
 
 
@@ -174,7 +186,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(words: list[str]) -> int:
     from dlscale.perfmodel.errors import DlscaleError
 
-    parser = build_parser()
+    parser = build_parser(words[0] if words and words[0] in COMMANDS else None, every=False)
     args = parser.parse_args(words)
     _check_interrupted()
     try:

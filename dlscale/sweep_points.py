@@ -13,7 +13,6 @@ import concurrent.futures as cf
 import functools
 import importlib
 import json
-import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -22,6 +21,7 @@ from dlscale.perfmodel.machine.config import apply_overrides, load_cluster, load
 from dlscale.perfmodel.machine.hardware import Cluster
 from dlscale.perfmodel.training.workload import Workload
 from dlscale.study import split_params
+from dlscale.training_metrics import add_training_metrics
 
 __all__ = ["COLUMNS", "EVALUATORS", "EXECUTORS", "Evaluator", "add_training_metrics",
            "analytical", "analytical_one_device", "materialize", "mpi_preflight", "resolve_evaluator", "simulated"]
@@ -206,14 +206,3 @@ def materialize(base_cluster: Cluster | str, base_workload: Workload | str,
         workload = _workload(workload)
     return (_overridden(cluster, c_over, "cluster", cache),
             _overridden(workload, w_over, "workload", cache))
-
-
-def add_training_metrics(row: dict[str, Any], cluster: Cluster, workload: Workload) -> None:
-    """Add ``time_to_train_s`` (``epochs`` over the model's data set), ``node_hours``
-    and ``cost`` (node-hours times the cluster's price per node-hour) to a row."""
-    rate = float(row.get("samples_per_s") or 0.0)
-    samples = workload.epochs * workload.model.samples_per_epoch
-    t = samples / rate if rate > 0 else math.inf
-    row["time_to_train_s"] = t
-    row["node_hours"] = row["nodes"] * t / 3600.0
-    row["cost"] = row["node_hours"] * cluster.price_per_node_hour

@@ -23,6 +23,7 @@ import sys
 import time
 from typing import Any
 
+from dlscale.commands import SUMMARIES
 from dlscale.commands.common import outputs_ok_on_all_ranks
 from dlscale.perfmodel.errors import ConfigError
 
@@ -61,7 +62,7 @@ def add_parser(sub: Any) -> None:
 
     p = sub.add_parser(
         "calibrate",
-        help="measure this machine under MPI and write a machine profile",
+        help=SUMMARIES["calibrate"],
         description="Run under `mpiexec -n N`: ping-pong and streaming bandwidth, MPI "
                     "collectives and the project's kernels; fit piecewise Hockney, LogGP "
                     "and collective efficiency; write the profile JSON.",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from dlscale.commands import SUMMARIES
 from dlscale.commands.common import add_output_args, emit
 from dlscale.perfmodel.errors import ConfigError
 
@@ -25,7 +26,7 @@ PRESET_KINDS = ("cluster", "workload", "device", "network", "runtime", "model", 
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("catalog", help="list built-in devices, machines, models, ...",
+    p = sub.add_parser("catalog", help=SUMMARIES["catalog"],
                        description="Tables of what is built in, with the public source of "
                                    "each figure; `catalog show NAME` prints one preset as "
                                    "TOML that loads back to it.")

@@ -71,9 +71,7 @@ def apply_measured(args: argparse.Namespace,
 
     Returns the workload, lines for the text header and entries for the output meta.
     """
-    from dlscale.perfmodel.compute.horovod import read_horovod_timeline
     from dlscale.perfmodel.compute.measured import MeasuredCompute, parse_rate
-    from dlscale.perfmodel.compute.traces import check_model, read_trace
 
     rate = getattr(args, "measured_samples_per_s", None)
     trace = getattr(args, "measured_trace", None)
@@ -86,6 +84,8 @@ def apply_measured(args: argparse.Namespace,
     if rate is not None:
         measured = parse_rate(rate)
     elif trace is not None:
+        from dlscale.perfmodel.compute.traces import check_model, read_trace
+
         path, batch = _trace_spec(trace, workload.batch_per_device)
         tc = read_trace(path, [layer.name for layer in workload.model.layers])
         check_model(tc, workload.model, f"--trace {path}")
@@ -108,6 +108,8 @@ def apply_measured(args: argparse.Namespace,
         if current is not None and tbatch != current.batch:
             raise ConfigError(f"--horovod-timeline: batch {tbatch} differs from the measured "
                               f"compute's batch {current.batch}; both must come from one run")
+        from dlscale.perfmodel.compute.horovod import read_horovod_timeline
+
         h = read_horovod_timeline(timeline)
         ready = h.layer_ready([layer.name for layer in workload.model.layers])
         if len(ready) >= 2:

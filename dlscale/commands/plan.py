@@ -14,6 +14,7 @@ import argparse
 import math
 from typing import Any
 
+from dlscale.commands import SUMMARIES
 from dlscale.commands.measured_args import add_measured_args, apply_measured
 from dlscale.commands.runtime_args import add_runtime_arg
 from dlscale.perfmodel.errors import ConfigError
@@ -56,7 +57,7 @@ def _prices(items: list[str]) -> dict[str, float]:
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "plan",
-        help="capacity planning: rank cluster/node/algorithm choices that meet a target",
+        help=SUMMARIES["plan"],
         description="Search the clusters on offer over node counts, training and allreduce "
                     "algorithms; print the plans that meet every limit, best first.",
     )

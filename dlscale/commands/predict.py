@@ -7,6 +7,7 @@ import dataclasses
 import sys
 from typing import Any
 
+from dlscale.commands import SUMMARIES
 from dlscale.commands.common import add_output_args, emit, parse_nodes
 from dlscale.commands.measured_args import add_measured_args, apply_measured
 from dlscale.commands.runtime_args import (
@@ -31,7 +32,7 @@ COLUMNS = ("nodes", "devices", "ranks", "iteration_s", "compute_s", "backward_s"
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "predict",
-        help="predict time per iteration and scaling with the analytical model",
+        help=SUMMARIES["predict"],
         description="Predict time per iteration, communication, throughput and scaling "
                     "efficiency of a workload on a cluster over a range of node counts.",
     )

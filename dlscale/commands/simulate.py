@@ -14,6 +14,7 @@ import sys
 import time
 from typing import Any
 
+from dlscale.commands import SUMMARIES
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.provenance import NO_BASELINE, Provenance
 
@@ -30,7 +31,7 @@ def add_parser(sub: Any) -> None:
 
     p = sub.add_parser(
         "simulate",
-        help="discrete-event simulation: training iterations, or one collective",
+        help=SUMMARIES["simulate"],
         description="With CLUSTER and WORKLOAD: simulate training iterations rank by rank "
                     "(stragglers, master queueing, link contention; --cosim runs the real "
                     "kernels on a small model). With CLUSTER alone: simulate one collective "

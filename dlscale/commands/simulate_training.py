@@ -231,21 +231,27 @@ def _notes(runs: list[TrainingResult], rows: list[dict], cluster: Cluster,
            workload: Workload) -> list[str]:
     """``predict``'s row notes (:mod:`dlscale.perfmodel.training.row_notes`: efficiency above 1,
     throughput below the previous node count's) for the simulated rows of one algorithm,
-    as ``"N nodes: why"``."""
+    as ``"N nodes: why"``. The level that limits each row's network is ``predict``'s
+    (:func:`~dlscale.perfmodel.training.sync.collective_summary` of the layouts, the
+    one node of the baseline first, as ``predict`` asks it), without running the
+    analytical model of the whole iteration again."""
     import dataclasses
 
     import numpy as np
 
-    from dlscale.perfmodel.training.predict import predict
     from dlscale.perfmodel.training.rank_layout import layout
     from dlscale.perfmodel.training.row_notes import row_notes
+    from dlscale.perfmodel.training.sync import collective_summary
 
     if len({r.get("algorithm") for r in rows}) != 1 or \
             any(r.get("efficiency") is None or "samples_per_s" not in r for r in rows):
         return []
     w = dataclasses.replace(workload, algorithm=str(rows[0]["algorithm"]))
     nodes = [int(r["nodes"]) for r in rows]
-    limit = predict(cluster, w, nodes).network_limit
+    if w.algorithm == "sync-sgd":
+        limit = collective_summary(cluster, w, layout(cluster, w, [1, *nodes]))[1][1:]
+    else:
+        limit = np.full(len(nodes), "", dtype=object)
     used = np.array([str(r.get("allreduce", "")) for r in rows], dtype=object)
     notes = row_notes(cluster, w, layout(cluster, w, nodes),
                       np.array([float(r["samples_per_s"]) for r in rows]),
@@ -324,6 +330,7 @@ def run_training(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     runs: list[TrainingResult] = []
+    baselines: dict = {}           # the one-node runs, one per algorithm, for every row
     for i, (n, a) in enumerate(tqdm(plan, disable=len(plan) < 2 or not sys.stderr.isatty(),
                                     file=sys.stderr,
                                     desc="simulate")):
@@ -332,7 +339,8 @@ def run_training(args: argparse.Namespace) -> int:
             cluster, workload, n, algorithm=a, iterations=iterations, seed=args.seed,
             mode="cosim" if args.cosim else "timing", network=network, noise=noise,
             trace=(args.trace_out if (args.trace_out and last) else False), cosim_options=cosim,
-            baseline=getattr(args, "baseline", None) or "node", placement=placement))
+            baseline=getattr(args, "baseline", None) or "node", placement=placement,
+            baselines=baselines))
     rows = _rows(runs)
     from dlscale.commands.runtime_args import allreduce_summary
 

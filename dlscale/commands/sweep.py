@@ -28,6 +28,7 @@ import gc
 import sys
 from typing import Any
 
+from dlscale.commands import SUMMARIES
 from dlscale.output import rows_to_csv
 
 __all__ = ["add_parser", "run"]
@@ -38,7 +39,7 @@ def add_parser(sub: Any) -> None:
 
     p = sub.add_parser(
         "sweep",
-        help="run a what-if study: a grid of configurations, analytical or simulated",
+        help=SUMMARIES["sweep"],
         description="Run every point of a study file on a process pool (default) or MPI, "
                     "appending results as they finish; --resume continues an interrupted sweep.",
     )

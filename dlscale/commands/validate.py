@@ -17,6 +17,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from dlscale.commands import SUMMARIES
 from dlscale.commands.common import outputs_ok_on_all_ranks
 
 __all__ = ["SUBCOMMANDS", "add_parser", "run"]
@@ -72,7 +73,7 @@ SUBCOMMANDS: dict[str, Callable[[Any], None]] = {"local": _add_local,
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("validate", help="compare the model with measurements",
+    p = sub.add_parser("validate", help=SUMMARIES["validate"],
                        description="Compare predictions with measurements.")
     inner = p.add_subparsers(dest="validate_command", metavar="SUBCOMMAND", required=True)
     for add in SUBCOMMANDS.values():

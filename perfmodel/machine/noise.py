@@ -40,7 +40,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.special import log_ndtr
 
 from dlscale.perfmodel.errors import ConfigError, unknown_name
 
@@ -114,6 +113,8 @@ class Lognormal:
         >>> Lognormal(0.1).expected_max([1, 2, 1000]).round(4).tolist()
         [1.0, 1.0564, 1.3768]
         """
+        from scipy.special import log_ndtr  # here: scipy.special takes 0.2 s to import
+
         p_all = np.maximum(np.asarray(ranks, dtype=float), 1.0)
         p, inverse = np.unique(p_all, return_inverse=True)  # one integral per rank count
         z = _Z

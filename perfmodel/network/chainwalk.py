@@ -30,10 +30,10 @@ Two pairs exchange in step 1 (the pair (2, 3) is slow); in step 2 ranks 1 and 2:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
-from numba import njit
 
 __all__ = ["ChainSteps", "longest_chains"]
 
@@ -151,12 +151,60 @@ def longest_chains(steps: ChainSteps, cost: np.ndarray, scale: np.ndarray) -> np
     if cost.shape != (B, steps.classes) or scale.shape != (B, J):
         raise ValueError(f"cost, scale: need shapes {(B, steps.classes)} and {(B, J)}, got "
                          f"{cost.shape} and {scale.shape}")
-    return np.asarray(_chains(steps.plan_ranks, steps.plan_steps, steps.step_msgs,
-                              steps.step_cost, steps.step_recv, steps.src, steps.dst,
-                              steps.cls, steps.back, cost, scale, steps.recv))
+    walk = _chains_numpy if B * len(steps.step_cost) <= SMALL_STEPS else _compiled()
+    return np.asarray(walk(steps.plan_ranks, steps.plan_steps, steps.step_msgs,
+                           steps.step_cost, steps.step_recv, steps.src, steps.dst,
+                           steps.cls, steps.back, cost, scale, steps.recv))
 
 
-@njit(cache=True)
+#: Steps times cases up to which :func:`longest_chains` walks with numpy, step by step
+#: (the same operations, bit for bit): a few hundred steps cost milliseconds so, and
+#: loading numba and its compiled kernel costs about half a second of a command that
+#: prices a handful of node counts (``dlscale predict summit resnet50 --nodes 8``).
+SMALL_STEPS = 2048
+
+_COMPILED: list[Callable[..., np.ndarray]] = []
+
+
+def _compiled() -> Callable[..., np.ndarray]:
+    """:func:`_chains` compiled by numba (from its cache on disk), once per process."""
+    if not _COMPILED:
+        from numba import njit
+
+        _COMPILED.append(njit(cache=True)(_chains))
+    return _COMPILED[0]
+
+
+def _chains_numpy(plan_ranks: np.ndarray, plan_steps: np.ndarray, step_msgs: np.ndarray,
+                  step_cost: np.ndarray, step_recv: np.ndarray, src: np.ndarray,
+                  dst: np.ndarray, cls: np.ndarray, back: np.ndarray, cost: np.ndarray,
+                  scale: np.ndarray, recv: np.ndarray) -> np.ndarray:
+    """:func:`_chains` step by step with numpy, every case of a step at once: the same
+    maxima and the same additions (a max is exact, so their order does not matter)."""
+    B, J = scale.shape
+    out = np.zeros((B, J))
+    for j in range(J):
+        p = int(plan_ranks[j])
+        clock = np.zeros((B, p))
+        for s in range(int(plan_steps[j]), int(plan_steps[j + 1])):
+            m0, m1, c0 = int(step_msgs[s]), int(step_msgs[s + 1]), int(step_cost[s])
+            a, d, bk = src[m0:m1], dst[m0:m1], back[m0:m1]
+            t = np.maximum(clock[:, a], clock[:, d])
+            arrive = t + cost[:, c0 + cls[m0:m1]]
+            two = bk >= 0
+            if two.any():
+                arrive[:, two] = np.maximum(arrive[:, two], t[:, two] + cost[:, c0 + bk[two]])
+            new = clock.copy()
+            np.maximum.at(new.T, a, arrive.T)
+            np.maximum.at(new.T, d, arrive.T)
+            r0 = int(step_recv[s])
+            if r0 >= 0:
+                new = new + scale[:, j:j + 1] * recv[r0:r0 + p]
+            clock = new
+        out[:, j] = clock.max(axis=1)
+    return out
+
+
 def _chains(plan_ranks: np.ndarray, plan_steps: np.ndarray, step_msgs: np.ndarray,
             step_cost: np.ndarray, step_recv: np.ndarray, src: np.ndarray, dst: np.ndarray,
             cls: np.ndarray, back: np.ndarray, cost: np.ndarray, scale: np.ndarray,

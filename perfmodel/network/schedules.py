@@ -37,9 +37,17 @@ __all__ = ["ALGORITHMS", "COLLECTIVES", "FLAT_ALLREDUCE", "Phase", "build_schedu
            "double_binary_tree_edges"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Phase:
-    """One step pattern of a collective (see module docstring)."""
+    """One step pattern of a collective (see module docstring).
+
+    A phase whose messages are some of another's (a pipeline's filling and draining
+    steps: some of its full step's) names that one in ``within`` and the positions of
+    its messages there in ``rows`` (``src == within.src[rows]``, the same for ``dst``),
+    so that a router whose path of a pair does not depend on the other pairs gives its
+    routes as those rows of the full step's. The pipeline's steady steps, all alike,
+    hold the same arrays (a phase's arrays are never changed once built).
+    """
 
     src: np.ndarray
     dst: np.ndarray
@@ -47,6 +55,8 @@ class Phase:
     reduce: bool = False
     repeat: int = 1
     label: str = ""
+    within: Phase | None = None
+    rows: np.ndarray | None = None
 
     @property
     def pattern_key(self) -> bytes:
@@ -210,6 +220,12 @@ def double_binary_tree_edges(p: int) -> tuple[np.ndarray, np.ndarray, int]:
 
 
 def _double_binary_tree(ranks: np.ndarray, n: float, segments: int) -> list[Phase]:
+    """NCCL's pipelined double binary tree: ``k + D - 1`` reduce steps up both trees,
+    then as many broadcast steps down; in step ``s`` the edge of a child at depth ``d``
+    carries segment ``s - (D - d)`` up (``s - (d - 1)`` down) where that is in
+    ``0..k-1``. Every step's messages are some of the full step's (every edge of both
+    trees, in one order): the steady steps hold its arrays, the others name it
+    (:class:`Phase` ``within``, ``rows``)."""
     p = len(ranks)
     if p < 2:
         return []
@@ -219,25 +235,22 @@ def _double_binary_tree(ranks: np.ndarray, n: float, segments: int) -> list[Phas
     k = max(1, int(segments))
     chunk = n / 2 / k
     child = np.flatnonzero(parent >= 0)
+    lower = np.concatenate([node_of[child] for node_of, _ in trees])
+    upper = np.concatenate([par[child] for _, par in trees])
+    edge_depth = np.tile(depth[child], len(trees))
     out = []
-    for s in range(k + D - 1):
-        src, dst = [], []
-        for node_of, par in trees:
-            c = s - (D - depth[child])
+    for reduce, a, b, lag, label in ((True, lower, upper, D - edge_depth, "tree reduce"),
+                                     (False, upper, lower, edge_depth - 1, "tree bcast")):
+        full = _phase(ranks[a], ranks[b], chunk, reduce, 1, label)
+        for s in range(k + D - 1):
+            c = s - lag
             on = (c >= 0) & (c < k)
-            src.append(node_of[child[on]])
-            dst.append(par[child[on]])
-        out.append(_phase(ranks[np.concatenate(src)], ranks[np.concatenate(dst)], chunk, True,
-                          1, f"tree reduce {s}"))
-    for s in range(k + D - 1):
-        src, dst = [], []
-        for node_of, par in trees:
-            c = s - (depth[child] - 1)
-            on = (c >= 0) & (c < k)
-            src.append(par[child[on]])
-            dst.append(node_of[child[on]])
-        out.append(_phase(ranks[np.concatenate(src)], ranks[np.concatenate(dst)], chunk, False,
-                          1, f"tree bcast {s}"))
+            if on.all():
+                out.append(Phase(full.src, full.dst, full.nbytes, reduce, 1, f"{label} {s}"))
+                continue
+            rows = np.flatnonzero(on)
+            out.append(Phase(full.src[rows], full.dst[rows], full.nbytes[rows], reduce, 1,
+                             f"{label} {s}", full, rows))
     return out
 
 
@@ -267,7 +280,8 @@ def _merge(phases: list[Phase], label: str) -> Phase:
 
 
 def _relabel(ph: Phase, prefix: str) -> Phase:
-    return Phase(ph.src, ph.dst, ph.nbytes, ph.reduce, ph.repeat, prefix + ph.label)
+    return Phase(ph.src, ph.dst, ph.nbytes, ph.reduce, ph.repeat, prefix + ph.label,
+                 ph.within, ph.rows)
 
 
 def _flat_allreduce(algorithm: str, ranks: np.ndarray, n: float, segments: int) -> list[Phase]:

@@ -63,6 +63,33 @@ class RouteCache:
         self._store: dict[bytes, _Routed] = {}
         self._priced: dict[bytes, _Priced] = {}
         self._pairs: PairRoutes | None = None
+        # keys of the phases asked for last, by the identity of their arrays (a
+        # pipeline's steady steps share theirs): no hashing of the same arrays again
+        self._keys: dict[tuple[int, ...], tuple[tuple[np.ndarray, ...], bytes]] = {}
+
+    #: Phases whose keys are kept by the identity of their arrays (which they hold).
+    KEYS = 4
+
+    def _key(self, arrays: tuple[np.ndarray, ...], digest: bool) -> bytes:
+        """The key of ``arrays`` (a pattern's ``src, dst``, or with ``nbytes``): their
+        bytes, or their blake2b digest; remembered for the last :data:`KEYS` sets of
+        arrays by identity."""
+        ident = (*map(id, arrays), digest)
+        hit = self._keys.get(ident)
+        if hit is not None and all(a is b for a, b in zip(hit[0], arrays, strict=True)):
+            return hit[1]
+        if digest:
+            h = hashlib.blake2b(digest_size=20)
+            for a in arrays:
+                h.update(np.ascontiguousarray(a).data)
+                h.update(b"|")
+            key = h.digest()
+        else:
+            key = b"|".join(a.tobytes() for a in arrays)
+        if len(self._keys) >= self.KEYS:
+            self._keys.pop(next(iter(self._keys)))
+        self._keys[ident] = (arrays, key)
+        return key
 
     #: Patterns whose routes are kept where the router's routes are kept pair by pair
     #: (:class:`~dlscale.simulator.topology.routing.PairRoutes`); all of them otherwise.
@@ -72,7 +99,13 @@ class RouteCache:
     PRICED = 32
 
     def get(self, phase: Phase, table: LinkTable, router, rank_nodes: np.ndarray) -> _Routed:
-        key = phase.pattern_key
+        if phase.within is not None and phase.rows is not None \
+                and getattr(router, "pairwise", False):
+            # some of a full step's pairs, each routed as on its own: those rows of its
+            # routes, bit for bit what routing them gives
+            return _rows_of(self.get(phase.within, table, router, rank_nodes), phase.rows,
+                            len(phase.within.src), router.rails)
+        key = self._key((phase.src, phase.dst), digest=False)
         hit = self._store.get(key)
         if hit is None:
             src, dst = rank_nodes[phase.src], rank_nodes[phase.dst]
@@ -96,22 +129,29 @@ class RouteCache:
         """``(load, eff, msg_s)`` of one repetition of ``phase`` (computed once per
         pattern, sizes and factors): the bytes on every link, the same weighted by the
         per-size factors, and each message's seconds."""
-        h = hashlib.blake2b(digest_size=20)
-        for a in (phase.src, phase.dst, phase.nbytes):
-            h.update(np.ascontiguousarray(a).data)
-            h.update(b"|")
-        key = h.digest()
+        key = self._key((phase.src, phase.dst, phase.nbytes), digest=True)
         hit = self._priced.get(key)
         if hit is not None and hit.factors is factors:
             return hit
-        r = self.get(phase, table, router, rank_nodes).routes
-        sub_bytes = phase.nbytes[r.pair] * r.fraction
-        load = _link_sums(r.links, sub_bytes, table.n_links)
-        eff, latency_s = load, r.latency_s
+        if phase.within is not None and phase.rows is not None \
+                and getattr(router, "pairwise", False):
+            # some of a full step's pairs: walk those rows of its routes (the same rows,
+            # in the same order, as the routes of these pairs alone; not copied)
+            r = self.get(phase.within, table, router, rank_nodes).routes
+            at = _subflow_rows(phase.rows, len(phase.within.src), router.rails)
+            pair = np.tile(np.arange(len(phase.rows)), router.rails)
+            fraction, latency_s = r.fraction[at], r.latency_s[at]
+        else:
+            r = self.get(phase, table, router, rank_nodes).routes
+            at = np.arange(len(r.pair))
+            pair, fraction, latency_s = r.pair, r.fraction, r.latency_s
+        sub_bytes = phase.nbytes[pair] * fraction
+        load = _link_sums(r.links, at, sub_bytes, table.n_links)
+        eff = load
         if factors is not None:                    # as message_costs weighs them
-            fl, fb = factors.at(phase.nbytes[r.pair])
-            eff, latency_s = _link_sums(r.links, sub_bytes / fb, table.n_links), latency_s * fl
-        msg_s = _message_s(r.links, eff / table.bandwidth_Bps, latency_s, r.pair,
+            fl, fb = factors.at(phase.nbytes[pair])
+            eff, latency_s = _link_sums(r.links, at, sub_bytes / fb, table.n_links), latency_s * fl
+        msg_s = _message_s(r.links, at, eff / table.bandwidth_Bps, latency_s, pair,
                            len(phase.src))
         hit = _Priced(factors, load, eff, msg_s)
         if len(self._priced) >= self.PRICED:
@@ -123,30 +163,46 @@ class RouteCache:
         return len(self._store)
 
 
+def _subflow_rows(rows: np.ndarray, n_pairs: int, rails: int) -> np.ndarray:
+    """The subflows of pairs ``rows`` of a routed pattern of ``n_pairs`` pairs: rail by
+    rail, as :func:`~dlscale.simulator.topology.routing.route` lays them out."""
+    return (np.arange(rails, dtype=np.int64)[:, None] * n_pairs + rows[None, :]).ravel()
+
+
+def _rows_of(routed: _Routed, rows: np.ndarray, n_pairs: int, rails: int) -> _Routed:
+    """The routes of pairs ``rows`` of a routed pattern of ``n_pairs`` pairs."""
+    at = _subflow_rows(rows, n_pairs, rails)
+    r = routed.routes
+    sub = Routes(r.links[at], np.tile(np.arange(len(rows)), rails), r.fraction[at],
+                 r.latency_s[at])
+    return _Routed(sub, routed.valid[at])
+
+
 @njit(cache=True)
-def _link_sums(links: np.ndarray, weights: np.ndarray, n_links: int) -> np.ndarray:
-    """``np.bincount(links[links >= 0], weights of each row)``: the same additions in
-    the same order (row by row, hop by hop), without the masked copies."""
+def _link_sums(links: np.ndarray, rows: np.ndarray, weights: np.ndarray,
+               n_links: int) -> np.ndarray:
+    """``np.bincount(links[rows][links[rows] >= 0], weights of each row)``: the same
+    additions in the same order (row by row, hop by hop), without the copies."""
     out = np.zeros(n_links)
-    for f in range(links.shape[0]):
+    for f in range(len(rows)):
         w = weights[f]
         for h in range(links.shape[1]):
-            link = links[f, h]
+            link = links[rows[f], h]
             if link >= 0:
                 out[link] += w
     return out
 
 
 @njit(cache=True)
-def _message_s(links: np.ndarray, busy: np.ndarray, latency_s: np.ndarray, pair: np.ndarray,
-               n_msg: int) -> np.ndarray:
-    """Each message's seconds: the slowest of its subflows, each its latency plus the
-    busiest link on its path (0 without a hop)."""
+def _message_s(links: np.ndarray, rows: np.ndarray, busy: np.ndarray, latency_s: np.ndarray,
+               pair: np.ndarray, n_msg: int) -> np.ndarray:
+    """Each message's seconds: the slowest of its subflows (``rows`` of ``links``), each
+    its latency plus the busiest link on its path (0 without a hop)."""
     out = np.zeros(n_msg)
-    for f in range(links.shape[0]):
+    for f in range(len(rows)):
         top = 0.0
         for h in range(links.shape[1]):
-            link = links[f, h]
+            link = links[rows[f], h]
             if link >= 0 and busy[link] > top:
                 top = busy[link]
         t = latency_s[f] + top

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import networkx as nx
 import numpy as np
+from numba import njit
 
 from dlscale.perfmodel.errors import ConfigError
 
@@ -53,6 +54,7 @@ class LinkTable:
     _ids: np.ndarray
     _index: dict | None
     kinds: list | None = None
+    _rows: np.ndarray | None = None
 
     @classmethod
     def from_graph(cls, G: nx.Graph) -> LinkTable:
@@ -99,16 +101,21 @@ class LinkTable:
         """
         u = np.asarray(u, dtype=np.int64)
         v = np.asarray(v, dtype=np.int64)
-        keys = u * len(self.nodes) + v
-        pos = np.searchsorted(self._keys, keys)
-        pos = np.minimum(pos, len(self._keys) - 1)
-        found = self._keys[pos] == keys
-        same = u == v
-        if not np.all(found | same):
-            bad = np.flatnonzero(~(found | same))[0]
-            raise ConfigError(f"routing: nodes {self.nodes[int(u.flat[bad])]!r} and "
-                              f"{self.nodes[int(v.flat[bad])]!r} are not adjacent")
-        return np.where(same, -1, self._ids[pos])
+        n = len(self.nodes)
+        if u.size and (min(int(u.min()), int(v.min())) < 0 or max(int(u.max()),
+                                                                  int(v.max())) >= n):
+            raise ConfigError(f"routing: node indices must be in 0..{n - 1}")
+        if self._rows is None:        # where each node's links start among the sorted keys
+            object.__setattr__(self, "_rows", np.searchsorted(
+                self._keys, np.arange(n + 1, dtype=np.int64) * n))
+        assert self._rows is not None
+        uf, vf = np.ascontiguousarray(u).reshape(-1), np.ascontiguousarray(v).reshape(-1)
+        out = _find_links(self._keys, self._ids, self._rows, uf, vf, n)
+        bad = np.flatnonzero(out == -2)
+        if len(bad):
+            raise ConfigError(f"routing: nodes {self.nodes[int(uf[bad[0]])]!r} and "
+                              f"{self.nodes[int(vf[bad[0]])]!r} are not adjacent")
+        return out.reshape(u.shape)
 
     def name(self, link: int) -> str:
         """``"u->v"`` for a link id; integer labels get their node kind as prefix.
@@ -130,3 +137,26 @@ class LinkTable:
         if isinstance(x, int) and self.kinds is not None:
             return f"{self.kinds[i]}{x}"
         return str(x)
+
+
+@njit(cache=True)
+def _find_links(keys: np.ndarray, ids: np.ndarray, rows: np.ndarray, u: np.ndarray,
+                v: np.ndarray, n: int) -> np.ndarray:
+    """Link id of each ``u[i] -> v[i]``: a binary search among ``u``'s own links (the
+    sorted ``keys[rows[u]:rows[u + 1]]``); -1 where ``u == v``, -2 where not adjacent."""
+    out = np.empty(len(u), dtype=np.int64)
+    for i in range(len(u)):
+        a, b = u[i], v[i]
+        if a == b:
+            out[i] = -1
+            continue
+        key = a * n + b
+        lo, hi = rows[a], rows[a + 1]
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if keys[mid] < key:
+                lo = mid + 1
+            else:
+                hi = mid
+        out[i] = ids[lo] if lo < rows[a + 1] and keys[lo] == key else -2
+    return out

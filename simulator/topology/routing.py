@@ -402,6 +402,10 @@ class PairRoutes:
         if not n:
             return route(self.table, self.router, src, dst)
         key = src * len(self.table.nodes) + dst
+        if n > 4 * self.PROBE and not self._held(key[::n // self.PROBE]):
+            r = route(self.table, self.router, src, dst)    # a new pattern (the same routes)
+            self._keep(key, r, n)
+            return r
         block = np.full(n, -1, dtype=np.int64)
         row = np.zeros(n, dtype=np.int64)
         for b in range(len(self._blocks) - 1, -1, -1):          # the newest first
@@ -433,6 +437,18 @@ class PairRoutes:
             self._extend(int(np.bincount(block[block >= 0]).argmax()), key[miss], r)
         return Routes(links.reshape(rails * n, H), np.tile(np.arange(n), rails),
                       np.full(rails * n, 1.0 / rails), lat.reshape(-1))
+
+    #: Pairs of a large pattern looked up first: where fewer than half of them were
+    #: routed before, the pattern is routed whole without looking up the others.
+    PROBE = 64
+
+    def _held(self, probe: np.ndarray) -> bool:
+        """Whether at least half the pair keys ``probe`` are in the kept blocks."""
+        found = np.zeros(len(probe), dtype=bool)
+        for keys, *_ in self._blocks:
+            pos = np.minimum(np.searchsorted(keys, probe), len(keys) - 1)
+            found |= keys[pos] == probe
+        return 2 * int(found.sum()) >= len(probe)
 
     def _extend(self, b: int, key: np.ndarray, r: Routes) -> None:
         """Add the pairs ``key`` routed as ``r`` to block ``b`` (a pipeline's next step

@@ -169,8 +169,10 @@ def _context(cluster: Cluster, workload: Workload, nodes: int, lay: Layout, netw
     return ctx
 
 
-def _record_outcome(res: TrainingResult, out: RunOutcome, ctx: RunContext, nz: Noise) -> None:
-    """Copy the run's outcome into ``res`` and add the analytical reference figure."""
+def _record_outcome(res: TrainingResult, out: RunOutcome, ctx: RunContext, nz: Noise,
+                    reference: bool = True) -> None:
+    """Copy the run's outcome into ``res`` and add the analytical reference figure
+    (unless ``reference`` is false: a baseline run, whose reference no one reads)."""
     cluster, workload, lay = ctx.cluster, ctx.workload, ctx.lay
     res.iteration_times_s = out.iteration_times_s
     res.samples_per_iteration = float(lay.global_batch[0])
@@ -181,6 +183,8 @@ def _record_outcome(res: TrainingResult, out: RunOutcome, ctx: RunContext, nz: N
     if ctx.numerics is not None:
         res.curve = ctx.numerics.curve
         res.counters.update(ctx.numerics.counters())
+    if not reference:
+        return
     # the analytical reference with the run's noise (its expected slowest rank), where
     # the noise has a spec (not a sample given as an array)
     ref = dataclasses.replace(cluster, noise=nz.spec) if nz.spec else cluster
@@ -196,30 +200,102 @@ def _runs(res: TrainingResult) -> str:
     return f"auto ({res.counters.get('allreduce') or 'one rank: no allreduce'})"
 
 
-def _efficiency(res: TrainingResult, base_cluster: Cluster, base_workload: Workload,
-                efficiency: bool, baseline: str, cluster: Cluster, iterations: int, seed: int,
-                network: str | NetworkModel, nz: Noise, collective: str,
-                placement: str = "linear") -> float | None:
+#: Iterations of a one-node baseline run at most (a row's efficiency divides by it).
+BASELINE_ITERATIONS = 20
+
+
+@dataclasses.dataclass(frozen=True)
+class _Baseline:
+    """What the efficiency of a run divides by: the one-node (or one-device) run of
+    the same settings with the stack's own allreduce, and the key under which the runs
+    of one question share it (:func:`simulate_training`'s ``baselines``)."""
+
+    cluster: Cluster
+    workload: Workload
+    kind: str                          # "node" or "device"
+    iterations: int
+    seed: int
+    network: str | NetworkModel
+    noise: Noise
+    placement: str
+
+    def key(self) -> tuple:
+        spec = self.noise.spec or id(self.noise)   # a sample given as an array: its object
+        net = self.network if isinstance(self.network, str) else id(self.network)
+        return (self.cluster, self.workload, self.kind, self.iterations, self.seed, net, spec,
+                self.placement)
+
+    def run(self) -> TrainingResult:
+        """Simulate it (timing only, no efficiency, no analytical reference)."""
+        return _simulate(self.cluster, self.workload, 1, iterations=self.iterations,
+                         seed=self.seed, mode="timing", network=self.network,
+                         noise=self.noise, efficiency=False, placement=self.placement,
+                         reference=False)
+
+
+def _baseline_of(base_cluster: Cluster, base_workload: Workload, baseline: str,
+                 iterations: int, seed: int, network: str | NetworkModel, nz: Noise,
+                 placement: str) -> _Baseline:
+    """The baseline run of a run with these settings (an object network: the closed
+    forms, block placement)."""
+    named = isinstance(network, str)
+    return _Baseline(base_cluster, base_workload, baseline,
+                     min(int(iterations), BASELINE_ITERATIONS), int(seed),
+                     network if named else "analytical", nz, placement if named else "linear")
+
+
+def _is_own_baseline(res: TrainingResult, ctx: RunContext, base: _Baseline, mode: str,
+                     network: str | NetworkModel, placement: str) -> bool:
+    """Whether the run ``res`` (of ``ctx``) is, step for step, its own baseline run:
+    one node, the baseline's iterations, seed, noise and network, and the workload's
+    allreduce either the stack's own or, for a forced collective (``--collective
+    ring``), what the stack's own runs for every bucket (same algorithm and closed-form
+    time: the network is asked the same questions), so that the one simulation
+    answers both."""
+    if (res.nodes != 1 or base.kind != "node" or mode != "timing"
+            or ctx.iterations != base.iterations or base.network != network
+            or base.placement != placement or base.noise is not ctx.noise
+            or base.cluster != ctx.cluster):
+        return False
+    if base.workload == ctx.workload:
+        return True
+    if dataclasses.replace(ctx.workload, collective=base.workload.collective) != base.workload \
+            or ctx.workload.algorithm != "sync-sgd":
+        return False
+    if ctx.ranks < 2:
+        return True                              # one rank: no allreduce to choose
+    from dlscale.perfmodel.training.sync import buckets, workload_allreduce
+
+    sizes = np.asarray(buckets(ctx.workload, ctx.cluster.runtime).bytes, dtype=float)
+    net = ctx.net
+    t_run, n_run = workload_allreduce(net.cluster, ctx.workload, net.lay, sizes)
+    t_own, n_own = workload_allreduce(net.cluster, base.workload, net.lay, sizes)
+    return bool(np.array_equal(np.asarray(n_run), np.asarray(n_own))
+                and np.array_equal(np.asarray(t_run), np.asarray(t_own)))
+
+
+def _efficiency(res: TrainingResult, base: _Baseline, cluster: Cluster, collective: str,
+                own: bool, baselines: dict | None) -> float | None:
     """Throughput over that of a one-node (or one-device) run with the same settings
     and the stack's own allreduce (:func:`~dlscale.perfmodel.training.predict.baseline_workload`;
     ``collective`` is the run's own); records what the baseline ran on ``res``.
 
-    1.0 for one node running the baseline itself (or without ``efficiency``); ``None``
-    where the baseline does not fit.
+    The baseline run is ``res`` itself where ``own`` (:func:`_is_own_baseline`), else
+    the one in ``baselines`` under its key, else simulated (and kept there). 1.0 for
+    one node running the baseline itself; ``None`` where the baseline does not fit.
     """
     nodes = res.nodes
-    if not efficiency:
-        return 1.0 if nodes == 1 else res.efficiency
-    if nodes == 1 and baseline == "node" and base_workload.collective == collective:
+    if own and baselines is not None:
+        baselines.setdefault(base.key(), res)
+    if nodes == 1 and base.kind == "node" and base.workload.collective == collective:
         res.baseline_runs, res.baseline_iteration_s = _runs(res), res.iteration_s
         return 1.0
-    one = simulate_training(base_cluster, base_workload, 1,
-                            iterations=min(int(iterations), 20),
-                            seed=seed, mode="timing", network="analytical"
-                            if not isinstance(network, str) else network,
-                            noise=nz, efficiency=False,
-                            placement=placement if isinstance(network, str) else "linear")
-    units = nodes * (1 if baseline == "node" else cluster.node.devices_per_node)
+    one = res if own else baselines.get(base.key()) if baselines is not None else None
+    if one is None:
+        one = base.run()
+        if baselines is not None:
+            baselines[base.key()] = one
+    units = nodes * (1 if base.kind == "node" else cluster.node.devices_per_node)
     res.baseline_runs, res.baseline_iteration_s = _runs(one), one.iteration_s
     if one.fits and one.samples_per_s > 0:
         return res.samples_per_s / (units * one.samples_per_s)
@@ -253,7 +329,8 @@ def simulate_training(cluster: Cluster, workload: Workload, nodes: int, *,
                       noise: str | Noise | None = None, trace: bool | str = False,
                       efficiency: bool = True, cosim_options: dict | None = None,
                       trace_ranks: int = 16, trace_iterations: int = 5,
-                      baseline: str = "node", placement: str = "linear") -> TrainingResult:
+                      baseline: str = "node", placement: str = "linear",
+                      baselines: dict | None = None) -> TrainingResult:
     """Simulate ``iterations`` iterations of ``workload`` on ``nodes`` nodes of ``cluster``.
 
     Parameters
@@ -290,6 +367,11 @@ def simulate_training(cluster: Cluster, workload: Workload, nodes: int, *,
     baseline : {"node", "device"}
         Efficiency against a one-node simulation, or a one-device one
         (:func:`dlscale.perfmodel.training.predict.one_device`), with the stack's own allreduce.
+    baselines : dict, optional
+        The baseline runs of one question, shared by its runs (a command's rows): a run
+        takes its baseline from here where an earlier one left it (or was it: one node
+        with the baseline's settings) instead of simulating it again, and leaves it
+        here. Empty at first; the keys are this module's.
 
     Returns
     -------
@@ -304,6 +386,23 @@ def simulate_training(cluster: Cluster, workload: Workload, nodes: int, *,
     ConfigError
         A bad argument (naming it and what is allowed), before any simulation.
     """
+    return _simulate(cluster, workload, nodes, algorithm=algorithm, iterations=iterations,
+                     seed=seed, mode=mode, network=network, noise=noise, trace=trace,
+                     efficiency=efficiency, cosim_options=cosim_options,
+                     trace_ranks=trace_ranks, trace_iterations=trace_iterations,
+                     baseline=baseline, placement=placement, baselines=baselines)
+
+
+def _simulate(cluster: Cluster, workload: Workload, nodes: int, *,
+              algorithm: str | None = None, iterations: int = 20, seed: int = 0,
+              mode: str = "timing", network: str | NetworkModel = DEFAULT_NETWORK,
+              noise: str | Noise | None = None, trace: bool | str = False,
+              efficiency: bool = True, cosim_options: dict | None = None,
+              trace_ranks: int = 16, trace_iterations: int = 5, baseline: str = "node",
+              placement: str = "linear", baselines: dict | None = None,
+              reference: bool = True) -> TrainingResult:
+    """:func:`simulate_training`; without ``reference``, no analytical reference (a
+    baseline run)."""
     workload = _check(cluster, workload, nodes, algorithm, iterations, mode, network, seed, placement)
     base_cluster, base_workload, nz = _check_run_options(cluster, workload, baseline, noise,
                                                          mode, cosim_options)
@@ -320,10 +419,14 @@ def simulate_training(cluster: Cluster, workload: Workload, nodes: int, *,
                    mode, cosim_options, placement)
     if ctx.numerics is not None:
         res.surrogate = ctx.numerics.label
-    _record_outcome(res, _run(ctx), ctx, nz)
-    res.efficiency = _efficiency(res, base_cluster, base_workload, efficiency, baseline,
-                                 cluster, iterations, seed, network, nz, workload.collective,
-                                 placement)
+    _record_outcome(res, _run(ctx), ctx, nz, reference)
+    if efficiency:
+        base = _baseline_of(base_cluster, base_workload, baseline, iterations, seed, network,
+                            nz, placement)
+        own = _is_own_baseline(res, ctx, base, mode, network, placement)
+        res.efficiency = _efficiency(res, base, cluster, workload.collective, own, baselines)
+    else:
+        res.efficiency = 1.0 if nodes == 1 else res.efficiency
     if tracer is not None:
         _record_trace(res, tracer, trace)
     return res

@@ -13,7 +13,6 @@ import concurrent.futures as cf
 import functools
 import importlib
 import json
-import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -209,11 +208,13 @@ def materialize(base_cluster: Cluster | str, base_workload: Workload | str,
 
 
 def add_training_metrics(row: dict[str, Any], cluster: Cluster, workload: Workload) -> None:
-    """Add ``time_to_train_s`` (``epochs`` over the model's data set), ``node_hours``
-    and ``cost`` (node-hours times the cluster's price per node-hour) to a row."""
-    rate = float(row.get("samples_per_s") or 0.0)
-    samples = workload.epochs * workload.model.samples_per_epoch
-    t = samples / rate if rate > 0 else math.inf
+    """Add ``time_to_train_s`` (``epochs`` over the model's data set, the evaluation
+    passes and the start-up: :func:`dlscale.perfmodel.outside.time_to_train_s`),
+    ``node_hours`` and ``cost`` (node-hours times the cluster's price per node-hour)
+    to a row."""
+    from dlscale.perfmodel.outside import time_to_train_s
+
+    t = time_to_train_s(cluster, workload, row)
     row["time_to_train_s"] = t
     row["node_hours"] = row["nodes"] * t / 3600.0
     row["cost"] = row["node_hours"] * cluster.price_per_node_hour

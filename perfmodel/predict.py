@@ -41,6 +41,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from dlscale.perfmodel.outside import dispatch_s_per_op
+
 from .atomicio import atomic_write_text
 from .compute import layer_times
 from .errors import ConfigError
@@ -351,8 +353,8 @@ def predict(cluster: Cluster, workload: Workload, nodes: ArrayLike,
     notes = _faster_than_baseline(workload, eff, runs, baseline,
                                   row_notes(cluster, workload, lay, sps, node_eff, used, limit))
     backward = layer_times(workload.model, cluster.node.device, workload.precision,
-                           lay.batch_per_rank, lay.share,
-                           lay.compute_fraction).backward_s.sum(axis=-1)
+                           lay.batch_per_rank, lay.share, lay.compute_fraction,
+                           dispatch_s_per_op(workload)).backward_s.sum(axis=-1)
     return Prediction(
         cluster=cluster.name, workload=workload.name, algorithm=workload.algorithm,
         collective=workload.collective, scaling=workload.scaling,

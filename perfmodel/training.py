@@ -256,10 +256,15 @@ def iteration_times(cluster: Cluster, workload: Workload, nodes: ArrayLike, *,
     if workload.algorithm != "sync-sgd" and network is not None:
         raise ConfigError(f"network: only sync-sgd takes a network model, got algorithm "
                           f"{workload.algorithm!r}")
+    from .outside import with_loader
+
     lay = layout(cluster, workload, nodes)
     if workload.algorithm == "sync-sgd":
-        return sync_sgd_times(cluster, workload, lay, network=network)
-    return easgd_times(cluster, workload, lay)
+        times = sync_sgd_times(cluster, workload, lay, network=network)
+    else:
+        times = easgd_times(cluster, workload, lay)
+    # no node's step is shorter than its input pipeline (:mod:`.outside`)
+    return with_loader(cluster, workload, lay.global_batch / lay.nodes, times)
 
 
 def efficiency(samples_per_s: ArrayLike, nodes: ArrayLike, one_node_samples_per_s: float

@@ -53,6 +53,8 @@ from typing import overload
 
 import numpy as np
 
+from dlscale.perfmodel.outside import dispatch_s_per_op
+
 from .collectives import parameter_server_s
 from .compute import layer_times, update_s
 from .contention import hockney_params
@@ -263,7 +265,7 @@ def easgd_times(cluster: Cluster, workload: Workload, lay: Layout) -> IterationT
     alg = workload.algorithm
     node, dev = cluster.node, cluster.node.device
     lt = layer_times(workload.model, dev, workload.precision, lay.batch_per_rank, lay.share,
-                     lay.compute_fraction)
+                     lay.compute_fraction, dispatch_s_per_op(workload))
     fb = lt.forward_s.sum(axis=-1) + lt.backward_s.sum(axis=-1)
     if alg in SGD_FAMILY:
         t_step = fb                       # the master applies the update

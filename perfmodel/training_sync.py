@@ -67,6 +67,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from dlscale.perfmodel.outside import dispatch_s_per_op
+
 from .autopolicy import choose_allreduce
 from .catalog.runtimes import HOROVOD_CYCLE_S
 from .compute import layer_times, update_s
@@ -406,7 +408,7 @@ def _compute_phases(cluster: Cluster, workload: Workload, lay: Layout) -> tuple[
     weak = workload.scaling == "weak"
     batch = lay.batch_per_rank[0] if weak else lay.batch_per_rank
     lt = layer_times(workload.model, dev, workload.precision, batch, lay.share,
-                     lay.compute_fraction)
+                     lay.compute_fraction, dispatch_s_per_op(workload))
     fwd = lt.forward_s.sum(axis=-1)
     bwd_cum = np.cumsum(lt.backward_s[..., ::-1], axis=-1)[..., ::-1]   # time to finish layer i
     bwd = bwd_cum[..., 0]

@@ -29,7 +29,7 @@ TRAINING_ONLY = ("algorithm", "iterations", "noise", "network", "cosim", "compar
                  "lr", "lr_schedule", "target_accuracy", "tune", "repeats", "max_sim_time",
                  "eval_every", "hidden", "cosim_model", "plot", "baseline",
                  "measured_samples_per_s", "measured_trace", "horovod_timeline", "runtime",
-                 "batch", "precision", "global_batch")
+                 "batch", "precision", "global_batch", "data", "loader_rate", "dispatch_us")
 
 #: Co-simulation settings: read only with ``--cosim`` or ``--target-accuracy``.
 COSIM_ONLY = ("lr", "lr_schedule", "eval_every", "hidden", "cosim_model")

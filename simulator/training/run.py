@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 
 import numpy as np
@@ -30,6 +31,7 @@ from dlscale.perfmodel.hardware import Cluster
 from dlscale.perfmodel.limits import check_rank_steps
 from dlscale.perfmodel.memory import memory_per_rank
 from dlscale.perfmodel.netapi import NetworkModel
+from dlscale.perfmodel.outside import loader_rate_per_node
 from dlscale.perfmodel.predict import baseline_workload, one_device
 from dlscale.perfmodel.training import Layout, iteration_times, layout
 from dlscale.perfmodel.workload import ALGORITHMS, Workload
@@ -55,6 +57,7 @@ def _memory(workload: Workload, cluster: Cluster, ranks: int, batch: float) -> d
         "optimizer_bytes": float(v.optimizer_bytes[0]),
         "activations_bytes": float(v.activations_bytes[0]),
         "buffers_bytes": float(v.buffers_bytes[0]),
+        "workspace_bytes": float(v.workspace_bytes[0]),
         "per_rank_bytes": float(v.total_bytes[0]),
         "per_device_bytes": float(v.per_device_bytes[0]),
         "capacity_bytes": float(v.capacity_bytes),
@@ -95,6 +98,11 @@ def _check(cluster: Cluster, workload: Workload, nodes: int, algorithm: str | No
         if algorithm not in ALGORITHMS:
             raise unknown_name("algorithm", algorithm, ALGORITHMS)
         workload = dataclasses.replace(workload, algorithm=algorithm)
+    if workload.algorithm != "sync-sgd" and math.isfinite(loader_rate_per_node(cluster, workload)):
+        raise ConfigError(f"workload {workload.name!r}: the input-pipeline bound (loader "
+                          f"{loader_rate_per_node(cluster, workload):g} samples/s per node) is "
+                          f"simulated for sync-sgd only, not {workload.algorithm}; give "
+                          f"data = 'synthetic' or use predict")
     return workload
 
 

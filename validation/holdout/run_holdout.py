@@ -79,7 +79,9 @@ TF_DGX1 = (("inception-v3", 64, 142.0, 1131.0, "nccl"),
            ("resnet50", 64, 219.0, 1734.0, "nccl"),
            ("alexnet", 512, 2987.0, 17822.0, "nccl"),
            ("vgg16", 64, 154.0, 1081.0, "nccl"))
-TF_DGX1_FLAGS = ("--nodes", "1", "--collective", "ring", "--baseline", "device")
+# "Training synthetic data" (the page's tables): no input pipeline (--data synthetic).
+TF_DGX1_FLAGS = ("--nodes", "1", "--collective", "ring", "--baseline", "device",
+                 "--data", "synthetic")
 
 
 def _tf_dgx1(model: str, batch: int, r1: float, r8: float, runtime: str) -> Case:
@@ -109,6 +111,7 @@ def _tf_k80(model: str, gpus: int, r1: float, rg: float) -> Case:
     return Case(f"tf-k80-{gpus}-{model}", f"{model} scaling efficiency, {gpus} K80 vs 1",
                 "efficiency", rg / (gpus * r1), f"derived: {rg:g} / ({gpus} x {r1:g})",
                 TF_K80_SRC, (*TF_K80_ARGS, model, "--nodes", str(nodes), "--batch", "64",
+                             "--data", "synthetic",
                              "--baseline", "device"), "efficiency", nodes)
 
 
@@ -129,7 +132,8 @@ DAINT_SRC = ("Bugliarello, 'Distributed TensorFlow: a performance evaluation' (C
              "for 1, 2, 4, 8 GPUs")
 # P4: batch 64 per GPU (not read; the notebook sets the runs beside Google's DGX-1
 # InceptionV3 figures, which used 64) [uncertain].
-DAINT = (f"{HERE}/piz-daint-p100.toml", "inception-v3", "--batch", "64")
+# "Training: no I/O": synthetic data (--data synthetic).
+DAINT = (f"{HERE}/piz-daint-p100.toml", "inception-v3", "--batch", "64", "--data", "synthetic")
 
 CASES: tuple[Case, ...] = (
     # Horovod: "Horovod achieves 90% scaling efficiency for both Inception V3 and

@@ -1,0 +1,272 @@
+"""Time outside the training step: input pipeline, framework dispatch, evaluation, start-up.
+
+Three mechanisms that real runs pay and the roofline step does not:
+
+- **Input pipeline.** Real image data is decoded and augmented (JPEG decode, random
+  resized crop, flip) on the host cores while the devices train, so one node's step
+  cannot be shorter than the time its loader takes to prepare the node's samples:
+  ``iteration >= samples per node / loader rate``. The loader rate is the user's
+  measurement (``workload.loader_rate``) or ``host_cores x`` :data:`DECODE_RATE` for a
+  GPU node whose host cores are described (``node.host_cores``); on CPU nodes (KNL,
+  Xeon) the decode shares the training cores and no cited per-core figure exists for
+  them, so only a measured ``loader_rate`` bounds them. ``workload.data =
+  "synthetic"`` (benchmarks that feed generated tensors) has no loader bound.
+- **Framework dispatch.** Each operator costs host time to dispatch (Python, the
+  framework's dispatcher, the kernel launch). Frameworks issue kernels ahead of the
+  device, so a layer cannot run faster than its operators can be dispatched:
+  ``layer time >= operators x`` :data:`DISPATCH` (or ``workload.dispatch_per_op_s``).
+  Operators per layer: 1 forward; backward 3 for a layer with parameters (data
+  gradient, weight gradient, the per-variable update of the optimizer), else 1.
+- **Evaluation and start-up**, for time-to-train figures only: every
+  ``evals_per_epoch`` (:data:`EVALS_PER_EPOCH`) a forward pass over the validation set
+  (:data:`VALIDATION_SAMPLES`), spread over the ranks, and the user's measured
+  ``startup_s`` (no cited default was found: 0).
+
+Each cited figure is a :class:`~dlscale.perfmodel.cited.CitedRange` (central, low,
+high), registered for the ranges of every answer.
+
+Examples
+--------
+>>> from dlscale.perfmodel.catalog import get_cluster, get_workload
+>>> c, w = get_cluster("dgx1-v100"), get_workload("resnet50")
+>>> loader_rate_per_node(c, w)            # 40 host cores x 196 images/s
+7840.0
+>>> import dataclasses
+>>> loader_rate_per_node(c, dataclasses.replace(w, data="synthetic"))
+inf
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from dlscale.perfmodel.cited import CitedRange, register
+from dlscale.perfmodel.hardware import Cluster
+from dlscale.perfmodel.workload import Model, Workload
+
+__all__ = [
+    "DECODED_DATASETS",
+    "DECODE_RATE",
+    "DISPATCH",
+    "ENDS",
+    "EVALS_PER_EPOCH",
+    "VALIDATION_SAMPLES",
+    "dispatch_floor",
+    "dispatch_s_per_op",
+    "evaluation_s",
+    "loader_rate_per_node",
+    "loader_s",
+    "operators_per_layer",
+    "time_to_train_s",
+    "with_loader",
+]
+
+#: Which end of the cited figures a function uses.
+ENDS = ("central", "low", "high")
+
+#: Images/s one host core decodes and augments for ImageNet training. Both figures
+#: are measured on the same host, an NVIDIA DGX-1 (2 x 20-core Xeon E5-2698 v4, 40
+#: cores): tensorpack/benchmarks, ImageNet/README.md: "With tensorpack.dataflow (pure
+#: python loader): Augmentations=[GoogleNetResize, Lighting, Flip]: reach 5.6k
+#: image/s on a DGX1" -> 140/core (low); "With tf.data: Augmentations=[GoogleNetResize,
+#: Flip]: 11k image/s on a DGX1" -> 275/core (high). GoogleNetResize is the random
+#: resized crop. Central: their geometric mean, 196 (no source favours either loader).
+DECODE_RATE = CitedRange(
+    "decode_images_per_core_s", central=196.0, low=140.0, high=275.0,
+    unit="images/s per host core",
+    source="tensorpack/benchmarks ImageNet/README.md: 5.6k images/s (Python dataflow, "
+           "GoogleNetResize+Lighting+Flip) and 11k images/s (tf.data, GoogleNetResize+Flip) "
+           "on a DGX-1 (40 cores); central the geometric mean")
+
+#: Host seconds to dispatch one operator. "From PyTorch op to kernel launch"
+#: (jiahuanglin.xyz, gpu_kernel_serving lesson 18, its table of layers: Python,
+#: pybind11, autograd, ATen dispatcher, backend, driver): "~5-25 us of CPU-side work
+#: per op" -> low 5 us, high 25 us, central their midpoint 15 us. A kernel launch alone
+#: measured 4-6 us ("pegainfer (3): From Launch Overhead to CUDA Graph", susun-blog.com,
+#: RTX 5070 Ti), inside the range.
+DISPATCH = CitedRange(
+    "dispatch_s_per_op", central=15e-6, low=5e-6, high=25e-6, unit="s per operator",
+    source="jiahuanglin.xyz gpu_kernel_serving/18_pytorch_to_kernel: ~5-25 us CPU-side per "
+           "op (central the midpoint); kernel launch alone 4-6 us (susun-blog.com pegainfer 3)")
+
+#: Evaluation passes per training epoch. Central and high: one after every epoch
+#: (pytorch/examples imagenet/main.py calls validate() after each train epoch); low:
+#: one every 4 epochs (the MLPerf ResNet-50 reference's ``epochs_between_evals``).
+EVALS_PER_EPOCH = CitedRange(
+    "evals_per_epoch", central=1.0, low=0.25, high=1.0, unit="passes per epoch",
+    source="pytorch/examples imagenet/main.py (validate every epoch); MLPerf ResNet-50 "
+           "reference (every 4 epochs)")
+register(DECODE_RATE, DISPATCH, EVALS_PER_EPOCH)
+
+#: Data sets whose samples the host decodes from JPEG (ILSVRC-2012).
+DECODED_DATASETS = ("imagenet-1k",)
+
+#: Validation samples per data set: ILSVRC-2012 has 50,000 validation images
+#: (Russakovsky et al., IJCV 2015, Table 2).
+VALIDATION_SAMPLES: dict[str, int] = {"imagenet-1k": 50_000}
+
+
+def _end(cited: CitedRange, end: str) -> float:
+    if end not in ENDS:
+        raise ValueError(f"end: must be one of {', '.join(ENDS)}, got {end!r}")
+    return float(getattr(cited, end))
+
+
+def loader_rate_per_node(cluster: Cluster, workload: Workload, end: str = "central") -> float:
+    """Samples/s one node's input pipeline delivers (``inf``: no bound).
+
+    Parameters
+    ----------
+    cluster : Cluster
+        Its node's host cores and device kind.
+    workload : Workload
+        Its data (real or synthetic), data set and measured ``loader_rate``.
+    end : {"central", "low", "high"}
+        Which end of :data:`DECODE_RATE` (a measured rate is the same at every end).
+    """
+    if workload.data == "synthetic":
+        return math.inf
+    if workload.loader_rate > 0:
+        return float(workload.loader_rate)
+    node = cluster.node
+    if (workload.model.dataset in DECODED_DATASETS and node.host_cores > 0
+            and node.device.kind == "gpu"):
+        return node.host_cores * _end(DECODE_RATE, end)
+    return math.inf
+
+
+def loader_s(cluster: Cluster, workload: Workload, samples_per_node: ArrayLike,
+             end: str = "central") -> np.ndarray:
+    """Seconds one node's loader takes to prepare one iteration's samples (0: no bound).
+
+    Parameters
+    ----------
+    cluster, workload
+        As for :func:`loader_rate_per_node`.
+    samples_per_node : array_like
+        Samples one node trains per iteration (over the node counts).
+    end : {"central", "low", "high"}
+    """
+    rate = loader_rate_per_node(cluster, workload, end)
+    s = np.asarray(samples_per_node, dtype=float)
+    return np.zeros_like(s) if math.isinf(rate) else s / rate
+
+
+def dispatch_s_per_op(workload: Workload, end: str = "central") -> float:
+    """Dispatch seconds per operator: the workload's own figure, else :data:`DISPATCH`."""
+    if workload.dispatch_per_op_s >= 0:
+        return float(workload.dispatch_per_op_s)
+    return _end(DISPATCH, end)
+
+
+def operators_per_layer(model: Model) -> tuple[np.ndarray, np.ndarray]:
+    """Operators dispatched per layer, forward and backward (module docstring).
+
+    Examples
+    --------
+    >>> from dlscale.perfmodel.workload import Layer, Model
+    >>> m = Model("m", (Layer("c", "conv", 9, 1.0, 4), Layer("r", "act", 0, 1.0, 4)),
+    ...           (4,), "none", 1)
+    >>> [a.tolist() for a in operators_per_layer(m)]
+    [[1.0, 1.0], [3.0, 1.0]]
+    """
+    fwd = np.ones(len(model.layers))
+    bwd = np.array([3.0 if layer.params > 0 else 1.0 for layer in model.layers])
+    return fwd, bwd
+
+
+def dispatch_floor(model: Model, dispatch_s: float, forward_s: np.ndarray,
+                   backward_s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Layer times no shorter than their operators' dispatch.
+
+    Parameters
+    ----------
+    model : Model
+        Its layers.
+    dispatch_s : float
+        Seconds per operator (:func:`dispatch_s_per_op`; 0: no floor).
+    forward_s, backward_s : ndarray
+        Roofline times per layer (last axis: layers).
+
+    Returns
+    -------
+    tuple of ndarray
+        ``(forward_s, backward_s)`` with the floor applied.
+    """
+    if dispatch_s <= 0:
+        return forward_s, backward_s
+    fwd, bwd = operators_per_layer(model)
+    return np.maximum(forward_s, fwd * dispatch_s), np.maximum(backward_s, bwd * dispatch_s)
+
+
+def with_loader(cluster: Cluster, workload: Workload, samples_per_node: ArrayLike,
+                times: Any, end: str = "central") -> Any:
+    """``times`` (an :class:`~dlscale.perfmodel.training.IterationTimes`) with the
+    iteration no shorter than the loader's (:func:`loader_s`); where the loader is the
+    longer, the row's ``limit`` is ``"input-pipeline"``.
+    """
+    import dataclasses
+
+    load = loader_s(cluster, workload, samples_per_node, end)
+    if not np.any(load > times.iteration_s):
+        return times
+    it = np.maximum(times.iteration_s, load)
+    limit = times.limit if times.limit is not None else np.full(it.shape, "", dtype=object)
+    limit = np.where(load > times.iteration_s, "input-pipeline", limit).astype(object)
+    return dataclasses.replace(times, iteration_s=it,
+                               samples_per_s=times.samples_per_s * times.iteration_s / it,
+                               limit=limit)
+
+
+def evaluation_s(workload: Workload, forward_s_per_sample: float, ranks: int,
+                 end: str = "central") -> float:
+    """Seconds of evaluation passes over a whole training run.
+
+    Parameters
+    ----------
+    workload : Workload
+        Its epochs, data set and ``evals_per_epoch``.
+    forward_s_per_sample : float
+        One rank's forward seconds per sample.
+    ranks : int
+        Ranks that share the validation set.
+    end : {"central", "low", "high"}
+    """
+    val = VALIDATION_SAMPLES.get(workload.model.dataset, 0)
+    per_epoch = (workload.evals_per_epoch if workload.evals_per_epoch >= 0
+                 else _end(EVALS_PER_EPOCH, end))
+    return float(workload.epochs * per_epoch * val / max(ranks, 1) * forward_s_per_sample)
+
+
+def time_to_train_s(cluster: Cluster, workload: Workload, row: dict[str, Any],
+                    end: str = "central") -> float:
+    """Seconds to train ``workload.epochs``: the steps, evaluation and start-up.
+
+    Parameters
+    ----------
+    cluster : Cluster
+        The machine (its device runs the evaluation's forward passes).
+    workload : Workload
+        Epochs, data set, evaluation and start-up fields.
+    row : dict
+        A prediction row: ``samples_per_s``, ``ranks``, ``global_batch``.
+    end : {"central", "low", "high"}
+    """
+    from dlscale.perfmodel.compute import layer_times
+
+    rate = float(row.get("samples_per_s") or 0.0)
+    if rate <= 0:
+        return math.inf
+    train = workload.epochs * workload.model.samples_per_epoch / rate
+    ranks = int(row.get("ranks") or 1)
+    batch = float(row.get("global_batch") or workload.batch_per_device) / ranks
+    rpn = workload.ranks_per_node or cluster.node.devices_per_node
+    share = cluster.node.devices_per_node / rpn
+    fwd = float(np.sum(layer_times(workload.model, cluster.node.device, workload.precision,
+                                   batch, share, dispatch_s=dispatch_s_per_op(workload, end)
+                                   ).forward_s)) / batch
+    return train + evaluation_s(workload, fwd, ranks, end) + workload.startup_s

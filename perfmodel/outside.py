@@ -270,3 +270,40 @@ def time_to_train_s(cluster: Cluster, workload: Workload, row: dict[str, Any],
                                    batch, share, dispatch_s=dispatch_s_per_op(workload, end)
                                    ).forward_s)) / batch
     return train + evaluation_s(workload, fwd, ranks, end) + workload.startup_s
+
+
+def workload_for_band(cluster: Cluster, workload: Workload, band: str) -> Workload:
+    """The workload with this module's figures set to one end of the answer's band.
+
+    ``"slow"``: dispatch at :data:`DISPATCH` high, decode at :data:`DECODE_RATE` low,
+    evaluation at :data:`EVALS_PER_EPOCH` high; ``"fast"``: the other ends;
+    ``"central"``: the workload as given. A figure the user gave (a measured
+    ``loader_rate``, ``dispatch_per_op_s``, ``evals_per_epoch``) is kept at every band.
+    Predicting with the returned workload gives that end of the band for time outside
+    the step (the ranges of every answer use it).
+
+    Examples
+    --------
+    >>> from dlscale.perfmodel.catalog import get_cluster, get_workload
+    >>> c, w = get_cluster("dgx1-v100"), get_workload("resnet50")
+    >>> slow = workload_for_band(c, w, "slow")
+    >>> slow.loader_rate, slow.dispatch_per_op_s
+    (5600.0, 2.5e-05)
+    """
+    import dataclasses
+
+    if band not in ("slow", "central", "fast"):
+        raise ValueError(f"band: must be slow, central or fast, got {band!r}")
+    if band == "central":
+        return workload
+    slow = band == "slow"
+    decode_end, other_end = ("low", "high") if slow else ("high", "low")
+    changes: dict[str, float] = {}
+    rate = loader_rate_per_node(cluster, workload, decode_end)
+    if workload.loader_rate == 0 and math.isfinite(rate):
+        changes["loader_rate"] = rate
+    if workload.dispatch_per_op_s < 0:
+        changes["dispatch_per_op_s"] = _end(DISPATCH, other_end)
+    if workload.evals_per_epoch < 0:
+        changes["evals_per_epoch"] = _end(EVALS_PER_EPOCH, other_end)
+    return dataclasses.replace(workload, **changes)

@@ -139,3 +139,17 @@ def test_every_cited_range_is_registered_and_ordered():
     assert "cudnn_workspace_bytes" in reg
     for r in reg.values():
         assert isinstance(r, CitedRange) and r.low <= r.central <= r.high and r.source
+
+
+def test_band_workloads_bracket_the_central_answer():
+    from dlscale.perfmodel.outside import workload_for_band
+
+    c = get_cluster("dgx1-v100")
+    w = _rn50()
+    rates = [float(predict(c, workload_for_band(c, w, b), 1).samples_per_s[0])
+             for b in ("slow", "central", "fast")]
+    assert rates[0] < rates[1] < rates[2]
+    assert rates[0] == pytest.approx(40 * DECODE_RATE.low)
+    # the user's measurement is kept at every band
+    m = _rn50(loader_rate=1000.0)
+    assert workload_for_band(c, m, "slow").loader_rate == 1000.0

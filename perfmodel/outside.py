@@ -39,7 +39,7 @@ inf
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -47,6 +47,9 @@ from numpy.typing import ArrayLike
 from dlscale.perfmodel.cited import CitedRange, register
 from dlscale.perfmodel.hardware import Cluster
 from dlscale.perfmodel.workload import Model, Workload
+
+if TYPE_CHECKING:  # training imports this module
+    from dlscale.perfmodel.training import IterationTimes
 
 __all__ = [
     "DECODED_DATASETS",
@@ -204,7 +207,7 @@ def dispatch_floor(model: Model, dispatch_s: float, forward_s: np.ndarray,
 
 
 def with_loader(cluster: Cluster, workload: Workload, samples_per_node: ArrayLike,
-                times: Any, end: str = "central") -> Any:
+                times: IterationTimes, end: str = "central") -> IterationTimes:
     """``times`` (an :class:`~dlscale.perfmodel.training.IterationTimes`) with the
     iteration no shorter than the loader's (:func:`loader_s`); where the loader is the
     longer, the row's ``limit`` is ``"input-pipeline"``.
@@ -298,7 +301,7 @@ def workload_for_band(cluster: Cluster, workload: Workload, band: str) -> Worklo
         return workload
     slow = band == "slow"
     decode_end, other_end = ("low", "high") if slow else ("high", "low")
-    changes: dict[str, float] = {}
+    changes: dict[str, Any] = {}
     rate = loader_rate_per_node(cluster, workload, decode_end)
     if workload.loader_rate == 0 and math.isfinite(rate):
         changes["loader_rate"] = rate

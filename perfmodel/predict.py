@@ -103,7 +103,8 @@ class Prediction:
         Whether that fits the device's training memory.
     bottleneck : ndarray of str
         ``"memory"`` where the state does not fit; ``"master-link"`` or
-        ``"master-update"`` where an asynchronous master is saturated; else
+        ``"master-update"`` where an asynchronous master is saturated;
+        ``"input-pipeline"`` where the node's loader is slower than its step; else
         ``"compute"`` when compute time is at least the exposed communication,
         ``"communication"`` otherwise.
     memory_resource : str
@@ -164,7 +165,7 @@ class Prediction:
         --------
         >>> from dlscale.perfmodel.catalog import get_cluster, get_workload
         >>> predict(get_cluster("summit"), get_workload("resnet50"), [1, 2]).baseline_text()
-        'baseline: efficiency against 1 node running auto (ring): 0.133 s per iteration, 1,446 samples/s'
+        'baseline: efficiency against 1 node running auto (ring): 0.133 s per iteration, 1,440 samples/s'
         """
         what = "1 node" if self.baseline == "node" else "1 device alone"
         return (f"baseline: efficiency against {what} running {self.baseline_runs}: "

@@ -99,10 +99,13 @@ def _check(cluster: Cluster, workload: Workload, nodes: int, algorithm: str | No
             raise unknown_name("algorithm", algorithm, ALGORITHMS)
         workload = dataclasses.replace(workload, algorithm=algorithm)
     if workload.algorithm != "sync-sgd" and math.isfinite(loader_rate_per_node(cluster, workload)):
-        raise ConfigError(f"workload {workload.name!r}: the input-pipeline bound (loader "
-                          f"{loader_rate_per_node(cluster, workload):g} samples/s per node) is "
-                          f"simulated for sync-sgd only, not {workload.algorithm}; give "
-                          f"data = 'synthetic' or use predict")
+        limit = iteration_times(cluster, workload, [int(nodes)]).limit
+        if limit is not None and limit[0] == "input-pipeline":
+            raise ConfigError(
+                f"workload {workload.name!r}: its input pipeline (loader "
+                f"{loader_rate_per_node(cluster, workload):g} samples/s per node) bounds the "
+                f"step, which is simulated for sync-sgd only, not {workload.algorithm}; give "
+                f"data = 'synthetic' or use predict")
     return workload
 
 

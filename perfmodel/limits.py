@@ -35,6 +35,7 @@ __all__ = [
     "MAX_DEVICES_PER_NODE",
     "MAX_GRID_POINTS",
     "MAX_HIDDEN",
+    "MAX_HOST_CORES",
     "MAX_INTEGER",
     "MAX_RAILS",
     "MAX_RANK_STEPS",
@@ -46,6 +47,7 @@ __all__ = [
     "check_cosim",
     "check_count",
     "check_graph",
+    "check_host_cores",
     "check_range",
     "check_rank_steps",
 ]
@@ -97,6 +99,10 @@ MAX_HIDDEN = 65_536
 #: Devices (or sockets) per node: the largest single-node NVLink domain built, the
 #: DGX GH200, joins 256 GPUs (NVIDIA, 2023); 1,024 leaves room for what-ifs.
 MAX_DEVICES_PER_NODE = 1024
+
+#: Host CPU cores per node: two-socket servers hold up to 2 x 192 cores (AMD EPYC
+#: 9965, AMD product page); 1,024 leaves room for four sockets.
+MAX_HOST_CORES = 1024
 
 #: Network rails (independent planes) per node: a DGX H100 has 8 compute NICs
 #: (NVIDIA DGX H100 user guide); 64 leaves room for what-ifs.
@@ -161,6 +167,22 @@ def check_range(value: float, bounds: tuple[float, float], where: str, unit: str
 def _gib(n: float) -> str:
     gib = n / 2**30
     return f"{gib:,.0f} GiB" if gib >= 100 else f"{gib:.3g} GiB"
+
+
+def check_host_cores(value: object, where: str) -> None:
+    """Refuse host cores that are not an integer in ``0..MAX_HOST_CORES``.
+
+    Examples
+    --------
+    >>> check_host_cores(40, "node.host_cores")
+    >>> check_host_cores(2.5, "node.host_cores")
+    Traceback (most recent call last):
+    ...
+    dlscale.perfmodel.errors.ConfigError: node.host_cores: must be an integer in 0..1024 (0: not described), got 2.5
+    """
+    if type(value) is not int or not 0 <= value <= MAX_HOST_CORES:
+        raise ConfigError(f"{where}: must be an integer in 0..{MAX_HOST_CORES} (0: not "
+                          f"described), got {value!r}")
 
 
 def check_count(value: int, limit: int, where: str, why: str) -> None:

@@ -337,7 +337,11 @@ _TRAINING_VALUES = {
     "--horovod-timeline": [TIMELINE], "--runtime": ["gloo"], "--batch": ["16"],
     "--precision": ["fp16"], "--global-batch": ["64"], "--ps-servers": ["2"],
     "--ps-placement": ["separate"], "--ps-strategy": ["greedy"],
+    "--data": ["synthetic"], "--loader-rate": ["100"], "--dispatch-us": ["10"],
 }
+
+#: A run whose input pipeline bounds the step (DGX-1: 40 host cores, 8 V100 at fp16).
+LOADED = ["dgx1-v100", "resnet50", "--nodes", "1", "--precision", "fp16", "--batch", "256"]
 
 #: (mode, flag) -> check. A mode is the subcommand path; ``simulate`` has two.
 CHECKS: dict[tuple[str, str], Any] = {
@@ -364,6 +368,9 @@ CHECKS: dict[tuple[str, str], Any] = {
     **{("simulate CLUSTER WORKLOAD", f): Acts(SIM_PS, extra) for f, extra in {
         "--ps-servers": ["--ps-servers", "1"], "--ps-placement": ["--ps-placement", "separate"],
         "--ps-strategy": ["--ps-strategy", "greedy"]}.items()},
+    ("predict", "--data"): Acts(["predict", *LOADED], ["--data", "synthetic"]),
+    ("predict", "--loader-rate"): Acts(PRED, ["--loader-rate", "100"]),
+    ("predict", "--dispatch-us"): Acts(PRED, ["--dispatch-us", "500"]),
     ("predict", "--grouping"): Acts([*PRED, "--runtime", "horovod-legacy-nccl"],
                                     ["--grouping", "graph-aware"]),
     ("predict", "--horovod-timeline"): Acts([*PRED, "--measured-samples-per-s", "500@64"],
@@ -398,6 +405,9 @@ CHECKS: dict[tuple[str, str], Any] = {
         "--measured-trace": (SIMT, ["--measured-trace", f"{TRACE}@64"]),
         "--horovod-timeline": ([*SIMT, "--measured-samples-per-s", "500@64"],
                                ["--horovod-timeline", f"{TIMELINE}@64"]),
+        "--data": (["simulate", *LOADED, "--iterations", "2"], ["--data", "synthetic"]),
+        "--loader-rate": (SIMT, ["--loader-rate", "100"]),
+        "--dispatch-us": (SIMT, ["--dispatch-us", "500"]),
     }.items()},
     **{("simulate CLUSTER WORKLOAD", f): r for f, r in _refuse_all(SIMT, {
         "--ranks": ["4"], "--operation": ["allgather"], "--size-bytes": ["1e6"],

@@ -84,9 +84,10 @@ def test_mixed_precision_parts():
     assert v.buffers_bytes[0] == pytest.approx(64e6)
 
 
-def test_activations_count_every_layer_output_relu_included():
-    # The documented counting rule: element-wise layers' outputs are kept too (no
-    # in-place ReLU), so a conv-ReLU pair keeps two tensors.
+def test_activations_relu_in_place_keeps_one_tensor_upper_bound_two():
+    # The documented counting rule: a ReLU runs in place (Caffe, PyTorch inplace=True,
+    # MXNet's planner), so a conv-ReLU pair keeps one tensor; the high end of the
+    # range keeps every op's output (two).
     from dlscale.perfmodel.catalog.layers import Net
 
     net = Net("n", (3, 8, 8))
@@ -96,4 +97,6 @@ def test_activations_count_every_layer_output_relu_included():
     m = Model("m", tuple(net.layers), (3, 8, 8), "none", 1)
     w = Workload("w", m, 2, fusion_threshold_bytes=0)
     v = memory_per_rank(w, _cluster(GPU), 1)
-    assert v.activations_bytes[0] == pytest.approx(4 * 2 * (4 * 8 * 8) * 2)
+    assert v.activations_bytes[0] == pytest.approx(4 * 2 * (4 * 8 * 8))
+    high = memory_per_rank(w, _cluster(GPU), 1, end="high")
+    assert high.activations_bytes[0] == pytest.approx(4 * 2 * (4 * 8 * 8) * 2)

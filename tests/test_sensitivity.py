@@ -265,6 +265,13 @@ DESCRIPTIVE: dict[str, str] = {
     "samples_per_epoch": "time to train (test_epochs_move_time_to_train)",
     "sparse_rows_per_sample": "sparse gradients: test_sim_training_sync",
     "measured": "measured compute: test_measured",
+    "host_cores": "input-pipeline bound, both fidelities: test_outside "
+                  "(test_host_cores_from_a_node_description, test_loader_bounds_the_step_...)",
+    "data": "input-pipeline bound on or off: test_outside.test_loader_bounds_the_step_...",
+    "loader_rate": "measured loader, both fidelities: test_outside.test_measured_loader_rate_...",
+    "dispatch_per_op_s": "dispatch floor: test_outside.test_dispatch_floor_moves_small_layers_only",
+    "evals_per_epoch": "time to train: test_outside.test_time_to_train_counts_evaluation_...",
+    "startup_s": "time to train: test_outside.test_time_to_train_counts_evaluation_and_startup",
 }
 
 CLASSES = (Device, Link, NodeSpec, NetworkSpec, Cluster, Runtime, FatTree, Dragonfly, Torus,

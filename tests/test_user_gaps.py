@@ -50,14 +50,17 @@ def test_rows_carry_ranks_backward_and_exposed_comm() -> None:
 
 
 def test_global_batch_flags_a_baseline_that_does_not_fit(capsys) -> None:
-    assert main(["predict", "summit", "resnet50", "--nodes", "1,64", "--global-batch", "768",
+    # 1,536 on one node is 256 per 16 GB V100 in fp32: twice the 128 that NVIDIA's
+    # DeepLearningExamples train there (768, their batch, fits since frameworks run
+    # ReLU in place: tests/test_memory_cited.py)
+    assert main(["predict", "summit", "resnet50", "--nodes", "1,64", "--global-batch", "1536",
                  "--format", "json"]) == 0
     captured = capsys.readouterr()
     doc = json.loads(captured.out)
     assert doc["meta"]["scaling"] == "strong" and doc["meta"]["baseline_fits"] is False
-    assert [r["global_batch"] for r in doc["rows"]] == [768, 768]
+    assert [r["global_batch"] for r in doc["rows"]] == [1536, 1536]
     assert doc["rows"][1]["fits"] is True and doc["rows"][0]["fits"] is False
-    assert "note: the baseline (one node running the whole global batch of 768 samples) " \
+    assert "note: the baseline (one node running the whole global batch of 1536 samples) " \
            "does not fit" in captured.err
     assert main(["predict", "summit", "resnet50", "--nodes", "1,4", "--global-batch",
                  "192"]) == 0   # 32 per GPU on one node: the baseline fits

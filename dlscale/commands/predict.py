@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import sys
 from typing import Any
 
@@ -56,8 +57,23 @@ def add_parser(sub: Any) -> None:
                         "cluster's, none for the presets)")
     p.add_argument("--plot", metavar="FILE.png", help="write a scaling plot")
     add_measured_args(p)
+    add_outside_args(p)
     add_output_args(p)
     p.set_defaults(run=run)
+
+
+def add_outside_args(p: argparse.ArgumentParser) -> None:
+    """Time outside the step (:mod:`dlscale.perfmodel.training.outside`): data, loader, dispatch."""
+    g = p.add_argument_group("time outside the step")
+    g.add_argument("--data", choices=("real", "synthetic"),
+                   help="real data is decoded on the host cores (the input pipeline bounds "
+                        "the step); synthetic is not (default: the workload's, real)")
+    g.add_argument("--loader-rate", type=float, metavar="X",
+                   help="samples/s one node's data loader delivers, as you measured it "
+                        "(default: host cores x the cited decode rate per core)")
+    g.add_argument("--dispatch-us", type=float, metavar="X",
+                   help="framework dispatch cost per operator in microseconds (default: "
+                        "the cited 15 us)")
 
 
 def add_scaling_args(p: argparse.ArgumentParser) -> None:
@@ -75,6 +91,7 @@ def workload_overrides(args: argparse.Namespace) -> dict[str, Any]:
              "precision": "precision", "batch": "batch_per_device"}
     out = {field: getattr(args, arg) for arg, field in names.items()
            if getattr(args, arg, None) is not None}
+    out.update(_outside_overrides(args))
     gb = getattr(args, "global_batch", None)
     if gb is not None and getattr(args, "batch", None) is not None:
         raise ConfigError(f"--batch: not with --global-batch (strong scaling splits the "
@@ -85,6 +102,26 @@ def workload_overrides(args: argparse.Namespace) -> dict[str, Any]:
             raise ConfigError(f"--global-batch: must be an integer >= 1 (samples per iteration "
                               f"over all devices), got {gb}")
         out.update(scaling="strong", global_batch=gb)
+    return out
+
+
+def _outside_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """``--data``, ``--loader-rate``, ``--dispatch-us`` as workload fields (checked)."""
+    out: dict[str, Any] = {}
+    if getattr(args, "data", None) is not None:
+        out["data"] = args.data
+    rate = getattr(args, "loader_rate", None)
+    if rate is not None:
+        if not (math.isfinite(rate) and rate > 0):
+            raise ConfigError(f"--loader-rate: must be a finite number > 0 (samples/s one "
+                              f"node's loader delivers), got {rate:g}")
+        out["loader_rate"] = rate
+    us = getattr(args, "dispatch_us", None)
+    if us is not None:
+        if not (math.isfinite(us) and us >= 0):
+            raise ConfigError(f"--dispatch-us: must be a finite number >= 0 (microseconds "
+                              f"per operator), got {us:g}")
+        out["dispatch_per_op_s"] = us * 1e-6
     return out
 
 

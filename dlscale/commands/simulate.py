@@ -91,6 +91,9 @@ def add_parser(sub: Any) -> None:
     add_ps_args(p)
     add_training_args(p)  # training options; the ones above are shared
     add_measured_args(p, trace_flag=False)
+    from dlscale.commands.predict import add_outside_args
+
+    add_outside_args(p)
     p.set_defaults(run=run)
 
 
@@ -152,7 +155,8 @@ def _apply_workload_flags(args: argparse.Namespace) -> None:
     from dlscale.perfmodel.machine.config import apply_overrides, load_workload
 
     names = {"batch": args.batch, "precision": args.precision,
-             "global_batch": getattr(args, "global_batch", None)}
+             "global_batch": getattr(args, "global_batch", None),
+             **{k: getattr(args, k, None) for k in ("data", "loader_rate", "dispatch_us")}}
     overrides = workload_overrides(argparse.Namespace(**names))
     if overrides:
         args.workload = apply_overrides(load_workload(args.workload), overrides, "command line")

@@ -30,7 +30,7 @@ TRAINING_ONLY = ("algorithm", "iterations", "noise", "network", "cosim", "compar
                  "eval_every", "hidden", "cosim_model", "plot", "baseline",
                  "measured_samples_per_s", "measured_trace", "horovod_timeline", "runtime",
                  "batch", "precision", "global_batch", "ps_servers", "ps_placement",
-                 "ps_strategy")
+                 "ps_strategy", "data", "loader_rate", "dispatch_us")
 
 #: Co-simulation settings: read only with ``--cosim`` or ``--target-accuracy``.
 COSIM_ONLY = ("lr", "lr_schedule", "eval_every", "hidden", "cosim_model")

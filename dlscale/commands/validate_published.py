@@ -11,7 +11,7 @@ Examples
 >>> p = argparse.ArgumentParser()
 >>> sub = add_published_parser(p.add_subparsers(dest="what"))
 >>> sorted(a.dest for a in sub._actions if a.dest != "help")
-['case', 'format', 'output', 'plots', 'write_readme']
+['case', 'fidelity', 'format', 'output', 'plots', 'write_readme']
 """
 
 from __future__ import annotations

@@ -18,11 +18,11 @@ __all__ = ["NODES"]
 
 
 def _node(name: str, device: str, count: int, intra: str, nic: str, host: str | None,
-          memory_gb: float, source: str) -> NodeSpec:
+          memory_gb: float, source: str, host_cores: int = 0) -> NodeSpec:
     return NodeSpec(name=name, device=DEVICES[device], devices_per_node=count,
                     intra_link=LINKS[intra], nic=LINKS[nic],
                     host_link=LINKS[host] if host else None,
-                    memory_bytes=memory_gb * GB, source=source)
+                    memory_bytes=memory_gb * GB, source=source, host_cores=host_cores)
 
 
 NODES: dict[str, NodeSpec] = {
@@ -44,8 +44,10 @@ NODES: dict[str, NodeSpec] = {
     # Summit node (OLCF user guide): 2 POWER9 + 6 V100 16 GB; NVLink 2.0 two bricks
     # (50 GB/s per direction) GPU-GPU within a socket and CPU-GPU; 512 GB DDR4;
     # dual-rail EDR, 23 GB/s injection.
+    # Host cores: 2 x 22-core POWER9, of which 1 per socket is kept for the system (OLCF
+    # Summit user guide: 42 cores available to jobs per node).
     "summit": _node("summit", "v100-sxm2", 6, "nvlink2-x2", "ib-edr-dual-rail", "nvlink2-x2",
-                    512, "OLCF Summit user guide"),
+                    512, "OLCF Summit user guide", host_cores=42),
     # SC'17 K80 box (You, Buluc, Demmel): 4 K80 boards = 8 GK210 GPUs (12 GB each) on
     # PCIe gen3 switches; the host CPU is the EASGD master, reached over PCIe. Its
     # network port is unused in one-node runs (10 GbE assumed, not stated).
@@ -57,12 +59,13 @@ NODES: dict[str, NodeSpec] = {
                          "pcie-gen3-x16", 0, "generic 4 x P100 PCIe + EDR node"),
     # NVIDIA DGX-1 (P100) datasheet: 8 x P100 SXM2 in a hybrid cube mesh of NVLink 1.0
     # (one link per GPU pair, 20 GB/s per direction), 4 x EDR, 512 GB.
+    # Host: 2 x 20-core Xeon E5-2698 v4 (both DGX-1 datasheets): 40 cores.
     "dgx1-p100": _node("dgx1-p100", "p100-sxm2", 8, "nvlink1", "ib-edr-x4", "pcie-gen3-x16",
-                       512, "NVIDIA DGX-1 (P100) datasheet"),
+                       512, "NVIDIA DGX-1 (P100) datasheet", host_cores=40),
     # NVIDIA DGX-1 (V100) datasheet: 8 x V100 SXM2 in a hybrid cube mesh of NVLink 2.0;
     # pairs are joined by one or two links -> one link (25 GB/s) taken per pair.
     "dgx1-v100": _node("dgx1-v100", "v100-sxm2", 8, "nvlink2", "ib-edr-x4", "pcie-gen3-x16",
-                       512, "NVIDIA DGX-1 (V100) datasheet"),
+                       512, "NVIDIA DGX-1 (V100) datasheet", host_cores=40),
     # Generic PCIe servers: GPUs on PCIe gen3 x16 switches, 100 Gb/s EDR port (assumption:
     # typical 4- and 8-GPU configurations, not particular machines; host memory unset).
     "pcie-4xp100": _node("pcie-4xp100", "p100-pcie", 4, "pcie-gen3-x16", "ib-edr",

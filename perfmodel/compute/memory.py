@@ -21,20 +21,34 @@ projection, whose gradient TensorFlow turns into IndexedSlices over the whole vo
 plus the ``t`` token rows per sample of the lookup; ``h = activation_elements /
 t`` and ``vocab = params / h`` for the embedding layer; indices are int64 (8 bytes).
 
-Activation counting rule: every layer's output is kept for the backward pass,
-including the element-wise layers the catalog's builder
-(:class:`~dlscale.perfmodel.catalog.layers.Net`) emits as their own layers: ReLU
-(``kind="act"``), batch norm and LRN (``kind="norm"``). This is the upper bound of
-a framework that keeps each op's output (TensorFlow graph mode without fusion: the
-ReLU gradient reads the ReLU output, batch norm's reads its input). Frameworks keep
-less in ways that are not framework-independent: Caffe and PyTorch's
-``inplace=True`` run ReLU in place (the ReLU output overwrites its input's buffer,
-so conv-ReLU keeps one tensor where this rule counts two), cuDNN/XLA fuse BN+ReLU,
-and recomputation drops more. The ``act`` layers hold 26% (ResNet-50) to 47%
-(VGG-16) of the catalog models' activation elements (34% AlexNet, 37% GoogLeNet),
-so a framework running ReLU in place needs up to that much less activation memory
-than predicted here. No rule covers all frameworks, so the model keeps the upper
-bound and does not guess the framework.
+Activation counting rule (what frameworks keep for the backward pass): every
+layer's output is kept except a ReLU's (``kind="act"`` after another layer), which
+runs in place: its output overwrites its input's buffer, and its backward reads
+only that output. This is what the frameworks of the cited runs do: Caffe's
+prototxts write ReLU in place (``bottom`` = ``top``), PyTorch's torchvision models
+build ``nn.ReLU(inplace=True)``, MXNet's memory planner shares a ReLU's output with
+its input (Chen et al. 2016, "Training Deep Nets with Sublinear Memory Cost",
+arXiv 1604.06174, sec. 3: in-place operation and memory sharing), and TensorFlow's
+allocator frees a batch-norm output once the ReLU has read it (its gradient needs
+the batch-norm *input*), which keeps the same number of buffers. Batch norm, LRN,
+pooling, residual adds, convolutions and fully connected layers keep their outputs.
+The ``act`` layers hold 26% (ResNet-50) to 47% (VGG-16) of the catalog models'
+activation elements. The upper bound (every op's output kept, TensorFlow graph mode
+without its allocator) is :func:`activation_elements_kept` with ``in_place=False``,
+the high end of :func:`memory_range`.
+
+Workspace: a GPU rank also holds the cuDNN convolution workspace, one buffer reused
+by every layer and capped by the framework (:data:`CUDNN_WORKSPACE`: central
+MXNet's default cap of 1024 MB, low PaddlePaddle's 512 MB, high TensorFlow's
+4096 MB); CPU ranks hold none.
+
+Checked against cited runs (``tests/test_memory_cited.py``): NVIDIA
+DeepLearningExamples trained ResNet-50 v1.5 for 90 epochs on a DGX-1 with 16 GB
+V100s at 128 images per GPU in fp32 and 256 in mixed precision
+(``TensorFlow/Classification/ConvNets/resnet50v1.5/README.md``, "Training accuracy:
+NVIDIA DGX-1 (8x V100 16G)"; ``training/FP32/DGX1_RN50_FP32_90E.sh``: ``8 90 128
+fp32``; ``training/AMP/DGX1_RN50_AMP_90E.sh``: ``8 90 256 amp``): both fit here, and
+256 in fp32 does not (the reason the scripts halve the fp32 batch).
 
 Capacity: a rank gets ``devices_per_node / ranks_per_node`` of a device's training
 memory (MCDRAM in KNL flat mode). ``memory_per_device`` is the rank's bytes times the
@@ -59,13 +73,26 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
+from dlscale.perfmodel.cited import CitedRange, register
 from dlscale.perfmodel.errors import OutOfMemoryError
 from dlscale.perfmodel.machine.hardware import Cluster
-from dlscale.perfmodel.training.workload import EASGD_FAMILY, MOMENTUM_ALGORITHMS, Workload
-from dlscale.perfmodel.units import BYTES_PER_ELEMENT
+from dlscale.perfmodel.training.workload import EASGD_FAMILY, MOMENTUM_ALGORITHMS, Model, Workload
+from dlscale.perfmodel.units import BYTES_PER_ELEMENT, MiB
 
-__all__ = ["INDEX_BYTES", "MemoryVerdict", "dense_embedding_bytes", "memory_per_rank",
-           "sparse_gather_bytes", "sparse_rows_per_rank"]
+__all__ = ["CUDNN_WORKSPACE", "INDEX_BYTES", "MemoryVerdict", "activation_elements_kept",
+           "dense_embedding_bytes", "memory_per_rank", "memory_range", "sparse_gather_bytes",
+           "sparse_rows_per_rank"]
+
+#: cuDNN convolution workspace one GPU rank holds (a cap the framework sets; one
+#: buffer reused by every convolution).
+CUDNN_WORKSPACE = CitedRange(
+    "cudnn_workspace_bytes", central=1024 * MiB, low=512 * MiB, high=4096 * MiB, unit="bytes",
+    source="central: MXNet Convolution operator, workspace parameter default 1024 (MB) "
+           "(mxnet.symbol.Convolution docs); low: PaddlePaddle FLAGS_conv_workspace_size_limit "
+           "default 512 MB (paddle/phi/core/flags.cc); high: 4096 MB, PaddlePaddle's earlier "
+           "default (docs doc/fluid/flags/cudnn_en.rst) and TensorFlow's "
+           "TF_CUDNN_WORKSPACE_LIMIT_IN_MB default (1 << 32 bytes, conv_ops_gpu)")
+register(CUDNN_WORKSPACE)
 
 #: Bytes of one IndexedSlices index (TensorFlow int64).
 INDEX_BYTES = 8.0
@@ -151,6 +178,36 @@ def dense_embedding_bytes(workload: Workload) -> float:
     return float(workload.model.sparse_params * workload.bytes_per_element)
 
 
+def activation_elements_kept(model: Model, in_place: bool = True) -> float:
+    """Activation elements per sample kept for the backward pass.
+
+    Parameters
+    ----------
+    model : Model
+        Its layers in forward order.
+    in_place : bool
+        True (frameworks): a ReLU after another layer keeps no buffer of its own
+        (module docstring). False: every layer's output is kept (the upper bound).
+
+    Returns
+    -------
+    float
+        Elements per sample.
+
+    Examples
+    --------
+    >>> from dlscale.perfmodel.training.workload import Layer, Model
+    >>> conv = Layer("c", "conv", 10, 100.0, 8)
+    >>> relu = Layer("r", "act", 0, 8.0, 8)
+    >>> m = Model("m", (conv, relu), (4,), "none", 1)
+    >>> activation_elements_kept(m), activation_elements_kept(m, in_place=False)
+    (8.0, 16.0)
+    """
+    layers = model.layers
+    return float(sum(layer.activation_elements for i, layer in enumerate(layers)
+                     if not (in_place and i > 0 and layer.kind == "act")))
+
+
 @dataclass(frozen=True)
 class MemoryVerdict:
     """Memory one rank needs, against what it has.
@@ -159,6 +216,8 @@ class MemoryVerdict:
     ----------
     parameters_bytes, gradients_bytes, optimizer_bytes, activations_bytes, buffers_bytes
         Parts of the per-rank total (arrays over the rank counts asked for).
+    workspace_bytes : ndarray
+        The cuDNN workspace of a GPU rank (0 on CPUs), part of the total.
     total_bytes : ndarray
         Sum of the parts, per rank.
     per_device_bytes : ndarray
@@ -179,6 +238,7 @@ class MemoryVerdict:
     optimizer_bytes: np.ndarray
     activations_bytes: np.ndarray
     buffers_bytes: np.ndarray
+    workspace_bytes: np.ndarray
     total_bytes: np.ndarray
     per_device_bytes: np.ndarray
     capacity_bytes: float
@@ -235,7 +295,7 @@ def _rank_capacity(workload: Workload, cluster: Cluster) -> tuple[float, float, 
 
 
 def memory_per_rank(workload: Workload, cluster: Cluster, ranks: ArrayLike,
-                    batch: ArrayLike | None = None) -> MemoryVerdict:
+                    batch: ArrayLike | None = None, *, end: str = "central") -> MemoryVerdict:
     """Memory verdict for ``ranks`` total ranks (scalar or 1-D array).
 
     ``batch`` (samples per rank, same shape as ``ranks`` or scalar) defaults to
@@ -251,6 +311,10 @@ def memory_per_rank(workload: Workload, cluster: Cluster, ranks: ArrayLike,
         Total ranks.
     batch : array_like, optional
         Samples per rank.
+    end : {"central", "low", "high"}
+        Which end of the cited figures: ``"central"`` (what every command checks),
+        ``"low"`` (smallest workspace), ``"high"`` (largest workspace and every
+        op's output kept).
 
     Returns
     -------
@@ -270,9 +334,11 @@ def memory_per_rank(workload: Workload, cluster: Cluster, ranks: ArrayLike,
     >>> fc = Layer("fc", "fc", 10**9, 2e9, 1000)
     >>> w = Workload("w", Model("m", (fc,), (1000,), "none", 1), 1, fusion_threshold_bytes=0)
     >>> v = memory_per_rank(w, c, [1, 2])
-    >>> (v.total_bytes / 1e9).tolist(), v.fits.tolist()   # 4 + 4 + 4 GB + 4 kB
-    ([12.000004, 12.000004], [True, True])
+    >>> (v.total_bytes / 1e9).tolist(), v.fits.tolist()   # 4 + 4 + 4 GB + 4 kB + 1 GiB
+    ([13.073745824, 13.073745824], [True, True])
     """
+    if end not in ("central", "low", "high"):
+        raise ValueError(f"end: must be central, low or high, got {end!r}")
     r = np.atleast_1d(np.asarray(ranks, dtype=float))
     b = np.broadcast_to(np.asarray(workload.batch_per_device if batch is None else batch,
                                    dtype=float), r.shape)
@@ -286,13 +352,37 @@ def memory_per_rank(workload: Workload, cluster: Cluster, ranks: ArrayLike,
         opt += _FP32 * W
     if workload.algorithm in EASGD_FAMILY:
         opt += _FP32 * W
-    acts = e * model.activation_elements * b
-    total = params + grads + opt + acts + buffers
+    acts = e * activation_elements_kept(model, in_place=end != "high") * b
+    ws = (float(getattr(CUDNN_WORKSPACE, end)) if cluster.node.device.kind == "gpu" else 0.0)
+    total = params + grads + opt + acts + buffers + ws
     share, capacity, resource = _rank_capacity(workload, cluster)
     shape = r.shape
     return MemoryVerdict(
         np.full(shape, params), np.broadcast_to(grads, shape).astype(float), np.full(shape, opt),
         np.broadcast_to(acts, shape).astype(float), np.broadcast_to(buffers, shape).astype(float),
-        total, total / share, capacity, resource, total <= capacity,
+        np.full(shape, ws), total, total / share, capacity, resource, total <= capacity,
         np.maximum(total - capacity, 0.0), r,
     )
+
+
+def memory_range(workload: Workload, cluster: Cluster, ranks: ArrayLike,
+                 batch: ArrayLike | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Bytes per device at the low, central and high ends of the cited figures.
+
+    Low: ReLU in place and the smallest cited workspace; central: what
+    :func:`memory_per_rank` checks; high: every op's output kept and the largest
+    cited workspace (:data:`CUDNN_WORKSPACE`).
+
+    Parameters
+    ----------
+    workload, cluster, ranks, batch
+        As for :func:`memory_per_rank`.
+
+    Returns
+    -------
+    tuple of ndarray
+        ``(low, central, high)`` bytes per device.
+    """
+    low, central, high = (memory_per_rank(workload, cluster, ranks, batch, end=end).per_device_bytes
+                          for end in ("low", "central", "high"))
+    return low, central, high

@@ -51,6 +51,7 @@ Examples
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, replace
 from itertools import pairwise
 
@@ -114,7 +115,8 @@ def _precision_bytes(precision: str) -> int:
 
 
 def layer_times(model: Model, device: Device, precision: str, batch: ArrayLike,
-                share: float = 1.0, compute_fraction: float = 1.0) -> LayerTimes:
+                share: float = 1.0, compute_fraction: float = 1.0,
+                dispatch_s: float = 0.0) -> LayerTimes:
     """Roofline time of every layer's forward and backward pass (see module docstring).
 
     Parameters
@@ -130,6 +132,10 @@ def layer_times(model: Model, device: Device, precision: str, batch: ArrayLike,
         Share of those devices' cores that computes (the rest run the software stack's
         communication threads): scales the FLOP rate and the work that fills the
         device, not the memory bandwidth.
+    dispatch_s : float
+        The framework's host seconds per operator: no layer runs faster than its
+        operators are dispatched (:func:`dlscale.perfmodel.compute.dispatch.dispatch_floor`);
+        0 (the default) leaves the roofline alone.
     """
     e = _precision_bytes(precision)
     b = np.asarray(batch, dtype=float)
@@ -140,9 +146,14 @@ def layer_times(model: Model, device: Device, precision: str, batch: ArrayLike,
     if not (0 < compute_fraction <= 1):
         raise ConfigError(f"compute_fraction: must be in (0, 1], got {compute_fraction!r}")
     times = _roofline(model, device, precision, e, b, share, compute_fraction)
-    if model.measured is None:
-        return times
-    return _apply_measured(model, device, precision, e, times)
+    if model.measured is not None:   # a measurement already holds the dispatch it paid
+        return _apply_measured(model, device, precision, e, times)
+    if dispatch_s > 0:
+        from dlscale.perfmodel.compute.dispatch import dispatch_floor
+
+        f, bk = dispatch_floor(model, dispatch_s, times.forward_s, times.backward_s)
+        times = dataclasses.replace(times, forward_s=f, backward_s=bk)
+    return times
 
 
 def _roofline(model: Model, device: Device, precision: str, e: int, b: np.ndarray,

@@ -24,6 +24,7 @@ from dlscale.perfmodel.limits import (
     LATENCY_RANGE_S,
     MAX_DEVICES_PER_NODE,
     check_count,
+    check_host_cores,
     check_range,
 )
 from dlscale.perfmodel.machine.runtime import Runtime
@@ -249,6 +250,8 @@ class NodeSpec:
         and the inter-node zero-byte MPI latency.
     host_link : Link or None
         Host-CPU to device channel (PCIe, NVLink to POWER9) for GPU nodes.
+    host_cores : int
+        Host cores of a GPU node, where the input pipeline runs (0: not described).
     """
 
     name: str
@@ -260,6 +263,7 @@ class NodeSpec:
     memory_bytes: float = 0.0
     power_w: float = 0.0
     source: str = ""
+    host_cores: int = 0
 
     def __post_init__(self) -> None:
         if not (isinstance(self.devices_per_node, int) and self.devices_per_node > 0):
@@ -270,6 +274,7 @@ class NodeSpec:
         check_count(self.devices_per_node, MAX_DEVICES_PER_NODE,
                     f"node {self.name!r}.devices_per_node",
                     "the largest NVLink domain built, a DGX GH200, joins 256 GPUs")
+        check_host_cores(self.host_cores, f"node {self.name!r}.host_cores")
 
 
 @dataclass(frozen=True)

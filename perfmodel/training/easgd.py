@@ -53,6 +53,7 @@ from typing import overload
 
 import numpy as np
 
+from dlscale.perfmodel.compute.dispatch import dispatch_s_per_op
 from dlscale.perfmodel.compute.roofline import layer_times, update_s
 from dlscale.perfmodel.machine.hardware import Cluster, NodeSpec
 from dlscale.perfmodel.network.collectives import parameter_server_s
@@ -263,7 +264,7 @@ def easgd_times(cluster: Cluster, workload: Workload, lay: Layout) -> IterationT
     alg = workload.algorithm
     node, dev = cluster.node, cluster.node.device
     lt = layer_times(workload.model, dev, workload.precision, lay.batch_per_rank, lay.share,
-                     lay.compute_fraction)
+                     lay.compute_fraction, dispatch_s_per_op(workload))
     fb = lt.forward_s.sum(axis=-1) + lt.backward_s.sum(axis=-1)
     if alg in SGD_FAMILY:
         t_step = fb                       # the master applies the update

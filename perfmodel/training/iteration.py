@@ -86,6 +86,8 @@ def iteration_times(cluster: Cluster, workload: Workload, nodes: ArrayLike, *,
     if workload.algorithm != "sync-sgd" and network is not None:
         raise ConfigError(f"network: only sync-sgd takes a network model, got algorithm "
                           f"{workload.algorithm!r}")
+    from dlscale.perfmodel.training.outside import with_loader
+
     lay = layout(cluster, workload, nodes)
     if cluster.runtime.parameter_server:
         from dlscale.perfmodel.training.ps import ps_sync_times
@@ -94,10 +96,13 @@ def iteration_times(cluster: Cluster, workload: Workload, nodes: ArrayLike, *,
             raise ConfigError(f"network: runtime {cluster.runtime.name!r} prices its pushes "
                               "and pulls on each node's links itself; a network model "
                               "answers allreduces (use an allreduce runtime)")
-        return ps_sync_times(cluster, workload, lay)
-    if workload.algorithm == "sync-sgd":
-        return sync_sgd_times(cluster, workload, lay, network=network)
-    return easgd_times(cluster, workload, lay)
+        times = ps_sync_times(cluster, workload, lay)
+    elif workload.algorithm == "sync-sgd":
+        times = sync_sgd_times(cluster, workload, lay, network=network)
+    else:
+        times = easgd_times(cluster, workload, lay)
+    # no node's step is shorter than its input pipeline (:mod:`dlscale.perfmodel.training.outside`)
+    return with_loader(cluster, workload, lay.global_batch / lay.nodes, times)
 
 
 def efficiency(samples_per_s: ArrayLike, nodes: ArrayLike, one_node_samples_per_s: float

@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from dlscale.perfmodel.compute.dispatch import dispatch_s_per_op
 from dlscale.perfmodel.compute.memory import memory_per_rank
 from dlscale.perfmodel.compute.roofline import layer_times
 from dlscale.perfmodel.errors import ConfigError
@@ -102,7 +103,8 @@ class Prediction:
         Whether that fits the device's training memory.
     bottleneck : ndarray of str
         ``"memory"`` where the state does not fit; ``"master-link"`` or
-        ``"master-update"`` where an asynchronous master is saturated; else
+        ``"master-update"`` where an asynchronous master is saturated;
+        ``"input-pipeline"`` where the node's loader is slower than its step; else
         ``"compute"`` when compute time is at least the exposed communication,
         ``"communication"`` otherwise.
     memory_resource : str
@@ -163,7 +165,7 @@ class Prediction:
         --------
         >>> from dlscale.perfmodel.catalog import get_cluster, get_workload
         >>> predict(get_cluster("summit"), get_workload("resnet50"), [1, 2]).baseline_text()
-        'baseline: efficiency against 1 node running auto (ring): 0.133 s per iteration, 1,446 samples/s'
+        'baseline: efficiency against 1 node running auto (ring): 0.133 s per iteration, 1,440 samples/s'
         """
         what = "1 node" if self.baseline == "node" else "1 device alone"
         return (f"baseline: efficiency against {what} running {self.baseline_runs}: "
@@ -365,8 +367,8 @@ def predict(cluster: Cluster, workload: Workload, nodes: ArrayLike,
     notes = _faster_than_baseline(workload, eff, runs, baseline,
                                   row_notes(cluster, workload, lay, sps, node_eff, used, limit))
     backward = layer_times(workload.model, cluster.node.device, workload.precision,
-                           lay.batch_per_rank, lay.share,
-                           lay.compute_fraction).backward_s.sum(axis=-1)
+                           lay.batch_per_rank, lay.share, lay.compute_fraction,
+                           dispatch_s_per_op(workload)).backward_s.sum(axis=-1)
     return Prediction(
         cluster=cluster.name, workload=workload.name, algorithm=workload.algorithm,
         collective=workload.collective, scaling=workload.scaling,

@@ -86,8 +86,9 @@ class IterationTimes:
         Training throughput of the whole job.
     limit : ndarray of str or None
         Where the model itself names what bounds the throughput (``"master-link"``,
-        ``"master-update"`` for a saturated parameter server; ``""`` where it does
-        not); None when it never does.
+        ``"master-update"`` for a saturated parameter server, ``"input-pipeline"``
+        where the loader is slower than the step; ``""`` where it does not); None when
+        it never does.
     """
 
     iteration_s: np.ndarray

@@ -23,7 +23,7 @@ Examples
 >>> w = dataclasses.replace(get_workload("lenet"), algorithm="async-sgd")
 >>> p = predict(get_cluster("stampede2-knl"), w, [2])
 >>> round(float(p.efficiency[0]), 3), p.note[0]
-(1.088, 'efficiency above 1: the 1-node baseline reaches its master over knl-shm (6 GB/s); across nodes the path is limited by host links (12.5 GB/s)')
+(1.087, 'efficiency above 1: the 1-node baseline reaches its master over knl-shm (6 GB/s); across nodes the path is limited by host links (12.5 GB/s)')
 """
 
 from __future__ import annotations

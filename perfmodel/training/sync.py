@@ -68,6 +68,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from dlscale.perfmodel.catalog.runtimes import HOROVOD_CYCLE_S
+from dlscale.perfmodel.compute.dispatch import dispatch_s_per_op
 from dlscale.perfmodel.compute.memory import sparse_gather_bytes
 from dlscale.perfmodel.compute.roofline import layer_times, update_s
 from dlscale.perfmodel.machine.hardware import Cluster
@@ -406,7 +407,7 @@ def _compute_phases(cluster: Cluster, workload: Workload, lay: Layout) -> tuple[
     weak = workload.scaling == "weak"
     batch = lay.batch_per_rank[0] if weak else lay.batch_per_rank
     lt = layer_times(workload.model, dev, workload.precision, batch, lay.share,
-                     lay.compute_fraction)
+                     lay.compute_fraction, dispatch_s_per_op(workload))
     fwd = lt.forward_s.sum(axis=-1)
     bwd_cum = np.cumsum(lt.backward_s[..., ::-1], axis=-1)[..., ::-1]   # time to finish layer i
     bwd = bwd_cum[..., 0]

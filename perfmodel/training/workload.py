@@ -233,6 +233,21 @@ class Workload:
     momentum: float = 0.9
     epochs: float = 90.0
     source: str = ""
+    #: Time outside the step (:mod:`dlscale.perfmodel.training.outside`): ``"real"`` data is
+    #: decoded on the host (a JPEG data set on a GPU node with ``host_cores``), ``"synthetic"``
+    #: data is not (the TensorFlow benchmarks' "Training synthetic data").
+    data: str = "real"
+    #: Samples/s one node's data loader delivers, measured by the user (0: from the
+    #: node's host cores and the cited decode rate per core).
+    loader_rate: float = 0.0
+    #: Framework dispatch cost per operator in seconds (-1: the cited value).
+    dispatch_per_op_s: float = -1.0
+    #: Evaluation passes over the validation set per training epoch, for time to train
+    #: (-1: the cited value; 0: none).
+    evals_per_epoch: float = -1.0
+    #: Start-up seconds (framework, communicator, data set open) counted in time to
+    #: train; the user's measurement (no cited default: 0).
+    startup_s: float = 0.0
 
     def __post_init__(self) -> None:
         owner = f"workload {self.name!r}"
@@ -268,6 +283,22 @@ class Workload:
             raise ConfigError(f"{owner}.momentum: must be in [0, 1), got {self.momentum!r}")
         if not (self.epochs > 0 and math.isfinite(self.epochs)):
             raise ConfigError(f"{owner}.epochs: must be a finite number > 0, got {self.epochs!r}")
+        self._check_outside(owner)
+
+    def _check_outside(self, owner: str) -> None:
+        """The fields of the time outside the step: one line naming a bad one."""
+        if self.data not in ("real", "synthetic"):
+            raise ConfigError(f"{owner}.data: unknown value {self.data!r}; valid: real, synthetic")
+        for fieldname, value in (("loader_rate", self.loader_rate),
+                                 ("startup_s", self.startup_s)):
+            if not (math.isfinite(value) and value >= 0):
+                raise ConfigError(f"{owner}.{fieldname}: must be a finite number >= 0, "
+                                  f"got {value!r}")
+        for fieldname, value in (("dispatch_per_op_s", self.dispatch_per_op_s),
+                                 ("evals_per_epoch", self.evals_per_epoch)):
+            if not (math.isfinite(value) and (value >= 0 or value == -1.0)):
+                raise ConfigError(f"{owner}.{fieldname}: must be a finite number >= 0 (or -1 "
+                                  f"for the cited value), got {value!r}")
 
     @property
     def bytes_per_element(self) -> int:

@@ -24,8 +24,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from dlscale.perfmodel.compute.dispatch import dispatch_s_per_op
 from dlscale.perfmodel.compute.roofline import layer_times, update_s
 from dlscale.perfmodel.machine.hardware import Cluster
+from dlscale.perfmodel.training.outside import loader_s
 from dlscale.perfmodel.training.rank_layout import Layout
 from dlscale.perfmodel.training.workload import Workload
 from dlscale.simulator.training.net import TrainingNetwork
@@ -67,7 +69,8 @@ def compute_profile(cluster: Cluster, workload: Workload, lay: Layout,
                     momentum: bool | None = None) -> ComputeProfile:
     """Roofline times of one rank (batch ``lay.batch_per_rank[0]``, share ``lay.share``)."""
     lt = layer_times(workload.model, cluster.node.device, workload.precision,
-                     float(lay.batch_per_rank[0]), lay.share, lay.compute_fraction)
+                     float(lay.batch_per_rank[0]), lay.share, lay.compute_fraction,
+                     dispatch_s_per_op(workload))
     f, b = np.asarray(lt.forward_s, dtype=float), np.asarray(lt.backward_s, dtype=float)
     done = np.cumsum(b[::-1])[::-1]
     mom = workload.momentum > 0 if momentum is None else momentum
@@ -136,6 +139,13 @@ class RunContext:
     iterations: int
     tracer: TraceRecorder | None = None
     numerics: Numerics | None = None
+
+    @property
+    def loader_s(self) -> float:
+        """Seconds one node's input pipeline takes per iteration (0: no bound;
+        :func:`dlscale.perfmodel.training.outside.loader_s`)."""
+        samples = float(self.lay.global_batch[0]) / self.nodes
+        return float(loader_s(self.cluster, self.workload, samples))
 
     @property
     def ranks(self) -> int:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 
 import numpy as np
@@ -31,6 +32,7 @@ from dlscale.perfmodel.limits import check_rank_steps
 from dlscale.perfmodel.machine.hardware import Cluster
 from dlscale.perfmodel.network.analytical import NetworkModel
 from dlscale.perfmodel.training.iteration import iteration_times
+from dlscale.perfmodel.training.outside import loader_rate_per_node
 from dlscale.perfmodel.training.predict import baseline_workload, one_device
 from dlscale.perfmodel.training.rank_layout import Layout, layout
 from dlscale.perfmodel.training.workload import ALGORITHMS, Workload
@@ -55,6 +57,7 @@ def _memory(workload: Workload, cluster: Cluster, ranks: int, batch: float) -> d
         "optimizer_bytes": float(v.optimizer_bytes[0]),
         "activations_bytes": float(v.activations_bytes[0]),
         "buffers_bytes": float(v.buffers_bytes[0]),
+        "workspace_bytes": float(v.workspace_bytes[0]),
         "per_rank_bytes": float(v.total_bytes[0]),
         "per_device_bytes": float(v.per_device_bytes[0]),
         "capacity_bytes": float(v.capacity_bytes),
@@ -97,6 +100,14 @@ def _check(cluster: Cluster, workload: Workload, nodes: int, algorithm: str | No
         workload = dataclasses.replace(workload, algorithm=algorithm)
     if cluster.runtime.parameter_server:
         _check_ps(cluster, workload, int(nodes), network, placement, mode)
+    if workload.algorithm != "sync-sgd" and math.isfinite(loader_rate_per_node(cluster, workload)):
+        limit = iteration_times(cluster, workload, [int(nodes)]).limit
+        if limit is not None and limit[0] == "input-pipeline":
+            raise ConfigError(
+                f"workload {workload.name!r}: its input pipeline (loader "
+                f"{loader_rate_per_node(cluster, workload):g} samples/s per node) bounds the "
+                f"step, which is simulated for sync-sgd only, not {workload.algorithm}; give "
+                f"data = 'synthetic' or use predict")
     return workload
 
 

@@ -158,6 +158,8 @@ def run_sync_sgd(ctx: RunContext) -> RunOutcome:
                         tr.slice(r, "comm", orchestration, t0, neg)
                     tr.slice(r, "comm", label, t0 + neg, dur - neg)
 
+    load = ctx.loader_s
+
     def iterations():
         nonlocal start
         for k in range(ctx.iterations):
@@ -187,6 +189,10 @@ def run_sync_sgd(ctx: RunContext) -> RunOutcome:
                 _trace_compute(ctx, prof, start, f, bwd_end, end)
             if ctx.numerics is not None:
                 ctx.numerics.sync_step(k, float(end.max()))
+            # the input pipeline prepares one node's batch every ``load`` s: the next
+            # iteration starts when both the step and the next batch are done
+            if load > 0:
+                end = np.maximum(end, start + load)
             iter_end[k] = float(end.max())
             start = end
             yield env.timeout(max(float(end.min()) - env.now, 0.0))

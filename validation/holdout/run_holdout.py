@@ -79,7 +79,9 @@ TF_DGX1 = (("inception-v3", 64, 142.0, 1131.0, "parameter-server"),
            ("resnet50", 64, 219.0, 1734.0, "parameter-server"),
            ("alexnet", 512, 2987.0, 17822.0, "nccl"),
            ("vgg16", 64, 154.0, 1081.0, "nccl"))
-TF_DGX1_FLAGS = ("--nodes", "1", "--collective", "ring", "--baseline", "device")
+# "Training synthetic data" (the page's tables): no input pipeline (--data synthetic).
+TF_DGX1_FLAGS = ("--nodes", "1", "--collective", "ring", "--baseline", "device",
+                 "--data", "synthetic")
 PS = ("--runtime", "parameter-server")
 
 
@@ -116,6 +118,7 @@ def _tf_k80(model: str, gpus: int, r1: float, rg: float) -> Case:
     return Case(f"tf-k80-{gpus}-{model}", f"{model} scaling efficiency, {gpus} K80 vs 1",
                 "efficiency", rg / (gpus * r1), f"derived: {rg:g} / ({gpus} x {r1:g})",
                 TF_K80_SRC, (*TF_K80_ARGS, model, "--nodes", str(nodes), "--batch", "64",
+                             "--data", "synthetic",
                              "--baseline", "device"), "efficiency", nodes)
 
 
@@ -138,7 +141,9 @@ DAINT_SRC = ("Bugliarello, 'Distributed TensorFlow: a performance evaluation' (C
 # InceptionV3 figures, which used 64) [uncertain]. P5: the report's parameter servers
 # as the benchmark page's distributed runs it sets them beside (one per worker node,
 # co-located, round-robin: the runtime's defaults; the count was not read) [uncertain].
-DAINT = (f"{HERE}/piz-daint-p100.toml", "inception-v3", "--batch", "64", *PS)
+# "Training: no I/O": synthetic data (--data synthetic).
+DAINT = (f"{HERE}/piz-daint-p100.toml", "inception-v3", "--batch", "64", *PS,
+         "--data", "synthetic")
 
 CASES: tuple[Case, ...] = (
     # Horovod: "Horovod achieves 90% scaling efficiency for both Inception V3 and

@@ -145,26 +145,24 @@ def collective_time_s(cluster: Cluster, collective: str, algorithm: str,
     total = nodes * ranks_per_node
     key: int | tuple[int, ...] | None = None
     if ranks is None:
-        ids = (0, total - 1)
         p = total
     elif isinstance(ranks, (int, np.integer)):
         p = int(ranks)
         if not 1 <= p <= total:
             raise ConfigError(f"ranks: must be in 1..{total}, got {ranks!r}")
-        ids, key = (0, p - 1), p
+        key = p
     else:
         key = tuple(int(x) for x in ranks)
         p = len(key)
         if not key or min(key) < 0 or max(key) >= total or len(set(key)) != p:
             raise ConfigError(f"ranks: need distinct rank ids in 0..{total - 1}")
-        ids = (key[0], key[-1])
     if p < 2:
         return 0.0 if n.ndim == 0 else np.zeros(n.shape)
     dev = device_links(cluster, ranks_per_node)
     plan = plan_collective(cluster.network.topology, nodes, ranks_per_node, dev, collective,
                            algorithm, inter_algorithm, key)
     if plan.dbt_depth:
-        out = dbt_time_s(cluster, nodes, ranks_per_node, n, gamma_s_per_B, key, ids)
+        out = dbt_time_s(cluster, nodes, ranks_per_node, n, gamma_s_per_B, key)
     else:
         out = plan_time_s(cluster, plan, n, gamma_s_per_B)
     return float(out) if np.ndim(out) == 0 else out

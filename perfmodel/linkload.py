@@ -54,7 +54,7 @@ import numpy as np
 
 from .hardware import Cluster, Crossbar, Dragonfly, FatTree, Topology, Torus
 
-__all__ = ["FlowLoads", "StepLoad", "dmodk_choice", "dragonfly_parallel_link", "level_bandwidths_Bps",
+__all__ = ["CrossTraffic", "FlowLoads", "StepLoad", "dmodk_choice", "dragonfly_parallel_link", "level_bandwidths_Bps",
            "step_load", "xgft_params"]
 
 
@@ -325,6 +325,28 @@ def _torus(topo: Torus, hs: np.ndarray, hd: np.ndarray,
     return load, hops
 
 
+@dataclass(frozen=True)
+class CrossTraffic:
+    """A topology whose flows also load their back routes (receiver to sender) with
+    ``share`` of their bytes: SimGrid's cross-traffic
+    (:attr:`dlscale.perfmodel.msgfactors.MessageFactors.cross_traffic`). The closed
+    form's plans take it in place of the topology (their cache key), and
+    :func:`step_load` prices each flow with the reverse flows on its links."""
+
+    base: Topology
+    share: float
+
+    @property
+    def family(self) -> str:
+        """The base topology's family."""
+        return self.base.family
+
+    @property
+    def max_nodes(self) -> int:
+        """The base topology's nodes."""
+        return self.base.max_nodes
+
+
 def step_load(topology: Topology, nodes: int, ranks_per_node: int, device_links: bool,
               src: np.ndarray, dst: np.ndarray, weight: np.ndarray) -> StepLoad:
     """Per-level loads of one step's flows (see the module docstring).
@@ -347,12 +369,25 @@ def step_load(topology: Topology, nodes: int, ranks_per_node: int, device_links:
     Returns
     -------
     StepLoad
-        The step's loads, and each flow's own (:class:`FlowLoads`).
+        The step's loads, and each flow's own (:class:`FlowLoads`); on a
+        :class:`CrossTraffic` topology each flow's loads count the reverse flows'
+        shares on its links (the reverse flows cost no time of their own).
     """
     src = np.asarray(src, dtype=np.int64)
     dst = np.asarray(dst, dtype=np.int64)
     wt = np.asarray(weight, dtype=float)
     F = len(src)
+    if isinstance(topology, CrossTraffic):
+        both = step_load(topology.base, nodes, ranks_per_node, device_links,
+                         np.concatenate([src, dst]), np.concatenate([dst, src]),
+                         np.concatenate([wt, topology.share * wt]))
+        assert both.flows is not None
+        own = {lvl: v[:F] for lvl, v in both.flows.load.items()}
+        fl = FlowLoads(own, both.flows.hops[:F], both.flows.inter[:F])
+        moving = src != dst
+        got = float(np.bincount(dst[moving], weights=wt[moving]).max()) if moving.any() else 0.0
+        return StepLoad({lvl: float(v.max()) for lvl, v in own.items() if v.max() > 0},
+                        int(fl.hops.max(initial=0)), bool(fl.inter.any()), got, fl)
     flow_load: dict[str, np.ndarray] = {}
     flow_hops = np.zeros(F, dtype=np.int64)
     flow_inter = np.zeros(F, dtype=bool)

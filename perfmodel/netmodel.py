@@ -46,7 +46,7 @@ from numpy.typing import ArrayLike
 
 from .errors import ConfigError, unknown_name
 from .hardware import Cluster, Topology
-from .netplan import CollectivePlan, packed_curve, plan_collective, plan_curve, shape_key
+from .netplan import CollectivePlan, packed_curve, plan_collective, plan_curve, plan_key
 from .packedflows import PackedFlows
 from .pipelined_tree import dbt_curve_time_s, dbt_segments, dbt_time_s
 from .schedules import ALGORITHMS, FLAT_ALLREDUCE
@@ -159,7 +159,7 @@ def collective_time_s(cluster: Cluster, collective: str, algorithm: str,
     if p < 2:
         return 0.0 if n.ndim == 0 else np.zeros(n.shape)
     dev = device_links(cluster, ranks_per_node)
-    plan = plan_collective(cluster.network.topology, nodes, ranks_per_node, dev, collective,
+    plan = plan_collective(plan_key(cluster), nodes, ranks_per_node, dev, collective,
                            algorithm, inter_algorithm, key)
     if plan.dbt_depth:
         out = dbt_time_s(cluster, nodes, ranks_per_node, n, gamma_s_per_B, key)
@@ -201,7 +201,7 @@ def limiting_level(cluster: Cluster, collective: str, algorithm: str, nodes: int
     if p < 2:
         return "latency"
     dev = device_links(cluster, ranks_per_node)
-    plan = plan_collective(cluster.network.topology, nodes, ranks_per_node, dev, collective,
+    plan = plan_collective(plan_key(cluster), nodes, ranks_per_node, dev, collective,
                            algorithm, inter_algorithm)
     if not plan.levels:
         return "latency"
@@ -258,13 +258,13 @@ def _levels(cluster: Cluster, collective: str, algorithm: str, nodes: tuple[int,
     if not multi:
         return out
     dev = device_links(cluster, ranks_per_node)
-    curve = plan_curve(shape_key(cluster.network.topology), multi, ranks_per_node, dev,
+    curve = plan_curve(plan_key(cluster), multi, ranks_per_node, dev,
                        collective, algorithm, inter_algorithm)
     if not curve.levels:
         return out
     # a level a node count's plan lacks is never its answer (as in limiting_level,
     # whose arrays hold only the plan's levels); padded steps weigh 0
-    own = _own_levels(shape_key(cluster.network.topology), multi, ranks_per_node, dev,
+    own = _own_levels(plan_key(cluster), multi, ranks_per_node, dev,
                       collective, algorithm, inter_algorithm)
     per = np.where(own[:, None, :], curve.load * level_betas(cluster, curve.levels), -1.0)
     arg = per.argmax(axis=-1)                                              # (N, S)
@@ -303,7 +303,7 @@ def _critical_paths(cluster: Cluster, dev: bool, nodes: tuple[int, ...], ranks_p
     and the same curve after its one-node baseline share the chunks and their memo);
     a node count listed again is one more block of rows (identical rows priced once)."""
     distinct = tuple(sorted({nd for nd in nodes if nd * ranks_per_node > 1}))
-    for packed, cols in packed_curve(shape_key(cluster.network.topology), distinct,
+    for packed, cols in packed_curve(plan_key(cluster), distinct,
                                      ranks_per_node, dev, collective, algorithm,
                                      inter_algorithm):
         _price_chunk(cluster, dev, nodes, tuple(distinct[c] for c in cols), packed, n, g, out)
@@ -403,7 +403,7 @@ def time_per_node_count(cluster: Cluster, collective: str, algorithm: str,
     for nd in sorted({min(nodes), max(nodes)}) if nodes else ():
         cluster.check_nodes(nd)
     dev = device_links(cluster, ranks_per_node)
-    curve = plan_curve(shape_key(cluster.network.topology), nodes, ranks_per_node, dev,
+    curve = plan_curve(plan_key(cluster), nodes, ranks_per_node, dev,
                    collective, algorithm, inter_algorithm)
     ranks = np.asarray(curve.ranks)
     if collective == "allreduce" and algorithm == "double-binary-tree":

@@ -36,15 +36,24 @@ from functools import lru_cache
 
 import numpy as np
 
-from .hardware import Dragonfly, Topology
-from .linkload import StepLoad, step_load
+from .hardware import Cluster, Dragonfly, Topology
+from .linkload import CrossTraffic, StepLoad, step_load
 from .packedflows import PackedFlows, pack_flows
 from .schedules import build_schedule, double_binary_tree_edges
 from .sizedcache import SizedCache
 
-__all__ = ["CHUNK_MESSAGES", "PACKED_BYTES", "PLAN_BYTES", "CollectivePlan", "StepFlows",
-           "packed_curve", "plan_collective",
-           "plan_curve", "shape_key"]
+__all__ = [
+    "CHUNK_MESSAGES",
+    "PACKED_BYTES",
+    "PLAN_BYTES",
+    "CollectivePlan",
+    "StepFlows",
+    "packed_curve",
+    "plan_collective",
+    "plan_curve",
+    "plan_key",
+    "shape_key",
+]
 
 
 @dataclass(frozen=True)
@@ -201,9 +210,20 @@ def shape_key(topology: Topology) -> Topology:
     topology : Topology
         A topology description.
     """
+    if isinstance(topology, CrossTraffic):
+        return CrossTraffic(shape_key(topology.base), topology.share)
     if isinstance(topology, Dragonfly):
         return dataclasses.replace(topology, local_bandwidth_Bps=None, global_bandwidth_Bps=None)
     return topology
+
+
+def plan_key(cluster: Cluster) -> Topology:
+    """The key of ``cluster``'s plans: its topology without link speeds, wrapped in
+    :class:`~dlscale.perfmodel.linkload.CrossTraffic` where its message factors ask
+    for SimGrid's cross-traffic (``smpi-default``)."""
+    topo = shape_key(cluster.network.topology)
+    f = cluster.network.message_factors
+    return CrossTraffic(topo, f.cross_traffic) if f is not None and f.cross_traffic else topo
 
 
 def _assemble(loads: list[StepLoad], repeat: list[int], reduce: list[bool], scale: list[float],

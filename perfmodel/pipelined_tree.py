@@ -33,7 +33,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .hardware import Cluster, Topology
-from .netplan import CollectivePlan, plan_collective, shape_key
+from .netplan import CollectivePlan, plan_collective, plan_key
 from .stepcost import (
     device_links,
     latency_s,
@@ -225,7 +225,7 @@ def _dbt_curve(cluster: Cluster, nodes: tuple[int, ...], ranks_per_node: int,
     """``(seconds, segment count)`` of :func:`dbt_curve_time_s`."""
     n = np.asarray(n_bytes, dtype=float)
     g = np.broadcast_to(np.asarray(gamma_s_per_B, dtype=float), (len(nodes),))
-    topo = shape_key(cluster.network.topology)
+    topo = plan_key(cluster)
     dev = device_links(cluster, ranks_per_node)
     parts = _parts(topo, tuple(nodes), ranks_per_node, dev, ranks)
     k0 = np.maximum(parts.depth - 1, 1).astype(float)

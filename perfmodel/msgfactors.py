@@ -141,10 +141,13 @@ class MessageFactors:
             if not (math.isfinite(v) and v > 0):
                 raise ConfigError(f"{where}.bandwidth[{i}]: must be finite and > 0, got {v!r}")
             check_range(v, FACTOR_RANGE, f"{where}.bandwidth[{i}]", "x")
+        # assumption: bounds of plausibility only (SMPI's envelope is 16 B, its weight-S
+        # 8775 B); far beyond them is a typing mistake
         if not (math.isfinite(self.envelope_bytes) and 0 <= self.envelope_bytes <= 1e6):
             raise ConfigError(f"{where}.envelope_bytes: must be in 0..1e6 bytes, got "
                               f"{self.envelope_bytes!r}")
-        if not (math.isfinite(self.weight_S_bytes) and 0 <= self.weight_S_bytes <= 1e9):
+        if not (math.isfinite(self.weight_S_bytes)  # assumption: plausibility bound
+                and 0 <= self.weight_S_bytes <= 1e9):
             raise ConfigError(f"{where}.weight_S_bytes: must be in 0..1e9 bytes, got "
                               f"{self.weight_S_bytes!r}")
         if not (math.isfinite(self.cross_traffic) and 0 <= self.cross_traffic <= 1):

@@ -171,16 +171,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         _ready("main")
         status = _main(words)
         _check_interrupted()
-        return status
     except KeyboardInterrupt as exc:
         print(f"dlscale{' ' + command if command else ''}: {str(exc) or 'interrupted'}",
               file=sys.stderr)
-        return int(getattr(exc, "exit_status", 130))
+        status = int(getattr(exc, "exit_status", 130))
     finally:
         import signal
 
         if signal.getsignal(signal.SIGINT) is _on_sigint:
             signal.signal(signal.SIGINT, signal.default_int_handler)
+    end_mpi_sweep(status)
+    return status
+
+
+def end_mpi_sweep(status: int) -> None:
+    """A sweep stopped with chunks running on MPI workers ends the MPI job here, its
+    one line printed (:func:`dlscale.sweep_guard.end_mpi_job`; loaded only by a sweep)."""
+    guard = sys.modules.get("dlscale.sweep_guard")
+    if guard is not None:
+        guard.end_mpi_job(status)
 
 
 def _main(words: list[str]) -> int:

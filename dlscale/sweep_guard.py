@@ -10,7 +10,9 @@
 - :class:`StopSignals`: SIGINT and SIGTERM stop a sweep between two writes of rows;
   a second signal cuts the stop short.
 - :func:`stop_pool`: shut a pool down; on a stop (a signal, an error) cancel what is
-  pending and stop the workers at once instead of waiting for the running chunks;
+  pending and stop the workers at once instead of waiting for the running chunks
+  (an MPI pool's workers, other processes of the MPI job, are stopped by
+  :func:`end_mpi_job` once the command has said how it ended);
   :func:`dead_worker` says how a worker that died ended.
 - :func:`worker_init`: the initializer of pool workers: they ignore SIGINT (the
   parent handles Ctrl-C and stops them) and, on Linux, die with the parent
@@ -41,14 +43,15 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from dlscale.perfmodel.errors import ConfigError
 
 __all__ = ["LOCK_NAME", "STAMP_NAME", "TERM_GRACE_S", "FolderLock", "StopSignals", "Terminated",
-           "check_stamp", "dead_worker", "pool_workers", "stop_pool", "worker_init", "write_stamp"]
+           "check_stamp", "dead_worker", "end_mpi_job", "pool_workers", "stop_pool", "worker_init",
+           "write_stamp"]
 
 #: Lock file in the output folder while a sweep writes there.
 LOCK_NAME = ".dlscale-sweep.lock"
@@ -338,7 +341,16 @@ def _join(thread: threading.Thread, timeout: float) -> None:
         thread.join(min(remaining, _SLICE_S))
 
 
-def stop_pool(pool: cf.Executor, abort: bool, signals: StopSignals | None = None) -> None:
+#: MPI pools stopped while chunks still ran on their workers (see :func:`end_mpi_job`).
+_ABANDONED_MPI: list[cf.Executor] = []
+
+
+def _is_mpi(pool: cf.Executor) -> bool:
+    return type(pool).__module__.startswith("mpi4py.futures")
+
+
+def stop_pool(pool: cf.Executor, abort: bool, signals: StopSignals | None = None,
+              futures: Iterable[cf.Future[Any]] = ()) -> None:
     """Shut the pool down: normally wait for it; with ``abort`` (a signal, an error)
     stop it now.
 
@@ -346,7 +358,11 @@ def stop_pool(pool: cf.Executor, abort: bool, signals: StopSignals | None = None
     SIGTERM, then SIGKILL after :data:`TERM_GRACE_S` or at the next signal of
     ``signals``. The pool's manager thread is then waited for (it has marked done
     every chunk whose rows came back before the workers died), so that the
-    interpreter's exit has nothing left to wait for.
+    interpreter's exit has nothing left to wait for. An MPI pool's workers are
+    other processes of the MPI job, maybe on other hosts: where one of ``futures``
+    (the chunks sent) still runs, the pool is remembered, and :func:`end_mpi_job`
+    ends the job once the command has written what finished and said how it ended
+    (mpi4py's exit would otherwise wait for every running chunk).
     """
     if not abort:
         try:
@@ -360,7 +376,9 @@ def stop_pool(pool: cf.Executor, abort: bool, signals: StopSignals | None = None
         pool.shutdown(wait=False, cancel_futures=True)
     except TypeError:
         pool.shutdown(wait=False)
-    if not procs:  # serial, MPI: no worker of ours to stop
+    if _is_mpi(pool) and any(not fut.done() for fut in futures):
+        _ABANDONED_MPI.append(pool)
+    if not procs:  # serial, MPI: no worker process of ours to stop
         return
     if signals is not None:
         signals.on_again(lambda: _signal_all(procs, "kill"))
@@ -369,6 +387,29 @@ def stop_pool(pool: cf.Executor, abort: bool, signals: StopSignals | None = None
     _wait_exit(procs, 5.0)
     if isinstance(manager, threading.Thread):
         _join(manager, 5.0)
+
+
+def end_mpi_job(status: int) -> None:
+    """End the whole MPI job now (``MPI_Abort`` with ``status``) if a stopped MPI pool
+    left chunks running on its workers; else do nothing.
+
+    Called by the command line once the sweep's lock is released and its one line
+    printed: under ``python -m mpi4py.futures`` rank 0's exit would first wait for
+    every running chunk (mpi4py joins its pool, then calls ``MPI_Abort`` itself for
+    a non-zero status), so a Ctrl-C, or a SIGTERM to rank 0, ended a sweep of 15 s
+    chunks only when they had all finished, with their rows thrown away. The launcher
+    kills the workers at the abort, wherever they run; MPICH adds its own line
+    (``Abort(130) on node 0 ...``), as at any failing exit of mpi4py.futures.
+    """
+    if not _ABANDONED_MPI:
+        return
+    mpi = sys.modules.get("mpi4py.MPI")
+    if mpi is None or not mpi.Is_initialized() or mpi.Is_finalized():
+        return
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    mpi.COMM_WORLD.Abort(status)
 
 
 def dead_worker(pool: cf.Executor) -> str:

@@ -140,7 +140,7 @@ def run_phases(study: Study, pool: cf.Executor, jobs: int | None, chunk_groups: 
     except BaseException as exc:
         results.signals.stopping()  # a signal now cuts the stop short, never breaks it
         died = dead_worker(pool) if isinstance(exc, cf.BrokenExecutor) else ""
-        stop_pool(pool, abort=True, signals=results.signals)
+        stop_pool(pool, abort=True, signals=results.signals, futures=futures)
         raise _stopped(exc, died, _finished(futures, kept), results) from None
     stop_pool(pool, abort=False)
 

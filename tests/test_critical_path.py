@@ -25,7 +25,7 @@ from dlscale.perfmodel.network.model import (
     time_per_node_count,
 )
 from dlscale.perfmodel.network.msgfactors import MESSAGE_FACTORS
-from dlscale.perfmodel.network.plan import plan_collective
+from dlscale.perfmodel.network.plan import plan_collective, plan_key
 from dlscale.perfmodel.network.schedules import ALGORITHMS
 from dlscale.perfmodel.network.stepcost import critical_path_s, device_links, walk_s
 
@@ -77,7 +77,7 @@ def test_the_compiled_walk_equals_the_numpy_walk(name, schedule, nodes, rpn, fac
     collective, algorithm, inter = schedule
     assume(nodes * rpn >= 2)
     dev = device_links(cluster, rpn)
-    plan = plan_collective(cluster.network.topology, nodes, rpn, dev, collective, algorithm,
+    plan = plan_collective(plan_key(cluster), nodes, rpn, dev, collective, algorithm,
                            inter)
     assume(plan.flows is not None)
     sizes = np.concatenate([[0.0], 10 ** rng.uniform(0, 9, 4)])
@@ -99,7 +99,7 @@ def test_a_curve_priced_at_once_equals_each_node_count_walked(name, algorithm):
     dev = device_links(cluster, 3)
     walked = 0
     for j, nd in enumerate(nodes):
-        plan = plan_collective(cluster.network.topology, nd, 3, dev, "allreduce", algorithm)
+        plan = plan_collective(plan_key(cluster), nd, 3, dev, "allreduce", algorithm)
         if plan.flows is not None:
             np.testing.assert_array_equal(got[:, j], walk_s(cluster, plan, sizes[:, 0],
                                                             float(gamma[j])))
@@ -117,7 +117,7 @@ def test_node_counts_listed_twice_keep_their_own_sizes_and_reduction_costs():
     dev = device_links(cluster, 3)
     walked = 0
     for j, nd in enumerate(nodes):
-        plan = plan_collective(cluster.network.topology, nd, 3, dev, "allreduce",
+        plan = plan_collective(plan_key(cluster), nd, 3, dev, "allreduce",
                                "binomial-tree")
         if plan.flows is not None:
             np.testing.assert_array_equal(got[:, j], walk_s(cluster, plan, sizes[:, j],

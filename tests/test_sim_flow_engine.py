@@ -123,14 +123,18 @@ def test_long_runs_show_progress(monkeypatch):
     assert not fe._WATCH  # closed
 
 
-def _both_compiled(net, algorithm, p):
+#: SMPI's factors without its cross-traffic (with it, every message shares its back
+#: route's links with a neighbour's: no schedule runs without events).
+NO_CROSS = dataclasses.replace(MESSAGE_FACTORS["smpi-default"], cross_traffic=0.0)
+
+
+def _both_compiled(net, algorithm, p, factors=NO_CROSS):
     from dlscale.simulator.network.flowmode import _run_compiled, prepare_flow
     from dlscale.simulator.network.flowsteps import independent
 
     nodes = net.rank_nodes[np.arange(p)]
     phases = build_schedule("allreduce", algorithm, p, 3e5, segments=2)
-    args = (phases, net.table, net.router, nodes, RouteCache(), 2e-10,
-            MESSAGE_FACTORS["smpi-default"])
+    args = (phases, net.table, net.router, nodes, RouteCache(), 2e-10, factors)
     fast, slow = (_run_compiled(*args, events=e) for e in (False, True))
     sched = prepare_flow(*args)
     alone = independent(sched.msg_off, sched.msg_src, sched.msg_dst, sched.sub_off,
@@ -152,6 +156,10 @@ def test_shared_links_are_seen():
     # a ring on a linear placement: each link carries one neighbour message, no events
     _, _, alone = _both_compiled(NETS["summit (2 rails, NVLink)"], "ring", 18)
     assert alone
+    # with SMPI's cross-traffic a neighbour's message loads the same links in part
+    fast, slow, alone = _both_compiled(NETS["summit (2 rails, NVLink)"], "ring", 18,
+                                       MESSAGE_FACTORS["smpi-default"])
+    assert not alone and fast["time_s"] == slow["time_s"]
     # on a random placement over several leaves, neighbours' messages share up-links
     net = SimulatedNetwork.from_cluster(get_cluster("stampede2-knl"), 96, mode="flow",
                                         placement="random", seed=3)

@@ -108,14 +108,18 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     add_parser(sub)
     args = parser.parse_args(["sweep", *(sys.argv[1:] if argv is None else argv)])
+    from dlscale.cli import end_mpi_sweep
+
     try:
-        return run(args)
+        status = run(args)
     except DlscaleError as exc:
         print(f"dlscale sweep: error: {exc}", file=sys.stderr)
-        return 2
+        status = 2
     except KeyboardInterrupt as exc:
         print(f"dlscale sweep: {str(exc) or 'interrupted'}", file=sys.stderr)
-        return int(getattr(exc, "exit_status", 130))
+        status = int(getattr(exc, "exit_status", 130))
+    end_mpi_sweep(status)
+    return status
 
 
 if __name__ == "__main__":

@@ -64,7 +64,7 @@ from dlscale.perfmodel.machine.hardware import (
 from dlscale.perfmodel.machine.topologies.dragonfly import dragonfly_parallel_link
 from dlscale.perfmodel.machine.topologies.fattree import dmodk_choice, xgft_params
 
-__all__ = ["FlowLoads", "StepLoad", "dmodk_choice", "dragonfly_parallel_link", "level_bandwidths_Bps",
+__all__ = ["CrossTraffic", "FlowLoads", "StepLoad", "dmodk_choice", "dragonfly_parallel_link", "level_bandwidths_Bps",
            "step_load", "xgft_params"]
 
 
@@ -263,6 +263,48 @@ LEVEL_LOADS: dict[str, Callable[..., tuple[dict[str, np.ndarray], np.ndarray]]] 
     "fat-tree": _fat_tree, "crossbar": _fat_tree, "dragonfly": _dragonfly, "torus": _torus}
 
 
+@dataclass(frozen=True)
+class CrossTraffic:
+    """A topology whose flows also load their back routes (receiver to sender) with
+    ``share`` of their bytes: SimGrid's cross-traffic
+    (:attr:`dlscale.perfmodel.network.msgfactors.MessageFactors.cross_traffic`). The closed
+    form's plans take it in place of the topology (their cache key), and
+    :func:`step_load` prices each flow with the reverse flows on its links."""
+
+    base: Topology
+    share: float
+
+    @property
+    def family(self) -> str:
+        """The base topology's family."""
+        return self.base.family
+
+    @property
+    def max_nodes(self) -> int:
+        """The base topology's nodes."""
+        return self.base.max_nodes
+
+    def without_speeds(self) -> CrossTraffic:
+        """The base topology's shape with the same share: the plans' cache key."""
+        return CrossTraffic(self.base.without_speeds(), self.share)
+
+    def with_link_efficiency(self, efficiency: float) -> CrossTraffic:
+        """The base topology's links scaled, the same share."""
+        return CrossTraffic(self.base.with_link_efficiency(efficiency), self.share)
+
+    def level_bandwidths(self, link_Bps: float) -> dict[str, float]:
+        """The base topology's levels."""
+        return self.base.level_bandwidths(link_Bps)
+
+    def bisection_Bps(self, injection_Bps: float, link_Bps: float) -> float:
+        """The base topology's bisection."""
+        return self.base.bisection_Bps(injection_Bps, link_Bps)
+
+    def shape(self) -> str:
+        """The base topology's shape."""
+        return self.base.shape()
+
+
 def step_load(topology: Topology, nodes: int, ranks_per_node: int, device_links: bool,
               src: np.ndarray, dst: np.ndarray, weight: np.ndarray) -> StepLoad:
     """Per-level loads of one step's flows (see the module docstring).
@@ -285,12 +327,25 @@ def step_load(topology: Topology, nodes: int, ranks_per_node: int, device_links:
     Returns
     -------
     StepLoad
-        The step's loads, and each flow's own (:class:`FlowLoads`).
+        The step's loads, and each flow's own (:class:`FlowLoads`); on a
+        :class:`CrossTraffic` topology each flow's loads count the reverse flows'
+        shares on its links (the reverse flows cost no time of their own).
     """
     src = np.asarray(src, dtype=np.int64)
     dst = np.asarray(dst, dtype=np.int64)
     wt = np.asarray(weight, dtype=float)
     F = len(src)
+    if isinstance(topology, CrossTraffic):
+        both = step_load(topology.base, nodes, ranks_per_node, device_links,
+                         np.concatenate([src, dst]), np.concatenate([dst, src]),
+                         np.concatenate([wt, topology.share * wt]))
+        assert both.flows is not None
+        own = {lvl: v[:F] for lvl, v in both.flows.load.items()}
+        fl = FlowLoads(own, both.flows.hops[:F], both.flows.inter[:F])
+        moving = src != dst
+        got = float(np.bincount(dst[moving], weights=wt[moving]).max()) if moving.any() else 0.0
+        return StepLoad({lvl: float(v.max()) for lvl, v in own.items() if v.max() > 0},
+                        int(fl.hops.max(initial=0)), bool(fl.inter.any()), got, fl)
     flow_load: dict[str, np.ndarray] = {}
     flow_hops = np.zeros(F, dtype=np.int64)
     flow_inter = np.zeros(F, dtype=bool)

@@ -53,7 +53,7 @@ from dlscale.perfmodel.network.plan import (
     packed_curve,
     plan_collective,
     plan_curve,
-    shape_key,
+    plan_key,
 )
 from dlscale.perfmodel.network.schedules import ALGORITHMS, FLAT_ALLREDUCE
 from dlscale.perfmodel.network.stepcost import (
@@ -151,26 +151,24 @@ def collective_time_s(cluster: Cluster, collective: str, algorithm: str,
     total = nodes * ranks_per_node
     key: int | tuple[int, ...] | None = None
     if ranks is None:
-        ids = (0, total - 1)
         p = total
     elif isinstance(ranks, (int, np.integer)):
         p = int(ranks)
         if not 1 <= p <= total:
             raise ConfigError(f"ranks: must be in 1..{total}, got {ranks!r}")
-        ids, key = (0, p - 1), p
+        key = p
     else:
         key = tuple(int(x) for x in ranks)
         p = len(key)
         if not key or min(key) < 0 or max(key) >= total or len(set(key)) != p:
             raise ConfigError(f"ranks: need distinct rank ids in 0..{total - 1}")
-        ids = (key[0], key[-1])
     if p < 2:
         return 0.0 if n.ndim == 0 else np.zeros(n.shape)
     dev = device_links(cluster, ranks_per_node)
-    plan = plan_collective(cluster.network.topology, nodes, ranks_per_node, dev, collective,
+    plan = plan_collective(plan_key(cluster), nodes, ranks_per_node, dev, collective,
                            algorithm, inter_algorithm, key)
     if plan.dbt_depth:
-        out = dbt_time_s(cluster, nodes, ranks_per_node, n, gamma_s_per_B, key, ids)
+        out = dbt_time_s(cluster, nodes, ranks_per_node, n, gamma_s_per_B, key)
     else:
         out = plan_time_s(cluster, plan, n, gamma_s_per_B)
     return float(out) if np.ndim(out) == 0 else out
@@ -209,7 +207,7 @@ def limiting_level(cluster: Cluster, collective: str, algorithm: str, nodes: int
     if p < 2:
         return "latency"
     dev = device_links(cluster, ranks_per_node)
-    plan = plan_collective(cluster.network.topology, nodes, ranks_per_node, dev, collective,
+    plan = plan_collective(plan_key(cluster), nodes, ranks_per_node, dev, collective,
                            algorithm, inter_algorithm)
     if not plan.levels:
         return "latency"
@@ -266,13 +264,13 @@ def _levels(cluster: Cluster, collective: str, algorithm: str, nodes: tuple[int,
     if not multi:
         return out
     dev = device_links(cluster, ranks_per_node)
-    curve = plan_curve(shape_key(cluster.network.topology), multi, ranks_per_node, dev,
+    curve = plan_curve(plan_key(cluster), multi, ranks_per_node, dev,
                        collective, algorithm, inter_algorithm)
     if not curve.levels:
         return out
     # a level a node count's plan lacks is never its answer (as in limiting_level,
     # whose arrays hold only the plan's levels); padded steps weigh 0
-    own = _own_levels(shape_key(cluster.network.topology), multi, ranks_per_node, dev,
+    own = _own_levels(plan_key(cluster), multi, ranks_per_node, dev,
                       collective, algorithm, inter_algorithm)
     per = np.where(own[:, None, :], curve.load * level_betas(cluster, curve.levels), -1.0)
     arg = per.argmax(axis=-1)                                              # (N, S)
@@ -311,7 +309,7 @@ def _critical_paths(cluster: Cluster, dev: bool, nodes: tuple[int, ...], ranks_p
     and the same curve after its one-node baseline share the chunks and their memo);
     a node count listed again is one more block of rows (identical rows priced once)."""
     distinct = tuple(sorted({nd for nd in nodes if nd * ranks_per_node > 1}))
-    for packed, cols in packed_curve(shape_key(cluster.network.topology), distinct,
+    for packed, cols in packed_curve(plan_key(cluster), distinct,
                                      ranks_per_node, dev, collective, algorithm,
                                      inter_algorithm):
         _price_chunk(cluster, dev, nodes, tuple(distinct[c] for c in cols), packed, n, g, out)
@@ -411,7 +409,7 @@ def time_per_node_count(cluster: Cluster, collective: str, algorithm: str,
     for nd in sorted({min(nodes), max(nodes)}) if nodes else ():
         cluster.check_nodes(nd)
     dev = device_links(cluster, ranks_per_node)
-    curve = plan_curve(shape_key(cluster.network.topology), nodes, ranks_per_node, dev,
+    curve = plan_curve(plan_key(cluster), nodes, ranks_per_node, dev,
                    collective, algorithm, inter_algorithm)
     ranks = np.asarray(curve.ranks)
     if collective == "allreduce" and algorithm == "double-binary-tree":

@@ -15,6 +15,15 @@ gets. This module holds the factors and that one formula; the analytical model
 model a message moves ``n / f_beta(n)`` bytes, so that alone on its path it takes
 ``n / (f_beta B)`` and under sharing it weighs its factor's worth on every link.
 
+``smpi-default`` also carries SMPI's semantics around the factors: every message
+moves a 16-byte envelope besides its payload and picks its factors at that size, a
+size equal to a range's bound takes the range below (SimGrid's thresholds are
+exclusive), and each message also loads its reverse route with 5% of its rate
+(SimGrid's cross-traffic; :attr:`MessageFactors.cross_traffic`, applied by the
+simulator's fast and flow modes and the closed form); in flow mode, flows sharing a
+link take shares weighted by their route's latency and length (SimGrid's weight-S,
+:attr:`MessageFactors.weight_S_bytes`).
+
 Factors come from a preset (:data:`MESSAGE_FACTORS`), a ``[network.message_factors]``
 table in a cluster file, or a calibration: :func:`from_segments` turns the piecewise
 Hockney fit of ``dlscale calibrate`` into factors relative to the regime's zero-byte
@@ -23,11 +32,13 @@ latency and streaming bandwidth.
 Examples
 --------
 >>> f = MESSAGE_FACTORS["smpi-default"]
->>> lat, bw = f.at([100, 70_000])
->>> lat.tolist(), bw.tolist()
-([2.01467, 11.6436], [0.812084, 0.940694])
+>>> lat, bw = f.at([100, 70_000])      # 116 and 70,016 bytes on the wire
+>>> [round(x, 6) for x in lat.tolist() + bw.tolist()]   # 0.812084 x 100 / 116, ...
+[2.01467, 11.6436, 0.700072, 0.940479]
 >>> round(message_time_s(1e-6, 1e-10, 70_000.0, f) * 1e6, 3)   # 11.64 us + 7.44 us
-19.085
+19.087
+>>> f.at([65_456, 65_457])[0].tolist()   # 65,472 bytes on the wire: the range below
+[3.48845, 11.6436]
 """
 
 from __future__ import annotations
@@ -64,6 +75,29 @@ class MessageFactors:
         more than the nominal figure, as SimGrid's default table does at 5,776 bytes).
     source : str
         Where the factors come from.
+    envelope_bytes : float
+        Bytes every message carries besides its payload (SMPI's MPI envelope: 16,
+        ``payload_size_ = size_ + 16`` in SimGrid's ``src/smpi/mpi/smpi_request.cpp``):
+        a message of ``n`` bytes moves ``n + envelope_bytes`` and takes the factors
+        of that size.
+    exclusive : bool
+        Whether a range's lower bound belongs to the range below it (SimGrid's
+        ``FactorSet``, ``src/kernel/resource/FactorSet.cpp``: a size ``<=`` a bound
+        takes the previous range's factors, a size ``<=`` the first bound, 0, the
+        default 1), instead of to its own.
+    cross_traffic : float
+        Share of a message's rate that also loads every link of the reverse route
+        (from its receiver to its sender): SimGrid's ``network/crosstraffic``, on by
+        default, expands each flow over its back route with weight 0.05
+        (``NetworkCm02Model::comm_action_expand_constraints``,
+        ``src/kernel/resource/models/network_cm02.cpp``), the acknowledgements of a
+        TCP-like transport. 0: none.
+    weight_S_bytes : float
+        SimGrid's ``network/weight-S`` (8775 for the SMPI model,
+        ``src/kernel/resource/models/network_cm02.cpp``): where above 0, flows
+        sharing a link take shares inversely proportional to their *sharing
+        penalty*, their route's latency plus ``weight_S_bytes`` over each of its
+        links' bandwidths (CM02's RTT-unfairness of TCP); 0: equal shares.
 
     Raises
     ------
@@ -77,6 +111,10 @@ class MessageFactors:
     latency: tuple[float, ...]
     bandwidth: tuple[float, ...]
     source: str = ""
+    envelope_bytes: float = 0.0
+    exclusive: bool = False
+    cross_traffic: float = 0.0
+    weight_S_bytes: float = 0.0
 
     def __post_init__(self) -> None:
         where = f"message_factors {self.name!r}"
@@ -103,13 +141,36 @@ class MessageFactors:
             if not (math.isfinite(v) and v > 0):
                 raise ConfigError(f"{where}.bandwidth[{i}]: must be finite and > 0, got {v!r}")
             check_range(v, FACTOR_RANGE, f"{where}.bandwidth[{i}]", "x")
+        # assumption: bounds of plausibility only (SMPI's envelope is 16 B, its weight-S
+        # 8775 B); far beyond them is a typing mistake
+        if not (math.isfinite(self.envelope_bytes) and 0 <= self.envelope_bytes <= 1e6):
+            raise ConfigError(f"{where}.envelope_bytes: must be in 0..1e6 bytes, got "
+                              f"{self.envelope_bytes!r}")
+        if not (math.isfinite(self.weight_S_bytes)  # assumption: plausibility bound
+                and 0 <= self.weight_S_bytes <= 1e9):
+            raise ConfigError(f"{where}.weight_S_bytes: must be in 0..1e9 bytes, got "
+                              f"{self.weight_S_bytes!r}")
+        if not (math.isfinite(self.cross_traffic) and 0 <= self.cross_traffic <= 1):
+            raise ConfigError(f"{where}.cross_traffic: must be in 0..1 (a share of the "
+                              f"message's rate), got {self.cross_traffic!r}")
 
     def at(self, n_bytes: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray]:
-        """``(latency factor, bandwidth factor)`` of messages of ``n_bytes`` (vectorized)."""
+        """``(latency factor, bandwidth factor)`` of messages of ``n_bytes`` (vectorized).
+
+        The envelope is folded into the bandwidth factor: ``n / f_bw`` is the bytes
+        ``n + envelope_bytes`` move at the factor of that size (an empty message's
+        envelope is not counted).
+        """
         n = np.asarray(n_bytes, dtype=float)
-        idx = np.searchsorted(np.asarray(self.min_bytes), n, side="right") - 1
-        idx = np.maximum(idx, 0)
-        return np.asarray(self.latency)[idx], np.asarray(self.bandwidth)[idx]
+        m = n + self.envelope_bytes
+        bounds = np.asarray(self.min_bytes)
+        idx = (np.searchsorted(bounds, m, side="left") if self.exclusive
+               else np.searchsorted(bounds, m, side="right")) - 1
+        lat = np.append(np.asarray(self.latency), 1.0)[idx]   # idx -1: SimGrid's default 1
+        bw = np.append(np.asarray(self.bandwidth), 1.0)[idx]
+        if self.envelope_bytes:
+            bw = bw * np.where(n > 0, n / np.where(m > 0, m, 1.0), 1.0)
+        return lat, bw
 
 
 def message_time_s(latency_s: npt.ArrayLike, beta_s_per_B: npt.ArrayLike,
@@ -163,8 +224,8 @@ def effective_hockney(alpha_s: float, beta_s_per_B: float, n_bytes: float | None
     Examples
     --------
     >>> a, b = effective_hockney(1e-6, 1e-10, 1e5, MESSAGE_FACTORS["smpi-default"])
-    >>> round(a * 1e6, 4), round(1 / b / 1e9, 4)    # x 11.6436 latency, x 0.940694 bandwidth
-    (11.6436, 9.4069)
+    >>> round(a * 1e6, 4), round(1 / b / 1e9, 4)    # x 11.6436, x 0.940694 (+ 16 bytes)
+    (11.6436, 9.4054)
     """
     if factors is None or n_bytes is None:
         return alpha_s, beta_s_per_B
@@ -199,7 +260,9 @@ MESSAGE_FACTORS: dict[str, MessageFactors] = {
         "smpi-default", _parse_simgrid(_SG_LAT)[0], _parse_simgrid(_SG_LAT)[1],
         _parse_simgrid(_SG_BW)[1],
         source="SimGrid src/simgrid/sg_config.cpp defaults smpi/lat-factor, smpi/bw-factor "
-               "(Degomme et al., IEEE TPDS 2017)"),
+               "(Degomme et al., IEEE TPDS 2017); SMPI's 16-byte envelope, exclusive "
+               "thresholds, 5% cross-traffic and weight-S 8775",
+        envelope_bytes=16.0, exclusive=True, cross_traffic=0.05, weight_S_bytes=8775.0),
 }
 
 

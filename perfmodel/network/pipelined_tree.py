@@ -9,7 +9,10 @@ keep every edge busy. The fill and drain steps do not depend on ``k`` once
 fill and drain, costed step by step: :func:`dlscale.perfmodel.network.stepcost.plan_time_s`) plus
 ``k - D + 1`` steady steps (every edge of both trees carrying one segment), each at
 the segment size ``n / (2 k)``; a shorter pipeline is costed step by step. The
-segment count is :func:`dbt_segments`, the rule the simulator uses too.
+segment count is the one of least costed time (:func:`_best_full`, then fewer
+segments than ``D - 1`` where they cost less), so a slower link never gives a faster
+pipeline; the simulator, which routes one schedule, takes :func:`dbt_segments`, the
+square-root rule on the end-to-end path's figures.
 
 Examples
 --------
@@ -22,6 +25,7 @@ True
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -29,10 +33,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from dlscale.perfmodel.machine.hardware import Cluster, Topology
-from dlscale.perfmodel.network.linkload import level_bandwidths_Bps
-from dlscale.perfmodel.network.plan import CollectivePlan, plan_collective, shape_key
+from dlscale.perfmodel.network.plan import CollectivePlan, plan_collective, plan_key
 from dlscale.perfmodel.network.stepcost import (
-    _path_load_cached,
     device_links,
     latency_s,
     level_betas,
@@ -40,7 +42,7 @@ from dlscale.perfmodel.network.stepcost import (
     step_s,
 )
 
-__all__ = ["MAX_SEGMENTS", "dbt_curve_time_s", "dbt_segments", "dbt_time_s",
+__all__ = ["MAX_SEGMENTS", "dbt_best_segments", "dbt_curve_time_s", "dbt_segments", "dbt_time_s",
            "pipeline_segments"]
 
 
@@ -133,24 +135,15 @@ class _Parts:
 
     depth: np.ndarray            # (N,) tree depth
     steady: _Stack               # the steady reduction and broadcast steps, (N, 2)
-    ends: _Stack                 # the first-to-last rank path, (N, 1): its Hockney figures
     fills: tuple[_Stack, ...]    # the (depth - 1)-segment pipelines, by step count
 
 
 @lru_cache(maxsize=256)
 def _parts(topology: Topology, nodes: tuple[int, ...], ranks_per_node: int, dev: bool,
-           ranks: int | tuple[int, ...] | None, ends: tuple[int, int] | None) -> _Parts:
+           ranks: int | tuple[int, ...] | None) -> _Parts:
     steady = [plan_collective(topology, nd, ranks_per_node, dev, "allreduce",
                               "double-binary-tree", "ring", ranks) for nd in nodes]
     depth = np.array([pl.dbt_depth for pl in steady])
-    loads = [_path_load_cached(topology, nd, ranks_per_node, dev,
-                               *(ends or (0, nd * ranks_per_node - 1))) for nd in nodes]
-    levels = tuple(sorted({lvl for s in loads for lvl in s.load}))
-    path = _Stack(np.arange(len(nodes)), levels,
-                  np.array([[[s.load.get(lvl, 0.0) for lvl in levels]] for s in loads]),
-                  np.ones((len(nodes), 1)), np.array([[s.inter] for s in loads]),
-                  np.array([[s.hops] for s in loads]), np.zeros((len(nodes), 1)),
-                  np.ones((len(nodes), 1)))
     groups: dict[int, tuple[list[CollectivePlan], list[int]]] = {}
     for j, nd in enumerate(nodes):
         fill = plan_collective(topology, nd, ranks_per_node, dev, "allreduce",
@@ -159,15 +152,8 @@ def _parts(topology: Topology, nodes: tuple[int, ...], ranks_per_node: int, dev:
         grp = groups.setdefault(len(fill.repeat), ([], []))
         grp[0].append(fill)
         grp[1].append(j)
-    return _Parts(depth, _stack(steady, list(range(len(nodes)))), path,
+    return _Parts(depth, _stack(steady, list(range(len(nodes)))),
                   tuple(_stack(pl, c) for pl, c in groups.values()))
-
-
-def _hockney(cluster: Cluster, ends: _Stack, dev: bool) -> tuple[np.ndarray, np.ndarray]:
-    """``(alpha, beta)`` of each path, as :func:`dlscale.perfmodel.network.stepcost.path_hockney` computes them."""
-    bw = level_bandwidths_Bps(cluster)
-    per = ends.load[:, 0, :] / np.array([bw[k] for k in ends.levels])
-    return latency_s(cluster, dev, ends.inter[:, 0], ends.hops[:, 0]), per.max(axis=-1)
 
 
 def _sum_of_steps(cluster: Cluster, st: _Stack, dev: bool, n: np.ndarray,
@@ -183,8 +169,7 @@ def _sum_of_steps(cluster: Cluster, st: _Stack, dev: bool, n: np.ndarray,
 
 def dbt_curve_time_s(cluster: Cluster, nodes: tuple[int, ...], ranks_per_node: int,
                      n_bytes: ArrayLike, gamma_s_per_B: ArrayLike,
-                     ranks: int | tuple[int, ...] | None = None,
-                     ends: tuple[int, int] | None = None) -> np.ndarray:
+                     ranks: int | tuple[int, ...] | None = None) -> np.ndarray:
     """:func:`dbt_time_s` at each of ``N`` node counts at once (the same result).
 
     Parameters
@@ -199,7 +184,7 @@ def dbt_curve_time_s(cluster: Cluster, nodes: tuple[int, ...], ranks_per_node: i
         Bytes of each rank's vector, per node count on the last axis.
     gamma_s_per_B : array_like, shape (N,)
         Reduction cost per byte, per node count.
-    ranks, ends
+    ranks
         As in :func:`dbt_time_s` (the same at every node count).
 
     Returns
@@ -215,41 +200,137 @@ def dbt_curve_time_s(cluster: Cluster, nodes: tuple[int, ...], ranks_per_node: i
     >>> bool(t[1] == dbt_time_s(summit, 16, 6, 1e8, 0.0))
     True
     """
+    return _dbt_curve(cluster, nodes, ranks_per_node, n_bytes, gamma_s_per_B, ranks)[0]
+
+
+def dbt_best_segments(cluster: Cluster, nodes: int, ranks_per_node: int, n_bytes: float,
+                      gamma_s_per_B: float, ranks: int | tuple[int, ...] | None = None) -> int:
+    """The segment count :func:`dbt_time_s` prices (the one of least costed time).
+
+    Examples
+    --------
+    >>> from dlscale.perfmodel.catalog import get_cluster
+    >>> summit = get_cluster("summit")
+    >>> dbt_best_segments(summit, 16, 6, 1e3, 0.0), dbt_best_segments(summit, 16, 6, 1e8, 0.0)
+    (1, 110)
+    """
+    k = _dbt_curve(cluster, (nodes,), ranks_per_node, np.array([float(n_bytes)]),
+                   np.array([gamma_s_per_B], dtype=float), ranks)[1]
+    return int(k[0])
+
+
+def _dbt_curve(cluster: Cluster, nodes: tuple[int, ...], ranks_per_node: int,
+               n_bytes: ArrayLike, gamma_s_per_B: ArrayLike,
+               ranks: int | tuple[int, ...] | None) -> tuple[np.ndarray, np.ndarray]:
+    """``(seconds, segment count)`` of :func:`dbt_curve_time_s`."""
     n = np.asarray(n_bytes, dtype=float)
     g = np.broadcast_to(np.asarray(gamma_s_per_B, dtype=float), (len(nodes),))
-    topo = shape_key(cluster.network.topology)
+    topo = plan_key(cluster)
     dev = device_links(cluster, ranks_per_node)
-    parts = _parts(topo, tuple(nodes), ranks_per_node, dev, ranks, ends)
-    depth = parts.depth
-    a, b = _hockney(cluster, parts.ends, dev)
-    k = pipeline_segments(depth, n, a, b)
-    k0 = np.maximum(depth - 1, 1)
-    full = k >= k0
-    kf = np.where(full, k, k0)
+    parts = _parts(topo, tuple(nodes), ranks_per_node, dev, ranks)
+    k0 = np.maximum(parts.depth - 1, 1).astype(float)
     steady = parts.steady
     lat = latency_s(cluster, dev, steady.inter, steady.hops)                   # (N, 2)
     busy = (steady.load * level_betas(cluster, steady.levels)).max(axis=-1, initial=0.0)
-    between = (kf - k0) * _steady_step_s(cluster, n / (2 * kf), lat, busy, steady.recv[:, 0],
-                                         g)
-    fill = np.zeros(n.shape)
-    sized = n * k0 / kf
-    for st in parts.fills:
-        fill[..., st.cols] = _sum_of_steps(cluster, st, dev, sized[..., st.cols], g[st.cols])
-    out = np.where(full, fill + between, 0.0)
-    short = ~full
-    for j in np.flatnonzero(short.reshape(-1, len(nodes)).any(axis=0)).tolist():
-        kj = k[..., j]
-        for kk in np.unique(kj[short[..., j]]).astype(int).tolist():
-            exact = plan_collective(topo, nodes[j], ranks_per_node, dev, "allreduce",
-                                    "double-binary-tree", "ring", ranks, segments=kk)
-            out[..., j] = np.where(kj == kk, plan_time_s(cluster, exact, n[..., j],
-                                                         float(g[j])), out[..., j])
-    return out
+
+    def fill_s(x: np.ndarray) -> np.ndarray:
+        """The ``k0``-segment pipeline (fill and drain) of an ``x``-byte vector."""
+        fill = np.zeros(n.shape)
+        for st in parts.fills:
+            fill[..., st.cols] = _sum_of_steps(cluster, st, dev, x[..., st.cols], g[st.cols])
+        return fill
+
+    def steady_s(chunk: np.ndarray) -> np.ndarray:
+        return _steady_step_s(cluster, chunk, lat, busy, steady.recv[:, 0], g)
+
+    def full_s(kf: np.ndarray) -> np.ndarray:
+        """The pipeline of ``kf >= k0`` segments (``kf`` of the shape of ``n``)."""
+        return np.asarray(fill_s(n * k0 / kf) + (kf - k0) * steady_s(n / (2 * kf)))
+
+    if cluster.network.message_factors is None:
+        zero = np.zeros(n.shape)
+        # the pipeline of k segments costs a + b k + c / k (every step affine in its size)
+        slope = np.broadcast_to(steady_s(zero), n.shape)
+        curve = k0 * (fill_s(n) - fill_s(zero) - (steady_s(n / 2) - slope))
+        best = _best_full(full_s, n, k0, slope, curve)
+    else:
+        best = _best_full(full_s, n, k0, None, None)
+    out = full_s(best)
+    # fewer segments than the pipeline's depth: costed step by step, searched where the
+    # depth's own count is the best of the full pipelines
+    for j in np.flatnonzero((best == k0).reshape(-1, len(nodes)).any(axis=0)
+                            & (k0 > 1)).tolist():
+        out[..., j], best[..., j] = _short_search(
+            cluster, topo, nodes[j], ranks_per_node, dev, ranks, int(k0[j]), n[..., j],
+            float(g[j]), out[..., j], best[..., j])
+    return out, best
+
+
+def _best_full(full_s: Callable[[np.ndarray], np.ndarray], n: np.ndarray, k0: np.ndarray,
+               slope: np.ndarray | None, curve: np.ndarray | None) -> np.ndarray:
+    """The segment count in ``k0..MAX_SEGMENTS`` of least costed time, per size.
+
+    Without per-size factors every step is affine in its message size, so the
+    pipeline of ``k`` segments costs ``a + b k + c / k`` (``b = slope``: a steady
+    step's latency, ``c = curve``): convex in ``k``, its integer minimum at the floor
+    or the ceiling of ``sqrt(c / b)``, or at ``k0`` where ``c <= 0``. With factors
+    (``slope`` None) the cost is piecewise and every count is tried. Either way the
+    result is the least cost over every count, which no speed changes: lowering a
+    bandwidth raises each count's cost, so never the least (issue 27 item 13: the
+    count came from the end-to-end path's figures, so a slower link could pick a
+    cheaper count).
+    """
+    kmax = float(MAX_SEGMENTS)
+    ka = np.broadcast_to(k0, n.shape).astype(float)
+    if slope is not None and curve is not None:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            star = np.where(curve > 0, np.sqrt(curve / slope), 0.0)
+        star = np.nan_to_num(star, nan=kmax, posinf=kmax)
+        cands = [ka, np.clip(np.floor(star), ka, kmax), np.clip(np.ceil(star), ka, kmax)]
+    else:
+        cands = [np.maximum(ka, float(k)) for k in range(1, MAX_SEGMENTS + 1)]
+    best_k, best_t = ka, np.full(n.shape, np.inf)
+    for kk in cands:
+        t = full_s(kk)
+        better = t < best_t
+        best_k, best_t = np.where(better, kk, best_k), np.where(better, t, best_t)
+    return np.asarray(best_k)
+
+
+def _short_search(cluster: Cluster, topo: Topology, nodes: int, ranks_per_node: int,
+                  dev: bool, ranks: int | tuple[int, ...] | None, k0: int, n: np.ndarray,
+                  gamma: float, full: np.ndarray, full_k: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """``full`` (the costs of the best pipelines of ``k0`` or more segments, of
+    ``full_k`` segments), with the cost and the count of a pipeline of fewer segments
+    where that costs less.
+
+    Each count's cost is the step-by-step cost of its own plan; the counts are searched
+    from ``k0 - 1`` down while the cost falls (the cost is convex in the count: a count
+    that pays off less than the one above it pays off less than all below it), so only
+    the plans of the counts passed are built.
+    """
+    out, seg = np.array(full, dtype=float), np.array(full_k, dtype=float)
+    flat, kflat = out.reshape(-1), seg.reshape(-1)
+    sizes = np.asarray(n, dtype=float).reshape(-1)
+    active = np.ones(flat.shape, dtype=bool)
+    for kk in range(k0 - 1, 0, -1):
+        idx = np.flatnonzero(active)
+        if not len(idx):
+            break
+        plan = plan_collective(topo, nodes, ranks_per_node, dev, "allreduce",
+                               "double-binary-tree", "ring", ranks, segments=kk)
+        t = np.asarray(plan_time_s(cluster, plan, sizes[idx], gamma))
+        better = t < flat[idx]
+        flat[idx[better]] = t[better]
+        kflat[idx[better]] = kk
+        active[idx[~better]] = False
+    return out, seg
 
 
 def dbt_time_s(cluster: Cluster, nodes: int, ranks_per_node: int, n_bytes: ArrayLike,
-               gamma_s_per_B: float, ranks: int | tuple[int, ...] | None = None,
-               ends: tuple[int, int] | None = None) -> np.ndarray:
+               gamma_s_per_B: float, ranks: int | tuple[int, ...] | None = None
+               ) -> np.ndarray:
     """Seconds of the pipelined double binary tree allreduce (see the module docstring).
 
     Parameters
@@ -264,9 +345,6 @@ def dbt_time_s(cluster: Cluster, nodes: int, ranks_per_node: int, n_bytes: Array
         Reduction cost per byte.
     ranks : int or tuple of int, optional
         The first ``ranks`` ranks, or these rank ids (as in :func:`.plan_collective`).
-    ends : tuple of int, optional
-        The first and last rank of the collective (their path sets the segment
-        count); default ``0`` and the last rank.
 
     Returns
     -------
@@ -275,5 +353,5 @@ def dbt_time_s(cluster: Cluster, nodes: int, ranks_per_node: int, n_bytes: Array
     """
     n = np.asarray(n_bytes, dtype=float)
     out = dbt_curve_time_s(cluster, (nodes,), ranks_per_node, n[..., None],
-                           np.array([gamma_s_per_B], dtype=float), ranks, ends)
+                           np.array([gamma_s_per_B], dtype=float), ranks)
     return np.asarray(out[..., 0])

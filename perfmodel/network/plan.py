@@ -36,15 +36,24 @@ from functools import lru_cache
 
 import numpy as np
 
-from dlscale.perfmodel.machine.hardware import Topology
-from dlscale.perfmodel.network.linkload import StepLoad, step_load
+from dlscale.perfmodel.machine.hardware import Cluster, Topology
+from dlscale.perfmodel.network.linkload import CrossTraffic, StepLoad, step_load
 from dlscale.perfmodel.network.packedflows import PackedFlows, pack_flows
 from dlscale.perfmodel.network.schedules import build_schedule, double_binary_tree_edges
 from dlscale.perfmodel.sizedcache import SizedCache
 
-__all__ = ["CHUNK_MESSAGES", "PACKED_BYTES", "PLAN_BYTES", "CollectivePlan", "StepFlows",
-           "packed_curve", "plan_collective",
-           "plan_curve", "shape_key"]
+__all__ = [
+    "CHUNK_MESSAGES",
+    "PACKED_BYTES",
+    "PLAN_BYTES",
+    "CollectivePlan",
+    "StepFlows",
+    "packed_curve",
+    "plan_collective",
+    "plan_curve",
+    "plan_key",
+    "shape_key",
+]
 
 
 @dataclass(frozen=True)
@@ -202,6 +211,15 @@ def shape_key(topology: Topology) -> Topology:
         A topology description.
     """
     return topology.without_speeds()
+
+
+def plan_key(cluster: Cluster) -> Topology:
+    """The key of ``cluster``'s plans: its topology without link speeds, wrapped in
+    :class:`~dlscale.perfmodel.network.linkload.CrossTraffic` where its message factors ask
+    for SimGrid's cross-traffic (``smpi-default``)."""
+    topo = shape_key(cluster.network.topology)
+    f = cluster.network.message_factors
+    return CrossTraffic(topo, f.cross_traffic) if f is not None and f.cross_traffic else topo
 
 
 def _assemble(loads: list[StepLoad], repeat: list[int], reduce: list[bool], scale: list[float],

@@ -38,6 +38,12 @@ from dlscale.simulator.topology.routing import PairRoutes, Routes, route
 __all__ = ["PhaseLinkTime", "RouteCache", "message_costs", "phase_loads", "run_fast"]
 
 
+def reversed_phase(phase: Phase) -> Phase:
+    """``phase`` with every message's ends swapped: its messages' back routes, which
+    SimGrid's cross-traffic loads (:attr:`MessageFactors.cross_traffic`)."""
+    return Phase(phase.dst, phase.src, phase.nbytes, phase.reduce, phase.repeat, phase.label)
+
+
 @dataclass
 class _Routed:
     routes: Routes
@@ -98,6 +104,11 @@ class RouteCache:
     #: one after another (each holds two floats per link: 3 MB on 27,648 GPUs).
     PRICED = 32
 
+    def back(self, phase: Phase, table: LinkTable, router, rank_nodes: np.ndarray) -> Routes:
+        """Routes of ``phase``'s messages from receiver to sender, row for row with
+        :meth:`get`'s (the same rails in the same order)."""
+        return self.get(reversed_phase(phase), table, router, rank_nodes).routes
+
     def get(self, phase: Phase, table: LinkTable, router, rank_nodes: np.ndarray) -> _Routed:
         if phase.within is not None and phase.rows is not None \
                 and getattr(router, "pairwise", False):
@@ -151,6 +162,10 @@ class RouteCache:
         if factors is not None:                    # as message_costs weighs them
             fl, fb = factors.at(phase.nbytes[pair])
             eff, latency_s = _link_sums(r.links, at, sub_bytes / fb, table.n_links), latency_s * fl
+            if factors.cross_traffic:              # each message's back route, in part
+                back = self.back(phase, table, router, rank_nodes)   # row for row with at's
+                eff = eff + _link_sums(back.links, np.arange(len(back.pair)),
+                                       factors.cross_traffic * sub_bytes / fb, table.n_links)
         msg_s = _message_s(r.links, at, eff / table.bandwidth_Bps, latency_s, pair,
                            len(phase.src))
         hit = _Priced(factors, load, eff, msg_s)

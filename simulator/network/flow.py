@@ -28,7 +28,9 @@ import simpy
 __all__ = ["FlowNetwork", "maxmin_rates"]
 
 
-def maxmin_rates(links: np.ndarray, capacity: np.ndarray) -> np.ndarray:
+def maxmin_rates(links: np.ndarray, capacity: np.ndarray,
+                 weights: np.ndarray | None = None,
+                 penalty: np.ndarray | None = None) -> np.ndarray:
     """Max-min fair rates of flows over links (progressive filling).
 
     Parameters
@@ -37,6 +39,13 @@ def maxmin_rates(links: np.ndarray, capacity: np.ndarray) -> np.ndarray:
         Link ids of each flow, ``-1`` padding.
     capacity : ndarray of float, shape (L,)
         Capacity of each link.
+    weights : ndarray of float, shape (F, H), optional
+        Share of a flow's rate each of its links carries (1 where None; SimGrid's
+        cross-traffic puts a share on the links of a message's back route): a link
+        holds ``sum(weight * rate) <= capacity``.
+    penalty : ndarray of float, shape (F,), optional
+        Each flow's sharing penalty (1 where None): flows filled together get rates
+        ``level / penalty`` (SimGrid's lmm; weight-S).
 
     Returns
     -------
@@ -53,6 +62,11 @@ def maxmin_rates(links: np.ndarray, capacity: np.ndarray) -> np.ndarray:
     valid = links >= 0
     flow_of = np.nonzero(valid)[0]
     link_of = links[valid]
+    w_of = None if weights is None else np.asarray(weights, dtype=float)[valid]
+    pen = np.ones(F) if penalty is None else np.asarray(penalty, dtype=float)
+    if penalty is not None:
+        w_of = (np.ones(links.shape) if w_of is None else np.asarray(weights, dtype=float))
+        w_of = (w_of / pen[:, None])[valid]           # what a unit of level costs a link
     if len(link_of) == 0:
         return rate
     L = len(capacity)
@@ -61,18 +75,22 @@ def maxmin_rates(links: np.ndarray, capacity: np.ndarray) -> np.ndarray:
     frozen[~valid.any(axis=1)] = True
     active_entry = np.ones(len(link_of), dtype=bool)
     while not frozen.all():
-        count = np.bincount(link_of[active_entry], minlength=L)
-        used = count > 0
+        if w_of is None:
+            count = np.bincount(link_of[active_entry], minlength=L)
+        else:
+            count = np.bincount(link_of[active_entry], weights=w_of[active_entry], minlength=L)
+        used = count > 1e-9
         share = np.full(L, np.inf)
         share[used] = cap[used] / count[used]
         m = share.min()
         bottleneck = share <= m * (1 + 1e-12)
         hit = np.zeros(F, dtype=bool)
         hit[flow_of[active_entry & bottleneck[link_of]]] = True
-        rate[hit] = m
+        rate[hit] = m / pen[hit] if penalty is not None else m
         frozen |= hit
         sel = hit[flow_of]
-        cap -= np.bincount(link_of[sel], minlength=L) * m
+        cap -= (np.bincount(link_of[sel], minlength=L) if w_of is None
+                else np.bincount(link_of[sel], weights=w_of[sel], minlength=L)) * m
         cap = np.maximum(cap, 0.0)
         active_entry &= ~sel
     return rate
@@ -113,28 +131,39 @@ class FlowNetwork:
         self.capacity = np.asarray(capacity_Bps, dtype=float)
         self.on_rates = on_rates
         self._links = np.empty((0, 1), dtype=np.int64)
+        self._w = np.empty((0, 1))
+        self._pen = np.empty(0)
         self._rem = np.empty(0)
         self._size = np.empty(0)
         self._rate = np.empty(0)
         self._events: list[simpy.Event] = []
-        self._starts: list[tuple[float, int, np.ndarray, float, simpy.Event]] = []
+        self._starts: list[tuple[float, int, np.ndarray, float, simpy.Event, np.ndarray,
+                                 float]] = []
         self._seq = 0
         self._last = 0.0
         self._gen = 0
         self._wake_at = math.inf
         self._t_complete: float | None = math.inf
 
-    def transfer(self, links: np.ndarray, nbytes: float, latency_s: float) -> simpy.Event:
-        """Send ``nbytes`` over ``links`` (ids, ``-1`` ignored); the event fires on arrival."""
+    def transfer(self, links: np.ndarray, nbytes: float, latency_s: float,
+                 weights: np.ndarray | None = None, penalty: float = 1.0) -> simpy.Event:
+        """Send ``nbytes`` over ``links`` (ids, ``-1`` ignored; ``weights`` as in
+        :meth:`send`); the event fires on arrival."""
         done = self.env.event()
         links = np.asarray(links, dtype=np.int64)
-        self.send(links[links >= 0], float(nbytes), latency_s, done)
+        w = None if weights is None else np.asarray(weights, dtype=float)[links >= 0]
+        self.send(links[links >= 0], float(nbytes), latency_s, done, w, penalty)
         return done
 
-    def send(self, links: np.ndarray, nbytes: float, latency_s: float, done: simpy.Event) -> None:
-        """:meth:`transfer` for valid link ids, succeeding the caller's ``done`` event."""
+    def send(self, links: np.ndarray, nbytes: float, latency_s: float, done: simpy.Event,
+             weights: np.ndarray | None = None, penalty: float = 1.0) -> None:
+        """:meth:`transfer` for valid link ids, succeeding the caller's ``done`` event;
+        ``weights``: the share of the flow's rate on each link (1 where None, see
+        :func:`maxmin_rates`); ``penalty``: its sharing penalty."""
         self._seq += 1
-        heapq.heappush(self._starts, (self.env.now + latency_s, self._seq, links, nbytes, done))
+        w = np.ones(len(links)) if weights is None else np.asarray(weights, dtype=float)
+        heapq.heappush(self._starts, (self.env.now + latency_s, self._seq, links, nbytes, done,
+                                      w, float(penalty)))
         self._schedule()
 
     def _advance(self) -> None:
@@ -174,6 +203,8 @@ class FlowNetwork:
                 keep = ~done
                 finished = [ev for ev, d in zip(self._events, done, strict=True) if d]
                 self._links = self._links[keep]
+                self._w = self._w[keep]
+                self._pen = self._pen[keep]
                 self._rem = self._rem[keep]
                 self._size = self._size[keep]
                 self._events = [ev for ev, k in zip(self._events, keep, strict=True) if k]
@@ -182,30 +213,38 @@ class FlowNetwork:
         now = self.env.now
         new = []
         while self._starts and self._starts[0][0] <= now:
-            _, _, links, nbytes, ev = heapq.heappop(self._starts)
+            _, _, links, nbytes, ev, w, pen = heapq.heappop(self._starts)
             if nbytes <= 0 or len(links) == 0:
                 ev.succeed()
             else:
-                new.append((links, nbytes, ev))
+                new.append((links, nbytes, ev, w, pen))
         if new:
             changed = True
             H = max(self._links.shape[1], max(len(p[0]) for p in new))
             block = np.full((len(new), H), -1, dtype=np.int64)
-            for i, (lk, _, _) in enumerate(new):
+            wblock = np.zeros((len(new), H))
+            for i, (lk, _, _, w, _) in enumerate(new):
                 block[i, : len(lk)] = lk
+                wblock[i, : len(lk)] = w
             old = np.full((len(self._rem), H), -1, dtype=np.int64)
             old[:, : self._links.shape[1]] = self._links
+            wold = np.zeros((len(self._rem), H))
+            wold[:, : self._w.shape[1]] = self._w
             self._links = np.concatenate([old, block])
+            self._w = np.concatenate([wold, wblock])
+            self._pen = np.concatenate([self._pen, [p[4] for p in new]])
             sizes = np.array([p[1] for p in new])
             self._rem = np.concatenate([self._rem, sizes])
             self._size = np.concatenate([self._size, sizes])
             self._events.extend(p[2] for p in new)
         if changed:
-            self._rate = maxmin_rates(self._links, self.capacity) if len(self._rem) else self._rate[:0]
+            self._rate = (maxmin_rates(self._links, self.capacity, self._w,
+                                       self._pen if (self._pen != 1.0).any() else None)
+                          if len(self._rem) else self._rate[:0])
             if self.on_rates is not None:
                 valid = self._links >= 0
-                load = np.bincount(self._links[valid], weights=np.broadcast_to(
-                    self._rate[:, None], self._links.shape)[valid], minlength=len(self.capacity))
+                load = np.bincount(self._links[valid], weights=(self._rate[:, None] * self._w)[valid],
+                                   minlength=len(self.capacity))
                 self.on_rates(now, load)
         elif len(self._rem) and due is not None and now >= due * (1 - 1e-12):
             # a completion was due but rounding left the nearest flow a hair short

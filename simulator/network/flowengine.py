@@ -1,11 +1,10 @@
 """Compiled flow-mode engine: rank progress and max-min fair flows in one numba loop.
 
-The same model as the SimPy engine of :mod:`dlscale.simulator.network.flowmode` (every rank advances through
-its steps on its own; a message starts once sender and receiver have both reached
-its step, waits its path latency, then moves as a flow at its max-min fair share of
-every link on its path; a rank finishes a step when its sends are delivered and its
-receives have arrived, then reduces ``gamma`` per byte received), run as one
-compiled event loop, so that a 1,024-rank ring (2 million messages) takes seconds.
+The SimPy engine's model (:mod:`dlscale.simulator.network.flowmode`: ranks advance on
+their own; a message starts once both ends reached its step, waits its latency, then
+moves at its max-min fair share of its links; a rank ends a step when its messages
+are through, then reduces) as one compiled event loop: a 1,024-rank ring (2 million
+messages) takes seconds.
 
 Three things keep it fast without changing the answer:
 
@@ -20,10 +19,9 @@ Three things keep it fast without changing the answer:
   linear placement), each message takes what it takes alone, and the steps are
   evaluated rank by rank without an event queue.
 
-Completion events carry a version number; a flow whose rate changed gets a new event
-and its old one is skipped when popped. Every few milliseconds of engine work the loop
-returns to Python for a moment (:mod:`dlscale.simulator.network.flowwatch`: progress,
-Ctrl-C and SIGTERM).
+Completion events carry a version number (a flow whose rate changed gets a new one).
+Every few milliseconds of work the loop returns to Python for a moment
+(:mod:`dlscale.simulator.network.flowwatch`: progress, Ctrl-C and SIGTERM).
 
 Examples
 --------
@@ -56,6 +54,7 @@ from dlscale.simulator.network import flowwatch
 __all__ = ["CompiledSchedule", "message_durations", "run_compiled", "total_messages"]
 
 _START, _FINISH, _READY = 0, 1, 2
+_EMPTY = 1e-9  # summed weights at or below this: no unfrozen flow on the link (rounding)
 
 @dataclass(frozen=True)
 class CompiledSchedule:
@@ -77,6 +76,11 @@ class CompiledSchedule:
         Link ids of each subflow, ``-1`` padding.
     sub_bytes, sub_latency_s : ndarray of float64
         Bytes (per-size factors applied) and path latency of each subflow.
+    sub_weight, sub_penalty : ndarray of float64, shapes (S, H) and (S,), or None (1)
+        Share of a subflow's rate each link carries (1 on its route, then its back
+        route's at SimGrid's cross-traffic share) and its sharing penalty (weight-S):
+        flows filled together get ``level / penalty``, a link holds ``sum(w x) <= C``
+        (SimGrid's lmm; :class:`~dlscale.perfmodel.network.msgfactors.MessageFactors`).
     rank_off : ndarray of int64, shape (P * (R + 1),)
         For phase ``p`` and rank ``r``, the rank's messages (sent, then received) are
         ``rank_msg[rank_off[p * (R + 1) + r]:rank_off[p * (R + 1) + r + 1]]``.
@@ -101,6 +105,13 @@ class CompiledSchedule:
     rank_msg: np.ndarray
     reduce_s: np.ndarray
     pool: int
+    sub_weight: np.ndarray | None = None
+    sub_penalty: np.ndarray | None = None
+
+    def weights(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(sub_weight, sub_penalty)``, 1 where None."""
+        return (np.ones(self.sub_links.shape) if self.sub_weight is None else self.sub_weight,
+                np.ones(len(self.sub_links)) if self.sub_penalty is None else self.sub_penalty)
 
 
 def total_messages(sched: CompiledSchedule) -> int:
@@ -122,7 +133,8 @@ def run_compiled(sched: CompiledSchedule, n_ranks: int,
 def _run_sched(sched: CompiledSchedule, n_ranks: int, capacity_Bps: np.ndarray,
                want_done: bool) -> tuple[float, np.ndarray, np.ndarray]:
     return _run(sched.step_phase, sched.msg_off, sched.msg_src, sched.msg_dst,
-                sched.sub_off, sched.sub_msg, sched.sub_links, sched.sub_bytes,
+                sched.sub_off, sched.sub_msg, sched.sub_links, *sched.weights(),
+                sched.sub_bytes,
                 sched.sub_latency_s, sched.rank_off, sched.rank_msg, sched.reduce_s,
                 int(n_ranks), np.asarray(capacity_Bps, dtype=np.float64),
                 max(int(sched.pool), 1), flowwatch.POLL_WORK, want_done)
@@ -140,7 +152,8 @@ def message_durations(sched: CompiledSchedule, n_ranks: int,
         key = b"".join(x.tobytes() for x in (
             sched.msg_src[sched.msg_off[p]:sched.msg_off[p + 1]],
             sched.msg_dst[sched.msg_off[p]:sched.msg_off[p + 1]], sched.sub_msg[a:b],
-            sched.sub_links[a:b], sched.sub_bytes[a:b], sched.sub_latency_s[a:b]))
+            sched.sub_links[a:b], *(w[a:b] for w in sched.weights()), sched.sub_bytes[a:b],
+            sched.sub_latency_s[a:b]))
         if key not in seen:
             one = dataclasses.replace(sched, step_phase=np.array([p], dtype=np.int64))
             seen[key] = _run_sched(one, n_ranks, capacity_Bps, True)[2]
@@ -266,9 +279,9 @@ def _component(dirty, n_dirty, stamp, l_stamp, lstack, l_local, comp_l, comp_f, 
 
 @njit(cache=True, inline="always")
 def _fill(nf, nl, now, comp_f, comp_l, l_local, c_cap, c_cnt, head, e_next, e_prev, H, f_sub, f_msg, f_ver, f_stamp, f_rem, f_rate, f_tupd,
-          f_frozen, sub_links):
-    """Max-min fair rates of a component's flows by progressive filling (their
-    remaining bytes brought up to ``now`` first)."""
+          f_frozen, sub_links, sub_w, sub_pen):
+    """Max-min fair rates of a component's flows by progressive filling (their bytes
+    brought up to ``now`` first), weighted as :class:`CompiledSchedule` says."""
     for i in range(nf):
         f = comp_f[i]
         f_rem[f] = max(f_rem[f] - f_rate[f] * (now - f_tupd[f]), 0.0)
@@ -277,31 +290,31 @@ def _fill(nf, nl, now, comp_f, comp_l, l_local, c_cap, c_cnt, head, e_next, e_pr
         for h in range(H):
             l1 = sub_links[f_sub[f], h]
             if l1 >= 0:
-                c_cnt[l_local[l1]] += 1
+                c_cnt[l_local[l1]] += sub_w[f_sub[f], h] / sub_pen[f_sub[f]]
     left = nf
     work = nf * H
     while left > 0:
         work += 2 * nl
         m_share = np.inf
         for j in range(nl):
-            if c_cnt[j] > 0:
+            if c_cnt[j] > _EMPTY:
                 m_share = min(m_share, c_cap[j] / c_cnt[j])
         lim = m_share * (1.0 + 1e-12)
         for j in range(nl):
-            if c_cnt[j] > 0 and c_cap[j] / c_cnt[j] <= lim:
+            if c_cnt[j] > _EMPTY and c_cap[j] / c_cnt[j] <= lim:
                 e = head[comp_l[j]]
                 while e >= 0:
                     f = e // H
                     if not f_frozen[f]:
                         f_frozen[f] = True
-                        f_rate[f] = m_share
+                        f_rate[f] = m_share / sub_pen[f_sub[f]]
                         left -= 1
                         for h in range(H):
                             l1 = sub_links[f_sub[f], h]
                             if l1 >= 0:
-                                q = l_local[l1]
-                                c_cap[q] = max(c_cap[q] - m_share, 0.0)
-                                c_cnt[q] -= 1
+                                q, w = l_local[l1], sub_w[f_sub[f], h]
+                                c_cap[q] = max(c_cap[q] - f_rate[f] * w, 0.0)
+                                c_cnt[q] -= w / sub_pen[f_sub[f]]
                     e = e_next[e]
     return work
 
@@ -393,7 +406,7 @@ def _scratch(pool, L):
     """Per-link and per-flow work arrays of the component refills."""
     z = np.zeros
     return (z(L, np.int64), z(L, np.int64), z(L, np.int64), z(L, np.int64), z(pool, np.int64),
-            z(L, np.int64), z(L), z(L, np.int64), z(L, np.int64))
+            z(L, np.int64), z(L), z(L), z(L, np.int64))
 
 
 @njit(cache=True)
@@ -405,8 +418,8 @@ def _stop_requested(delivered):
 
 
 @njit(cache=True)
-def _run(step_phase, msg_off, msg_src, msg_dst, sub_off, sub_msg, sub_links, sub_bytes,
-         sub_lat, rank_off, rank_msg, reduce_s, R, cap, pool, poll_work, want_done):
+def _run(step_phase, msg_off, msg_src, msg_dst, sub_off, sub_msg, sub_links, sub_w, sub_pen,
+         sub_bytes, sub_lat, rank_off, rank_msg, reduce_s, R, cap, pool, poll_work, want_done):
     K, H, L = len(step_phase), sub_links.shape[1], len(cap)
     msg_base, msub_off, msub = _index_messages(step_phase, msg_off, sub_off, sub_msg,
                                                len(msg_src))
@@ -433,7 +446,7 @@ def _run(step_phase, msg_off, msg_src, msg_dst, sub_off, sub_msg, sub_links, sub
             nf, nl = _component(dirty, n_dirty, stamp, l_stamp, lstack, l_local, comp_l,
                                 comp_f, c_cap, c_cnt, cap, head, e_next, e_prev, H, f_sub, f_msg, f_ver, f_stamp, sub_links)
             work += nf + nl + _fill(nf, nl, now, comp_f, comp_l, l_local, c_cap, c_cnt, head, e_next, e_prev, H, f_sub, f_msg, f_ver, f_stamp,
-                  f_rem, f_rate, f_tupd, f_frozen, sub_links)
+                  f_rem, f_rate, f_tupd, f_frozen, sub_links, sub_w, sub_pen)
             for i in range(nf):
                 f = comp_f[i]
                 f_ver[f] += 1

@@ -61,18 +61,23 @@ def prepare_flow(phases: list[Phase], table: LinkTable, router, rank_nodes: np.n
     n_ranks = len(rank_nodes)
     msg_off, sub_off, rank_off = [0], [0], [0]
     src, dst, sub_msg, links, sub_bytes, sub_lat, rank_msg, reduce_s = ([] for _ in range(8))
+    weights: list[np.ndarray] = []
+    penalties: list[np.ndarray] = []
     H, pool = 1, np.zeros(n_ranks, dtype=np.int64)
     for ph in phases:
         routed = cache.get(ph, table, router, rank_nodes)
         _, sb, lat = message_costs(routed, ph, *phase_loads(routed, ph, table.n_links), factors)
         rt = routed.routes
+        lk, w = _with_back_routes(rt.links, ph, table, router, rank_nodes, cache, factors)
         n_msg = len(ph.src)
         src.append(ph.src)
         dst.append(ph.dst)
         msg_off.append(msg_off[-1] + n_msg)
         sub_msg.append(rt.pair)
-        links.append(rt.links)
-        H = max(H, rt.links.shape[1])
+        links.append(lk)
+        weights.append(w)
+        penalties.append(sharing_penalty(rt.links, rt.latency_s, table, factors))
+        H = max(H, lk.shape[1])
         sub_bytes.append(sb)
         sub_lat.append(lat)
         sub_off.append(sub_off[-1] + len(rt.pair))
@@ -92,6 +97,7 @@ def prepare_flow(phases: list[Phase], table: LinkTable, router, rank_nodes: np.n
             red = gamma_s_per_B * np.bincount(ph.dst, weights=ph.nbytes, minlength=n_ranks)
         reduce_s.append(red)
     pad = [np.pad(lk, ((0, 0), (0, H - lk.shape[1])), constant_values=-1) for lk in links]
+    wpad = [np.pad(w, ((0, 0), (0, H - w.shape[1]))) for w in weights]
     def cat(xs: list, dt: type) -> np.ndarray:
         return np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt)
 
@@ -106,7 +112,36 @@ def prepare_flow(phases: list[Phase], table: LinkTable, router, rank_nodes: np.n
         rank_off=_rank_offsets(rank_off, len(phases), n_ranks),
         rank_msg=cat(rank_msg, np.int64),
         reduce_s=(np.stack(reduce_s) if reduce_s else np.zeros((0, n_ranks))),
-        pool=int(pool.sum()))
+        pool=int(pool.sum()),
+        sub_weight=(np.concatenate(wpad).astype(np.float64) if wpad
+                    else np.zeros((0, 1), np.float64)),
+        sub_penalty=cat(penalties, np.float64))
+
+
+def sharing_penalty(links: np.ndarray, latency_s: np.ndarray, table: LinkTable,
+                    factors: MessageFactors | None) -> np.ndarray:
+    """Each subflow's sharing penalty: 1, or with SimGrid's weight-S
+    (:attr:`MessageFactors.weight_S_bytes`) its route's latency plus ``weight_S`` over
+    each link's bandwidth (``NetworkCm02Model::communicate``); a route of no link: 1."""
+    if factors is None or not factors.weight_S_bytes:
+        return np.ones(len(links))
+    inv = np.where(links >= 0, 1.0 / table.bandwidth_Bps[np.maximum(links, 0)], 0.0)
+    pen = latency_s + factors.weight_S_bytes * inv.sum(axis=1)
+    return np.where(pen > 0, pen, 1.0)
+
+
+def _with_back_routes(links: np.ndarray, ph: Phase, table: LinkTable, router,
+                      rank_nodes: np.ndarray, cache: RouteCache,
+                      factors: MessageFactors | None) -> tuple[np.ndarray, np.ndarray]:
+    """Each subflow's links and their weights: 1 on its route, then, with SimGrid's
+    cross-traffic (:attr:`MessageFactors.cross_traffic`), the links of its message's
+    back route at that share."""
+    w = (links >= 0).astype(np.float64)
+    if factors is None or not factors.cross_traffic:
+        return links, w
+    back = cache.back(ph, table, router, rank_nodes).links
+    return (np.concatenate([links, back], axis=1),
+            np.concatenate([w, np.where(back >= 0, factors.cross_traffic, 0.0)], axis=1))
 
 
 def _run_compiled(phases: list[Phase], table: LinkTable, router, rank_nodes: np.ndarray,
@@ -200,10 +235,13 @@ def _prepare_simpy(phases: list[Phase], table: LinkTable, router, rank_nodes: np
         _, sub_bytes, latency_s = message_costs(routed, ph, load, sub_bytes, factors)
         n_msg = len(ph.src)
         rt = routed.routes
+        links, weights = _with_back_routes(rt.links, ph, table, router, rank_nodes, cache,
+                                           factors)
         rails = len(rt.pair) // max(n_msg, 1)
-        subflows = [[(rt.links[m + j * n_msg][rt.links[m + j * n_msg] >= 0],
-                      float(sub_bytes[m + j * n_msg]), float(latency_s[m + j * n_msg]))
-                     for j in range(rails)] for m in range(n_msg)]
+        pen = sharing_penalty(rt.links, rt.latency_s, table, factors)
+        subflows = [[(links[i][links[i] >= 0], float(sub_bytes[i]), float(latency_s[i]),
+                      weights[i][links[i] >= 0], float(pen[i]))
+                     for i in (m + j * n_msg for j in range(rails))] for m in range(n_msg)]
         outs = [x.tolist() for x in _by_rank(ph.src, n_ranks)]
         ins = [x.tolist() for x in _by_rank(ph.dst, n_ranks)]
         prepared.append((ph, subflows, outs, ins))
@@ -247,10 +285,11 @@ class _SimpyRun:
         subs = self.prepared[pi][1][key[1]]
         ev = self._event(key)
         if len(subs) == 1:
-            links, nbytes, lat = subs[0]
-            self.net.send(links, nbytes, lat, ev)
+            links, nbytes, lat, w, pen = subs[0]
+            self.net.send(links, nbytes, lat, ev, w, pen)
             return
-        parts = [self.net.transfer(links, nbytes, lat) for links, nbytes, lat in subs]
+        parts = [self.net.transfer(links, nbytes, lat, w, pen)
+                 for links, nbytes, lat, w, pen in subs]
 
         def deliver(_e: simpy.Event) -> None:
             ev.succeed()

@@ -33,6 +33,7 @@ from dlscale.perfmodel.network.autopolicy import choose_allreduce
 from dlscale.perfmodel.network.collectives import allreduce_s, hierarchical_allreduce_s
 from dlscale.perfmodel.network.model import dbt_segments
 from dlscale.perfmodel.network.msgfactors import MessageFactors, message_time_s
+from dlscale.perfmodel.network.pipelined_tree import dbt_best_segments
 from dlscale.perfmodel.network.schedules import double_binary_tree_edges
 from dlscale.simulator.network.fastmode import RouteCache, run_fast
 from dlscale.simulator.network.flowmode import run_flow
@@ -116,6 +117,8 @@ class SimulatedNetwork:
         self._cache = RouteCache()
         self.name = str(topology.graph.get("cluster", topology.graph.get("family", "graph")))
         self.cluster: Cluster | None = None
+        #: Node count of :attr:`cluster`'s network (0 on a bare graph).
+        self.nodes = 0
         #: The software stack whose ``"auto"`` rule applies (None on a bare graph).
         self.runtime: Runtime | None = None
 
@@ -128,7 +131,7 @@ class SimulatedNetwork:
         net = cls(cluster_graph(cluster, nodes, node_graph), **kwargs)  # type: ignore[arg-type]
         net.runtime = cluster.runtime
         if node_graph is None and net.placement == "linear":
-            net.cluster = cluster
+            net.cluster, net.nodes = cluster, nodes
         return net
 
     @property
@@ -147,12 +150,21 @@ class SimulatedNetwork:
         return np.arange(sel) if isinstance(sel, int) else np.asarray(sel, dtype=np.int64)
 
     def _segments(self, sel: np.ndarray, n_bytes: float) -> int:
-        """Pipeline segments of the double binary tree: the rule of
-        :func:`dlscale.perfmodel.network.model.dbt_segments`, with the uncontended
-        latency and inverse bandwidth of the path from the first to the last rank."""
+        """Pipeline segments of the double binary tree: on a catalog cluster's own
+        network the count of least costed time, as the closed form prices it
+        (:func:`dlscale.perfmodel.network.pipelined_tree.dbt_best_segments`); on another
+        graph the rule of :func:`dlscale.perfmodel.network.model.dbt_segments`, with the
+        uncontended latency and inverse bandwidth of the path from the first to the
+        last rank."""
         p = len(sel)
         if p < 2:
             return 1
+        if self.cluster is not None and self.nodes and self.max_ranks % self.nodes == 0:
+            ranks: int | tuple[int, ...] = (
+                p if np.array_equal(sel, np.arange(p)) else tuple(int(r) for r in sel))
+            k = dbt_best_segments(self.cluster, self.nodes, self.max_ranks // self.nodes,
+                                  n_bytes, self.gamma_s_per_B, ranks)
+            return min(k, self.max_segments)
         alpha, beta = self.path_hockney(int(sel[0]), int(sel[-1]))
         depth = double_binary_tree_edges(p)[2]
         return dbt_segments(depth, n_bytes, alpha, beta, self.max_segments)

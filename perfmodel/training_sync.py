@@ -75,6 +75,7 @@ from .hardware import Cluster
 from .memory import sparse_gather_bytes
 from .netmodel import limiting_levels, path_hockney, time_per_node_count
 from .noise import expected_max_factor
+from .overlap import overlap_stretch
 from .runtime import Runtime, cache_bitvector_bytes, with_transport
 from .training import IterationTimes, Layout
 from .workload import Workload
@@ -475,6 +476,8 @@ def sync_sgd_times(cluster: Cluster, workload: Workload, lay: Layout, *,
         dur = np.where(multi, neg + net_ar, 0.0)
         if workload.overlap:
             ready = np.moveaxis(np.atleast_2d(bwd_cum[..., bk.first_layer]), -1, 0)
+            k = overlap_stretch(ready, dur, wait, bwd, rt.slowdown(cluster.node.device.kind))
+            ready, compute, bwd = ready * k, compute + (k - 1) * bwd / slow, bwd * k
         else:
             ready = np.broadcast_to(bwd, lay.nodes.shape)[None, :]
         run = np.cumsum(dur, axis=0)

@@ -109,7 +109,7 @@ def baseline_line(pred: Any) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dlscale.perfmodel.predict import predict
+    from dlscale.perfmodel.ranges import predict_range
     from dlscale.provenance import load_cluster
 
     cluster, prov = load_cluster(args.cluster, args.profile)
@@ -123,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
     check_sync_only(args, [workload.algorithm])
     workload, measured_lines, measured_meta = apply_measured(args, workload)
     nodes = parse_nodes(f"1-{cluster.max_nodes}" if args.nodes is None else args.nodes)
-    result = predict(cluster, workload, nodes, baseline=args.baseline)
+    result = predict_range(cluster, workload, nodes, baseline=args.baseline)
     rows = result.to_rows()
     meta = {"cluster": cluster.name, "workload": workload.name, "model": workload.model.name,
             "algorithm": workload.algorithm, "collective": workload.collective,

@@ -62,7 +62,7 @@ from typing import Any
 
 from ..errors import ConfigError, unknown_name
 from ..hardware import Cluster
-from ..runtime import TRANSPORT_EFFICIENCY, Runtime
+from ..runtime import TRANSPORT_EFFICIENCY, TRANSPORT_EFFICIENCY_RANGE, Runtime
 
 __all__ = ["DEFAULT_RUNTIME", "RUNTIMES", "apply_runtime", "get_runtime", "runtime_rows"]
 
@@ -161,6 +161,8 @@ def runtime_rows() -> list[dict[str, Any]]:
                           ("per layer" if cap == 0 else f"{cap / 1024**2:g} MiB"),
             "auto_rule": rule, "transport": rt.transport,
             "transport_efficiency": round(TRANSPORT_EFFICIENCY[rt.transport], 3),
+            "transport_efficiency_low": round(TRANSPORT_EFFICIENCY_RANGE[rt.transport][0], 3),
+            "transport_efficiency_high": round(TRANSPORT_EFFICIENCY_RANGE[rt.transport][1], 3),
             "progress_cores": ", ".join(f"{k} {c:g}" for k, c in rt.progress_cores) or "0",
             "compute_slowdown": "not modelled", "source": rt.source})
     return rows

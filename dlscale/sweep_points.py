@@ -20,6 +20,7 @@ from typing import Any
 from dlscale.perfmodel.config import apply_overrides, load_cluster, load_workload
 from dlscale.perfmodel.errors import ConfigError, DlscaleError, unknown_name
 from dlscale.perfmodel.hardware import Cluster
+from dlscale.perfmodel.ranges import BAND_KEYS
 from dlscale.perfmodel.workload import Workload
 from dlscale.study import split_params
 
@@ -31,29 +32,34 @@ Evaluator = Callable[[Cluster, Workload, list[int], list[int]], list[dict[str, A
 
 #: Result columns after the parameters, in table order (evaluators may add more; those
 #: go to the JSON files only).
-COLUMNS = ("nodes", "network", "runtime", "devices", "ranks", "iteration_s", "compute_s",
-           "backward_s", "comm_s", "exposed_comm_s",
-           "samples_per_s", "efficiency", "memory_per_device_bytes", "fits", "bottleneck",
-           "allreduce", "network_limit",
-           "time_to_train_s", "node_hours", "cost", "error")
+#: Each time, rate and efficiency is followed by its ``_low`` and ``_high``
+#: (:mod:`dlscale.perfmodel.ranges`).
+_BANDED = (*BAND_KEYS, "time_to_train_s", "node_hours", "cost")
+COLUMNS = tuple(x for c in (
+    "nodes", "network", "runtime", "devices", "ranks", "iteration_s", "compute_s",
+    "backward_s", "comm_s", "exposed_comm_s",
+    "samples_per_s", "efficiency", "memory_per_device_bytes", "fits", "bottleneck",
+    "allreduce", "network_limit",
+    "time_to_train_s", "node_hours", "cost", "error")
+    for x in ((c, f"{c}_low", f"{c}_high") if c in _BANDED else (c,)))
 
 
 def analytical(cluster: Cluster, workload: Workload, nodes: list[int],
                seeds: list[int]) -> list[dict[str, Any]]:
     """The closed-form model, one vectorized call over the node counts."""
-    from dlscale.perfmodel.predict import predict
+    from dlscale.perfmodel.ranges import predict_range
 
     return [{**row, "network": "analytical", "runtime": cluster.runtime.name}
-            for row in predict(cluster, workload, nodes).to_rows()]
+            for row in predict_range(cluster, workload, nodes).to_rows()]
 
 
 def analytical_one_device(cluster: Cluster, workload: Workload, nodes: list[int],
                           seeds: list[int]) -> list[dict[str, Any]]:
     """The closed-form model with efficiency against one device alone (``--baseline device``)."""
-    from dlscale.perfmodel.predict import predict
+    from dlscale.perfmodel.ranges import predict_range
 
     return [{**row, "network": "analytical"}
-            for row in predict(cluster, workload, nodes, baseline="device").to_rows()]
+            for row in predict_range(cluster, workload, nodes, baseline="device").to_rows()]
 
 
 def simulated(cluster: Cluster, workload: Workload, nodes: list[int],
@@ -210,10 +216,16 @@ def materialize(base_cluster: Cluster | str, base_workload: Workload | str,
 
 def add_training_metrics(row: dict[str, Any], cluster: Cluster, workload: Workload) -> None:
     """Add ``time_to_train_s`` (``epochs`` over the model's data set), ``node_hours``
-    and ``cost`` (node-hours times the cluster's price per node-hour) to a row."""
-    rate = float(row.get("samples_per_s") or 0.0)
+    and ``cost`` (node-hours times the cluster's price per node-hour) to a row, each
+    with its ``_low`` and ``_high`` where the row's rate has its band."""
     samples = workload.epochs * workload.model.samples_per_epoch
-    t = samples / rate if rate > 0 else math.inf
-    row["time_to_train_s"] = t
-    row["node_hours"] = row["nodes"] * t / 3600.0
-    row["cost"] = row["node_hours"] * cluster.price_per_node_hour
+    # the band of the rate gives the band of the time: the high rate, the low time
+    ends = [("", "samples_per_s")]
+    if "samples_per_s_low" in row and "samples_per_s_high" in row:
+        ends += [("_low", "samples_per_s_high"), ("_high", "samples_per_s_low")]
+    for end, key in ends:
+        rate = float(row.get(key) or 0.0)
+        t = samples / rate if rate > 0 else math.inf
+        row[f"time_to_train_s{end}"] = t
+        row[f"node_hours{end}"] = row["nodes"] * t / 3600.0
+        row[f"cost{end}"] = row[f"node_hours{end}"] * cluster.price_per_node_hour

@@ -238,9 +238,9 @@ class Runtime:
                     f"with kind one of cpu, knl, gpu (once each) and 0 <= low <= central <= "
                     f"high <= 10, got {list(self.overlap_slowdown)!r}")
             seen.add(entry[0])
-        for entry in self.sides:
-            if not (isinstance(entry, (tuple, list)) and len(entry) == 2
-                    and isinstance(entry[0], str) and entry[1] in ("low", "central", "high")):
+        for pick in self.sides:
+            if not (isinstance(pick, (tuple, list)) and len(pick) == 2
+                    and isinstance(pick[0], str) and pick[1] in ("low", "central", "high")):
                 raise ConfigError(f"{owner}.sides: each entry must be [mechanism, low|central|"
                                   f"high], got {list(self.sides)!r}")
 

@@ -157,3 +157,53 @@ def test_band_in_table_json_and_csv(capsys, tmp_path):
     assert {f"{k}_{end}" for k in BAND_KEYS for end in ("low", "high")} <= set(got)
     cell = f"{r['efficiency']:.3g} [{r['efficiency_low']:.3g}-{r['efficiency_high']:.3g}]"
     assert cell in row
+
+
+def test_plan_on_changes_the_plan_where_the_band_matters():
+    from dlscale.plan import plan
+
+    kw = {"min_efficiency": 0.9, "rank_by": "time", "nodes": [64, 1024, 4608]}
+    central = plan("resnet50", ["summit"], **kw)
+    low = plan("resnet50", ["summit"], plan_on="low", **kw)
+    assert central.rows[0]["nodes"] == 4608          # 0.927 >= 0.9 at the centre
+    assert low.rows[0]["nodes"] < 4608                # its low end, 0.824, is not
+    assert all(r["efficiency_low"] >= 0.9 for r in low.rows)
+    assert low.meta["plan_on"] == "low" and low.rows[0]["plan_on"] == "low"
+    high = plan("resnet50", ["summit"], plan_on="high", deadline_s=3600.0 * 0.1,
+                rank_by="nodes", nodes=[128, 256, 512, 1024])
+    cen = plan("resnet50", ["summit"], deadline_s=3600.0 * 0.1, rank_by="nodes",
+               nodes=[128, 256, 512, 1024])
+    assert high.rows[0]["nodes"] <= cen.rows[0]["nodes"]
+    for r in low.candidates:
+        assert r["time_s_low"] <= r["time_s"] <= r["time_s_high"]
+
+
+def test_plan_on_bad_value_is_refused(capsys):
+    from dlscale.plan import plan
+
+    with pytest.raises(ConfigError, match="plan_on: unknown name 'worst'"):
+        plan("resnet50", ["summit"], plan_on="worst")
+    with pytest.raises(SystemExit) as exc:       # argparse's choices: one line, status 2
+        main(["plan", "resnet50", "--cluster", "summit", "--plan-on", "worst"])
+    assert exc.value.code == 2 and "--plan-on" in capsys.readouterr().err
+
+
+def test_plan_prints_the_band_and_what_it_planned_on(capsys):
+    assert main(["plan", "resnet50", "--cluster", "summit", "--min-efficiency", "0.9",
+                 "--nodes", "64,4608", "--plan-on", "low", "--rank-by", "time"]) == 0
+    out = capsys.readouterr().out
+    assert "planned on the low end of each range" in out
+    row = next(ln for ln in out.splitlines() if ln.split()[:2] == ["1", "summit"])
+    assert row.count("[") >= 4 and " 64 " in row
+
+
+def test_simulate_rows_carry_the_band():
+    from dlscale.simulator.training.run import simulate_training
+
+    r = simulate_training(get_cluster("summit"), get_workload("resnet50"), 8, iterations=3)
+    row = r.to_rows()[0]
+    for k in ("iteration_s", "samples_per_s", "efficiency", "exposed_comm_s"):
+        assert row[f"{k}_low"] <= row[k] <= row[f"{k}_high"], k
+    assert row["iteration_s_high"] > row["iteration_s"]          # no overlap at all
+    keys = list(row)
+    assert keys.index("iteration_s_low") == keys.index("iteration_s") + 1

@@ -120,9 +120,11 @@ def plot_scaling_groups(path: str | Path, rows: Sequence[Mapping[str, Any]],
         for ax, key in ((ax1, "samples_per_s"), (ax2, "efficiency")):
             line, = (ax.loglog if ax is ax1 else ax.semilogx)(
                 devs, [_num(pts[d][key]) for d in devs], "o-", label=name)
-            if all(pts[d].get(f"{key}_low") not in (None, "") for d in devs):  # its band
-                ax.fill_between(devs, [_num(pts[d][f"{key}_low"]) for d in devs],
-                                [_num(pts[d][f"{key}_high"]) for d in devs],
+            lows = [_num(pts[d].get(f"{key}_low")) for d in devs]   # its band, where given
+            highs = [_num(pts[d].get(f"{key}_high")) for d in devs]
+            xs = [_num(d) for d in devs]
+            if all(math.isfinite(v) for v in (*xs, *lows, *highs)):
+                ax.fill_between(xs, lows, highs,
                                 color=line.get_color(), alpha=0.2)
     ax1.set_xlabel("devices")
     ax1.set_ylabel("samples / s")

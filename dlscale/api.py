@@ -174,12 +174,12 @@ def predict(cluster: str | Path | Cluster, workload: str | Path | Workload,
     ConfigError
         A bad cluster, workload, override or node count, before any work.
     """
-    from dlscale.perfmodel.training.predict import predict as _predict
+    from dlscale.perfmodel.training.ranges import predict_range
     from dlscale.training_metrics import add_training_metrics
 
     c = load_cluster(cluster, cluster_overrides, profile)
     w = load_workload(workload, workload_overrides)
-    raw = _predict(c, w, _nodes(c, nodes), baseline=baseline)
+    raw = predict_range(c, w, _nodes(c, nodes), baseline=baseline)
     rows = raw.to_rows()
     for row in rows:
         add_training_metrics(row, c, w)

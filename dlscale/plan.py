@@ -35,12 +35,13 @@ from typing import Any
 from dlscale.perfmodel.errors import ConfigError, unknown_name
 from dlscale.perfmodel.machine.config import apply_overrides, load_cluster, load_workload
 from dlscale.perfmodel.machine.hardware import Cluster
+from dlscale.perfmodel.training.ranges import PLAN_ON
 from dlscale.perfmodel.training.workload import ALGORITHMS, COLLECTIVES, Workload
 from dlscale.results import ResultTable
 from dlscale.sweep import Evaluator, resolve_evaluator
 
 __all__ = ["LIMITS", "RANK_BY", "PlanRequest", "PlanResult", "describe_violation", "plan",
-           "unpriced_line"]
+           "planned", "unpriced_line"]
 
 #: Limit name -> (row field, True if the field must stay <= the bound, unit shown).
 LIMITS: dict[str, tuple[str, bool, str]] = {
@@ -108,6 +109,7 @@ class PlanRequest:
     collectives: list[str] = field(default_factory=list)
     nodes: list[int] | None = None
     rank_by: str = "cost"
+    plan_on: str = "central"
 
 
 class PlanResult(ResultTable):
@@ -188,16 +190,63 @@ def _evaluate(req: PlanRequest, fn: Evaluator) -> list[dict[str, Any]]:
                            "power_w": n * cluster.node.power_w,
                            "memory_per_device_bytes": got.get("memory_per_device_bytes", 0.0),
                            "fits": bool(got.get("fits", True)), "bottleneck": _bottleneck(got),
-                           "_memory_bound": mem}
-                    cands.append(row)
+                           "_memory_bound": mem, "plan_on": req.plan_on}
+                    band = _band_columns(got, n, req.samples, price)
+                    cands.append({k2: v2 for k, v in row.items() for k2, v2 in (
+                        ((k, v), (f"{k}_low", band[f"{k}_low"]), (f"{k}_high", band[f"{k}_high"]))
+                        if f"{k}_low" in band else ((k, v),))})
     return cands
+
+
+#: Fields a plan may be made on the low or high end of: True where the answer's low
+#: end is its pessimistic one (a rate, an efficiency), False where it is the high end
+#: (a time, node-hours, a cost).
+_PLANNED = {"samples_per_s": True, "efficiency": True, "time_s": False, "node_hours": False,
+            "cost": False}
+
+
+def _band_columns(got: Mapping[str, Any], n: int, samples: float,
+                  price: float | None) -> dict[str, Any]:
+    """The ``_low`` / ``_high`` of a candidate's iteration time, rate, efficiency and
+    what follows from the rate (time to train, node-hours, cost); the central value
+    where the evaluator gives no band."""
+    out: dict[str, Any] = {}
+    for k in ("iteration_s", "samples_per_s", "efficiency"):
+        for end in ("low", "high"):
+            v = got.get(f"{k}_{end}")
+            out[f"{k}_{end}"] = got.get(k) if v is None else v
+    for end, rate_end in (("low", "high"), ("high", "low")):   # high rate, low time
+        rate = float(out[f"samples_per_s_{rate_end}"] or 0.0)
+        t = samples / rate if rate > 0 else math.inf
+        out[f"time_s_{end}"], out[f"node_hours_{end}"] = t, n * t / 3600.0
+        out[f"cost_{end}"] = None if price is None else n * t / 3600.0 * price
+    return out
+
+
+def planned(row: Mapping[str, Any], fld: str) -> Any:
+    """The value of ``fld`` a plan is made on: its central value, or with
+    ``plan_on`` low (high) the pessimistic (optimistic) end of its band: the low rate
+    and efficiency and so the high time, node-hours and cost.
+
+    Examples
+    --------
+    >>> row = {"plan_on": "low", "efficiency": 0.9, "efficiency_low": 0.8,
+    ...        "efficiency_high": 0.95, "time_s": 10, "time_s_low": 9, "time_s_high": 12}
+    >>> planned(row, "efficiency"), planned(row, "time_s"), planned(row, "nodes")
+    (0.8, 12, None)
+    """
+    on = row.get("plan_on", "central")
+    if on == "central" or fld not in _PLANNED:
+        return row.get(fld)
+    end = "low" if (on == "low") == _PLANNED[fld] else "high"
+    return row.get(f"{fld}_{end}")
 
 
 def _violations(row: Mapping[str, Any], bounds: Mapping[str, float]) -> list[str]:
     out = []
     for limit, bound in bounds.items():
         fld, upper, _ = LIMITS[limit]
-        v = row[fld]
+        v = planned(row, fld)
         if v is None or (v > bound if upper else v < bound):
             out.append(limit)
     if not row["fits"] and "memory" not in out:
@@ -218,14 +267,14 @@ def _explain(cands: list[dict[str, Any]], bounds: Mapping[str, float]) -> list[s
                          f"{best[fld] / 1024**3:.3g} GiB per device, the device holds "
                          f"{best['_memory_bound'] / 1024**3:.3g} GiB ({best['cluster']})")
             continue
-        vals = [c[fld] for c in others]
+        vals = [planned(c, fld) for c in others]
         best = min(vals) if upper else max(vals)
         lines.append(describe_violation(limit, best, bounds[limit]))
     if not lines:
         lines.append("no candidate meets all but one limit; each limit alone:")
         for limit, bound in bounds.items():
             fld, upper, _ = LIMITS[limit]
-            vals = [c[fld] for c in cands if c[fld] is not None]
+            vals = [planned(c, fld) for c in cands if planned(c, fld) is not None]
             best = min(vals) if upper else max(vals)
             if (best > bound) if upper else (best < bound):
                 lines.append("  " + describe_violation(limit, best, bound))
@@ -307,7 +356,7 @@ def plan(workload: Workload | str | Path, clusters: Sequence[Cluster | str | Pat
          nodes: Sequence[int] | None = None, rank_by: str = "cost",
          evaluator: str | Evaluator = "analytical",
          overrides: Mapping[str, Any] | None = None,
-         runtime: str | None = None) -> PlanResult:
+         runtime: str | None = None, plan_on: str = "central") -> PlanResult:
     """Search clusters x node counts x algorithms; rank the plans that meet every limit.
 
     Parameters
@@ -344,6 +393,8 @@ def plan(workload: Workload | str | Path, clusters: Sequence[Cluster | str | Pat
     runtime : str, optional
         Software stack every cluster runs (default: each cluster's own,
         :mod:`dlscale.perfmodel.catalog.runtimes`).
+    plan_on : {"central", "low", "high"}
+        Which value of each answer's range the limits and the ranking read (:func:`planned`).
     """
     w = load_workload(workload)
     if overrides:
@@ -359,8 +410,7 @@ def plan(workload: Workload | str | Path, clusters: Sequence[Cluster | str | Pat
     _check_limits(epochs=epochs, samples=samples, deadline_s=deadline_s, throughput=throughput,
                   max_nodes=max_nodes, budget_node_hours=budget_node_hours,
                   budget_cost=budget_cost, max_power_w=max_power_w, min_efficiency=min_efficiency)
-    if rank_by not in RANK_BY:
-        raise unknown_name("rank_by", rank_by, RANK_BY)
+    _check_names(rank_by, plan_on)
     algs, colls = _choices(w, algorithms, collectives)
     priced = _prices(cl, prices, budget_cost, max_power_w)
     if rank_by == "cost" and all(p is None for p in priced.values()):
@@ -374,8 +424,16 @@ def plan(workload: Workload | str | Path, clusters: Sequence[Cluster | str | Pat
     n_samples = float(samples if samples is not None
                       else (epochs or w.epochs) * w.model.samples_per_epoch)
     req = PlanRequest(w, cl, n_samples, bounds, priced, algs, colls,
-                      list(nodes) if nodes else None, rank_by)
+                      list(nodes) if nodes else None, rank_by, plan_on)
     return run_plan(req, fn)
+
+
+def _check_names(rank_by: str, plan_on: str) -> None:
+    """``rank_by`` one of :data:`RANK_BY`, ``plan_on`` one of low, central, high."""
+    if rank_by not in RANK_BY:
+        raise unknown_name("rank_by", rank_by, RANK_BY)
+    if plan_on not in PLAN_ON:
+        raise unknown_name("plan_on", plan_on, PLAN_ON)
 
 
 def _no_node_count(req: PlanRequest) -> str:
@@ -399,10 +457,10 @@ def run_plan(req: PlanRequest, fn: Callable[..., Any]) -> PlanResult:
     feasible = [c for c in cands if not c["violates"]]
 
     def order(c: Mapping[str, Any]) -> tuple[Any, ...]:
-        v = c[fld]
+        v = planned(c, fld)
         unpriced = v is None  # only cost can be None: unpriced clusters after, by node-hours
-        v = c["node_hours"] if unpriced else v
-        return (unpriced, v if smaller else -v, c["time_s"], c["cluster"], c["algorithm"],
+        v = planned(c, "node_hours") if unpriced else v
+        return (unpriced, v if smaller else -v, planned(c, "time_s"), c["cluster"], c["algorithm"],
                 c["collective"], c["nodes"])
 
     feasible.sort(key=order)
@@ -410,7 +468,7 @@ def run_plan(req: PlanRequest, fn: Callable[..., Any]) -> PlanResult:
             for i, c in enumerate(feasible)]
     meta = {"workload": req.workload.name, "clusters": [c.name for c in req.clusters],
             "samples": req.samples, "limits": req.bounds, "prices": req.prices,
-            "rank_by": req.rank_by, "candidates": len(cands), "scaling": req.workload.scaling,
+            "rank_by": req.rank_by, "plan_on": req.plan_on, "candidates": len(cands), "scaling": req.workload.scaling,
             "unpriced": [name for name, p in req.prices.items() if p is None]}
     why = [] if rows else (_explain(cands, req.bounds) if cands else [_no_node_count(req)])
     return PlanResult(rows, meta, cands, why)

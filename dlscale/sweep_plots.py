@@ -117,8 +117,15 @@ def plot_scaling_groups(path: str | Path, rows: Sequence[Mapping[str, Any]],
         if last.get("network_limit"):   # which level's links limit the allreduce there
             name += (f" | {last['nodes']} nodes: {last.get('allreduce', '')}, "
                      f"{last['network_limit']} links limit")
-        ax1.loglog(devs, [_num(pts[d]["samples_per_s"]) for d in devs], "o-", label=name)
-        ax2.semilogx(devs, [_num(pts[d]["efficiency"]) for d in devs], "o-", label=name)
+        for ax, key in ((ax1, "samples_per_s"), (ax2, "efficiency")):
+            line, = (ax.loglog if ax is ax1 else ax.semilogx)(
+                devs, [_num(pts[d][key]) for d in devs], "o-", label=name)
+            lows = [_num(pts[d].get(f"{key}_low")) for d in devs]   # its band, where given
+            highs = [_num(pts[d].get(f"{key}_high")) for d in devs]
+            xs = [_num(d) for d in devs]
+            if all(math.isfinite(v) for v in (*xs, *lows, *highs)):
+                ax.fill_between(xs, lows, highs,
+                                color=line.get_color(), alpha=0.2)
     ax1.set_xlabel("devices")
     ax1.set_ylabel("samples / s")
     ax2.set_xlabel("devices")

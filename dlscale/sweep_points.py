@@ -19,6 +19,7 @@ from typing import Any
 from dlscale.perfmodel.errors import ConfigError, DlscaleError, unknown_name
 from dlscale.perfmodel.machine.config import apply_overrides, load_cluster, load_workload
 from dlscale.perfmodel.machine.hardware import Cluster
+from dlscale.perfmodel.training.ranges import BAND_KEYS
 from dlscale.perfmodel.training.workload import Workload
 from dlscale.study import split_params
 from dlscale.training_metrics import add_training_metrics
@@ -31,29 +32,34 @@ Evaluator = Callable[[Cluster, Workload, list[int], list[int]], list[dict[str, A
 
 #: Result columns after the parameters, in table order (evaluators may add more; those
 #: go to the JSON files only).
-COLUMNS = ("nodes", "network", "runtime", "devices", "ranks", "iteration_s", "compute_s",
-           "backward_s", "comm_s", "exposed_comm_s",
-           "samples_per_s", "efficiency", "memory_per_device_bytes", "fits", "bottleneck",
-           "allreduce", "network_limit",
-           "time_to_train_s", "node_hours", "cost", "error")
+#: Each time, rate and efficiency is followed by its ``_low`` and ``_high``
+#: (:mod:`dlscale.perfmodel.training.ranges`).
+_BANDED = (*BAND_KEYS, "time_to_train_s", "node_hours", "cost")
+COLUMNS = tuple(x for c in (
+    "nodes", "network", "runtime", "devices", "ranks", "iteration_s", "compute_s",
+    "backward_s", "comm_s", "exposed_comm_s",
+    "samples_per_s", "efficiency", "memory_per_device_bytes", "fits", "bottleneck",
+    "allreduce", "network_limit",
+    "time_to_train_s", "node_hours", "cost", "error")
+    for x in ((c, f"{c}_low", f"{c}_high") if c in _BANDED else (c,)))
 
 
 def analytical(cluster: Cluster, workload: Workload, nodes: list[int],
                seeds: list[int]) -> list[dict[str, Any]]:
     """The closed-form model, one vectorized call over the node counts."""
-    from dlscale.perfmodel.training.predict import predict
+    from dlscale.perfmodel.training.ranges import predict_range
 
     return [{**row, "network": "analytical", "runtime": cluster.runtime.name}
-            for row in predict(cluster, workload, nodes).to_rows()]
+            for row in predict_range(cluster, workload, nodes).to_rows()]
 
 
 def analytical_one_device(cluster: Cluster, workload: Workload, nodes: list[int],
                           seeds: list[int]) -> list[dict[str, Any]]:
     """The closed-form model with efficiency against one device alone (``--baseline device``)."""
-    from dlscale.perfmodel.training.predict import predict
+    from dlscale.perfmodel.training.ranges import predict_range
 
     return [{**row, "network": "analytical"}
-            for row in predict(cluster, workload, nodes, baseline="device").to_rows()]
+            for row in predict_range(cluster, workload, nodes, baseline="device").to_rows()]
 
 
 def simulated(cluster: Cluster, workload: Workload, nodes: list[int],

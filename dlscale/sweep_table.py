@@ -123,8 +123,11 @@ def summary_lines(study: Study, rows: Sequence[Mapping[str, Any]], meta: Mapping
              *header_lines, *notes,
              f"ranked by {metric} ({which} first)"
              + (f"; the best {len(shown)} of {len(rows)} rows" if len(rows) > len(shown) else "")]
-    cells = [{c: ("-" if r.get(c) is None else show_value(r[c]) if c in params else r[c])
-              for c in cols} for r in shown]
+    cells = [{**{c: ("-" if r.get(c) is None else show_value(r[c]) if c in params else r[c])
+                 for c in cols},
+              **{f"{c}_{end}": r[f"{c}_{end}"] for c in cols for end in ("low", "high")
+                 if c not in params and r.get(f"{c}_low") is not None
+                 and r.get(f"{c}_high") is not None}} for r in shown]
     lines.append(format_table(cells, cols))
     if len(rows) > len(shown):
         lines.append(f"... {len(rows) - len(shown)} more rows in {meta['out_dir']}/results.csv")

@@ -8,6 +8,7 @@ study's ``rank_by`` and names its best point, the one its heatmap and Pareto plo
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from dlscale.cli import main
@@ -106,7 +107,9 @@ def test_the_sweep_summary_is_ranked_and_names_its_best_point(capsys, tmp_path):
     lines = out.splitlines()
     header = next(i for i, ln in enumerate(lines) if ln.startswith("point "))
     cols = lines[header].split()
-    rows = [dict(zip(cols, ln.split(), strict=True)) for ln in lines[header + 1:header + 13]]
+    # a cell "0.93 [0.71-0.95]" is a value and its range: one cell, the value first
+    rows = [dict(zip(cols, (c.split(" [")[0] for c in re.findall(r"\S+ \[[^\]]*\]|\S+", ln)),
+                     strict=True)) for ln in lines[header + 1:header + 13]]
     times = [float(r["time_to_train_s"].replace(",", "")) for r in rows]
     assert times == sorted(times)
     assert "ranked by time_to_train_s (lowest first)" in out

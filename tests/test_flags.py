@@ -456,7 +456,7 @@ CHECKS: dict[tuple[str, str], Any] = {
         "--runtime": ["--runtime", "gloo"],
         "--measured-samples-per-s": ["--measured-samples-per-s", "500@32"],
         "--trace": ["--trace", f"{TRACE}@64"], "--top": ["--top", "1"],
-        "--output": ["-o", "other.json"],
+        "--output": ["-o", "other.json"], "--plan-on": ["--plan-on", "low"],
     }.items()},
     ("plan", "--horovod-timeline"): Acts([*PLAN, "--measured-samples-per-s", "500@64"],
                                          ["--horovod-timeline", f"{TIMELINE}@64"]),

@@ -180,7 +180,8 @@ def test_cli_predict_with_a_trace_and_a_timeline(capsys):
     assert doc["meta"]["horovod_timeline"]["ranks"] == 4
     t = read_trace(TRACES / "pytorch_resnet50_v100_b64.json")
     upd = update_s(get_model("resnet50").params, get_cluster("summit").node.device)
-    assert doc["rows"][0]["compute_s"] == pytest.approx(t.forward_s + t.backward_s + upd)
+    # the low end of the band: no slowdown of the compute beside the allreduces
+    assert doc["rows"][0]["compute_s_low"] == pytest.approx(t.forward_s + t.backward_s + upd)
 
 
 @pytest.mark.parametrize("args", [

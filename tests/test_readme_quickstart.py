@@ -11,10 +11,25 @@ README = (ROOT / "README.md").read_text()
 SECTION = README.split("## Quick start", 1)[1].split("\n## ", 1)[0]
 
 
+def _cells(line: str) -> list[str]:
+    """A table line's cells; ``0.93 [0.71-0.95]`` (a value and its range) is one."""
+    return re.findall(r"\S+ \[[^\]]*\]|\S+", line)
+
+
 def _row(table: str, nodes: str) -> dict[str, str]:
+    """The central values of the row for ``nodes`` (its range left out)."""
     header = next(ln.split() for ln in table.splitlines() if ln.split()[:1] == ["nodes"])
-    return dict(zip(header, next(ln.split() for ln in table.splitlines()
-                                 if ln.split()[:1] == [nodes]), strict=True))
+    return dict(zip(header, (c.split(" [")[0] for c in next(
+        _cells(ln) for ln in table.splitlines() if ln.split()[:1] == [nodes])), strict=True))
+
+
+def test_quick_start_shows_the_range():
+    """Each time, rate and efficiency has its band after it; the text quotes it."""
+    shown = re.findall(r"```text\n(.*?)```", SECTION, re.S)
+    line = next(ln for ln in shown[0].splitlines() if ln.split()[:1] == ["4608"])
+    eff = next(c for c in _cells(line) if c.startswith(_row(shown[0], "4608")["efficiency"]))
+    assert re.fullmatch(r"[\d.]+ \[[\d.]+-[\d.]+\]", eff), eff
+    assert f"`{eff}`" in SECTION
 
 
 def test_quick_start_tables_are_the_tools_output(capsys):

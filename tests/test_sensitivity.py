@@ -179,6 +179,11 @@ CHECKS: dict[str, Check] = {
     "runtime.cycle_s": Check(GPU_SMALL_MSGS, lambda x: 10 * x, +1),
     "runtime.coordination": Check(GPU_SMALL_MSGS, "rank0", +1),
     "runtime.transport": Check(GPU_COMM, "tcp", +1),
+    # the low end of the transport efficiency's cited range (perfmodel.training.ranges)
+    "runtime.sides": Check(GPU_COMM, (("transport", "low"),), +1),
+    # compute beside the overlapped allreduces runs 40 % slower
+    "runtime.overlap_slowdown": Check(Setup("summit", "resnet50", 8),
+                                      (("gpu", 0.4, 0.4, 0.4),), +1),
     "runtime.fusion_cap_bytes": Check(Setup("summit", "resnet50", 8, {"overlap": False,
                                                                       "collective": "ring"}),
                                       0.0, +1),

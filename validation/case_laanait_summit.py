@@ -99,7 +99,9 @@ MISSES: dict[str, str] = {
         "would hide the same allreduce as the 93% implies"),
     "efficiency_27600_gpus@simulated": (
         "as analytically (see efficiency_27600_gpus): the simulated allreduce (29 ms) "
-        "is the analytical one, exposed behind a 45 ms step"),
+        "is the analytical one, exposed behind a 45 ms step; the 18.9 % slowdown of the "
+        "compute beside NCCL's collectives (arXiv 2507.03114) moved it from -10.0 to "
+        "-10.8 pp"),
     "peak_flops_27600_gpus": (
         "the model's per-GPU rate is 41 TFLOPS at 27,600 GPUs (counting direct-"
         "convolution FLOPs, with the 3x3 layers at Winograd's 2.25x): the step of the "
@@ -116,7 +118,7 @@ MISSES: dict[str, str] = {
 MISS_ERRORS: dict[str, float | str | None] = {
     "efficiency_27600_gpus": -11.935,
     "peak_flops_27600_gpus": -0.473,
-    "efficiency_27600_gpus@simulated": -10.044,
+    "efficiency_27600_gpus@simulated": -10.833,
 }
 
 

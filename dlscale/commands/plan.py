@@ -92,6 +92,10 @@ def add_parser(sub: Any) -> None:
                         "device alone")
     g.add_argument("--rank-by", default="cost",
                    choices=("cost", "node_hours", "time", "nodes", "efficiency"))
+    g.add_argument("--plan-on", choices=("low", "central", "high"), default="central",
+                   help="which value of each answer's range the limits and the ranking read: "
+                        "low (the pessimistic end: low rate and efficiency, high time and "
+                        "cost), central (default) or high")
     add_runtime_arg(p)
     add_measured_args(p)
     p.add_argument("--top", type=int, default=10, metavar="N", help="plans to print (default 10)")
@@ -130,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
         nodes=parse_nodes(args.nodes) if args.nodes is not None else None, rank_by=args.rank_by,
         overrides=workload_overrides(args) or None,
         evaluator="analytical" if args.baseline == "node" else analytical_one_device,
-        runtime=args.runtime)
+        runtime=args.runtime, plan_on=args.plan_on)
     prov = Provenance(baseline=baseline_phrase(args.baseline, res.meta["scaling"], "plan"))
     res.meta.update(prov.meta())
     if args.output:
@@ -155,8 +159,15 @@ def _report(res: Any, top: int, output: str | None, measured_lines: list[str],
     written = [f"written: {output}"] if output else []
     if not res.feasible:
         return [*lines, "infeasible:", *(f"  {ln}" for ln in res.infeasible), *written]
-    shown = [{**r, "time_h": r["time_s"] / 3600.0,
-              "cost": "unpriced" if r["cost"] is None else r["cost"]} for r in res.rows[:top]]
+    if m.get("plan_on", "central") != "central":
+        lines.append(f"planned on the {m['plan_on']} end of each range "
+                     f"({'pessimistic' if m['plan_on'] == 'low' else 'optimistic'}: "
+                     f"{m['plan_on']} rate and efficiency, "
+                     f"{'high' if m['plan_on'] == 'low' else 'low'} time and cost)")
+    shown = [{**r, "time_h": r["time_s"] / 3600.0, "time_h_low": r["time_s_low"] / 3600.0,
+              "time_h_high": r["time_s_high"] / 3600.0,
+              **({"cost": "unpriced", "cost_low": None, "cost_high": None}
+                 if r["cost"] is None else {})} for r in res.rows[:top]]
     cols = [c for c in COLUMNS if any(r.get(c) not in (None, "", 0, 0.0, "unpriced")
                                       for r in shown)]
     lines.append(format_table(shown, cols) if top else "(--top 0: no plans shown)")

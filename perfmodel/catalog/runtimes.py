@@ -57,6 +57,21 @@ Sources used below:
   "EC2 instances ... running worker servers also ran parameter servers", r1 guide
   performance/benchmarks.md).
 
+- Compute slowed beside communication (``overlap_slowdown``, NCCL stacks on GPUs):
+  Lee et al., "Characterizing Compute-Communication Overlap in GPU-Accelerated
+  Distributed Deep Learning: Performance and Power Implications", arXiv 2507.03114
+  (2025), abstract: compute overlapped with communication is slowed by 18.9 % on
+  average and by 40.0 % at most against the same compute alone (4 x A100, H100,
+  MI250, MI210; GPT and LLaMA training). Central 0.189, high 0.40; low 0, the
+  interference-free case the paper measures against (its least slowdown is not
+  stated). Agrawal et al., "Optimizing ML Concurrent Computation and Communication
+  with GPU DMA Engines", arXiv 2412.14335, see the same interference (overlap reaches
+  21 % of its ideal speed-up on average) without a per-kernel figure. NCCL runs its collectives as kernels on the SMs (one block per channel),
+  which is why an NVIDIA developer-forum report ("Compute-Communication Overlap Causes
+  Severe GEMM Performance Degradation because of Tail Effect", H100: a 132-block GEMM
+  next to a 24-block all-gather, about 80 % of peak falling to about 47 %) sees a
+  second wave. MPI and Gloo stacks: no cited figure, none charged.
+
 Examples
 --------
 >>> RUNTIMES["horovod-nccl"].algorithms
@@ -74,7 +89,11 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from dlscale.perfmodel.errors import ConfigError, unknown_name
-from dlscale.perfmodel.machine.runtime import TRANSPORT_EFFICIENCY, Runtime
+from dlscale.perfmodel.machine.runtime import (
+    TRANSPORT_EFFICIENCY,
+    TRANSPORT_EFFICIENCY_RANGE,
+    Runtime,
+)
 from dlscale.perfmodel.network.registry import offered_by
 
 if TYPE_CHECKING:
@@ -95,11 +114,15 @@ _CACHE = "Horovod PR #902 response cache (0.16.1, 2019), issue #2202"
 _RANK0 = "Sergeev & Del Balso 2018 (rank-0 coordination)"
 _NCCL = "NCCL 2.4 blog (ring + double binary tree), src/graph/tuning.cc"
 _MPICH = "MPICH src/mpi/coll/allreduce.c (short msg 2048 B)"
+#: NCCL's collective kernels beside compute on a GPU: (kind, central, low, high) of
+#: the slowdown, arXiv 2507.03114 (mean 18.9 %, maximum 40.0 %; see above)
+NCCL_SLOWDOWN = (("gpu", 0.189, 0.0, 0.40),)
+_OVERLAP = "arXiv 2507.03114 (compute beside communication: 18.9 % mean, 40 % max)"
 
 RUNTIMES: dict[str, Runtime] = {r.name: r for r in (
     Runtime("horovod-nccl", "Horovod >= 0.16.1 (response cache) + NCCL >= 2.4", "cache",
             HOROVOD_CYCLE_S, INF, NCCL_ALGS, "model", "rdma",
-            source=f"{_HVD}; {_CACHE}; {_NCCL}"),
+            source=f"{_HVD}; {_CACHE}; {_NCCL}; {_OVERLAP}", overlap_slowdown=NCCL_SLOWDOWN),
     Runtime("horovod-mpi", "Horovod >= 0.16.1 (response cache) + MPICH-family MPI",
             "cache", HOROVOD_CYCLE_S, INF, MPICH_ALGS, "mpich", "rdma",
             source=f"{_HVD}; {_CACHE}; {_MPICH}"),
@@ -109,7 +132,7 @@ RUNTIMES: dict[str, Runtime] = {r.name: r for r in (
                    "public: model's fastest, assumed)"),
     Runtime("horovod-legacy-nccl", "Horovod <= 0.16.0 (rank-0 negotiation) + NCCL >= 2.4",
             "rank0", HOROVOD_CYCLE_S, INF, NCCL_ALGS, "model", "rdma",
-            source=f"{_HVD}; {_RANK0}; {_NCCL}"),
+            source=f"{_HVD}; {_RANK0}; {_NCCL}; {_OVERLAP}", overlap_slowdown=NCCL_SLOWDOWN),
     Runtime("horovod-legacy-mpi", "Horovod <= 0.16.0 (rank-0 negotiation) + MPICH-family MPI",
             "rank0", HOROVOD_CYCLE_S, INF, MPICH_ALGS, "mpich", "rdma",
             source=f"{_HVD}; {_RANK0}; {_MPICH}"),
@@ -117,7 +140,8 @@ RUNTIMES: dict[str, Runtime] = {r.name: r for r in (
     # torch.nn.parallel.DistributedDataParallel)
     Runtime("nccl", "framework-driven NCCL >= 2.4 (PyTorch DDP, 25 MB buckets)", "none",
             0.0, 25 * 1024**2, NCCL_ALGS, "model", "rdma",
-            source=f"PyTorch DDP docs (bucket_cap_mb=25); {_NCCL}"),
+            source=f"PyTorch DDP docs (bucket_cap_mb=25); {_NCCL}; {_OVERLAP}",
+            overlap_slowdown=NCCL_SLOWDOWN),
     Runtime("mpi", "MPI_Allreduce called by the application (MPICH, Cray MPICH, MVAPICH2)",
             "none", 0.0, INF, MPICH_ALGS, "mpich", "rdma", source=_MPICH),
     Runtime("mlsl", "Intel MLSL on Intel MPI (Intel Caffe multinode, one message per layer)",
@@ -164,6 +188,11 @@ def get_runtime(name: str) -> Runtime:
     return RUNTIMES[name]
 
 
+def _span(central: float, low: float, high: float) -> str:
+    """``0.97 [0.96-0.976]``: a central value and its cited range."""
+    return f"{central:.3g} [{low:.3g}-{high:.3g}]"
+
+
 def runtime_rows() -> list[dict[str, Any]]:
     """One row per runtime, every term with its figure (``dlscale catalog runtimes``).
 
@@ -187,8 +216,11 @@ def runtime_rows() -> list[dict[str, Any]]:
                           ("per layer" if cap == 0 else f"{cap / 1024**2:g} MiB"),
             "auto_rule": rule, "transport": rt.transport,
             "transport_efficiency": round(TRANSPORT_EFFICIENCY[rt.transport], 3),
+            "transport_efficiency_low": round(TRANSPORT_EFFICIENCY_RANGE[rt.transport][0], 3),
+            "transport_efficiency_high": round(TRANSPORT_EFFICIENCY_RANGE[rt.transport][1], 3),
             "progress_cores": ", ".join(f"{k} {c:g}" for k, c in rt.progress_cores) or "0",
-            "compute_slowdown": "not modelled",
+            "compute_slowdown": ", ".join(f"{k} {_span(c, lo, hi)}"
+                                          for k, c, lo, hi in rt.overlap_slowdown) or "none",
             "exchange": rt.exchange if not rt.parameter_server else
                         f"parameter-server ({rt.ps_servers or 'one per node'}, "
                         f"{rt.ps_placement}, {rt.ps_strategy})",

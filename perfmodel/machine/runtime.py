@@ -53,9 +53,18 @@ iteration, each a field with its cited default in :mod:`.catalog.runtimes`:
     with ``byte_size_load_fn``; :mod:`.psplace`). The allreduce terms do not apply
     to it (its preset sets them to none).
 
-Compute slowed down by concurrent communication (memory-bandwidth and PCIe
-interference) is not modelled otherwise: no cited figure was found that separates it
-from the rest of the overlap.
+
+``overlap_slowdown``
+    How much slower compute runs while the stack's communication runs beside it
+    (collective kernels holding SMs, memory-bandwidth contention), per device kind:
+    ``(("gpu", central, low, high),)``, a fraction (0.189: 18.9 % longer). It is
+    charged on the overlapped part of the backward pass only
+    (:func:`.training_sync.sync_sgd_times`). Empty: none.
+
+Ranges: the transport efficiency and the overlap slowdown are *mechanisms* of
+:mod:`.ranges`, each with a central value and the low and high values its sources
+give. ``sides`` says which of the three the model uses (``(("transport", "low"),)``;
+a mechanism not named: central); :func:`.ranges.corners` sets it to price the band.
 
 Examples
 --------
@@ -84,16 +93,17 @@ if TYPE_CHECKING:
     from dlscale.perfmodel.machine.hardware import Cluster, Link
 
 __all__ = ["CACHE_STATUS_BITS", "COORDINATIONS", "EXCHANGES", "PS_PLACEMENTS", "PS_STRATEGIES",
-           "SELECTIONS", "TCP_LATENCY_S", "TRANSPORTS",
-           "TRANSPORT_EFFICIENCY", "Runtime", "cache_bitvector_bytes", "mpich_short",
-           "with_transport"]
+           "SELECTIONS", "TCP_LATENCY_S", "TRANSPORTS", "TRANSPORT_EFFICIENCY",
+           "TRANSPORT_EFFICIENCY_RANGE", "Runtime", "cache_bitvector_bytes", "mpich_short",
+           "transport_efficiency", "with_transport"]
 
 #: How ranks agree a buffer is ready (see the module docstring).
 COORDINATIONS = ("rank0", "cache", "none")
 #: How ``collective="auto"`` picks among the library's algorithms.
 SELECTIONS = ("model", "mpich")
-#: Inter-node transports.
-TRANSPORTS = ("rdma", "tcp")
+#: Inter-node transports: RDMA (verbs, RoCE, NCCL's IB transport), kernel TCP sockets,
+#: and TensorFlow's default gRPC channel (HTTP/2 over TCP or IPoIB).
+TRANSPORTS = ("rdma", "tcp", "grpc")
 #: How gradients are exchanged (see the module docstring).
 EXCHANGES = ("allreduce", "parameter-server")
 #: Where parameter-server tasks run.
@@ -109,7 +119,47 @@ PS_STRATEGIES = ("round-robin", "greedy")
 #: RFC 791/793/7323) per 1538 bytes on the wire (+ 14 header, 4 FCS, 8 preamble, 12
 #: inter-frame gap, IEEE 802.3); derived. The CPU cost of the kernel stack, which can
 #: hold a single stream below this, is not modelled.
-TRANSPORT_EFFICIENCY = {"rdma": 0.97, "tcp": 1448 / 1538}
+#: grpc: 0.237, TensorFlow's default gRPC over IPoIB: Biswas, Lu, Panda, "Accelerating
+#: TensorFlow with Adaptive RDMA-based gRPC", HiPC 2018 (abstract: the RDMA design
+#: speeds gRPC up "by up to 4.1x" over default gRPC on IPoIB), taken against the rdma
+#: figure: 0.97 / 4.1; derived. No runtime of the catalog uses it yet.
+TRANSPORT_EFFICIENCY = {"rdma": 0.97, "tcp": 1448 / 1538, "grpc": 0.97 / 4.1}
+
+#: The (low, high) range of each transport's efficiency, around its central value:
+#: rdma: NCCL's maintainers give 12 GB/s per 100 Gb/s NIC as the peak busbw
+#: (NVIDIA/nccl-tests issue #119, "24GB/s is the peak performance per 200G NIC (12
+#: GB/s for 100G NICs)": 12 / 12.5 = 0.96) and 12.2 GB/s as "as good as you can get"
+#: on one 100 Gb/s EDR card (nccl-tests issue #29: 12.2 / 12.5 = 0.976).
+#: tcp: the same framing arithmetic as the central value, from 1500-byte frames
+#: (0.941, the default MTU) to 9000-byte jumbo frames (8948 / 9038 = 0.990); derived,
+#: the frame size being the unknown. grpc: from 0.97 / 6 (Jia et al., "Improving the
+#: Performance of Distributed TensorFlow with RDMA", Int. J. Parallel Programming 46
+#: (2018) 674-685, abstract: "nearly 6x" over gRPC) to 0.97 / 1.5 (Panda and Lu, "Accelerating
+#: TensorFlow with RDMA for high-performance deep learning", talk: RDMA-gRPC speeds
+#: gRPC throughput "by up to 1.5x"); derived.
+TRANSPORT_EFFICIENCY_RANGE = {"rdma": (0.96, 12.2 / 12.5), "tcp": (1448 / 1538, 8948 / 9038),
+                              "grpc": (0.97 / 6, 0.97 / 1.5)}
+
+
+def transport_efficiency(kind: str, side: str = "central") -> float:
+    """The delivered fraction of a link's bandwidth over transport ``kind``.
+
+    Parameters
+    ----------
+    kind : str
+        One of :data:`TRANSPORTS`.
+    side : {"low", "central", "high"}
+        Which value of its range.
+
+    Examples
+    --------
+    >>> [round(transport_efficiency("rdma", s), 3) for s in ("low", "central", "high")]
+    [0.96, 0.97, 0.976]
+    """
+    if side == "central":
+        return TRANSPORT_EFFICIENCY[kind]
+    low, high = TRANSPORT_EFFICIENCY_RANGE[kind]
+    return low if side == "low" else high
 
 #: Least zero-byte latency through a kernel TCP stack: ~10 us half round trip
 #: (netperf TCP_RR, ~20 us RTT; the figure :mod:`.catalog.links` uses for Ethernet
@@ -151,6 +201,8 @@ class Runtime:
     ps_servers: int = 0
     ps_placement: str = "colocated"
     ps_strategy: str = "round-robin"
+    overlap_slowdown: tuple[tuple[str, float, float, float], ...] = ()
+    sides: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         owner = f"runtime {self.name!r}"
@@ -177,6 +229,7 @@ class Runtime:
                 or self.ps_servers < 0:
             raise ConfigError(f"{owner}.ps_servers: must be an integer >= 0 (0: one server "
                               f"per worker node), got {self.ps_servers!r}")
+        self._check_ranges(owner)
         flat = [c for c in ALLREDUCE_CHOICES if c != "auto"]
         bad = [a for a in self.algorithms if a not in flat]
         if not self.algorithms or bad:
@@ -200,6 +253,51 @@ class Runtime:
                     f"of {', '.join(kinds)} (once each) and cores a finite number >= 0, got "
                     f"{list(self.progress_cores)!r}")
             seen.add(entry[0])
+
+    def _check_ranges(self, owner: str) -> None:
+        seen = set()
+        for entry in self.overlap_slowdown:
+            ok = (isinstance(entry, (tuple, list)) and len(entry) == 4  # assumption: kind + 3 values
+                  and entry[0] in ("cpu", "knl", "gpu") and entry[0] not in seen
+                  and all(isinstance(v, (int, float)) and math.isfinite(v) for v in entry[1:])
+                  # assumption: 10 (compute 11x as long) bounds any slowdown, 25x the
+                  # 40 % maximum that arXiv 2507.03114 measured
+                  and 0 <= entry[2] <= entry[1] <= entry[3] <= 10)
+            if not ok:
+                raise ConfigError(
+                    f"{owner}.overlap_slowdown: each entry must be [kind, central, low, high] "
+                    f"with kind one of cpu, knl, gpu (once each) and 0 <= low <= central <= "
+                    f"high <= 10, got {list(self.overlap_slowdown)!r}")
+            seen.add(entry[0])
+        for pick in self.sides:
+            if not (isinstance(pick, (tuple, list)) and len(pick) == 2
+                    and isinstance(pick[0], str) and pick[1] in ("low", "central", "high")):
+                raise ConfigError(f"{owner}.sides: each entry must be [mechanism, low|central|"
+                                  f"high], got {list(self.sides)!r}")
+
+    def side(self, mechanism: str) -> str:
+        """Which value of ``mechanism``'s range the model uses (``"central"`` unless
+        :attr:`sides` names it)."""
+        return dict(self.sides).get(mechanism, "central")
+
+    def slowdown(self, kind: str) -> float:
+        """Fraction by which compute on a ``kind`` device is slowed while communication
+        runs beside it, at the side :meth:`side` picks (0 where none is given).
+
+        Examples
+        --------
+        >>> rt = Runtime("toy", "test", "none", 0.0, 0.0, ("ring",), "model", "rdma",
+        ...              overlap_slowdown=(("gpu", 0.189, 0.0, 0.4),))
+        >>> rt.slowdown("gpu"), rt.slowdown("cpu")
+        (0.189, 0.0)
+        >>> dataclasses.replace(rt, sides=(("overlap-slowdown", "high"),)).slowdown("gpu")
+        0.4
+        """
+        for k, central, low, high in self.overlap_slowdown:
+            if k == kind:
+                side = self.side("overlap-slowdown")
+                return float(central if side == "central" else low if side == "low" else high)
+        return 0.0
 
     def compute_fraction(self, kind: str, cores: float) -> float:
         """Share of a rank's ``cores`` that computes: ``1 - progress / cores``, where
@@ -307,8 +405,9 @@ def with_transport(cluster: Cluster) -> Cluster:
     """The cluster with its inter-node links as the runtime's transport delivers them.
 
     NIC, network link and dragonfly local/global bandwidths are multiplied by
-    :data:`TRANSPORT_EFFICIENCY` of the transport (``"tcp"`` for a link named
-    ``...tcp...`` whatever the stack); over TCP the latency is at least
+    :func:`transport_efficiency` of the transport at the runtime's ``side("transport")``
+    (``"tcp"`` for a link named ``...tcp...`` whatever the stack, unless the stack is
+    gRPC, which runs over TCP itself); over TCP and gRPC the latency is at least
     :data:`TCP_LATENCY_S`. Intra-node links (NVLink, PCIe, shared memory) are left as
     they are. Nothing changes where the runtime says ``links_measured`` (measured
     figures); the result's runtime says it, so applying this twice changes nothing.
@@ -331,13 +430,15 @@ def with_transport(cluster: Cluster) -> Cluster:
     if rt.links_measured:
         return cluster
 
+    side = rt.side("transport")
+
     def one(link: Link) -> Link:
-        kind = "tcp" if "tcp" in link.name.lower() else rt.transport
-        floor = TCP_LATENCY_S if kind == "tcp" else 0.0
-        return _scaled(link, TRANSPORT_EFFICIENCY[kind], floor)
+        kind = "tcp" if "tcp" in link.name.lower() and rt.transport != "grpc" else rt.transport
+        floor = TCP_LATENCY_S if kind in ("tcp", "grpc") else 0.0
+        return _scaled(link, transport_efficiency(kind, side), floor)
 
     node, net = cluster.node, cluster.network
-    topo = net.topology.with_link_efficiency(TRANSPORT_EFFICIENCY[rt.transport])
+    topo = net.topology.with_link_efficiency(transport_efficiency(rt.transport, side))
     return dataclasses.replace(
         cluster, node=dataclasses.replace(node, nic=one(node.nic)),
         network=dataclasses.replace(net, link=one(net.link), topology=topo),

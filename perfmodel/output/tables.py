@@ -27,7 +27,7 @@ from typing import Any
 
 from dlscale.perfmodel.output.atomicio import atomic_write_text
 
-__all__ = ["format_table", "format_value", "rows_to_csv", "to_jsonable", "write_rows"]
+__all__ = ["format_cell", "format_table", "format_value", "rows_to_csv", "to_jsonable", "write_rows"]
 
 
 def to_jsonable(value: Any) -> Any:
@@ -90,6 +90,41 @@ def format_value(value: Any) -> str:
     return str(value)
 
 
+def _banded(column: str, columns: Sequence[str]) -> bool:
+    """Whether ``column`` is the ``_low``/``_high`` companion of another column."""
+    for end in ("_low", "_high"):
+        if column.endswith(end) and column[: -len(end)] in columns:
+            return True
+    return False
+
+
+def format_cell(row: Mapping[str, Any], column: str) -> str:
+    """A table cell: the value, and where the row has ``COLUMN_low`` and
+    ``COLUMN_high`` the band after it, ``0.93 [0.71-0.95]`` (the value alone where
+    the three print the same).
+
+    Parameters
+    ----------
+    row : mapping
+        A result row.
+    column : str
+        The column.
+
+    Examples
+    --------
+    >>> format_cell({"eff": 0.93, "eff_low": 0.712, "eff_high": 0.95}, "eff")
+    '0.93 [0.712-0.95]'
+    >>> format_cell({"eff": 1.0, "eff_low": 1.0, "eff_high": 1.0}, "eff")
+    '1'
+    """
+    text = format_value(row.get(column, ""))
+    low, high = row.get(f"{column}_low"), row.get(f"{column}_high")
+    if low is None or high is None:
+        return text
+    lo, hi = format_value(low), format_value(high)
+    return text if lo == hi == text else f"{text} [{lo}-{hi}]"
+
+
 def format_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None) -> str:
     """Rows of dicts as an aligned text table (numbers right-aligned).
 
@@ -103,12 +138,16 @@ def format_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | Non
     Returns
     -------
     str
-        The table, a header line first; ``"(no rows)"`` for none.
+        The table, a header line first; ``"(no rows)"`` for none. A column whose
+        row has ``COLUMN_low`` and ``COLUMN_high`` shows its band
+        (:func:`format_cell`); those two are not shown as columns of their own.
     """
     if not rows:
         return "(no rows)"
     columns = list(columns or rows[0].keys())
-    cells = [[format_value(row.get(c, "")) for c in columns] for row in rows]
+    if any(c.endswith(("_low", "_high")) for c in columns):
+        columns = [c for c in columns if not _banded(c, columns)]
+    cells = [[format_cell(row, c) for c in columns] for row in rows]
     widths = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(columns)]
     numeric = [all(isinstance(row.get(c), (int, float)) or hasattr(row.get(c), "item")
                    for row in rows) for c in columns]

@@ -65,6 +65,10 @@ ROW_KEYS = ("nodes", "devices", "ranks", "global_batch", "iteration_s", "compute
 class Prediction:
     """Result of :func:`predict`: one entry per node count asked for.
 
+    ``band`` (filled by :func:`.ranges.predict_range`): for each of
+    :data:`.ranges.BAND_KEYS`, its low and high arrays; :meth:`to_rows` adds them as
+    ``KEY_low`` and ``KEY_high`` after ``KEY``.
+
     Attributes
     ----------
     cluster, workload, algorithm, collective, scaling : str
@@ -156,6 +160,7 @@ class Prediction:
     baseline_runs: str = ""
     baseline_iteration_s: float = float("nan")
     baseline_samples_per_s: float = float("nan")
+    band: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
 
     def baseline_text(self) -> str:
         """The one header line naming what ``efficiency`` divides by (a sweep or a plan,
@@ -165,7 +170,7 @@ class Prediction:
         --------
         >>> from dlscale.perfmodel.catalog import get_cluster, get_workload
         >>> predict(get_cluster("summit"), get_workload("resnet50"), [1, 2]).baseline_text()
-        'baseline: efficiency against 1 node running auto (ring): 0.133 s per iteration, 1,440 samples/s'
+        'baseline: efficiency against 1 node running auto (ring): 0.133 s per iteration, 1,441 samples/s'
         """
         what = "1 node" if self.baseline == "node" else "1 device alone"
         return (f"baseline: efficiency against {what} running {self.baseline_runs}: "
@@ -175,10 +180,18 @@ class Prediction:
     def __len__(self) -> int:
         return int(self.nodes.size)
 
+    def row_keys(self) -> tuple[str, ...]:
+        """:data:`ROW_KEYS`, each banded key followed by its ``_low`` and ``_high``."""
+        return tuple(x for k in ROW_KEYS
+                     for x in ((k, f"{k}_low", f"{k}_high") if k in self.band else (k,)))
+
     def to_rows(self) -> list[dict[str, Any]]:
-        """One dict per node count, keys :data:`ROW_KEYS`, plain Python numbers."""
+        """One dict per node count, keys :meth:`row_keys`, plain Python numbers."""
         cols = {k: getattr(self, k).tolist() for k in ROW_KEYS}
-        return [{k: cols[k][i] for k in ROW_KEYS} for i in range(len(self))]
+        for k, (low, high) in self.band.items():
+            cols[f"{k}_low"], cols[f"{k}_high"] = low.tolist(), high.tolist()
+        keys = self.row_keys()
+        return [{k: cols[k][i] for k in keys} for i in range(len(self))]
 
     def meta(self) -> dict[str, str]:
         """Names of what was predicted."""
@@ -193,7 +206,7 @@ class Prediction:
     def to_csv(self, path: str | Path) -> None:
         """Write the rows as CSV, atomically (temp file in the same folder, then rename)."""
         buf = io.StringIO()
-        writer = csv.DictWriter(buf, fieldnames=ROW_KEYS, lineterminator="\n")
+        writer = csv.DictWriter(buf, fieldnames=self.row_keys(), lineterminator="\n")
         writer.writeheader()
         writer.writerows(self.to_rows())
         atomic_write_text(path, buf.getvalue())

@@ -105,6 +105,7 @@ class TrainingResult:
     backward_s: float | None = None
     baseline_runs: str = ""
     baseline_iteration_s: float | None = None
+    band: dict = field(default_factory=dict)
 
     @property
     def iteration_s(self) -> float:
@@ -172,6 +173,10 @@ class TrainingResult:
             row[k] = v
         if self.surrogate:
             row["surrogate"] = self.surrogate
+        if self.band and self.fits:   # each banded value followed by its range
+            row = {k2: v2 for k, v in row.items() for k2, v2 in (
+                ((k, v), (f"{k}_low", self.band[k][0]), (f"{k}_high", self.band[k][1]))
+                if k in self.band else ((k, v),))}
         return [row]
 
     def to_dict(self) -> dict:

@@ -387,10 +387,10 @@ def simulate_training(cluster: Cluster, workload: Workload, nodes: int, *,
     Returns
     -------
     TrainingResult
-        Iteration times, per-rank breakdown, throughput, efficiency, memory verdict,
-        counters, the analytical prediction for comparison, and in co-simulation the
-        accuracy curve; ``fits=False`` (nothing simulated) when the memory verdict
-        says the configuration does not fit.
+        Iteration times, per-rank breakdown, throughput, efficiency (each with its range,
+        ``band``), memory verdict, counters, the analytical prediction for comparison, in
+        co-simulation the accuracy curve; ``fits=False`` (nothing simulated) when the
+        memory verdict says the configuration does not fit.
 
     Raises
     ------
@@ -438,6 +438,32 @@ def _simulate(cluster: Cluster, workload: Workload, nodes: int, *,
         res.efficiency = _efficiency(res, base, cluster, workload.collective, own, baselines)
     else:
         res.efficiency = 1.0 if nodes == 1 else res.efficiency
+    res.band = _band(res, cluster, workload, baseline, nz)
     if tracer is not None:
         _record_trace(res, tracer, trace)
     return res
+
+
+def _band(res: TrainingResult, cluster: Cluster, workload: Workload, baseline: str,
+          nz: Noise) -> dict[str, tuple[float, float]]:
+    """The low and high of each simulated time, rate and efficiency: each corner of
+    :func:`dlscale.perfmodel.training.ranges.corners`, as the closed form prices it relative to
+    its own central answer, applied to the simulated value (the two fidelities charge
+    the same mechanisms; a corner is not simulated again). Empty where the closed form
+    cannot price the configuration."""
+    from dlscale.perfmodel.training.ranges import predict_range
+
+    ref = dataclasses.replace(cluster, noise=nz.spec) if nz.spec else cluster
+    try:
+        pred = predict_range(ref, workload, [res.nodes], baseline)
+    except ConfigError:
+        return {}
+    row = res.to_rows()[0]
+    out = {}
+    for key, (low, high) in pred.band.items():
+        central, value = float(getattr(pred, key)[0]), row.get(key)
+        if value is None or not (np.isfinite(value) and np.isfinite(central)) or central <= 0:
+            continue
+        lo, hi = value * float(low[0]) / central, value * float(high[0]) / central
+        out[key] = (min(value, lo), max(value, hi))
+    return out

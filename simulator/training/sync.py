@@ -26,7 +26,9 @@ in ready order) for its orchestration and its allreduce:
 
 Sparse (IndexedSlices) gradients that are not densified are allgathered after the
 dense buckets and summed into the table. Communication overlaps the rest of the
-backward pass; a rank's iteration ends with its update after both its backward pass
+backward pass (slowed while a collective runs beside it, by the runtime's
+``overlap_slowdown``: :func:`dlscale.perfmodel.compute.overlap.overlap_stretch`, the closed
+form's charge); a rank's iteration ends with its update after both its backward pass
 and the last message. The communication times come from the run's
 :class:`~dlscale.simulator.training.net.TrainingNetwork` (closed forms or the simulated topology).
 
@@ -53,6 +55,7 @@ import numpy as np
 import simpy
 
 from dlscale.perfmodel.compute.memory import sparse_gather_bytes
+from dlscale.perfmodel.compute.overlap import overlap_stretch
 from dlscale.perfmodel.training.sync import Buckets, buckets
 from dlscale.simulator.training.common import (
     Breakdown,
@@ -106,8 +109,14 @@ def _sync_costs(ctx: RunContext, prof: ComputeProfile, bk: Buckets) -> _SyncCost
     wait = rt.cycle_wait_s if multi else 0.0
     neg = net.negotiation_s(bk.tensors) if multi else 0.0
     durs = [neg + net.allreduce_s(float(b)) if multi else 0.0 for b in bk.bytes]
+    stretch = 1.0
     if w.overlap:
-        ready_off = [float(prof.forward_s + prof.backward_done_s[i]) for i in bk.first_layer]
+        # compute beside communication runs slower (the closed form's function)
+        done = np.asarray([float(prof.backward_done_s[i]) for i in bk.first_layer])
+        stretch = float(overlap_stretch(done[:, None], np.asarray(durs)[:, None], wait,
+                                        np.array([prof.backward_s]),
+                                        rt.slowdown(ctx.cluster.node.device.kind))[0])
+        ready_off = [float(prof.forward_s + d * stretch) for d in done]
     else:
         ready_off = [prof.forward_s + prof.backward_s] * len(bk.bytes)
     sparse = w.model.sparse_params > 0 and not w.sparse_as_dense and multi
@@ -115,7 +124,7 @@ def _sync_costs(ctx: RunContext, prof: ComputeProfile, bk: Buckets) -> _SyncCost
     if sparse:
         total = float(sparse_gather_bytes(w, R, float(ctx.lay.batch_per_rank[0])))
         sparse_dur = neg + net.allgather_s(total) + total * net.gamma_s_per_B
-    fb = prof.forward_s + prof.backward_s
+    fb = prof.forward_s + prof.backward_s * stretch
     fusion = w.grouping == "fusion"
     orchestration = ("agree (bit-vector allreduce)" if not fusion
                      else {"rank0": "negotiate (rank 0)",

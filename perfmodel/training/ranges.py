@@ -1,0 +1,230 @@
+"""The range of every answer: a low and a high value beside the central one.
+
+The central answer charges each uncertain cost (a *mechanism*) at its cited central
+value. The sources give each of them a range, and a schedule may overlap
+communication with compute fully or not at all; the band is what the model gives
+over those ranges:
+
+- the **fast corner**: every mechanism at the side that shortens the iteration, the
+  overlap the schedule allows (the workload's ``overlap``);
+- the **slow corner**: every mechanism at the side that lengthens it, the same
+  overlap;
+- the **serial corner** (synchronous SGD that overlaps only): the slow corner with
+  no overlap at all (every bucket waits for the whole backward pass). Compute slowed
+  beside communication applies to the overlapped part only, so with no overlap it
+  charges nothing, and the slow and serial corners are both needed for the worst case.
+
+Each reported value's low is the least over the central answer and the corners, its
+high the greatest (:func:`band_of`), so ``low <= central <= high`` holds by
+construction. The efficiency of a corner divides by that corner's own baseline (the
+same machine and stack, so the same mechanism values, at one node).
+
+A mechanism is one entry of :data:`MECHANISMS`: its name, which side of its range
+shortens the iteration, and where its values live. The model reads
+``cluster.runtime.side(name)`` (``"low"``, ``"central"`` or ``"high"``) wherever it
+uses the mechanism's value and takes that value of the range; :func:`corners` sets
+the side of every registered mechanism at once. A further mechanism contributes its
+range with one :func:`register_mechanism` call (and, when it moves an output not yet
+banded, one name in :data:`BAND_KEYS`).
+
+Examples
+--------
+>>> [m.name for m in MECHANISMS]
+['transport', 'overlap-slowdown']
+>>> band_of(np.array([1.0, 2.0]), [np.array([0.5, 2.5]), np.array([1.5, 1.0])])
+(array([0.5, 1. ]), array([1.5, 2.5]))
+>>> register_mechanism(Mechanism("transport", "high", "the same"))
+Traceback (most recent call last):
+...
+dlscale.perfmodel.errors.ConfigError: mechanism 'transport': registered twice
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from dlscale.perfmodel.errors import ConfigError
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from dlscale.perfmodel.machine.hardware import Cluster
+    from dlscale.perfmodel.training.predict import Prediction
+    from dlscale.perfmodel.training.workload import Workload
+
+__all__ = ["BAND_KEYS", "MECHANISMS", "PLAN_ON", "SIDES", "Mechanism", "band_of", "corners",
+           "predict_range", "register_mechanism"]
+
+#: Which value of a mechanism's range the model uses.
+SIDES = ("low", "central", "high")
+#: Which value of each answer a plan is made on (``plan --plan-on``).
+PLAN_ON = ("low", "central", "high")
+#: Result fields that carry ``_low`` / ``_high`` companions: every time, rate and
+#: efficiency of a row.
+BAND_KEYS = ("iteration_s", "compute_s", "backward_s", "comm_s", "exposed_comm_s",
+             "samples_per_s", "efficiency")
+
+
+@dataclass(frozen=True)
+class Mechanism:
+    """A cost charged at a cited central value, with the range its sources give.
+
+    Attributes
+    ----------
+    name : str
+        The key the model reads with ``runtime.side(name)``.
+    fast : {"low", "high"}
+        The side of the range that shortens the iteration (``"high"`` for a
+        transport efficiency, ``"low"`` for a slowdown).
+    where : str
+        Where its values and their citations live.
+    """
+
+    name: str
+    fast: str
+    where: str
+
+    def __post_init__(self) -> None:
+        if self.fast not in ("low", "high"):
+            raise ConfigError(f"mechanism {self.name!r}.fast: must be low or high, got "
+                              f"{self.fast!r}")
+
+    @property
+    def slow(self) -> str:
+        """The side that lengthens the iteration."""
+        return "low" if self.fast == "high" else "high"
+
+
+#: The registered mechanisms, in the order they were registered.
+MECHANISMS: list[Mechanism] = []
+
+
+def register_mechanism(mechanism: Mechanism) -> Mechanism:
+    """Add ``mechanism`` to :data:`MECHANISMS` (the corners then set its side).
+
+    Parameters
+    ----------
+    mechanism : Mechanism
+        Its name must be new.
+
+    Returns
+    -------
+    Mechanism
+        The same object.
+    """
+    if any(m.name == mechanism.name for m in MECHANISMS):
+        raise ConfigError(f"mechanism {mechanism.name!r}: registered twice")
+    MECHANISMS.append(mechanism)
+    return mechanism
+
+
+register_mechanism(Mechanism(
+    "transport", "high",
+    "perfmodel.machine.runtime.TRANSPORT_EFFICIENCY / TRANSPORT_EFFICIENCY_RANGE, applied by "
+    "runtime.with_transport"))
+register_mechanism(Mechanism(
+    "overlap-slowdown", "low",
+    "Runtime.overlap_slowdown (catalog/runtimes.py), applied by "
+    "training_sync.sync_sgd_times to the compute that runs beside communication"))
+
+
+def _at(cluster: Cluster, side: str) -> Cluster:
+    """``cluster`` with every mechanism at its ``side`` (``"fast"`` or ``"slow"``)."""
+    picks = tuple((m.name, m.fast if side == "fast" else m.slow) for m in MECHANISMS)
+    return dataclasses.replace(cluster, runtime=dataclasses.replace(cluster.runtime,
+                                                                    sides=picks))
+
+
+def corners(cluster: Cluster, workload: Workload) -> list[tuple[str, Cluster, Workload]]:
+    """The corners the band is taken over (see the module docstring).
+
+    Parameters
+    ----------
+    cluster : Cluster
+        The machine at its central values.
+    workload : Workload
+        What is trained.
+
+    Returns
+    -------
+    list of (str, Cluster, Workload)
+        ``("fast", ...)``, ``("slow", ...)`` and, for synchronous SGD that overlaps,
+        ``("serial", ...)``.
+
+    Examples
+    --------
+    >>> from dlscale.perfmodel.catalog import get_cluster, get_workload
+    >>> [(name, c.runtime.side("transport"), w.overlap)
+    ...  for name, c, w in corners(get_cluster("summit"), get_workload("resnet50"))]
+    [('fast', 'high', True), ('slow', 'low', True), ('serial', 'low', False)]
+    """
+    out = [("fast", _at(cluster, "fast"), workload), ("slow", _at(cluster, "slow"), workload)]
+    if workload.algorithm == "sync-sgd" and workload.overlap:
+        out.append(("serial", out[1][1], dataclasses.replace(workload, overlap=False)))
+    return out
+
+
+def band_of(central: np.ndarray, others: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Least and greatest value per entry over ``central`` and the corners' ``others``.
+
+    NaN entries (a value a corner cannot give) are left out; where every value is NaN
+    the band is NaN.
+
+    Parameters
+    ----------
+    central : ndarray
+        The central answer.
+    others : sequence of ndarray
+        The same answer at each corner (same shape).
+
+    Returns
+    -------
+    (ndarray, ndarray)
+        Low and high.
+    """
+    stack = np.stack([np.asarray(central, dtype=float),
+                      *(np.asarray(o, dtype=float) for o in others)])
+    if np.isnan(stack).all(axis=0).any():
+        low = np.where(np.isnan(stack).all(axis=0), np.nan,
+                       np.nanmin(np.where(np.isnan(stack), np.inf, stack), axis=0))
+        high = np.where(np.isnan(stack).all(axis=0), np.nan,
+                        np.nanmax(np.where(np.isnan(stack), -np.inf, stack), axis=0))
+        return low, high
+    return np.nanmin(stack, axis=0), np.nanmax(stack, axis=0)
+
+
+def predict_range(cluster: Cluster, workload: Workload, nodes: ArrayLike,
+                  baseline: str = "node") -> Prediction:
+    """:func:`.predict.predict` with the band: the central answer and its ``band`` of
+    low and high values for every key of :data:`BAND_KEYS`, over :func:`corners`.
+
+    Parameters
+    ----------
+    cluster, workload, nodes, baseline
+        As for :func:`.predict.predict`.
+
+    Returns
+    -------
+    Prediction
+        The central prediction, its ``band`` filled.
+
+    Examples
+    --------
+    >>> from dlscale.perfmodel.catalog import get_cluster, get_workload
+    >>> p = predict_range(get_cluster("summit"), get_workload("resnet50"), [1, 64])
+    >>> row = p.to_rows()[1]
+    >>> row["efficiency_low"] <= row["efficiency"] <= row["efficiency_high"]
+    True
+    """
+    from dlscale.perfmodel.training.predict import predict
+
+    central = predict(cluster, workload, nodes, baseline)
+    others = [predict(c, w, nodes, baseline) for _, c, w in corners(cluster, workload)]
+    band = {k: band_of(getattr(central, k), [getattr(o, k) for o in others])
+            for k in BAND_KEYS}
+    return dataclasses.replace(central, band=band)

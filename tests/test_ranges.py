@@ -135,11 +135,11 @@ def test_a_registered_mechanism_gets_its_side_in_every_corner(monkeypatch):
     import dlscale.perfmodel.training.ranges as ranges
 
     monkeypatch.setattr(ranges, "MECHANISMS", [*MECHANISMS])
-    register_mechanism(Mechanism("input-pipeline", "high", "test"))
-    sides = {name: c.runtime.side("input-pipeline")
+    register_mechanism(Mechanism("a-new-mechanism", "high", "test"))
+    sides = {name: c.runtime.side("a-new-mechanism")
              for name, c, _ in corners(get_cluster("summit"), get_workload("resnet50"))}
     assert sides == {"fast": "high", "slow": "low", "serial": "low"}
-    assert get_cluster("summit").runtime.side("input-pipeline") == "central"
+    assert get_cluster("summit").runtime.side("a-new-mechanism") == "central"
 
 
 def test_band_in_table_json_and_csv(capsys, tmp_path):
@@ -207,3 +207,24 @@ def test_simulate_rows_carry_the_band():
     assert row["iteration_s_high"] > row["iteration_s"]          # no overlap at all
     keys = list(row)
     assert keys.index("iteration_s_low") == keys.index("iteration_s") + 1
+
+
+def test_time_outside_the_step_moves_the_band():
+    """The input pipeline, dispatch and evaluation ranges (training.outside) enter the
+    corners through the workload: a loader at the low end of its cited decode rate
+    bounds DGX-1's step in the slow corner, so the band widens."""
+    import dataclasses
+
+    from dlscale.perfmodel.training.ranges import predict_range
+
+    c = get_cluster("dgx1-v100")
+    # mixed precision at 64 per V100: 7,190 images/s, within the central loader's
+    # 40 x 196 but not the low end's 40 x 140 = 5,600 (tensorpack's DGX-1 figures)
+    w = dataclasses.replace(get_workload("resnet50"), precision="fp16", batch_per_device=64)
+    real = predict_range(c, w, [1]).band["samples_per_s"]
+    synthetic = predict_range(c, dataclasses.replace(w, data="synthetic"), [1]).band[
+        "samples_per_s"]
+    assert real[0][0] == 5600.0 < synthetic[0][0]      # the slow corner's loader binds
+    names = {name: cw for name, _, cw in corners(c, w)}
+    assert names["slow"].loader_rate < names["fast"].loader_rate
+    assert names["slow"].dispatch_per_op_s > names["fast"].dispatch_per_op_s

@@ -30,7 +30,7 @@ banded, one name in :data:`BAND_KEYS`).
 Examples
 --------
 >>> [m.name for m in MECHANISMS]
-['transport', 'overlap-slowdown']
+['transport', 'overlap-slowdown', 'input-pipeline', 'dispatch', 'evaluation']
 >>> band_of(np.array([1.0, 2.0]), [np.array([0.5, 2.5]), np.array([1.5, 1.0])])
 (array([0.5, 1. ]), array([1.5, 2.5]))
 >>> register_mechanism(Mechanism("transport", "high", "the same"))
@@ -131,6 +131,21 @@ register_mechanism(Mechanism(
     "overlap-slowdown", "low",
     "Runtime.overlap_slowdown (catalog/runtimes.py), applied by "
     "training_sync.sync_sgd_times to the compute that runs beside communication"))
+# The time outside the step and the dispatch floor (dlscale.perfmodel.training.outside,
+# dlscale.perfmodel.compute.dispatch) are the workload's: a corner takes the workload
+# that outside.workload_for_band gives for it (figures the user measured are kept).
+register_mechanism(Mechanism(
+    "input-pipeline", "high",
+    "training.outside.DECODE_RATE (images/s per host core), or the workload's measured "
+    "loader_rate; set on each corner's workload by outside.workload_for_band"))
+register_mechanism(Mechanism(
+    "dispatch", "low",
+    "compute.dispatch.DISPATCH (seconds per operator), or the workload's dispatch_per_op_s; "
+    "set on each corner's workload by outside.workload_for_band"))
+register_mechanism(Mechanism(
+    "evaluation", "low",
+    "training.outside.EVALS_PER_EPOCH (time to train only), or the workload's "
+    "evals_per_epoch; set on each corner's workload by outside.workload_for_band"))
 
 
 def _at(cluster: Cluster, side: str) -> Cluster:
@@ -163,9 +178,12 @@ def corners(cluster: Cluster, workload: Workload) -> list[tuple[str, Cluster, Wo
     ...  for name, c, w in corners(get_cluster("summit"), get_workload("resnet50"))]
     [('fast', 'high', True), ('slow', 'low', True), ('serial', 'low', False)]
     """
-    out = [("fast", _at(cluster, "fast"), workload), ("slow", _at(cluster, "slow"), workload)]
+    from dlscale.perfmodel.training.outside import workload_for_band
+
+    fast, slow = (workload_for_band(cluster, workload, b) for b in ("fast", "slow"))
+    out = [("fast", _at(cluster, "fast"), fast), ("slow", _at(cluster, "slow"), slow)]
     if workload.algorithm == "sync-sgd" and workload.overlap:
-        out.append(("serial", out[1][1], dataclasses.replace(workload, overlap=False)))
+        out.append(("serial", out[1][1], dataclasses.replace(slow, overlap=False)))
     return out
 
 

@@ -175,6 +175,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"dlscale{' ' + command if command else ''}: {str(exc) or 'interrupted'}",
               file=sys.stderr)
         status = int(getattr(exc, "exit_status", 130))
+    except ImportError:
+        if not _INTERRUPTED:
+            raise
+        # the interrupt landed inside an extension module's import, which turned it into
+        # an ImportError (numpy's C core: "PyCapsule_Import could not import module
+        # 'datetime'"): the same one line
+        print(f"dlscale{' ' + command if command else ''}: interrupted", file=sys.stderr)
+        status = 130
     finally:
         import signal
 

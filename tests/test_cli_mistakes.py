@@ -188,3 +188,34 @@ def test_an_interrupt_a_finalizer_swallowed_still_stops_the_command(capsys, monk
     assert cli.main(["catalog", "devices"]) == 130
     assert capsys.readouterr().err.strip().splitlines() == ["dlscale catalog: interrupted"]
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_an_interrupt_an_import_turned_into_an_import_error_is_one_line(capsys, monkeypatch):
+    """A SIGINT inside numpy's C-extension import comes out as an ImportError
+    ("PyCapsule_Import could not import module 'datetime'"; the sweep's interrupt test
+    hit it under load): the remembered interrupt makes it the one line and 130; an
+    ImportError without an interrupt stays an error."""
+    import signal
+
+    import pytest
+
+    from dlscale import cli
+
+    def interrupted_import(words):
+        try:
+            signal.raise_signal(signal.SIGINT)
+        except KeyboardInterrupt:
+            raise ImportError("PyCapsule_Import could not import module \"datetime\"") \
+                from None
+        return 0
+
+    monkeypatch.setattr(cli, "_main", interrupted_import)
+    assert cli.main(["catalog", "devices"]) == 130
+    assert capsys.readouterr().err.strip().splitlines() == ["dlscale catalog: interrupted"]
+
+    def broken_import(words):
+        raise ImportError("no module named x")
+
+    monkeypatch.setattr(cli, "_main", broken_import)
+    with pytest.raises(ImportError, match="no module named x"):
+        cli.main(["catalog", "devices"])

@@ -47,7 +47,7 @@ from .errors import ConfigError
 from .hardware import Cluster
 from .memory import memory_per_rank
 from .row_notes import row_notes
-from .training import check_nodes, efficiency, iteration_times, layout
+from .training import IterationTimes, Layout, check_nodes, efficiency, layout, layout_times
 from .training_sync import collective_summary
 from .workload import Workload
 
@@ -273,19 +273,22 @@ def _faster_than_baseline(workload: Workload, eff: np.ndarray, runs: str, baseli
                     f"on {where}", notes).astype(object)
 
 
-def _baseline(cluster: Cluster, workload: Workload, baseline: str, times: Any = None,
+def _baseline(cluster: Cluster, workload: Workload, baseline: str,
+              own: tuple[IterationTimes, Layout] | None = None,
               chosen: str | None = None) -> tuple[float, float, bool, str]:
     """Samples/s and iteration time of the baseline run (one node, or one device,
-    :func:`baseline_workload`), whether it fits, and what it runs. ``times``: the
-    curve's own times, whose first node count is 1 (the baseline itself when the
-    workload runs ``auto`` and the baseline is one node)."""
-    if not (times is not None and baseline == "node" and workload.collective == "auto"):
+    :func:`baseline_workload`), whether it fits, and what it runs. ``own``: the curve's
+    own times and layout at one node (the baseline itself when the workload runs
+    ``auto`` and the baseline is one node), handed on instead of computed again."""
+    if own is not None and baseline == "node" and workload.collective == "auto":
+        times, lay = own
+    else:
         chosen = None  # ``chosen``: the curve's own 1-node choice, only for its own run
         workload = baseline_workload(workload)
         if baseline == "device":
             cluster, workload = one_device(cluster, workload)
-        times = iteration_times(cluster, workload, [1])
-    lay = layout(cluster, workload, [1])
+        lay = layout(cluster, workload, [1])
+        times = layout_times(cluster, workload, lay)
     mem = memory_per_rank(workload, cluster, lay.ranks, lay.batch_per_rank)
     return (float(times.samples_per_s[0]), float(times.iteration_s[0]),
             bool(np.all(mem.fits)), _runs(cluster, workload, lay, chosen))
@@ -329,36 +332,46 @@ def predict(cluster: Cluster, workload: Workload, nodes: ArrayLike,
     if baseline not in BASELINES:
         raise ConfigError(f"baseline: must be one of {', '.join(BASELINES)}, got {baseline!r}")
     n = check_nodes(cluster, nodes)
-    both = np.concatenate(([1], n))
-    times = iteration_times(cluster, workload, both)
-    lay = layout(cluster, workload, n)
+    # every node count once, one node (the baseline's) first: each is computed once
+    # and its layout, layer times and iteration times are handed on from here
+    counts, at = np.unique(np.concatenate(([1], n)), return_inverse=True)
+    lay_all = layout(cluster, workload, counts)
+    times_all = layout_times(cluster, workload, lay_all)
+    rows = at[1:]
+    lay, times = lay_all.take(rows), times_all.take(rows)
     mem = memory_per_rank(workload, cluster, lay.ranks, lay.batch_per_rank)
-    sps = times.samples_per_s[1:]
-    compute, exposed = times.compute_s[1:], times.exposed_comm_s[1:]
+    sps = times.samples_per_s
+    compute, exposed = times.compute_s, times.exposed_comm_s
     basic = np.where(compute >= exposed, "compute", "communication")
     if times.limit is not None:
-        basic = np.where(times.limit[1:] != "", times.limit[1:], basic)
+        basic = np.where(times.limit != "", times.limit, basic)
     bottleneck = np.where(mem.fits, basic, "memory").astype(str)
     chosen: str | None = None
     if workload.algorithm == "sync-sgd":
-        used, limit = collective_summary(cluster, workload, layout(cluster, workload, both))
-        chosen, used, limit = str(used[0]), used[1:], limit[1:]   # 1 node: the baseline's
+        used_all, limit_all = collective_summary(cluster, workload, lay_all)
+        chosen, used, limit = str(used_all[0]), used_all[rows], limit_all[rows]   # 1 node: the baseline's
     else:
         used = limit = np.full(len(n), "", dtype=object)
-    base_sps, base_it, base_fits, runs = _baseline(cluster, workload, baseline, times, chosen)
-    node_eff = efficiency(sps, n, base_sps if baseline == "node" else float(times.samples_per_s[0]))
+    one = np.zeros(1, dtype=np.intp)
+    own_one = float(times_all.samples_per_s[0])
+    base_sps, base_it, base_fits, runs = _baseline(cluster, workload, baseline,
+                                                   (times_all.take(one), lay_all.take(one)),
+                                                   chosen)
+    node_eff = efficiency(sps, n, base_sps if baseline == "node" else own_one)
     eff = node_eff if baseline == "node" else efficiency(sps, lay.devices, base_sps)
     notes = _faster_than_baseline(workload, eff, runs, baseline,
                                   row_notes(cluster, workload, lay, sps, node_eff, used, limit))
-    backward = layer_times(workload.model, cluster.node.device, workload.precision,
-                           lay.batch_per_rank, lay.share,
-                           lay.compute_fraction).backward_s.sum(axis=-1)
+    backward = times.backward_s
+    if backward is None:       # a model that does not give it: from the layer times
+        backward = layer_times(workload.model, cluster.node.device, workload.precision,
+                               lay.batch_per_rank, lay.share,
+                               lay.compute_fraction).backward_s.sum(axis=-1)
     return Prediction(
         cluster=cluster.name, workload=workload.name, algorithm=workload.algorithm,
         collective=workload.collective, scaling=workload.scaling,
         nodes=n, devices=lay.devices.astype(np.int64), ranks=lay.ranks.astype(np.int64),
-        global_batch=lay.global_batch, iteration_s=times.iteration_s[1:],
-        compute_s=compute, comm_s=times.comm_s[1:],
+        global_batch=lay.global_batch, iteration_s=times.iteration_s,
+        compute_s=compute, comm_s=times.comm_s,
         exposed_comm_s=exposed, samples_per_s=sps,
         efficiency=eff,
         memory_per_device_bytes=mem.per_device_bytes, fits=mem.fits, bottleneck=bottleneck,

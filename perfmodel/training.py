@@ -50,7 +50,7 @@ from .workload import Workload
 if TYPE_CHECKING:
     from .netapi import NetworkModel
 
-__all__ = ["IterationTimes", "Layout", "efficiency", "iteration_times", "layout"]
+__all__ = ["IterationTimes", "Layout", "efficiency", "iteration_times", "layout", "layout_times"]
 
 
 @dataclass(frozen=True)
@@ -82,6 +82,18 @@ class Layout:
     global_batch: np.ndarray
     compute_fraction: float = 1.0
 
+    def take(self, idx: np.ndarray) -> Layout:
+        """The layout of the node counts at positions ``idx`` (the same values).
+
+        Parameters
+        ----------
+        idx : ndarray of int
+            Positions in this layout's node counts.
+        """
+        return Layout(self.nodes[idx], self.ranks[idx], self.devices[idx], self.ranks_per_node,
+                      self.share, self.batch_per_rank[idx], self.global_batch[idx],
+                      self.compute_fraction)
+
 
 @dataclass(frozen=True)
 class IterationTimes:
@@ -106,6 +118,9 @@ class IterationTimes:
         Where the model itself names what bounds the throughput (``"master-link"``,
         ``"master-update"`` for a saturated parameter server; ``""`` where it does
         not); None when it never does.
+    backward_s : ndarray or None
+        The backward pass of one rank (summed over its layers, without noise), from the
+        same layer times the model used; None where a model does not give it.
     """
 
     iteration_s: np.ndarray
@@ -114,6 +129,21 @@ class IterationTimes:
     exposed_comm_s: np.ndarray
     samples_per_s: np.ndarray
     limit: np.ndarray | None = None
+    backward_s: np.ndarray | None = None
+
+    def take(self, idx: np.ndarray) -> IterationTimes:
+        """The times of the node counts at positions ``idx`` (the same values).
+
+        Parameters
+        ----------
+        idx : ndarray of int
+            Positions in these times' node counts.
+        """
+        def pick(a: np.ndarray | None) -> np.ndarray | None:
+            return None if a is None else a[idx]
+        return IterationTimes(self.iteration_s[idx], self.compute_s[idx], self.comm_s[idx],
+                              self.exposed_comm_s[idx], self.samples_per_s[idx],
+                              pick(self.limit), pick(self.backward_s))
 
 
 def check_nodes(cluster: Cluster, nodes: ArrayLike) -> np.ndarray:
@@ -248,15 +278,50 @@ def iteration_times(cluster: Cluster, workload: Workload, nodes: ArrayLike, *,
     ConfigError
         A bad node count, or ``network`` with an algorithm other than sync-sgd.
     """
-    from .runtime import with_transport
-    from .training_easgd import easgd_times
-    from .training_sync import sync_sgd_times
+    _check_network(workload, network)
+    return layout_times(cluster, workload, layout(_transport(cluster), workload, nodes),
+                        network=network)
 
-    cluster = with_transport(cluster)
+
+def _transport(cluster: Cluster) -> Cluster:
+    """:func:`.runtime.with_transport` (imported when first needed)."""
+    from .runtime import with_transport
+    return with_transport(cluster)
+
+
+def _check_network(workload: Workload, network: NetworkModel | None) -> None:
     if workload.algorithm != "sync-sgd" and network is not None:
         raise ConfigError(f"network: only sync-sgd takes a network model, got algorithm "
                           f"{workload.algorithm!r}")
-    lay = layout(cluster, workload, nodes)
+
+
+def layout_times(cluster: Cluster, workload: Workload, lay: Layout, *,
+                 network: NetworkModel | None = None) -> IterationTimes:
+    """:func:`iteration_times` of a layout already computed (:func:`layout`): the
+    caller that needs the layout as well computes it once and hands it on.
+
+    Parameters
+    ----------
+    cluster : Cluster
+        The machine.
+    workload : Workload
+        What is trained and how.
+    lay : Layout
+        Its layout at the node counts asked for (:func:`layout` of ``cluster`` and
+        ``workload``).
+    network : NetworkModel, optional
+        As in :func:`iteration_times`.
+
+    Returns
+    -------
+    IterationTimes
+        Arrays over the node counts of ``lay``.
+    """
+    from .training_easgd import easgd_times
+    from .training_sync import sync_sgd_times
+
+    cluster = _transport(cluster)
+    _check_network(workload, network)
     if workload.algorithm == "sync-sgd":
         return sync_sgd_times(cluster, workload, lay, network=network)
     return easgd_times(cluster, workload, lay)

@@ -1,0 +1,76 @@
+"""What one ``predict`` computes: each value once per node count (issue 28, values
+that travel), and a cost per node count that does not grow with the curve (issue 27
+item 4). Counted, not timed: calls, node counts handed to each call, cached entries."""
+
+import collections
+import dataclasses
+
+import numpy as np
+import pytest
+
+from dlscale.perfmodel import compute, predict, training, training_easgd, training_sync
+from dlscale.perfmodel.catalog import get_cluster, get_workload
+
+#: the functions whose calls are counted, and the modules that hold them
+COUNTED = {"layout": training, "iteration_times": training, "layout_times": training,
+           "layer_times": compute}
+HOLDERS = (training, compute, predict, training_sync, training_easgd)
+
+
+@pytest.fixture
+def calls(monkeypatch):
+    """Per counted function, the node counts of each call (layer_times: its batches)."""
+    seen = collections.defaultdict(list)
+    for name, home in COUNTED.items():
+        orig = getattr(home, name)
+
+        def wrapped(*args, _orig=orig, _name=name, **kwargs):
+            out = _orig(*args, **kwargs)
+            if _name == "layer_times":
+                seen[_name].append(np.size(args[3]))
+            elif _name == "layout_times":
+                seen[_name].append(tuple(args[2].nodes.astype(int).tolist()))
+            else:
+                seen[_name].append(tuple(np.atleast_1d(args[2]).astype(int).tolist()))
+            return out
+        for mod in HOLDERS:
+            if getattr(mod, name, None) is orig:
+                monkeypatch.setattr(mod, name, wrapped)
+    return seen
+
+
+def _all_counts(seen, name):
+    return [nd for call in seen[name] for nd in call]
+
+
+@pytest.mark.parametrize("change, baseline, extra", [
+    ({}, "node", 0),                         # the baseline is the curve's own 1-node run
+    ({"collective": "ring"}, "node", 1),     # the baseline runs auto: one run more, 1 node
+    ({}, "device", 1),                       # the baseline is one device alone
+    ({"algorithm": "sync-easgd"}, "node", 0),
+    ({"algorithm": "async-sgd"}, "node", 0),
+    ({"scaling": "strong", "global_batch": 4096}, "node", 0),
+])
+def test_one_predict_computes_each_value_once_per_node_count(calls, change, baseline, extra):
+    w = dataclasses.replace(get_workload("resnet50"), **change)
+    nodes = [1, 4, 4, 16, 2]                 # 1 and 4 twice: computed once each
+    out = predict.predict(get_cluster("summit"), w, nodes, baseline=baseline)
+    assert len(out) == 5
+    assert calls["iteration_times"] == []    # predict hands its layout on
+    assert len(calls["layout"]) == 1 + extra
+    assert len(calls["layout_times"]) == 1 + extra
+    assert len(calls["layer_times"]) == 1 + extra
+    assert calls["layout"][0] == (1, 2, 4, 16)
+    assert calls["layout_times"][0] == (1, 2, 4, 16)
+    assert sorted(_all_counts(calls, "layout")) == sorted([1, 2, 4, 16] + [1] * extra)
+
+
+def test_a_node_count_gives_the_same_row_in_any_curve():
+    """Rows do not depend on the other node counts asked for, their order or repeats."""
+    c, w = get_cluster("summit"), get_workload("resnet50")
+    curve = predict.predict(c, w, [16, 1, 4, 4, 2]).to_rows()
+    alone = {nd: predict.predict(c, w, [nd]).to_rows()[0] for nd in (1, 2, 4, 16)}
+    assert [row["nodes"] for row in curve] == [16, 1, 4, 4, 2]
+    for row in curve:
+        assert row == alone[row["nodes"]]
+

@@ -331,9 +331,11 @@ def plan_curve(topology: Topology, nodes: tuple[int, ...], ranks_per_node: int,
     collective, algorithm, inter_algorithm : str
         As in :func:`plan_collective`.
     """
-    plans = [plan_collective(topology, nd, ranks_per_node, device_links, collective,
-                             algorithm, inter_algorithm) if nd * ranks_per_node > 1 else None
-             for nd in nodes]
+    # each node count's step arrays, not its plan: a plan that keeps its flows holds
+    # megabytes, and a curve of thousands of node counts must not keep them all alive
+    plans = [_steps_of(plan_collective(topology, nd, ranks_per_node, device_links, collective,
+                                       algorithm, inter_algorithm))
+             if nd * ranks_per_node > 1 else None for nd in nodes]
     levels = tuple(sorted({lvl for pl in plans if pl is not None for lvl in pl.levels}))
     S = max([len(pl.repeat) for pl in plans if pl is not None], default=1)
     N, L = len(nodes), len(levels)
@@ -352,6 +354,11 @@ def plan_curve(topology: Topology, nodes: tuple[int, ...], ranks_per_node: int,
             size[j, :k] = pl.size
     return CollectivePlan(levels, load, repeat, inter, hops, recv, device_links,
                           ranks=np.array(nodes) * ranks_per_node, size=size)
+
+
+def _steps_of(plan: CollectivePlan) -> CollectivePlan:
+    """``plan`` without its flows (its step arrays only)."""
+    return plan if plan.flows is None else dataclasses.replace(plan, flows=None)
 
 
 def _packed_bytes(packed: PackedFlows) -> int:

@@ -74,3 +74,33 @@ def test_a_node_count_gives_the_same_row_in_any_curve():
     for row in curve:
         assert row == alone[row["nodes"]]
 
+
+def _traced_peak(monkeypatch, nodes):
+    """Peak bytes traced while predicting ``nodes`` (caches emptied, kept small)."""
+    import tracemalloc
+
+    from dlscale.perfmodel import netmodel, netplan, pipelined_tree
+    monkeypatch.setattr(netplan.plan_collective, "max_bytes", 2 << 20)
+    monkeypatch.setattr(netplan._packed, "max_bytes", 2 << 20)
+    monkeypatch.setattr(netplan, "CHUNK_MESSAGES", 50_000)
+    for cache in (netplan.plan_collective, netplan._packed, netplan.plan_curve,
+                  pipelined_tree._parts, netmodel._own_levels, netmodel._layers):
+        cache.cache_clear()
+    netplan._layout.clear()
+    c, w = get_cluster("summit"), get_workload("resnet50")
+    predict.predict(c, w, [2])               # imports and compiled kernels: not counted
+    tracemalloc.start()
+    try:
+        predict.predict(c, w, nodes)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_memory_of_a_curve_does_not_grow_with_its_node_counts(monkeypatch):
+    """A curve of 100 node counts peaks at about what 10 of the same size do: nothing
+    keeps every node count's plan (its flows: megabytes at thousands of ranks) alive
+    (issue 27 item 4: 4 MB more per node count). Traced bytes, not time."""
+    few = _traced_peak(monkeypatch, np.arange(200, 210))
+    many = _traced_peak(monkeypatch, np.arange(200, 300))
+    assert many < 1.5 * few, (few, many)

@@ -225,7 +225,7 @@ def layout(cluster: Cluster, workload: Workload, nodes: ArrayLike) -> Layout:
     share = dpn / rpn
     top = int(np.max(n))
     check_analytical_ranks(top * rpn, nodes=top)
-    check_analytical_curve(int(np.sum(n, dtype=np.int64)) * rpn, int(np.size(n)))
+    check_analytical_curve(int(np.size(n)))
     ranks = n * rpn
     if workload.scaling == "strong":
         if np.any(ranks > workload.global_batch):

@@ -294,6 +294,29 @@ def _baseline(cluster: Cluster, workload: Workload, baseline: str,
             bool(np.all(mem.fits)), _runs(cluster, workload, lay, chosen))
 
 
+def _summary(cluster: Cluster, workload: Workload, lay_all: Layout, rows: np.ndarray
+             ) -> tuple[str | None, np.ndarray, np.ndarray]:
+    """Synchronous SGD: the one-node run's algorithm (the baseline's), and per row the
+    algorithm and limiting level (:func:`.training_sync.collective_summary` of the
+    curve's layout ``lay_all``, whose first count is one node); else None and ``""``."""
+    if workload.algorithm != "sync-sgd":
+        none = np.full(len(rows), "", dtype=object)
+        return None, none, none
+    used, limit = collective_summary(cluster, workload, lay_all)
+    return str(used[0]), used[rows], limit[rows]
+
+
+def _backward_s(cluster: Cluster, workload: Workload, lay: Layout,
+                times: IterationTimes) -> np.ndarray:
+    """One rank's backward pass per row: the model's own (``times.backward_s``), or
+    from the layer times where a model does not give it."""
+    if times.backward_s is not None:
+        return times.backward_s
+    return np.asarray(layer_times(workload.model, cluster.node.device, workload.precision,
+                                  lay.batch_per_rank, lay.share,
+                                  lay.compute_fraction).backward_s.sum(axis=-1))
+
+
 def predict(cluster: Cluster, workload: Workload, nodes: ArrayLike,
             baseline: str = "node") -> Prediction:
     """Predict ``workload`` on ``cluster`` at every node count in ``nodes``.
@@ -346,12 +369,7 @@ def predict(cluster: Cluster, workload: Workload, nodes: ArrayLike,
     if times.limit is not None:
         basic = np.where(times.limit != "", times.limit, basic)
     bottleneck = np.where(mem.fits, basic, "memory").astype(str)
-    chosen: str | None = None
-    if workload.algorithm == "sync-sgd":
-        used_all, limit_all = collective_summary(cluster, workload, lay_all)
-        chosen, used, limit = str(used_all[0]), used_all[rows], limit_all[rows]   # 1 node: the baseline's
-    else:
-        used = limit = np.full(len(n), "", dtype=object)
+    chosen, used, limit = _summary(cluster, workload, lay_all, rows)
     one = np.zeros(1, dtype=np.intp)
     own_one = float(times_all.samples_per_s[0])
     base_sps, base_it, base_fits, runs = _baseline(cluster, workload, baseline,
@@ -361,11 +379,7 @@ def predict(cluster: Cluster, workload: Workload, nodes: ArrayLike,
     eff = node_eff if baseline == "node" else efficiency(sps, lay.devices, base_sps)
     notes = _faster_than_baseline(workload, eff, runs, baseline,
                                   row_notes(cluster, workload, lay, sps, node_eff, used, limit))
-    backward = times.backward_s
-    if backward is None:       # a model that does not give it: from the layer times
-        backward = layer_times(workload.model, cluster.node.device, workload.precision,
-                               lay.batch_per_rank, lay.share,
-                               lay.compute_fraction).backward_s.sum(axis=-1)
+    backward = _backward_s(cluster, workload, lay, times)
     return Prediction(
         cluster=cluster.name, workload=workload.name, algorithm=workload.algorithm,
         collective=workload.collective, scaling=workload.scaling,

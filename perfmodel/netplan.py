@@ -41,6 +41,7 @@ from .linkload import StepLoad, step_load
 from .packedflows import PackedFlows, pack_flows
 from .schedules import build_schedule, double_binary_tree_edges
 from .sizedcache import SizedCache
+from dlscale.perfmodel.treewindows import windowed
 
 __all__ = ["CHUNK_MESSAGES", "PACKED_BYTES", "PLAN_BYTES", "STEPS_BYTES", "CollectivePlan",
            "StepFlows", "packed_curve", "plan_collective", "plan_curve", "plan_steps",
@@ -264,6 +265,12 @@ def _plan_collective(topology: Topology, nodes: int, ranks_per_node: int, device
         bc = step_load(topology, nodes, ranks_per_node, device_links, parent, child, unit,
                        per_flow=False)
         return _assemble([red, bc], [1, 1], [True, False], [1.0, 1.0], device_links, depth)
+    if collective == "allreduce" and algorithm == "double-binary-tree":
+        steps = windowed(topology, nodes, ranks_per_node, device_links, ids, segments)
+        if steps is not None:       # the pipeline's steps by depth windows: the same loads
+            return _assemble([st for st, _, _ in steps], [1] * len(steps),
+                             [red for _, red, _ in steps], [sz for _, _, sz in steps],
+                             device_links)
     groups = None
     if algorithm == "hierarchical":
         host = ids // ranks_per_node

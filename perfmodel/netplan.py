@@ -36,12 +36,13 @@ from functools import lru_cache
 
 import numpy as np
 
+from dlscale.perfmodel.treewindows import windowed
+
 from .hardware import Dragonfly, Topology
 from .linkload import StepLoad, step_load
 from .packedflows import PackedFlows, pack_flows
 from .schedules import build_schedule, double_binary_tree_edges
 from .sizedcache import SizedCache
-from dlscale.perfmodel.treewindows import windowed
 
 __all__ = ["CHUNK_MESSAGES", "PACKED_BYTES", "PLAN_BYTES", "STEPS_BYTES", "CollectivePlan",
            "StepFlows", "packed_curve", "plan_collective", "plan_curve", "plan_steps",

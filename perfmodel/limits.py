@@ -25,7 +25,7 @@ from __future__ import annotations
 from dlscale.perfmodel.errors import ConfigError
 
 __all__ = [
-    "ANALYTICAL_BYTES_PER_CURVE_RANK",
+    "ANALYTICAL_BYTES_PER_COUNT",
     "ANALYTICAL_BYTES_PER_RANK",
     "BANDWIDTH_RANGE_BPS",
     "COSIM_BYTES_PER_PARAMETER",
@@ -62,13 +62,14 @@ MEMORY_BUDGET_BYTES = 8 * 2**30
 #: rank at the margin; 8 KiB rounds it up.
 ANALYTICAL_BYTES_PER_RANK = 8 * 1024
 
-#: Analytical model, bytes per rank of every node count of one curve (a ``--nodes``
-#: list or range is priced as one curve, and what it keeps grows with the ranks summed
-#: over its counts). Measured (peak RSS of ``predict summit resnet50``, node counts
-#: spread evenly over 1..4,608, ``benchmarks/bench_scale.py``): 100 counts 884 MB,
-#: 1,000 counts (13.8 million ranks summed) 4,231 MB, 4,608 counts past 18.8 GB when
-#: stopped at 200 s: 306 B per summed rank; 320 B rounds it up.
-ANALYTICAL_BYTES_PER_CURVE_RANK = 320
+#: Analytical model, bytes per node count of one curve (a ``--nodes`` list or range is
+#: priced as one curve): what it keeps per count once the plans of its counts are no
+#: longer all alive together (each count's step arrays stacked, its rows). Measured
+#: (traced peak of ``predict summit resnet50`` over 100 and 400 node counts from 100
+#: nodes, caches capped at 2 MB): 13 KB per count at the margin; 64 KiB leaves room
+#: for the longer pipelines of larger counts. Before (every plan of the curve alive):
+#: 306 B per rank summed over the counts, 4,231 MB at 1,000 counts spread on 1..4,608.
+ANALYTICAL_BYTES_PER_COUNT = 64 * 1024
 
 #: Simulator, bytes per graph element (host, device, switch): the graph, its link
 #: table, one process and its messages per rank. Measured (peak RSS of ``simulate
@@ -244,41 +245,40 @@ def check_analytical_ranks(ranks: int, where: str = "nodes", nodes: int = 0) -> 
             f"at most {most:,} ranks")
 
 
-def check_analytical_curve(ranks_summed: int, counts: int, where: str = "nodes") -> None:
-    """Refuse a curve of node counts whose ranks, summed over its counts, the analytical
-    model cannot hold within its budget (:data:`ANALYTICAL_BYTES_PER_CURVE_RANK`).
+def check_analytical_curve(counts: int, where: str = "nodes") -> None:
+    """Refuse a curve of more node counts than the analytical model can hold within
+    its budget (:data:`ANALYTICAL_BYTES_PER_COUNT` each; the largest count's ranks are
+    :func:`check_analytical_ranks`'s).
 
     Parameters
     ----------
-    ranks_summed : int
-        Ranks of every node count of the curve, added up.
     counts : int
-        Node counts in the curve, for the message.
+        Node counts in the curve.
     where : str, optional
         The input that set them, for the message.
 
     Raises
     ------
     ConfigError
-        ``ranks_summed * ANALYTICAL_BYTES_PER_CURVE_RANK > MEMORY_BUDGET_BYTES``.
+        ``counts * ANALYTICAL_BYTES_PER_COUNT > MEMORY_BUDGET_BYTES``.
 
     Examples
     --------
-    >>> check_analytical_curve(77_000, 14)   # the README's Summit curve, 1-4608
-    >>> check_analytical_curve(63_700_000, 4_608)  # doctest: +ELLIPSIS
+    >>> check_analytical_curve(4_608)          # every node count of Summit
+    >>> check_analytical_curve(10_000_000)     # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    dlscale.perfmodel.errors.ConfigError: nodes: 4,608 node counts, 63,700,000 ranks summed over them; ...
+    dlscale.perfmodel.errors.ConfigError: nodes: 10,000,000 node counts; one curve keeps ...
     """
-    need = ranks_summed * ANALYTICAL_BYTES_PER_CURVE_RANK
+    need = counts * ANALYTICAL_BYTES_PER_COUNT
     if need > MEMORY_BUDGET_BYTES:
-        most = MEMORY_BUDGET_BYTES // ANALYTICAL_BYTES_PER_CURVE_RANK
+        most = MEMORY_BUDGET_BYTES // ANALYTICAL_BYTES_PER_COUNT
         raise ConfigError(
-            f"{where}: {counts:,} node counts, {ranks_summed:,} ranks summed over them; one "
-            f"curve keeps about {ANALYTICAL_BYTES_PER_CURVE_RANK} B per rank of every count "
-            f"({_gib(need)}), more than its {_gib(MEMORY_BUDGET_BYTES)} budget: at most "
-            f"{most:,} ranks summed; give fewer node counts (a doubling range 1-N, or a "
-            f"step, N-M:STEP) or run the counts in several commands")
+            f"{where}: {counts:,} node counts; one curve keeps about "
+            f"{ANALYTICAL_BYTES_PER_COUNT // 1024} KiB per node count ({_gib(need)}), more "
+            f"than its {_gib(MEMORY_BUDGET_BYTES)} budget: at most {most:,} node counts; "
+            f"give fewer (a doubling range 1-N, or a step, N-M:STEP) or run the counts in "
+            f"several commands")
 
 
 #: What :func:`check_graph` suggests instead of a graph too large to simulate.

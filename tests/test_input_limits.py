@@ -3,9 +3,11 @@ values and poor messages are each one line and exit status 2, before any work.""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from dlscale.cli import main
@@ -268,13 +270,23 @@ def test_simulate_explains_an_efficiency_above_one(capsys):
     assert "# note: 2 nodes: efficiency above 1: the 1-node baseline reaches its master" in out
 
 
-def test_a_curve_of_too_many_node_counts_is_refused_before_work(capsys):
-    """Issue 27 item 4: ``--nodes 1-4608:1`` (accepted before) kept about 4 MB per node
-    count and passed 18.8 GB before it was stopped at 200 s; now one line, at once,
-    naming the counts, the ranks summed, the limit and what to give instead."""
-    from dlscale.cli import main
+def test_a_curve_of_too_many_node_counts_is_refused_before_work():
+    """Issue 27 item 4: a curve no longer keeps every node count's plan (306 B per rank
+    summed over the counts, so ``--nodes 1-4608:1`` was refused), only about 13 KB per
+    count: every node count of Summit is within the budget; a truly absurd curve, here
+    200,000 counts of a 10^6-node crossbar, is one line naming the counts, the limit
+    and what to give instead, before any work."""
+    from dlscale.perfmodel.catalog import get_cluster, get_workload
+    from dlscale.perfmodel.errors import ConfigError
+    from dlscale.perfmodel.machine.hardware import Cluster, Crossbar, Link, NetworkSpec
+    from dlscale.perfmodel.training.predict import predict
+    from dlscale.perfmodel.training.rank_layout import layout
 
-    assert main(["predict", "summit", "resnet50", "--nodes", "1-4608:1"]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "node counts" in err and "8 GiB budget" in err, err
-    assert main(["predict", "summit", "resnet50", "--nodes", "1-4608", "--format", "csv"]) == 0
+    summit, w = get_cluster("summit"), get_workload("resnet50")
+    assert len(layout(summit, w, np.arange(1, 4609)).nodes) == 4608
+    node = dataclasses.replace(summit.node, devices_per_node=1)
+    big = Cluster("big", node, NetworkSpec("x", Crossbar(10**6), Link("ib", 10e9, 1e-6)))
+    with pytest.raises(ConfigError) as err:
+        predict(big, w, np.arange(1, 200_001))
+    msg = str(err.value)
+    assert "\n" not in msg and msg.startswith("nodes: 200,000 node counts") and "at most" in msg

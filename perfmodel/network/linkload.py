@@ -105,7 +105,8 @@ class StepLoad:
     recv : float
         Most bytes any rank receives in the step.
     flows : FlowLoads or None
-        Each flow's own loads, hops and whether it leaves its node.
+        Each flow's own loads, hops and whether it leaves its node (None when not
+        asked for: :func:`step_load` with ``per_flow=False``).
     """
 
     load: dict[str, float]
@@ -115,12 +116,49 @@ class StepLoad:
     flows: FlowLoads | None = None
 
 
+def _link_sums(keys: np.ndarray, weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Total weight of each link and each flow's link's index into it (flows with the
+    same key share one link)."""
+    top = int(keys.max())
+    if int(keys.min()) >= 0 and top < 8 * len(keys) + (1 << 16):
+        # keys dense enough to count directly (no sort): each link's weights are added
+        # in the flows' order either way, so the sums are the same bits
+        return np.bincount(keys, weights=weight, minlength=top + 1), keys
+    _, inv = np.unique(keys, return_inverse=True)
+    return np.bincount(inv, weights=weight), inv
+
+
 def _per_link(keys: np.ndarray, weight: np.ndarray) -> np.ndarray:
     """Each flow's link's total weight (flows with the same key share one link)."""
     if len(keys) == 0:
         return np.zeros(0)
-    _, inv = np.unique(keys, return_inverse=True)
-    return np.asarray(np.bincount(inv, weights=weight)[inv])
+    sums, at = _link_sums(keys, weight)
+    return np.asarray(sums[at])
+
+
+def _fat_tree_max(tree: FatTree | Crossbar, nodes: int, hs: np.ndarray, hd: np.ndarray,
+                  wt: np.ndarray) -> tuple[dict[str, float], int]:
+    """:func:`_fat_tree`'s most loaded link per level and most hops, without each
+    flow's own (the same values: a maximum over the links instead of over the flows
+    that cross them)."""
+    if isinstance(tree, Crossbar):
+        return {}, 0
+    m, w = xgft_params(tree, nodes)
+    rails = w[0]
+    load: dict[str, float] = {}
+    hops, M = 0, 1
+    for i in range(2, len(m) + 1):
+        M *= m[i - 2]
+        up = hs // M != hd // M
+        if not up.any():
+            break
+        hops = 2 * (i - 1)
+        b = dmodk_choice(hd[up], w, i)
+        Wi = math.prod(w[:i])
+        share = wt[up] / rails
+        load[f"L{i - 1}-L{i}"] = max(float(_link_sums((hs[up] // M) * Wi + b, share)[0].max()),
+                                     float(_link_sums((hd[up] // M) * Wi + b, share)[0].max()))
+    return load, hops
 
 
 def _fat_tree(tree: FatTree | Crossbar, nodes: int, hs: np.ndarray, hd: np.ndarray,
@@ -306,7 +344,8 @@ class CrossTraffic:
 
 
 def step_load(topology: Topology, nodes: int, ranks_per_node: int, device_links: bool,
-              src: np.ndarray, dst: np.ndarray, weight: np.ndarray) -> StepLoad:
+              src: np.ndarray, dst: np.ndarray, weight: np.ndarray,
+              per_flow: bool = True) -> StepLoad:
     """Per-level loads of one step's flows (see the module docstring).
 
     Parameters
@@ -323,6 +362,9 @@ def step_load(topology: Topology, nodes: int, ranks_per_node: int, device_links:
         Ranks of each flow.
     weight : ndarray of float
         Bytes of each flow (any unit: the loads come out in the same unit).
+    per_flow : bool
+        Also each flow's own loads (:attr:`StepLoad.flows`); without them a fat tree's
+        step costs the link sums only (the same step loads).
 
     Returns
     -------
@@ -334,6 +376,8 @@ def step_load(topology: Topology, nodes: int, ranks_per_node: int, device_links:
     src = np.asarray(src, dtype=np.int64)
     dst = np.asarray(dst, dtype=np.int64)
     wt = np.asarray(weight, dtype=float)
+    if not per_flow and isinstance(topology, (FatTree, Crossbar)):
+        return _fat_tree_step(topology, nodes, ranks_per_node, device_links, src, dst, wt)
     F = len(src)
     if isinstance(topology, CrossTraffic):
         both = step_load(topology.base, nodes, ranks_per_node, device_links,
@@ -376,6 +420,34 @@ def step_load(topology: Topology, nodes: int, ranks_per_node: int, device_links:
     flows = FlowLoads(flow_load, flow_hops, flow_inter)
     load = {lvl: float(v.max()) for lvl, v in flow_load.items() if v.max() > 0}
     return StepLoad(load, int(flow_hops.max(initial=0)), bool(inter.any()), recv, flows)
+
+
+def _fat_tree_step(topology: FatTree | Crossbar, nodes: int, ranks_per_node: int,
+                   device_links: bool, src: np.ndarray, dst: np.ndarray,
+                   wt: np.ndarray) -> StepLoad:
+    """:func:`step_load` on a fat tree or crossbar without each flow's own loads: each
+    level's most loaded link is the largest of its link sums (the same sums, in the
+    same order, as the per-flow path; a maximum picks one of them)."""
+    load: dict[str, float] = {}
+    moves = src != dst
+    if not moves.any():
+        return StepLoad(load, 0, False, 0.0)
+    sm, dm, wm = src[moves], dst[moves], wt[moves]
+    recv = float(np.bincount(dm, weights=wm).max())
+    if device_links:
+        out = np.bincount(sm, weights=wm)
+        inn = np.bincount(dm, weights=wm)
+        load["intra"] = max(float(out.max()), float(inn.max()))
+    hs, hd = sm // ranks_per_node, dm // ranks_per_node
+    inter = hs != hd
+    if not inter.any():
+        return StepLoad({k: v for k, v in load.items() if v > 0}, 0, False, recv)
+    hs, hd, wi = hs[inter], hd[inter], wm[inter]
+    load["host"] = max(float(np.bincount(hs, weights=wi).max()),
+                       float(np.bincount(hd, weights=wi).max()))
+    net, hops = _fat_tree_max(topology, nodes, hs, hd, wi)
+    load.update(net)
+    return StepLoad({k: v for k, v in load.items() if v > 0}, hops, True, recv)
 
 
 def level_bandwidths_Bps(cluster: Cluster) -> dict[str, float]:

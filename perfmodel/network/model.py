@@ -409,10 +409,17 @@ def time_per_node_count(cluster: Cluster, collective: str, algorithm: str,
     for nd in sorted({min(nodes), max(nodes)}) if nodes else ():
         cluster.check_nodes(nd)
     dev = device_links(cluster, ranks_per_node)
+    dbt = collective == "allreduce" and algorithm == "double-binary-tree"
+    # plans costed on their critical path (see .netplan), every node count's at once;
+    # first, so that each such plan is built once: its steps stay for plan_curve
+    walked = np.full(n.shape, np.nan)
+    if not dbt:
+        _critical_paths(cluster, dev, nodes, ranks_per_node, collective, algorithm,
+                        inter_algorithm, n, g, walked)
     curve = plan_curve(plan_key(cluster), nodes, ranks_per_node, dev,
                    collective, algorithm, inter_algorithm)
     ranks = np.asarray(curve.ranks)
-    if collective == "allreduce" and algorithm == "double-binary-tree":
+    if dbt:
         out = np.zeros(n.shape)
         idx = np.flatnonzero(ranks > 1)
         if len(idx):
@@ -423,8 +430,5 @@ def time_per_node_count(cluster: Cluster, collective: str, algorithm: str,
     busy = (curve.load * level_betas(cluster, curve.levels)).max(axis=-1, initial=0.0)
     nn = n[..., None]                                                       # (..., N, 1)
     step = step_s(cluster, lat, busy, curve.size, nn) + g[:, None] * nn * curve.recv
-    out = (curve.repeat * step).sum(axis=-1)
-    # plans costed on their critical path (see .netplan): every node count's at once
-    _critical_paths(cluster, dev, nodes, ranks_per_node, collective, algorithm,
-                    inter_algorithm, n, g, out)
+    out = np.where(np.isnan(walked), (curve.repeat * step).sum(axis=-1), walked)
     return np.where(ranks > 1, out, 0.0)

@@ -141,8 +141,11 @@ class _Parts:
 @lru_cache(maxsize=256)
 def _parts(topology: Topology, nodes: tuple[int, ...], ranks_per_node: int, dev: bool,
            ranks: int | tuple[int, ...] | None) -> _Parts:
+    # the steady plans under the key plan_curve gave them (no ``ranks`` when all take
+    # part): each is built once
+    some = () if ranks is None else (ranks,)
     steady = [plan_collective(topology, nd, ranks_per_node, dev, "allreduce",
-                              "double-binary-tree", "ring", ranks) for nd in nodes]
+                              "double-binary-tree", "ring", *some) for nd in nodes]
     depth = np.array([pl.dbt_depth for pl in steady])
     groups: dict[int, tuple[list[CollectivePlan], list[int]]] = {}
     for j, nd in enumerate(nodes):

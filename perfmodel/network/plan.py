@@ -40,18 +40,21 @@ from dlscale.perfmodel.machine.hardware import Cluster, Topology
 from dlscale.perfmodel.network.linkload import CrossTraffic, StepLoad, step_load
 from dlscale.perfmodel.network.packedflows import PackedFlows, pack_flows
 from dlscale.perfmodel.network.schedules import build_schedule, double_binary_tree_edges
+from dlscale.perfmodel.network.treewindows import windowed
 from dlscale.perfmodel.sizedcache import SizedCache
 
 __all__ = [
     "CHUNK_MESSAGES",
     "PACKED_BYTES",
     "PLAN_BYTES",
+    "STEPS_BYTES",
     "CollectivePlan",
     "StepFlows",
     "packed_curve",
     "plan_collective",
     "plan_curve",
     "plan_key",
+    "plan_steps",
     "shape_key",
 ]
 
@@ -275,9 +278,17 @@ def _plan_collective(topology: Topology, nodes: int, ranks_per_node: int, device
         child, parent, depth = double_binary_tree_edges(p)
         child, parent = ids[child], ids[parent]
         unit = np.ones(len(child))
-        red = step_load(topology, nodes, ranks_per_node, device_links, child, parent, unit)
-        bc = step_load(topology, nodes, ranks_per_node, device_links, parent, child, unit)
+        red = step_load(topology, nodes, ranks_per_node, device_links, child, parent, unit,
+                        per_flow=False)
+        bc = step_load(topology, nodes, ranks_per_node, device_links, parent, child, unit,
+                       per_flow=False)
         return _assemble([red, bc], [1, 1], [True, False], [1.0, 1.0], device_links, depth)
+    if collective == "allreduce" and algorithm == "double-binary-tree":
+        steps = windowed(topology, nodes, ranks_per_node, device_links, ids, segments)
+        if steps is not None:       # the pipeline's steps by depth windows: the same loads
+            return _assemble([st for st, _, _ in steps], [1] * len(steps),
+                             [red for _, red, _ in steps], [sz for _, _, sz in steps],
+                             device_links)
     groups = None
     if algorithm == "hierarchical":
         host = ids // ranks_per_node
@@ -288,12 +299,15 @@ def _plan_collective(topology: Topology, nodes: int, ranks_per_node: int, device
     phases = [ph for ph in phases if len(ph.nbytes)]
     memo: dict[bytes, StepLoad] = {}
     loads, repeat, reduce, scale = [], [], [], []
+    # a repeated step or a pipeline is priced by its step loads only (see below):
+    # each message's own loads are not needed
+    per_flow = not (segments or max((ph.repeat for ph in phases), default=1) > 1)
     for ph in phases:
         size = float(ph.nbytes.max())
         key = hashlib.blake2b(ph.pattern_key, digest_size=16).digest()
         if key not in memo:
             memo[key] = step_load(topology, nodes, ranks_per_node, device_links, ids[ph.src],
-                                  ids[ph.dst], ph.nbytes / size)
+                                  ids[ph.dst], ph.nbytes / size, per_flow)
         loads.append(memo[key])
         repeat.append(ph.repeat)
         reduce.append(ph.reduce)
@@ -347,9 +361,10 @@ def plan_curve(topology: Topology, nodes: tuple[int, ...], ranks_per_node: int,
     collective, algorithm, inter_algorithm : str
         As in :func:`plan_collective`.
     """
-    plans = [plan_collective(topology, nd, ranks_per_node, device_links, collective,
-                             algorithm, inter_algorithm) if nd * ranks_per_node > 1 else None
-             for nd in nodes]
+    # each node count's step arrays, not its plan: a plan that keeps its flows holds
+    # megabytes, and a curve of thousands of node counts must not keep them all alive
+    plans = [plan_steps(topology, nd, ranks_per_node, device_links, collective, algorithm,
+                        inter_algorithm) if nd * ranks_per_node > 1 else None for nd in nodes]
     levels = tuple(sorted({lvl for pl in plans if pl is not None for lvl in pl.levels}))
     S = max([len(pl.repeat) for pl in plans if pl is not None], default=1)
     N, L = len(nodes), len(levels)
@@ -368,6 +383,40 @@ def plan_curve(topology: Topology, nodes: tuple[int, ...], ranks_per_node: int,
             size[j, :k] = pl.size
     return CollectivePlan(levels, load, repeat, inter, hops, recv, device_links,
                           ranks=np.array(nodes) * ranks_per_node, size=size)
+
+
+def _steps_of(plan: CollectivePlan) -> CollectivePlan:
+    """``plan`` without its flows (its step arrays only)."""
+    return plan if plan.flows is None else dataclasses.replace(plan, flows=None)
+
+
+def _unplanned(*key: object) -> CollectivePlan:
+    raise KeyError(key)                      # step arrays are put, never computed on a miss
+
+
+#: Plans' step arrays without their flows (kilobytes each), kept apart from the plans:
+#: a curve's plans that keep their flows are built once, for their critical paths
+#: (:func:`packed_curve`), which leaves their steps here for :func:`plan_curve`.
+STEPS_BYTES = 64 << 20
+_steps: SizedCache[CollectivePlan] = SizedCache(_unplanned, STEPS_BYTES, _plan_bytes)
+
+
+def plan_steps(topology: Topology, nodes: int, ranks_per_node: int, device_links: bool,
+               collective: str, algorithm: str, inter_algorithm: str) -> CollectivePlan:
+    """:func:`plan_collective` without its flows (the same step arrays; cached apart).
+
+    Parameters
+    ----------
+    topology, nodes, ranks_per_node, device_links, collective, algorithm, inter_algorithm
+        As in :func:`plan_collective`.
+    """
+    key = (topology, nodes, ranks_per_node, device_links, collective, algorithm,
+           inter_algorithm)
+    hit = _steps.get(key)
+    if hit is None:
+        hit = _steps_of(plan_collective(*key))
+        _steps.put(key, hit)
+    return hit
 
 
 def _packed_bytes(packed: PackedFlows) -> int:
@@ -437,6 +486,7 @@ def packed_curve(topology: Topology, nodes: tuple[int, ...], ranks_per_node: int
     for j, nd in enumerate(nodes):
         if nd * ranks_per_node > 1:
             pl = plan_collective(topology, nd, *args)
+            _keep_steps((topology, nd, *args), pl)
             if pl.flows is not None:
                 packs.append((pl.flows, pl.levels))
                 cols_now.append(j)
@@ -456,5 +506,12 @@ def packed_curve(topology: Topology, nodes: tuple[int, ...], ranks_per_node: int
 def _flows_of(topology: Topology, nodes: int, *args: object
               ) -> tuple[tuple[StepFlows, ...], tuple[str, ...]]:
     pl = plan_collective(topology, nodes, *args)
+    _keep_steps((topology, nodes, *args), pl)
     assert pl.flows is not None
     return pl.flows, pl.levels
+
+
+def _keep_steps(key: tuple[object, ...], plan: CollectivePlan) -> None:
+    """Leave ``plan``'s step arrays for :func:`plan_steps` (if not there yet)."""
+    if _steps.get(key) is None:
+        _steps.put(key, _steps_of(plan))

@@ -265,7 +265,8 @@ def easgd_times(cluster: Cluster, workload: Workload, lay: Layout) -> IterationT
     node, dev = cluster.node, cluster.node.device
     lt = layer_times(workload.model, dev, workload.precision, lay.batch_per_rank, lay.share,
                      lay.compute_fraction, dispatch_s_per_op(workload))
-    fb = lt.forward_s.sum(axis=-1) + lt.backward_s.sum(axis=-1)
+    backward = lt.backward_s.sum(axis=-1)
+    fb = lt.forward_s.sum(axis=-1) + backward
     if alg in SGD_FAMILY:
         t_step = fb                       # the master applies the update
     else:
@@ -285,7 +286,7 @@ def easgd_times(cluster: Cluster, workload: Workload, lay: Layout) -> IterationT
         comm = rnd / tau
         iteration = np.maximum(t_step, comm) if workload.overlap else t_step + comm
         return IterationTimes(iteration, t_step + 0 * iteration, comm, iteration - t_step,
-                              lay.global_batch / iteration)
+                              lay.global_batch / iteration, backward_s=backward)
 
     alpha_m, beta_m = master_link(cluster, alg, lay.nodes, lay.ranks_per_node, W)
     u = master_update_s_per_B(cluster, alg)       # seconds per byte of W applied
@@ -295,7 +296,7 @@ def easgd_times(cluster: Cluster, workload: Workload, lay: Layout) -> IterationT
         comm = rnd / tau + host_copy_s(node, W)
         iteration = t_step + comm
         return IterationTimes(iteration, t_step + 0 * iteration, comm, comm,
-                              lay.global_batch / iteration)
+                              lay.global_batch / iteration, backward_s=backward)
 
     link = exchange_s(alpha_m, beta_m, W)
     upd = W * u
@@ -310,4 +311,4 @@ def easgd_times(cluster: Cluster, workload: Workload, lay: Layout) -> IterationT
     limit = np.where(demand * service > 1.0, np.where(link >= upd, "master-link", "master-update"),
                      "")
     return IterationTimes(iteration, t_step + 0 * iteration, comm, iteration - t_step,
-                          steps_per_s * lay.batch_per_rank, limit)
+                          steps_per_s * lay.batch_per_rank, limit, backward)

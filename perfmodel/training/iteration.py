@@ -35,13 +35,13 @@ from numpy.typing import ArrayLike
 
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.machine.hardware import Cluster
-from dlscale.perfmodel.training.rank_layout import IterationTimes, layout
+from dlscale.perfmodel.training.rank_layout import IterationTimes, Layout, layout
 from dlscale.perfmodel.training.workload import Workload
 
 if TYPE_CHECKING:
     from dlscale.perfmodel.network.analytical import NetworkModel
 
-__all__ = ["efficiency", "iteration_times"]
+__all__ = ["efficiency", "iteration_times", "layout_times"]
 
 
 def iteration_times(cluster: Cluster, workload: Workload, nodes: ArrayLike, *,
@@ -78,17 +78,52 @@ def iteration_times(cluster: Cluster, workload: Workload, nodes: ArrayLike, *,
     ConfigError
         A bad node count, or ``network`` with an algorithm other than sync-sgd.
     """
-    from dlscale.perfmodel.machine.runtime import with_transport
-    from dlscale.perfmodel.training.easgd import easgd_times
-    from dlscale.perfmodel.training.sync import sync_sgd_times
+    _check_network(workload, network)
+    return layout_times(cluster, workload, layout(_transport(cluster), workload, nodes),
+                        network=network)
 
-    cluster = with_transport(cluster)
+
+def _transport(cluster: Cluster) -> Cluster:
+    """:func:`dlscale.perfmodel.machine.runtime.with_transport` (imported when first needed)."""
+    from dlscale.perfmodel.machine.runtime import with_transport
+
+    return with_transport(cluster)
+
+
+def _check_network(workload: Workload, network: NetworkModel | None) -> None:
     if workload.algorithm != "sync-sgd" and network is not None:
         raise ConfigError(f"network: only sync-sgd takes a network model, got algorithm "
                           f"{workload.algorithm!r}")
-    from dlscale.perfmodel.training.outside import with_loader
 
-    lay = layout(cluster, workload, nodes)
+
+def layout_times(cluster: Cluster, workload: Workload, lay: Layout, *,
+                 network: NetworkModel | None = None) -> IterationTimes:
+    """:func:`iteration_times` of a layout already computed
+    (:func:`~dlscale.perfmodel.training.rank_layout.layout`): the caller that needs the
+    layout as well computes it once and hands it on.
+
+    Parameters
+    ----------
+    cluster : Cluster
+        The machine.
+    workload : Workload
+        What is trained and how.
+    lay : Layout
+        Its layout at the node counts asked for.
+    network : NetworkModel, optional
+        As in :func:`iteration_times`.
+
+    Returns
+    -------
+    IterationTimes
+        Arrays over the node counts of ``lay``.
+    """
+    from dlscale.perfmodel.training.easgd import easgd_times
+    from dlscale.perfmodel.training.outside import with_loader
+    from dlscale.perfmodel.training.sync import sync_sgd_times
+
+    cluster = _transport(cluster)
+    _check_network(workload, network)
     if cluster.runtime.parameter_server:
         from dlscale.perfmodel.training.ps import ps_sync_times
 
@@ -101,7 +136,7 @@ def iteration_times(cluster: Cluster, workload: Workload, nodes: ArrayLike, *,
         times = sync_sgd_times(cluster, workload, lay, network=network)
     else:
         times = easgd_times(cluster, workload, lay)
-    # no node's step is shorter than its input pipeline (:mod:`dlscale.perfmodel.training.outside`)
+    # no node's step is shorter than its input pipeline (dlscale.perfmodel.training.outside)
     return with_loader(cluster, workload, lay.global_batch / lay.nodes, times)
 
 

@@ -47,8 +47,8 @@ from dlscale.perfmodel.compute.roofline import layer_times
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.machine.hardware import Cluster
 from dlscale.perfmodel.output.atomicio import atomic_write_text
-from dlscale.perfmodel.training.iteration import efficiency, iteration_times
-from dlscale.perfmodel.training.rank_layout import check_nodes, layout
+from dlscale.perfmodel.training.iteration import efficiency, layout_times
+from dlscale.perfmodel.training.rank_layout import IterationTimes, Layout, check_nodes, layout
 from dlscale.perfmodel.training.row_notes import row_notes
 from dlscale.perfmodel.training.sync import collective_summary
 from dlscale.perfmodel.training.workload import Workload
@@ -170,7 +170,7 @@ class Prediction:
         --------
         >>> from dlscale.perfmodel.catalog import get_cluster, get_workload
         >>> predict(get_cluster("summit"), get_workload("resnet50"), [1, 2]).baseline_text()
-        'baseline: efficiency against 1 node running auto (ring): 0.133 s per iteration, 1,441 samples/s'
+        'baseline: efficiency against 1 node running auto (ring): 0.134 s per iteration, 1,435 samples/s'
         """
         what = "1 node" if self.baseline == "node" else "1 device alone"
         return (f"baseline: efficiency against {what} running {self.baseline_runs}: "
@@ -291,38 +291,54 @@ def _faster_than_baseline(workload: Workload, eff: np.ndarray, runs: str, baseli
                     f"on {where}", notes).astype(object)
 
 
-def _baseline(cluster: Cluster, workload: Workload, baseline: str, times: Any = None,
+def _baseline(cluster: Cluster, workload: Workload, baseline: str,
+              own: tuple[IterationTimes, Layout] | None = None,
               chosen: str | None = None) -> tuple[float, float, bool, str]:
     """Samples/s and iteration time of the baseline run (one node, or one device,
-    :func:`baseline_workload`), whether it fits, and what it runs. ``times``: the
-    curve's own times, whose first node count is 1 (the baseline itself when the
-    workload runs ``auto`` and the baseline is one node)."""
-    if not (times is not None and baseline == "node" and workload.collective == "auto"):
+    :func:`baseline_workload`), whether it fits, and what it runs. ``own``: the curve's
+    own times and layout at one node (the baseline itself when the workload runs
+    ``auto`` and the baseline is one node), handed on instead of computed again."""
+    if own is not None and baseline == "node" and workload.collective == "auto":
+        times, lay = own
+    else:
         chosen = None  # ``chosen``: the curve's own 1-node choice, only for its own run
         workload = baseline_workload(workload)
         if baseline == "device":
             cluster, workload = one_device(cluster, workload)
-        times = iteration_times(cluster, workload, [1])
-    lay = layout(cluster, workload, [1])
+        lay = layout(cluster, workload, [1])
+        times = layout_times(cluster, workload, lay)
     mem = memory_per_rank(workload, cluster, lay.ranks, lay.batch_per_rank)
     return (float(times.samples_per_s[0]), float(times.iteration_s[0]),
             bool(np.all(mem.fits)), _runs(cluster, workload, lay, chosen))
 
 
-def _exchange_summary(cluster: Cluster, workload: Workload, both: np.ndarray
-                      ) -> tuple[str | None, np.ndarray, np.ndarray]:
-    """What one node runs, then per node count (``both[1:]``) the allreduce (or
-    ``"parameter-server"``) and the level or link that limits it."""
+def _summary(cluster: Cluster, workload: Workload, lay_all: Layout, rows: np.ndarray
+             ) -> tuple[str | None, np.ndarray, np.ndarray]:
+    """Synchronous SGD: the one-node run's algorithm (the baseline's), and per row the
+    algorithm (or ``"parameter-server"``) and limiting level (or link) (:func:`.training_sync.collective_summary` of the
+    curve's layout ``lay_all``, whose first count is one node); else None and ``""``."""
     if cluster.runtime.parameter_server:
         from dlscale.perfmodel.training.ps import ps_summary
 
-        used, limit = ps_summary(cluster, workload, layout(cluster, workload, both))
+        used, limit = ps_summary(cluster, workload, lay_all)
     elif workload.algorithm == "sync-sgd":
-        used, limit = collective_summary(cluster, workload, layout(cluster, workload, both))
+        used, limit = collective_summary(cluster, workload, lay_all)
     else:
-        empty = np.full(len(both) - 1, "", dtype=object)
-        return None, empty, empty
-    return str(used[0]), used[1:], limit[1:]   # 1 node: the baseline's
+        none = np.full(len(rows), "", dtype=object)
+        return None, none, none
+    return str(used[0]), used[rows], limit[rows]
+
+
+def _backward_s(cluster: Cluster, workload: Workload, lay: Layout,
+                times: IterationTimes) -> np.ndarray:
+    """One rank's backward pass per row: the model's own (``times.backward_s``), or
+    from the layer times where a model does not give it."""
+    if times.backward_s is not None:
+        return times.backward_s
+    return np.asarray(layer_times(workload.model, cluster.node.device, workload.precision,
+                                  lay.batch_per_rank, lay.share,
+                                  lay.compute_fraction, dispatch_s_per_op(workload)
+                                  ).backward_s.sum(axis=-1))
 
 
 def predict(cluster: Cluster, workload: Workload, nodes: ArrayLike,
@@ -363,31 +379,37 @@ def predict(cluster: Cluster, workload: Workload, nodes: ArrayLike,
     if baseline not in BASELINES:
         raise ConfigError(f"baseline: must be one of {', '.join(BASELINES)}, got {baseline!r}")
     n = check_nodes(cluster, nodes)
-    both = np.concatenate(([1], n))
-    times = iteration_times(cluster, workload, both)
-    lay = layout(cluster, workload, n)
+    # every node count once, one node (the baseline's) first: each is computed once
+    # and its layout, layer times and iteration times are handed on from here
+    counts, at = np.unique(np.concatenate(([1], n)), return_inverse=True)
+    lay_all = layout(cluster, workload, counts)
+    times_all = layout_times(cluster, workload, lay_all)
+    rows = at[1:]
+    lay, times = lay_all.take(rows), times_all.take(rows)
     mem = memory_per_rank(workload, cluster, lay.ranks, lay.batch_per_rank)
-    sps = times.samples_per_s[1:]
-    compute, exposed = times.compute_s[1:], times.exposed_comm_s[1:]
+    sps = times.samples_per_s
+    compute, exposed = times.compute_s, times.exposed_comm_s
     basic = np.where(compute >= exposed, "compute", "communication")
     if times.limit is not None:
-        basic = np.where(times.limit[1:] != "", times.limit[1:], basic)
+        basic = np.where(times.limit != "", times.limit, basic)
     bottleneck = np.where(mem.fits, basic, "memory").astype(str)
-    chosen, used, limit = _exchange_summary(cluster, workload, both)
-    base_sps, base_it, base_fits, runs = _baseline(cluster, workload, baseline, times, chosen)
-    node_eff = efficiency(sps, n, base_sps if baseline == "node" else float(times.samples_per_s[0]))
+    chosen, used, limit = _summary(cluster, workload, lay_all, rows)
+    one = np.zeros(1, dtype=np.intp)
+    own_one = float(times_all.samples_per_s[0])
+    base_sps, base_it, base_fits, runs = _baseline(cluster, workload, baseline,
+                                                   (times_all.take(one), lay_all.take(one)),
+                                                   chosen)
+    node_eff = efficiency(sps, n, base_sps if baseline == "node" else own_one)
     eff = node_eff if baseline == "node" else efficiency(sps, lay.devices, base_sps)
     notes = _faster_than_baseline(workload, eff, runs, baseline,
                                   row_notes(cluster, workload, lay, sps, node_eff, used, limit))
-    backward = layer_times(workload.model, cluster.node.device, workload.precision,
-                           lay.batch_per_rank, lay.share, lay.compute_fraction,
-                           dispatch_s_per_op(workload)).backward_s.sum(axis=-1)
+    backward = _backward_s(cluster, workload, lay, times)
     return Prediction(
         cluster=cluster.name, workload=workload.name, algorithm=workload.algorithm,
         collective=workload.collective, scaling=workload.scaling,
         nodes=n, devices=lay.devices.astype(np.int64), ranks=lay.ranks.astype(np.int64),
-        global_batch=lay.global_batch, iteration_s=times.iteration_s[1:],
-        compute_s=compute, comm_s=times.comm_s[1:],
+        global_batch=lay.global_batch, iteration_s=times.iteration_s,
+        compute_s=compute, comm_s=times.comm_s,
         exposed_comm_s=exposed, samples_per_s=sps,
         efficiency=eff,
         memory_per_device_bytes=mem.per_device_bytes, fits=mem.fits, bottleneck=bottleneck,

@@ -372,7 +372,7 @@ def ps_sync_times(cluster: Cluster, workload: Workload, lay: Layout) -> Iteratio
 
     check_ps(cluster, workload, lay.nodes)
     cluster = with_transport(cluster)
-    fwd, bwd, upd, bwd_cum, compute, slow = _compute_phases(cluster, workload, lay)
+    fwd, bwd, upd, bwd_cum, compute, slow, backward = _compute_phases(cluster, workload, lay)
     shape = lay.nodes.shape
     fwd, bwd, upd = (np.broadcast_to(x, shape).astype(float) for x in (fwd, bwd, upd))
     bwd_cum = np.broadcast_to(bwd_cum, (*shape, bwd_cum.shape[-1]))
@@ -386,7 +386,8 @@ def ps_sync_times(cluster: Cluster, workload: Workload, lay: Layout) -> Iteratio
         comm[k] = pull + push_end_s(plan, np.zeros_like(ready))[0]
     compute = np.broadcast_to(compute, shape).astype(float)
     return IterationTimes(iteration, compute, comm, iteration - compute * slow,
-                          lay.global_batch / iteration)
+                          lay.global_batch / iteration,
+                          backward_s=np.broadcast_to(backward, shape).astype(float))
 
 
 def ps_limit(cluster: Cluster, workload: Workload, nodes: int) -> str:

@@ -64,6 +64,18 @@ class Layout:
     global_batch: np.ndarray
     compute_fraction: float = 1.0
 
+    def take(self, idx: np.ndarray) -> Layout:
+        """The layout of the node counts at positions ``idx`` (the same values).
+
+        Parameters
+        ----------
+        idx : ndarray of int
+            Positions in this layout's node counts.
+        """
+        return Layout(self.nodes[idx], self.ranks[idx], self.devices[idx], self.ranks_per_node,
+                      self.share, self.batch_per_rank[idx], self.global_batch[idx],
+                      self.compute_fraction)
+
 
 @dataclass(frozen=True)
 class IterationTimes:
@@ -89,6 +101,9 @@ class IterationTimes:
         ``"master-update"`` for a saturated parameter server, ``"input-pipeline"``
         where the loader is slower than the step; ``""`` where it does not); None when
         it never does.
+    backward_s : ndarray or None
+        The backward pass of one rank (summed over its layers, without noise), from the
+        same layer times the model used; None where a model does not give it.
     """
 
     iteration_s: np.ndarray
@@ -97,6 +112,21 @@ class IterationTimes:
     exposed_comm_s: np.ndarray
     samples_per_s: np.ndarray
     limit: np.ndarray | None = None
+    backward_s: np.ndarray | None = None
+
+    def take(self, idx: np.ndarray) -> IterationTimes:
+        """The times of the node counts at positions ``idx`` (the same values).
+
+        Parameters
+        ----------
+        idx : ndarray of int
+            Positions in these times' node counts.
+        """
+        def pick(a: np.ndarray | None) -> np.ndarray | None:
+            return None if a is None else a[idx]
+        return IterationTimes(self.iteration_s[idx], self.compute_s[idx], self.comm_s[idx],
+                              self.exposed_comm_s[idx], self.samples_per_s[idx],
+                              pick(self.limit), pick(self.backward_s))
 
 
 def check_nodes(cluster: Cluster, nodes: ArrayLike) -> np.ndarray:
@@ -178,7 +208,7 @@ def layout(cluster: Cluster, workload: Workload, nodes: ArrayLike) -> Layout:
     share = dpn / rpn
     top = int(np.max(n))
     check_analytical_ranks(top * rpn, nodes=top)
-    check_analytical_curve(int(np.sum(n, dtype=np.int64)) * rpn, int(np.size(n)))
+    check_analytical_curve(int(np.size(n)))
     ranks = n * rpn
     if workload.scaling == "strong":
         if np.any(ranks > workload.global_batch):

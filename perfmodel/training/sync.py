@@ -402,14 +402,16 @@ def _network_costs(network: NetworkModel, workload: Workload, bk: Buckets, bits:
 
 
 def _compute_phases(cluster: Cluster, workload: Workload, lay: Layout) -> tuple[
-        np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Forward, backward, update, per-layer backward ends (slowest rank), compute, slow."""
+        np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Forward, backward, update, per-layer backward ends (slowest rank), compute, slow,
+    and one rank's backward pass summed over its layers (without noise)."""
     dev = cluster.node.device
     weak = workload.scaling == "weak"
     batch = lay.batch_per_rank[0] if weak else lay.batch_per_rank
     lt = layer_times(workload.model, dev, workload.precision, batch, lay.share,
                      lay.compute_fraction, dispatch_s_per_op(workload))
     fwd = lt.forward_s.sum(axis=-1)
+    backward = np.broadcast_to(lt.backward_s.sum(axis=-1), lay.nodes.shape).astype(float)
     bwd_cum = np.cumsum(lt.backward_s[..., ::-1], axis=-1)[..., ::-1]   # time to finish layer i
     bwd = bwd_cum[..., 0]
     upd_s = update_s(workload.model.params, dev, workload.momentum > 0, lay.share)
@@ -419,7 +421,7 @@ def _compute_phases(cluster: Cluster, workload: Workload, lay: Layout) -> tuple[
     slow = expected_max_factor(cluster.noise, lay.ranks)
     fwd, bwd, upd = fwd * slow, bwd * slow, upd_s * slow
     bwd_cum = bwd_cum * slow[..., None]          # (N, L): per node count and layer
-    return fwd, bwd, upd, bwd_cum, compute, slow
+    return fwd, bwd, upd, bwd_cum, compute, slow, backward
 
 
 def sync_sgd_times(cluster: Cluster, workload: Workload, lay: Layout, *,
@@ -448,7 +450,7 @@ def sync_sgd_times(cluster: Cluster, workload: Workload, lay: Layout, *,
     """
     cluster = with_transport(cluster)
     rt = cluster.runtime
-    fwd, bwd, upd, bwd_cum, compute, slow = _compute_phases(cluster, workload, lay)
+    fwd, bwd, upd, bwd_cum, compute, slow, backward = _compute_phases(cluster, workload, lay)
 
     par = hockney_params(cluster)
     p = lay.ranks
@@ -497,4 +499,4 @@ def sync_sgd_times(cluster: Cluster, workload: Workload, lay: Layout, *,
     # exposed: the communication after the slowest rank's compute (its wait for the
     # stragglers, (slow - 1) x compute, is neither compute nor communication)
     return IterationTimes(iteration, compute, comm, iteration - compute * slow,
-                          lay.global_batch / iteration)
+                          lay.global_batch / iteration, backward_s=backward)

@@ -436,9 +436,9 @@ def _simulate(cluster: Cluster, workload: Workload, nodes: int, *,
                             nz, placement)
         own = _is_own_baseline(res, ctx, base, mode, network, placement)
         res.efficiency = _efficiency(res, base, cluster, workload.collective, own, baselines)
-    else:
+        res.band = _band(res, cluster, workload, baseline, nz)
+    else:   # a baseline run: its band is never shown
         res.efficiency = 1.0 if nodes == 1 else res.efficiency
-    res.band = _band(res, cluster, workload, baseline, nz)
     if tracer is not None:
         _record_trace(res, tracer, trace)
     return res

@@ -1,0 +1,112 @@
+"""What one ``predict`` computes: each value once per node count (issue 28, values
+that travel), and a cost per node count that does not grow with the curve (issue 27
+item 4). Counted, not timed: calls, node counts handed to each call, cached entries."""
+
+import collections
+import dataclasses
+
+import numpy as np
+import pytest
+
+from dlscale.perfmodel.catalog import get_cluster, get_workload
+from dlscale.perfmodel.compute import roofline
+from dlscale.perfmodel.training import easgd as training_easgd
+from dlscale.perfmodel.training import iteration, outside, predict, ranges, rank_layout
+from dlscale.perfmodel.training import sync as training_sync
+
+#: the functions whose calls are counted, and the modules that hold them
+COUNTED = {"layout": rank_layout, "iteration_times": iteration, "layout_times": iteration,
+           "layer_times": roofline}
+HOLDERS = (rank_layout, iteration, roofline, predict, training_sync, training_easgd,
+           outside, ranges)
+
+
+@pytest.fixture
+def calls(monkeypatch):
+    """Per counted function, the node counts of each call (layer_times: its batches)."""
+    seen = collections.defaultdict(list)
+    for name, home in COUNTED.items():
+        orig = getattr(home, name)
+
+        def wrapped(*args, _orig=orig, _name=name, **kwargs):
+            out = _orig(*args, **kwargs)
+            if _name == "layer_times":
+                seen[_name].append(np.size(args[3]))
+            elif _name == "layout_times":
+                seen[_name].append(tuple(args[2].nodes.astype(int).tolist()))
+            else:
+                seen[_name].append(tuple(np.atleast_1d(args[2]).astype(int).tolist()))
+            return out
+        for mod in HOLDERS:
+            if getattr(mod, name, None) is orig:
+                monkeypatch.setattr(mod, name, wrapped)
+    return seen
+
+
+def _all_counts(seen, name):
+    return [nd for call in seen[name] for nd in call]
+
+
+@pytest.mark.parametrize("change, baseline, extra", [
+    ({}, "node", 0),                         # the baseline is the curve's own 1-node run
+    ({"collective": "ring"}, "node", 1),     # the baseline runs auto: one run more, 1 node
+    ({}, "device", 1),                       # the baseline is one device alone
+    ({"algorithm": "sync-easgd"}, "node", 0),
+    ({"algorithm": "async-sgd"}, "node", 0),
+    ({"scaling": "strong", "global_batch": 4096}, "node", 0),
+])
+def test_one_predict_computes_each_value_once_per_node_count(calls, change, baseline, extra):
+    w = dataclasses.replace(get_workload("resnet50"), **change)
+    nodes = [1, 4, 4, 16, 2]                 # 1 and 4 twice: computed once each
+    out = predict.predict(get_cluster("summit"), w, nodes, baseline=baseline)
+    assert len(out) == 5
+    assert calls["iteration_times"] == []    # predict hands its layout on
+    assert len(calls["layout"]) == 1 + extra
+    assert len(calls["layout_times"]) == 1 + extra
+    assert len(calls["layer_times"]) == 1 + extra
+    assert calls["layout"][0] == (1, 2, 4, 16)
+    assert calls["layout_times"][0] == (1, 2, 4, 16)
+    assert sorted(_all_counts(calls, "layout")) == sorted([1, 2, 4, 16] + [1] * extra)
+
+
+def test_a_node_count_gives_the_same_row_in_any_curve():
+    """Rows do not depend on the other node counts asked for, their order or repeats."""
+    c, w = get_cluster("summit"), get_workload("resnet50")
+    curve = predict.predict(c, w, [16, 1, 4, 4, 2]).to_rows()
+    alone = {nd: predict.predict(c, w, [nd]).to_rows()[0] for nd in (1, 2, 4, 16)}
+    assert [row["nodes"] for row in curve] == [16, 1, 4, 4, 2]
+    for row in curve:
+        assert row == alone[row["nodes"]]
+
+
+def _traced_peak(monkeypatch, nodes):
+    """Peak bytes traced while predicting ``nodes`` (caches emptied, kept small)."""
+    import tracemalloc
+
+    from dlscale.perfmodel.network import model as netmodel
+    from dlscale.perfmodel.network import pipelined_tree
+    from dlscale.perfmodel.network import plan as netplan
+    monkeypatch.setattr(netplan.plan_collective, "max_bytes", 2 << 20)
+    monkeypatch.setattr(netplan._packed, "max_bytes", 2 << 20)
+    monkeypatch.setattr(netplan, "CHUNK_MESSAGES", 50_000)
+    for cache in (netplan.plan_collective, netplan._packed, netplan.plan_curve,
+                  pipelined_tree._parts, netmodel._own_levels, netmodel._layers):
+        cache.cache_clear()
+    netplan._layout.clear()
+    c, w = get_cluster("summit"), get_workload("resnet50")
+    predict.predict(c, w, [2])               # imports and compiled kernels: not counted
+    tracemalloc.start()
+    try:
+        predict.predict(c, w, nodes)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_memory_of_a_curve_does_not_grow_with_its_node_counts(monkeypatch):
+    """A curve of 100 node counts peaks at about what 10 of the same size do: nothing
+    keeps every node count's plan (its flows: megabytes at thousands of ranks) alive
+    (issue 27 item 4: 4 MB more per node count). Traced bytes, not time."""
+    few = _traced_peak(monkeypatch, np.arange(200, 210))
+    many = _traced_peak(monkeypatch, np.arange(200, 300))
+    assert many < 1.5 * few, (few, many)

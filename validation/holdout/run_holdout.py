@@ -382,8 +382,11 @@ def evaluate(case: Case, cache: dict[tuple[str, ...], dict[str, Any]]) -> dict[s
     row = rows[0]
     predicted = float(row[case.field])
     err, unit, within = error(case, predicted)
+    low = float(row.get(f"{case.field}_low", predicted))
+    high = float(row.get(f"{case.field}_high", predicted))
     return {"case": case.name, "quantity": case.quantity, "kind": case.kind,
             "published": case.published, "predicted": predicted, "error": err,
+            "low": low, "high": high, "in_range": low <= case.published <= high,
             "unit": unit, "within": within, "iteration_s": row["iteration_s"],
             "compute_s": row["compute_s"], "comm_s": row["comm_s"],
             "exposed_comm_s": row["exposed_comm_s"],
@@ -449,7 +452,29 @@ def summary(rows: list[dict[str, Any]]) -> list[str]:
     if rel:
         lines.append(f"throughput/time bias: mean {sum(rel) / len(rel):+.1f}% over {len(rel)} "
                      f"rows ({sum(e > 0 for e in rel)} above, {sum(e < 0 for e in rel)} below)")
+    lines.append(range_line(rows))
     return lines
+
+
+def range_line(rows: list[dict[str, Any]]) -> str:
+    """How many published figures lie inside the printed range, and how wide it is:
+    the median width in points for efficiencies, relative to the central value for
+    rates and times.
+
+    Parameters
+    ----------
+    rows : list of dict
+        Rows from :func:`run_all`.
+    """
+    inside = sum(r["in_range"] for r in rows)
+    pp = sorted(100.0 * (r["high"] - r["low"]) for r in rows if r["unit"] == "pp")
+    rel = sorted(100.0 * (r["high"] - r["low"]) / r["predicted"] for r in rows
+                 if r["unit"] == "%" and r["predicted"] > 0)
+
+    def median(v: list[float]) -> float:
+        return (v[len(v) // 2] + v[(len(v) - 1) // 2]) / 2 if v else float("nan")
+    return (f"inside the printed range: {inside} of {len(rows)}; median range width "
+            f"{median(pp):.1f} pp (efficiency), {median(rel):.1f}% (rates and times)")
 
 
 def format_rows(rows: list[dict[str, Any]], markdown: bool = False) -> str:

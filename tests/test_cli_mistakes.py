@@ -190,7 +190,7 @@ def test_an_interrupt_a_finalizer_swallowed_still_stops_the_command(capsys, monk
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
-def test_an_interrupt_an_import_turned_into_an_import_error_is_one_line(capsys, monkeypatch):
+def test_an_interrupt_another_exception_carries_is_one_line(capsys, monkeypatch):
     """A SIGINT inside numpy's C-extension import comes out as an ImportError
     ("PyCapsule_Import could not import module 'datetime'"; the sweep's interrupt test
     hit it under load): the remembered interrupt makes it the one line and 130; an
@@ -212,6 +212,18 @@ def test_an_interrupt_an_import_turned_into_an_import_error_is_one_line(capsys, 
     monkeypatch.setattr(cli, "_main", interrupted_import)
     assert cli.main(["catalog", "devices"]) == 130
     assert capsys.readouterr().err.strip().splitlines() == ["dlscale catalog: interrupted"]
+
+    def interrupted_dataclass(words):   # seen in CI: the interrupt inside dataclass()
+        try:
+            signal.raise_signal(signal.SIGINT)
+        except KeyboardInterrupt:
+            raise RuntimeError("Error calling __set_name__ on 'Field' instance") from None
+        return 0
+
+    monkeypatch.setattr(cli, "_main", interrupted_dataclass)
+    assert cli.main(["catalog", "devices"]) == 130
+    assert capsys.readouterr().err.strip().splitlines() == ["dlscale catalog: interrupted"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler   # in process
 
     def broken_import(words):
         raise ImportError("no module named x")

@@ -17,7 +17,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -25,6 +24,7 @@ from mpi_helpers import MPIEXEC, mpi_or_skip
 
 sys.path.insert(0, str(Path(__file__).parent))
 import sweep_fakes
+from sweep_waits import SAFETY_S, gone, rows, until
 
 from dlscale.study import load_study
 from dlscale.sweep import run_sweep
@@ -32,7 +32,6 @@ from dlscale.sweep_guard import LOCK_NAME
 
 pytestmark = pytest.mark.mpi
 
-SAFETY_S = 60.0
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -40,24 +39,6 @@ def _mpi():
     mpi_or_skip()
 
 
-def _until(cond: Callable[[], bool], proc: subprocess.Popen[str], what: str) -> None:
-    deadline = time.monotonic() + SAFETY_S
-    while not cond():
-        assert proc.poll() is None, f"the sweep ended before {what}: {proc.communicate()}"
-        assert time.monotonic() < deadline, f"no {what} in {SAFETY_S} s"
-        time.sleep(0.02)
-
-
-def _rows(out: Path) -> int:
-    log = out / "results.jsonl"
-    return len(log.read_text().splitlines()) if log.exists() else 0
-
-
-def _gone(pid: int) -> bool:
-    try:
-        return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
-    except OSError:
-        return True
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
@@ -76,8 +57,8 @@ def test_signal_to_rank_0_ends_the_mpi_job_and_keeps_every_finished_point(tmp_pa
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True)
     try:
-        _until(lambda: (marks / "started-3").exists() and (marks / "started-4").exists()
-               and _rows(out) == 8, proc, "two blocked workers and 8 written rows")
+        until(lambda: (marks / "started-3").exists() and (marks / "started-4").exists()
+               and rows(out) == 8, proc, "two blocked workers and 8 written rows")
         workers = [int((marks / f"started-{t}").read_text()) for t in (3, 4)]
         rank0 = json.loads((out / LOCK_NAME).read_text())["pid"]
         os.kill(rank0, sig)
@@ -96,7 +77,7 @@ def test_signal_to_rank_0_ends_the_mpi_job_and_keeps_every_finished_point(tmp_pa
     assert all(line.startswith("Abort(") for line in lines[1:]) and "Traceback" not in err, err
     # the launcher has killed them (reaped maybe a moment after mpiexec's own exit)
     deadline = time.monotonic() + SAFETY_S
-    while not all(_gone(pid) for pid in (*workers, rank0)):
+    while not all(gone(pid) for pid in (*workers, rank0)):
         assert time.monotonic() < deadline, f"workers {workers} still run {SAFETY_S} s later"
         time.sleep(0.02)
     assert not (out / LOCK_NAME).exists()

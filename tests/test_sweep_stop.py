@@ -16,7 +16,6 @@ import resource
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -29,8 +28,8 @@ from dlscale.sweep_guard import LOCK_NAME
 
 sys.path.insert(0, str(Path(__file__).parent))
 import sweep_fakes
+from sweep_waits import SAFETY_S, gone, rows, until
 
-SAFETY_S = 60.0
 #: The CLI with the grace between a worker's SIGTERM and its SIGKILL made 10 minutes,
 #: so that only a second signal can end the stop of a worker that ignores SIGTERM.
 SLOW_STOP = [sys.executable, "-c", "import sys, dlscale.sweep_guard as g; "
@@ -57,24 +56,6 @@ def _env(marks: Path, **flags: str) -> dict[str, str]:
             sweep_fakes.MARKS_ENV: str(marks), **flags}
 
 
-def _until(cond: Callable[[], bool], proc: subprocess.Popen[str], what: str) -> None:
-    deadline = time.monotonic() + SAFETY_S
-    while not cond():
-        assert proc.poll() is None, f"the sweep ended before {what}: {proc.communicate()}"
-        assert time.monotonic() < deadline, f"no {what} in {SAFETY_S} s"
-        time.sleep(0.02)
-
-
-def _rows(out: Path) -> int:
-    log = out / "results.jsonl"
-    return len(log.read_text().splitlines()) if log.exists() else 0
-
-
-def _gone(pid: int) -> bool:
-    try:
-        return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
-    except OSError:
-        return True
 
 
 def _default_sigint() -> None:
@@ -90,8 +71,8 @@ def _busy_sweep(tmp_path: Path, prog: list[str], **flags: str):
     proc = subprocess.Popen(_cmd(prog, study, out, "blocking_eval"), env=_env(marks, **flags),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=_default_sigint)
-    _until(lambda: (marks / "started-3").exists() and (marks / "started-4").exists()
-           and _rows(out) == 8, proc, "two blocked workers and 8 written rows")
+    until(lambda: (marks / "started-3").exists() and (marks / "started-4").exists()
+           and rows(out) == 8, proc, "two blocked workers and 8 written rows")
     workers = [int((marks / f"started-{t}").read_text()) for t in (3, 4)]
     return proc, study, out, marks, workers
 
@@ -129,7 +110,7 @@ def test_signal_stops_workers_in_endless_chunks_and_keeps_every_finished_point(t
         proc.kill()
     assert err.startswith(f"dlscale sweep: interrupted ({signal.Signals(sig).name}); "
                           "8 finished points kept in "), err
-    assert all(_gone(w) for w in workers)
+    assert all(gone(w) for w in workers)
     assert not (out / LOCK_NAME).exists()
     _resume_gives_a_full_sweeps_bytes(tmp_path, study, out)
 
@@ -141,7 +122,7 @@ def test_second_signal_kills_workers_that_ignore_sigterm(tmp_path):
                                                          SWEEP_FAKES_STUBBORN="1")
     try:
         proc.send_signal(signal.SIGINT)
-        _until(lambda: (marks / "term-3").exists() and (marks / "term-4").exists(), proc,
+        until(lambda: (marks / "term-3").exists() and (marks / "term-4").exists(), proc,
                "SIGTERM to both workers")
         assert proc.poll() is None  # 600 s of grace: it waits for the workers
         proc.send_signal(signal.SIGINT)
@@ -149,8 +130,8 @@ def test_second_signal_kills_workers_that_ignore_sigterm(tmp_path):
     finally:
         proc.kill()
     assert "interrupted (SIGINT); 8 finished points kept" in err
-    assert all(_gone(w) for w in workers)
-    assert _rows(out) == 8
+    assert all(gone(w) for w in workers)
+    assert rows(out) == 8
 
 
 def test_signals_in_a_row_stop_with_one_line(tmp_path):
@@ -162,7 +143,7 @@ def test_signals_in_a_row_stop_with_one_line(tmp_path):
     finally:
         proc.kill()
     assert "interrupted (SIGINT); 8 finished points kept" in err
-    assert all(_gone(w) for w in workers)
+    assert all(gone(w) for w in workers)
 
 
 # --- item 3: a dead worker, a file that cannot grow, a read-only folder --------------
@@ -177,7 +158,7 @@ def test_a_killed_worker_is_one_line_and_finished_points_are_kept(tmp_path):
     assert len(proc.stderr.splitlines()) == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert proc.stderr.startswith("dlscale sweep: error: a worker process died (killed by "
                                   "SIGKILL) while running points; 8 finished points kept in ")
-    assert _rows(out) == 8 and not (out / LOCK_NAME).exists()
+    assert rows(out) == 8 and not (out / LOCK_NAME).exists()
     _resume_gives_a_full_sweeps_bytes(tmp_path, study, out)
 
 
@@ -225,7 +206,7 @@ def test_no_space_left_is_one_line(tmp_path, monkeypatch, capsys):
     assert code == 2 and len(err.splitlines()) == 1, err
     assert ("results.jsonl: cannot write: No space left on device; 8 finished points kept"
             in err)
-    assert _rows(out) == 8
+    assert rows(out) == 8
 
 
 @pytest.mark.parametrize("how", ["chmod", "read-only file system"])

@@ -19,6 +19,7 @@ import pytest
 
 from dlscale import api
 from dlscale.perfmodel.catalog import get_cluster
+from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.machine.hardware import NetworkSpec
 from dlscale.perfmodel.machine.topologies import FAMILIES, TOPOLOGIES, Family, Topology
 from dlscale.perfmodel.network.linkload import LEVEL_LOADS, level_bandwidths_Bps, step_load
@@ -166,3 +167,21 @@ def test_a_family_registered_in_the_table_alone_reaches_predict_and_simulate(mon
     flat_sim = api.simulate(flat, "resnet50", [8], iterations=2, efficiency=False,
                             workload_overrides={"collective": "ring"})
     assert sim.rows[0]["comm_s"] > flat_sim.rows[0]["comm_s"]       # the line's hops again
+
+
+def test_a_family_registered_in_the_table_alone_is_read_from_toml_and_listed(monkeypatch,
+                                                                           tmp_path):
+    from dlscale.perfmodel.catalog.rows import catalog_rows
+    from dlscale.perfmodel.machine.config import load_cluster
+
+    line_family = dataclasses.replace(LINE, summary="routers in a line (a test family)")
+    toml = tmp_path / "line.toml"
+    toml.write_text('base = "stampede2-skx"\n[network.topology]\nfamily = "line"\n'
+                    'max_nodes = 8\n')
+    with pytest.raises(ConfigError, match="family: unknown value 'line'"):
+        load_cluster(toml)
+    monkeypatch.setitem(FAMILIES, "line", line_family)     # the registry line, nothing else
+    cluster = load_cluster(toml)
+    assert isinstance(cluster.network.topology, Line) and cluster.network.topology.max_nodes == 8
+    assert {"name": "line", "description": "routers in a line (a test family)"} in \
+        catalog_rows("topologies")

@@ -19,7 +19,6 @@ from __future__ import annotations
 from typing import Any
 
 from dlscale.perfmodel.errors import unknown_name
-from dlscale.perfmodel.machine.hardware import TOPOLOGIES
 from dlscale.perfmodel.training.workload import ALGORITHMS, COLLECTIVES, GROUPINGS
 
 __all__ = ["CATALOG_KINDS", "DESCRIPTIONS", "catalog_rows"]
@@ -27,12 +26,9 @@ __all__ = ["CATALOG_KINDS", "DESCRIPTIONS", "catalog_rows"]
 CATALOG_KINDS = ("devices", "machines", "networks", "models", "topologies", "algorithms",
                  "links", "nodes", "workloads", "runtimes", "message-factors")
 
-#: One-line descriptions of the topology families and algorithm names.
+#: One-line descriptions of the training algorithms and collective names (a topology
+#: family's is its :attr:`~dlscale.perfmodel.machine.topologies.Family.summary`).
 DESCRIPTIONS: dict[str, str] = {
-    "fat-tree": "folded Clos; per-level (down, up) ports set the taper (Leiserson 1985)",
-    "dragonfly": "groups of all-to-all routers joined by global links (Kim et al. ISCA 2008)",
-    "torus": "n-dimensional wrap-around mesh, one node per router (BlueGene, Tofu)",
-    "crossbar": "one non-blocking switch: a small cluster or one server",
     "sync-sgd": "synchronous data-parallel SGD: allreduce of gradients every step",
     "easgd": "original EASGD: master exchanges with workers round-robin (Zhang et al. 2015)",
     "sync-easgd": "EASGD with broadcast of W and tree reduction of the W_i (You et al. SC'17)",
@@ -150,7 +146,9 @@ def _workloads() -> list[dict[str, Any]]:
 
 
 def _topologies() -> list[dict[str, Any]]:
-    return [{"name": t, "description": DESCRIPTIONS[t]} for t in TOPOLOGIES]
+    from dlscale.perfmodel.machine.topologies import FAMILIES
+
+    return [{"name": name, "description": f.summary} for name, f in FAMILIES.items()]
 
 
 def _algorithms() -> list[dict[str, Any]]:

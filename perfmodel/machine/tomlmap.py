@@ -176,8 +176,14 @@ def _convert(tp: Any, value: Any, where: str, lookup: PresetLookup | None,
 def _convert_union_of_dataclasses(options: list[Any], value: Any, where: str,
                                   lookup: PresetLookup | None, base: Any) -> Any:
     """A table whose ``family`` key picks one of several dataclasses (topologies)."""
+    from dlscale.perfmodel.machine.topologies import FAMILIES
+
     by_family = {o.__dataclass_fields__["family"].default: o for o in options
                  if "family" in o.__dataclass_fields__}
+    if by_family and set(by_family) <= set(FAMILIES):
+        # a network topology: every family registered in the one table, also one
+        # registered after the type annotation was written
+        by_family = {name: f.description for name, f in FAMILIES.items()}
     if not isinstance(value, Mapping):
         raise ConfigError(f"{where}: expected a table with a 'family' key, got {value!r}")
     family = value.get("family", getattr(base, "family", None))

@@ -71,4 +71,5 @@ def _switches(topo: Crossbar, nodes: int) -> int:
 
 
 #: The crossbar's entry in :data:`~dlscale.perfmodel.machine.topologies.FAMILIES`.
-FAMILY = Family(Crossbar, graph=_graph, switches=_switches, route=FatTreeRouter)
+FAMILY = Family(Crossbar, graph=_graph, switches=_switches, route=FatTreeRouter,
+                summary="one non-blocking switch: a small cluster or one server")

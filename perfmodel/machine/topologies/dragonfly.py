@@ -342,4 +342,5 @@ class DragonflyRouter:
 
 
 #: The dragonfly's entry in :data:`~dlscale.perfmodel.machine.topologies.FAMILIES`.
-FAMILY = Family(Dragonfly, graph=_graph, switches=_switches, route=DragonflyRouter)
+FAMILY = Family(Dragonfly, graph=_graph, switches=_switches, route=DragonflyRouter,
+                summary="groups of all-to-all routers joined by global links (Kim et al. ISCA 2008)")

@@ -57,6 +57,8 @@ class Family:
         The analytical loads (:data:`LevelLoads`); ``None`` where the family's entry
         is in :data:`dlscale.perfmodel.network.linkload.LEVEL_LOADS` (the built-in
         families' for now).
+    summary : str, optional
+        One line for ``dlscale catalog topologies``.
     """
 
     description: type
@@ -64,6 +66,7 @@ class Family:
     switches: Callable[[Any, int], int]
     route: Callable[[dict[str, Any], int], Any]
     loads: LevelLoads | None = None
+    summary: str = ""
 
     @property
     def name(self) -> str:

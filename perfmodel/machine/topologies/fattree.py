@@ -448,4 +448,5 @@ class FatTreeRouter:
 
 
 #: The fat tree's entry in :data:`~dlscale.perfmodel.machine.topologies.FAMILIES`.
-FAMILY = Family(FatTree, graph=_graph, switches=_switches, route=FatTreeRouter)
+FAMILY = Family(FatTree, graph=_graph, switches=_switches, route=FatTreeRouter,
+                summary="folded Clos; per-level (down, up) ports set the taper (Leiserson 1985)")

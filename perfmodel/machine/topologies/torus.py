@@ -381,4 +381,5 @@ class TorusRouter:
 
 
 #: The torus's entry in :data:`~dlscale.perfmodel.machine.topologies.FAMILIES`.
-FAMILY = Family(Torus, graph=_graph, switches=_switches, route=TorusRouter)
+FAMILY = Family(Torus, graph=_graph, switches=_switches, route=TorusRouter,
+                summary="n-dimensional wrap-around mesh, one node per router (BlueGene, Tofu)")

@@ -118,7 +118,9 @@ _AMD = "fp32 = FP32 matrix cores"
 
 #: The new devices with their datasheet figures (fractions are placeholders).
 BASE_2020S: dict[str, Device] = {
-    # A100 SXM4 40 GB: 108 SMs, 1,410 MHz boost (NVIDIA Ampere GA100 whitepaper, 2020),
+    # A100 SXM4 40 GB: 108 SMs, 1,410 MHz boost (NVIDIA Ampere GA100 whitepaper, 2020;
+    # secondary: the PC2 wiki's deviceQuery, "(108) Multiprocessors", "GPU Max Clock
+    # rate: 1410 MHz"),
     # 40 GB HBM2 at 1,555 GB/s, 400 W max (A100 datasheet; secondary PC2 wiki page:
     # "Memory 1.555 GB/s", "Max Thermal Design Power (TDP) 400 W")
     "a100-sxm4-40gb": _dev(

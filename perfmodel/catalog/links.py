@@ -113,7 +113,8 @@ LINKS: dict[str, Link] = {
     "pcie-gen5-x16": _link("pcie-gen5-x16", 16 * 32e9 * 128 / 130 / 8, 5 * us,
                            "PCI-SIG PCIe 5.0 spec; latency approx. as gen3"),
     # NVLink 3 (A100, NVIDIA Ampere GA100 whitepaper 2020): 12 links per GPU, 25 GB/s per
-    # direction each, 600 GB/s per GPU in all (both directions). "nvlink3-x12" is one
+    # direction each, 600 GB/s per GPU in all (both directions); secondary:
+    # glennklockwood.com A100 page, "300+300 GB/s NVLink (D2D)". "nvlink3-x12" is one
     # GPU's whole NVLink through NVSwitch (DGX/HGX A100: six NVSwitches, any pair at
     # the full 600 GB/s, same whitepaper). "nvlink3-x4": the 4 A100 of a Perlmutter
     # node are all-to-all connected (docs.nersc.gov node-types figure: "Each GPU is
@@ -126,7 +127,9 @@ LINKS: dict[str, Link] = {
                          "NVIDIA Ampere GA100 whitepaper 2020 (600 GB/s per GPU, NVSwitch)"),
     # NVLink 4 (H100/H200, NVIDIA H100 datasheet "NVLink: 900GB/s"; Hopper whitepaper
     # 2022: 18 links x 25 GB/s per direction) through third-generation NVSwitch (DGX
-    # H100: any GPU pair at the full rate): 450 GB/s per direction. Latency as above.
+    # H100: any GPU pair at the full rate): 450 GB/s per direction. Secondary:
+    # ai-hpc.github.io 8x-H200 hardware page, "Links per GPU: 18 NVLink 4.0 lanes",
+    # "50 GB/s bidirectional" per link. Latency as above.
     "nvlink4-x18": _link("nvlink4-x18", 18 * 25 * GB_per_s, 3 * us,
                          "NVIDIA H100 datasheet / Hopper whitepaper 2022 (900 GB/s, NVSwitch)"),
     # NVLink 5 (B200, NVIDIA Blackwell datasheet "1.8 TB/s" NVLink per GPU; 18 links x
@@ -156,7 +159,9 @@ LINKS: dict[str, Link] = {
     "infinity-fabric-mi300x": _link("infinity-fabric-mi300x", 64 * GB_per_s, 5 * us,
                                     "AMD MI300X platform data sheet (64 GB/s per pair)"),
     # InfiniBand (IBTA spec): NDR 400 Gb/s = 50 GB/s, XDR 800 Gb/s = 100 GB/s per port
-    # (NVIDIA ConnectX-7 / ConnectX-8 product briefs). MPI latency taken as HDR's 0.6 us
+    # (NVIDIA ConnectX-7 / ConnectX-8 product briefs). NDR read in the DGX SuperPOD RA
+    # (DGX H100, 2023: "NVIDIA NDR (400 Gbps) InfiniBand"); the XDR rate is the IBTA
+    # roadmap's 800 Gb/s, not re-read in a page here. MPI latency taken as HDR's 0.6 us
     # (ConnectX-6 brief), approx. (assumption: no NDR/XDR MPI figure cited here).
     "ib-ndr": _link("ib-ndr", 400 * Gbit_per_s, 0.6 * us, "IBTA spec; NVIDIA ConnectX-7 brief"),
     "ib-xdr": _link("ib-xdr", 800 * Gbit_per_s, 0.6 * us, "IBTA spec; NVIDIA ConnectX-8 brief"),
@@ -165,15 +170,16 @@ LINKS: dict[str, Link] = {
     # RA-11333-001, 2023) = 400 GB/s node injection.
     "ib-ndr-x8": _link("ib-ndr-x8", 8 * 400 * Gbit_per_s, 0.6 * us,
                        "NVIDIA DGX H100 datasheet (8 x ConnectX-7 NDR 400)"),
-    # RoCE over 200 / 400 GbE (IEEE 802.3bs-2017): line rate / 8; latency as the RoCE
-    # entries above (assumption).
+    # RoCE over 200 / 400 GbE (IEEE 802.3bs-2017, by name: not re-read here): line rate
+    # / 8; latency as the RoCE entries above (assumption).
     "eth-200g-roce": _link("eth-200g-roce", 200 * Gbit_per_s, _ETH_ROCE_LAT,
                            "IEEE 802.3bs-2017; Mellanox RoCE brief"),
     "eth-400g-roce": _link("eth-400g-roce", 400 * Gbit_per_s, _ETH_ROCE_LAT,
                            "IEEE 802.3bs-2017; Mellanox RoCE brief"),
     # HPE Slingshot-11: Rosetta switch, 64 ports at 200 Gb/s per direction, Cassini NIC
     # 200 Gb/s (De Sensi et al., "An In-Depth Analysis of the Slingshot Interconnect",
-    # SC'20, arXiv 2008.08886) = 25 GB/s per link. MPI zero-byte latency ~2 us, approx.
+    # SC'20, arXiv 2008.08886; read in its abstract pages and the koineu.com summary: "a
+    # 64-port switch delivering 200 Gb/s per direction") = 25 GB/s per link. MPI zero-byte latency ~2 us, approx.
     # (assumption: the order of the OSU latencies Slingshot sites report; no single
     # figure cited here). Perlmutter GPU and Frontier nodes have 4 NICs each
     # (docs.nersc.gov Perlmutter architecture: "4x HPE Slingshot 11"; OLCF Frontier

@@ -80,8 +80,8 @@ NODES: dict[str, NodeSpec] = {
     # Perlmutter GPU node (docs.nersc.gov/systems/perlmutter/architecture): 1 AMD EPYC
     # 7763 (64 cores), 4 NVIDIA A100 (40GB), "4x HPE Slingshot 11"; 256 GB host memory
     # (docs.nersc.gov node-types figure, "Memory per Node: 256 GB"); the 4 GPUs all-to-all
-    # on NVLink 3 (4 links per pair, links.py); GPU-CPU on PCIe 4.0 (A100 datasheet:
-    # "PCIe Gen4 64 GB/s", both directions).
+    # on NVLink 3 (4 links per pair, links.py); GPU-CPU on PCIe 4.0 x16 (A100 datasheet;
+    # secondary glennklockwood.com A100 page: "32+32 GB/s PCIe Gen4 (H2D)").
     "perlmutter-gpu": _node("perlmutter-gpu", "a100-sxm4-40gb", 4, "nvlink3-x4",
                             "slingshot-11-x4", "pcie-gen4-x16", 256,
                             "docs.nersc.gov Perlmutter architecture (GPU node)", host_cores=64),

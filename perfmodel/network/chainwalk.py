@@ -151,7 +151,8 @@ def longest_chains(steps: ChainSteps, cost: np.ndarray, scale: np.ndarray) -> np
     if cost.shape != (B, steps.classes) or scale.shape != (B, J):
         raise ValueError(f"cost, scale: need shapes {(B, steps.classes)} and {(B, J)}, got "
                          f"{cost.shape} and {scale.shape}")
-    walk = _chains_numpy if B * len(steps.step_cost) <= SMALL_STEPS else _compiled()
+    small = B * len(steps.step_cost) <= SMALL_STEPS and B * len(steps.src) <= SMALL_MESSAGES
+    walk = _chains_numpy if small else _compiled()
     return np.asarray(walk(steps.plan_ranks, steps.plan_steps, steps.step_msgs,
                            steps.step_cost, steps.step_recv, steps.src, steps.dst,
                            steps.cls, steps.back, cost, scale, steps.recv))
@@ -162,6 +163,10 @@ def longest_chains(steps: ChainSteps, cost: np.ndarray, scale: np.ndarray) -> np
 #: loading numba and its compiled kernel costs about half a second of a command that
 #: prices a handful of node counts (``dlscale predict summit resnet50 --nodes 8``).
 SMALL_STEPS = 2048
+#: Messages times cases up to which numpy walks: beyond, its scatter of every message
+#: (about 35 ns each) costs more than loading the compiled kernel (a chunk of a long
+#: curve holds millions).
+SMALL_MESSAGES = 1 << 21
 
 _COMPILED: list[Callable[..., np.ndarray]] = []
 

@@ -30,6 +30,7 @@ Two pairs exchange in step 1 (the pair (2, 3) is slow); in step 2 ranks 1 and 2:
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -151,7 +152,9 @@ def longest_chains(steps: ChainSteps, cost: np.ndarray, scale: np.ndarray) -> np
     if cost.shape != (B, steps.classes) or scale.shape != (B, J):
         raise ValueError(f"cost, scale: need shapes {(B, steps.classes)} and {(B, J)}, got "
                          f"{cost.shape} and {scale.shape}")
-    small = B * len(steps.step_cost) <= SMALL_STEPS and B * len(steps.src) <= SMALL_MESSAGES
+    work = B * len(steps.src)
+    small = B * len(steps.step_cost) <= SMALL_STEPS and (
+        work <= SMALL_MESSAGES if "numba" not in sys.modules else work < LOADED_MESSAGES)
     walk = _chains_numpy if small else _compiled()
     return np.asarray(walk(steps.plan_ranks, steps.plan_steps, steps.step_msgs,
                            steps.step_cost, steps.step_recv, steps.src, steps.dst,
@@ -164,9 +167,11 @@ def longest_chains(steps: ChainSteps, cost: np.ndarray, scale: np.ndarray) -> np
 #: prices a handful of node counts (``dlscale predict summit resnet50 --nodes 8``).
 SMALL_STEPS = 2048
 #: Messages times cases up to which numpy walks: beyond, its scatter of every message
-#: (about 35 ns each) costs more than loading the compiled kernel (a chunk of a long
-#: curve holds millions).
+#: (about 20 ns each, the compiled walk 3) costs more than loading the compiled kernel
+#: (a chunk of a long curve holds millions); once numba is loaded, numpy walks below
+#: :data:`LOADED_MESSAGES` only.
 SMALL_MESSAGES = 1 << 21
+LOADED_MESSAGES = 1 << 14
 
 _COMPILED: list[Callable[..., np.ndarray]] = []
 

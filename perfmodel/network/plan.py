@@ -39,6 +39,7 @@ import numpy as np
 from dlscale.perfmodel.machine.hardware import Cluster, Topology
 from dlscale.perfmodel.network.linkload import CrossTraffic, StepLoad, step_load
 from dlscale.perfmodel.network.packedflows import PackedFlows, pack_flows
+from dlscale.perfmodel.network.rowclasses import unique_rows
 from dlscale.perfmodel.network.schedules import build_schedule, double_binary_tree_edges
 from dlscale.perfmodel.network.treewindows import windowed
 from dlscale.perfmodel.sizedcache import SizedCache
@@ -113,19 +114,9 @@ def _step_flows(s: StepLoad, levels: tuple[str, ...], src: np.ndarray, dst: np.n
 
 
 def _unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``np.unique(rows, axis=0, return_inverse=True)`` of finite float rows (rows in
-    lexicographic order, column 0 first), by one ``lexsort`` instead of a sort of
-    structured records (20 of 33 s of a 24-count Summit curve)."""
-    if not len(rows):
-        return rows[:0], np.zeros(0, dtype=np.intp)
-    order = np.lexsort(rows.T[::-1])
-    ordered = rows[order]
-    new = np.empty(len(rows), dtype=bool)
-    new[0] = True
-    np.any(ordered[1:] != ordered[:-1], axis=1, out=new[1:])
-    cls = np.empty(len(rows), dtype=np.intp)
-    cls[order] = np.cumsum(new) - 1
-    return ordered[new], cls
+    """``np.unique(rows, axis=0, return_inverse=True)`` of finite float rows
+    (:func:`dlscale.perfmodel.network.rowclasses.unique_rows`)."""
+    return unique_rows(rows)
 
 
 def _once_each(ranks: np.ndarray) -> bool:
@@ -335,8 +326,11 @@ def _plan_bytes(plan: CollectivePlan) -> int:
 
 #: The plans (:func:`plan_collective`) kept are bounded by their bytes, not their count:
 #: a 27,648-rank plan that keeps its flows holds about 10 MB, so a curve of thousands
-#: of node counts would otherwise keep gigabytes (issue 27: 11 MB per node count).
-PLAN_BYTES = 256 << 20
+#: of node counts would otherwise keep gigabytes (issue 27: 11 MB per node count). A
+#: curve asks each such plan once (its walks are kept, :mod:`dlscale.perfmodel.network.walkmemo`), so
+#: this and :data:`PACKED_BYTES` serve a curve asked again at other sizes; together with
+#: numba (about 90 MB) and the chunk being built they keep a 4,608-count curve under 1 GB.
+PLAN_BYTES = 128 << 20
 
 plan_collective = SizedCache(_plan_collective, PLAN_BYTES, _plan_bytes)
 
@@ -428,7 +422,7 @@ def _packed_bytes(packed: PackedFlows) -> int:
 
 
 #: Packed chunks of curves kept (:func:`packed_curve`), bounded by their bytes.
-PACKED_BYTES = 256 << 20
+PACKED_BYTES = 128 << 20
 #: Messages of the plans packed together in one chunk of a curve (a chunk of 4 M
 #: messages holds about 70 MB): a curve's memory is bounded by the chunk being priced
 #: and the caches, not by its length.

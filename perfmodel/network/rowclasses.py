@@ -97,21 +97,26 @@ def _kernel() -> Callable[..., tuple[np.ndarray, np.ndarray]]:
 
 def _hash_classes(rows: np.ndarray, bits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The first row of each class, in order of first appearance, and each row's
-    class in that order: an open-addressing table of the rows' bits, equal rows by
-    ``==`` on the floats."""
+    class in that order: an open-addressing table of the rows' bits (each word mixed
+    by SplitMix64's finalizer: floats such as 1.0 and 2.0 differ in their high bits
+    only), equal rows by ``==`` on the floats."""
     F, C = rows.shape
     size = 16
     while size < 2 * F:
         size *= 2
+    mask = np.uint64(size - 1)
     table = np.full(size, -1, np.int64)
     first = np.empty(F, np.int64)
     cls = np.empty(F, np.int64)
     U = 0
     for i in range(F):
-        h = np.uint64(1469598103934665603)
+        h = np.uint64(0)
         for c in range(C):
-            h = (h ^ np.uint64(bits[i, c])) * np.uint64(1099511628211)
-        slot = np.int64(h & np.uint64(size - 1))
+            x = h ^ np.uint64(bits[i, c])
+            x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+            x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+            h = x ^ (x >> np.uint64(31))
+        slot = np.int64(h & mask)
         while True:
             k = table[slot]
             if k < 0:

@@ -151,3 +151,22 @@ def test_the_band_builds_each_plan_once_per_node_count(monkeypatch):
     tight = ranges.predict_range(c, w, nodes).to_rows()
     assert tight == roomy
     assert built and max(built.values()) == 1, [k[:5] for k, v in built.items() if v > 1]
+
+
+def test_the_band_computes_each_value_once_per_node_count_and_corner(calls):
+    """The band (issue 25) is four answers: the central one and the fast, slow and
+    serial corners. Each corner has its own links (transport efficiency: every
+    allreduce's price), its own dispatch floor (the layer times) and overlap and input
+    pipeline (the iteration times), so each of the four computes its layout, layer
+    times and iteration times once per node count, and none more; the plans behind
+    the allreduces are built once for all four
+    (test_the_band_builds_each_plan_once_per_node_count)."""
+    c, w = get_cluster("summit"), get_workload("resnet50")
+    out = ranges.predict_range(c, w, [1, 4, 4, 16, 2])
+    assert len(out) == 5 and out.band is not None
+    corners = len(ranges.corners(c, w))
+    assert corners == 3
+    assert calls["iteration_times"] == []
+    for name in ("layout", "layout_times"):
+        assert calls[name] == [(1, 2, 4, 16)] * (1 + corners), name
+    assert calls["layer_times"] == [1] * (1 + corners)     # weak scaling: one batch

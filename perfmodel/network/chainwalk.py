@@ -57,6 +57,23 @@ def _bounds(name: str, a: np.ndarray, low: int, high: int) -> None:
                          f"{int(a.min())}..{int(a.max())}")
 
 
+def _span(name: str, mins: np.ndarray, maxs: np.ndarray, low: int, high: int) -> None:
+    """:func:`_bounds` of values given by their least and greatest per group."""
+    if mins.size and (int(mins.min()) < low or int(maxs.max()) > high):
+        raise ValueError(f"{name}: values must be in {low}..{high}, got "
+                         f"{int(mins.min())}..{int(maxs.max())}")
+
+
+def _step_min(at: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+    """Least value of each step that starts at ``at`` (steps with messages only)."""
+    return lambda a: np.minimum.reduceat(a, at) if len(at) else a[:0]
+
+
+def _step_max(at: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+    """Greatest value of each step that starts at ``at`` (steps with messages only)."""
+    return lambda a: np.maximum.reduceat(a, at) if len(at) else a[:0]
+
+
 @dataclass(frozen=True)
 class ChainSteps:
     """The steps of ``J`` plans packed in compressed rows (see the module docstring),
@@ -116,14 +133,20 @@ class ChainSteps:
             if a[0] != 0 or a[-1] != end or (np.diff(a) < 0).any():
                 raise ValueError(f"{nm}: must rise from 0 to {end}, got {a[0]}..{a[-1]}")
         step_plan = np.repeat(np.arange(J), np.diff(self.plan_steps))
-        msg_step = np.repeat(np.arange(S), np.diff(self.step_msgs))
-        top = self.plan_ranks[step_plan[msg_step]]
-        if ((self.src < 0) | (self.dst < 0) | (self.src >= top) | (self.dst >= top)).any():
+        # each step's least and greatest rank, class and fold (the same bounds as per
+        # message, in a few passes over the messages: a long curve packs millions)
+        full = np.flatnonzero(np.diff(self.step_msgs) > 0)
+        at, cost = self.step_msgs[full], self.step_cost[full]
+        top = self.plan_ranks[step_plan[full]]
+        lo, hi = _step_min(at), _step_max(at)
+        if ((np.minimum(lo(self.src), lo(self.dst)) < 0).any()
+                or (np.maximum(hi(self.src), hi(self.dst)) >= top).any()):
             raise ValueError("src, dst: each rank must be in 0..plan_ranks - 1 of its plan")
-        _bounds("step_cost + cls", self.step_cost[msg_step] + self.cls, 0, self.classes - 1)
-        two = self.back >= 0
-        _bounds("step_cost + back", self.step_cost[msg_step[two]] + self.back[two], 0,
-                self.classes - 1)
+        _span("step_cost + cls", cost + lo(self.cls), cost + hi(self.cls), 0, self.classes - 1)
+        folded = hi(self.back) >= 0                # steps with a fold
+        least = lo(np.where(self.back >= 0, self.back, np.iinfo(_INDEX).max))
+        _span("step_cost + back", cost[folded] + least[folded],
+              cost[folded] + hi(self.back)[folded], 0, self.classes - 1)
         _bounds("back", self.back, -1, self.classes - 1)
         has = self.step_recv >= 0
         _bounds("step_recv + plan_ranks", self.step_recv[has] + self.plan_ranks[step_plan[has]],

@@ -20,7 +20,8 @@ VALUES = st.sampled_from([0.0, -0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 1e-300, 7.25, 1e12
 def test_classes_are_numpys_unique_rows(n, width, data):
     vals = data.draw(st.lists(VALUES, min_size=n * width, max_size=n * width))
     rows = np.array(vals).reshape(n, width)
-    want, inv = np.unique(rows, axis=0, return_inverse=True)
+    # -0.0 is 0.0 to a sort (np.unique of records would tell their bytes apart)
+    want, inv = np.unique(rows + 0.0, axis=0, return_inverse=True)
     for compiled in (False, True):
         uniq, cls = unique_rows(rows, compiled=compiled)
         assert uniq.tobytes() == rows[_first_of(cls)].tobytes()

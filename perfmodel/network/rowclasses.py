@@ -35,6 +35,9 @@ __all__ = ["HUGE_ROWS", "LARGE_ROWS", "unique_rows"]
 LARGE_ROWS = 4096
 HUGE_ROWS = 1 << 20
 
+#: The bits of -0.0 as an int64.
+NEGATIVE_ZERO = np.int64(-(1 << 63))
+
 _COMPILED: list[Callable[..., tuple[np.ndarray, np.ndarray]]] = []
 
 
@@ -63,9 +66,7 @@ def unique_rows(rows: np.ndarray, compiled: bool | None = None) -> tuple[np.ndar
     if not compiled:
         return _by_lexsort(rows)
     rows = np.ascontiguousarray(rows, dtype=np.float64)
-    # -0.0 and 0.0 are one value to a sort: the same bits to the hash
-    bits = np.ascontiguousarray(rows + 0.0).view(np.int64)
-    first, cls = _kernel()(rows, bits)
+    first, cls = _kernel()(rows, rows.view(np.int64))
     uniq = rows[first]
     order = np.lexsort(uniq.T[::-1])
     rank = np.empty(len(order), dtype=np.intp)
@@ -112,7 +113,10 @@ def _hash_classes(rows: np.ndarray, bits: np.ndarray) -> tuple[np.ndarray, np.nd
     for i in range(F):
         h = np.uint64(0)
         for c in range(C):
-            x = h ^ np.uint64(bits[i, c])
+            b = bits[i, c]
+            if b == NEGATIVE_ZERO:            # -0.0 == 0.0: the same bits to the hash
+                b = 0
+            x = h ^ np.uint64(b)
             x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
             x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
             h = x ^ (x >> np.uint64(31))

@@ -8,10 +8,15 @@ import pytest
 
 from dlscale.perfmodel.catalog import get_cluster
 from dlscale.perfmodel.network import plan as netplan
+from dlscale.perfmodel.network import walkmemo
 from dlscale.perfmodel.network.model import time_per_node_count
 
 
 def _clear() -> None:
+    """Empty the plans, the chunks and the walked answers kept (walkmemo): each call
+    then packs and walks its chunks anew."""
+    for memo in walkmemo.MEMOS:
+        memo.clear()
     netplan.plan_collective.cache_clear()
     netplan._packed.cache_clear()
     netplan._layout.clear()
@@ -32,6 +37,8 @@ def test_chunks_and_bounded_caches_give_the_same_bits(monkeypatch, name, algorit
     for _ in range(2):                            # chunks built, then asked again
         _clear()
         for _ in range(2):
+            for memo in walkmemo.MEMOS:
+                memo.clear()
             chunked = time_per_node_count(cluster, "allreduce", algorithm, sizes, nodes, 2,
                                           1e-11)
             assert chunked.tobytes() == whole.tobytes()

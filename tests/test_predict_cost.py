@@ -110,3 +110,63 @@ def test_memory_of_a_curve_does_not_grow_with_its_node_counts(monkeypatch):
     few = _traced_peak(monkeypatch, np.arange(200, 210))
     many = _traced_peak(monkeypatch, np.arange(200, 300))
     assert many < 1.5 * few, (few, many)
+
+
+def _fresh_caches(monkeypatch, keep_bytes):
+    """Empty the network model's caches; the plans and packed chunks then kept to
+    ``keep_bytes`` (the step arrays, kilobytes each, are kept for a whole curve)."""
+    from dlscale.perfmodel.network import model as netmodel
+    from dlscale.perfmodel.network import pipelined_tree
+    from dlscale.perfmodel.network import plan as netplan
+    for cache in (netplan.plan_collective, netplan._packed):
+        monkeypatch.setattr(cache, "max_bytes", keep_bytes)
+    for cache in (netplan.plan_collective, netplan._packed, netplan._steps, netplan.plan_curve,
+                  pipelined_tree._parts, netmodel._own_levels, netmodel._layers):
+        cache.cache_clear()
+    netplan._layout.clear()
+    for memo in getattr(netmodel, "MEMOS", ()):
+        memo.clear()
+
+
+def test_the_band_builds_each_plan_once_per_node_count(monkeypatch):
+    """The band's corners (fast, slow, serial: four predicts in all) price the central
+    answer's plans on their own links instead of building them again: each plan is
+    built once per node count even where the caches keep none of them (a curve of
+    thousands of node counts), and the answers are the same bits (issue 27 item 4:
+    7 plans per node count before)."""
+    from dlscale.perfmodel.network import plan as netplan
+
+    c, w = get_cluster("summit"), get_workload("resnet50")
+    nodes = [1, 3, 8, 64, 100]
+    _fresh_caches(monkeypatch, 256 << 20)
+    roomy = ranges.predict_range(c, w, nodes).to_rows()
+    _fresh_caches(monkeypatch, 1)            # the newest entry only
+    built = collections.Counter()
+    real = netplan.plan_collective.fn
+
+    def counted(*args, **kwargs):
+        built[args[1:] + tuple(sorted(kwargs.items()))] += 1
+        return real(*args, **kwargs)
+    monkeypatch.setattr(netplan.plan_collective, "fn", counted)
+    tight = ranges.predict_range(c, w, nodes).to_rows()
+    assert tight == roomy
+    assert built and max(built.values()) == 1, [k[:5] for k, v in built.items() if v > 1]
+
+
+def test_the_band_computes_each_value_once_per_node_count_and_corner(calls):
+    """The band (issue 25) is four answers: the central one and the fast, slow and
+    serial corners. Each corner has its own links (transport efficiency: every
+    allreduce's price), its own dispatch floor (the layer times) and overlap and input
+    pipeline (the iteration times), so each of the four computes its layout, layer
+    times and iteration times once per node count, and none more; the plans behind
+    the allreduces are built once for all four
+    (test_the_band_builds_each_plan_once_per_node_count)."""
+    c, w = get_cluster("summit"), get_workload("resnet50")
+    out = ranges.predict_range(c, w, [1, 4, 4, 16, 2])
+    assert len(out) == 5 and out.band is not None
+    corners = len(ranges.corners(c, w))
+    assert corners == 3
+    assert calls["iteration_times"] == []
+    for name in ("layout", "layout_times"):
+        assert calls[name] == [(1, 2, 4, 16)] * (1 + corners), name
+    assert calls["layer_times"] == [1] * (1 + corners)     # weak scaling: one batch

@@ -30,6 +30,7 @@ Two pairs exchange in step 1 (the pair (2, 3) is slow); in step 2 ranks 1 and 2:
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -54,6 +55,23 @@ def _bounds(name: str, a: np.ndarray, low: int, high: int) -> None:
     if a.size and (int(a.min()) < low or int(a.max()) > high):
         raise ValueError(f"{name}: values must be in {low}..{high}, got "
                          f"{int(a.min())}..{int(a.max())}")
+
+
+def _span(name: str, mins: np.ndarray, maxs: np.ndarray, low: int, high: int) -> None:
+    """:func:`_bounds` of values given by their least and greatest per group."""
+    if mins.size and (int(mins.min()) < low or int(maxs.max()) > high):
+        raise ValueError(f"{name}: values must be in {low}..{high}, got "
+                         f"{int(mins.min())}..{int(maxs.max())}")
+
+
+def _step_min(at: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+    """Least value of each step that starts at ``at`` (steps with messages only)."""
+    return lambda a: np.minimum.reduceat(a, at) if len(at) else a[:0]
+
+
+def _step_max(at: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+    """Greatest value of each step that starts at ``at`` (steps with messages only)."""
+    return lambda a: np.maximum.reduceat(a, at) if len(at) else a[:0]
 
 
 @dataclass(frozen=True)
@@ -115,14 +133,20 @@ class ChainSteps:
             if a[0] != 0 or a[-1] != end or (np.diff(a) < 0).any():
                 raise ValueError(f"{nm}: must rise from 0 to {end}, got {a[0]}..{a[-1]}")
         step_plan = np.repeat(np.arange(J), np.diff(self.plan_steps))
-        msg_step = np.repeat(np.arange(S), np.diff(self.step_msgs))
-        top = self.plan_ranks[step_plan[msg_step]]
-        if ((self.src < 0) | (self.dst < 0) | (self.src >= top) | (self.dst >= top)).any():
+        # each step's least and greatest rank, class and fold (the same bounds as per
+        # message, in a few passes over the messages: a long curve packs millions)
+        full = np.flatnonzero(np.diff(self.step_msgs) > 0)
+        at, cost = self.step_msgs[full], self.step_cost[full]
+        top = self.plan_ranks[step_plan[full]]
+        lo, hi = _step_min(at), _step_max(at)
+        if ((np.minimum(lo(self.src), lo(self.dst)) < 0).any()
+                or (np.maximum(hi(self.src), hi(self.dst)) >= top).any()):
             raise ValueError("src, dst: each rank must be in 0..plan_ranks - 1 of its plan")
-        _bounds("step_cost + cls", self.step_cost[msg_step] + self.cls, 0, self.classes - 1)
-        two = self.back >= 0
-        _bounds("step_cost + back", self.step_cost[msg_step[two]] + self.back[two], 0,
-                self.classes - 1)
+        _span("step_cost + cls", cost + lo(self.cls), cost + hi(self.cls), 0, self.classes - 1)
+        folded = hi(self.back) >= 0                # steps with a fold
+        least = lo(np.where(self.back >= 0, self.back, np.iinfo(_INDEX).max))
+        _span("step_cost + back", cost[folded] + least[folded],
+              cost[folded] + hi(self.back)[folded], 0, self.classes - 1)
         _bounds("back", self.back, -1, self.classes - 1)
         has = self.step_recv >= 0
         _bounds("step_recv + plan_ranks", self.step_recv[has] + self.plan_ranks[step_plan[has]],
@@ -151,7 +175,10 @@ def longest_chains(steps: ChainSteps, cost: np.ndarray, scale: np.ndarray) -> np
     if cost.shape != (B, steps.classes) or scale.shape != (B, J):
         raise ValueError(f"cost, scale: need shapes {(B, steps.classes)} and {(B, J)}, got "
                          f"{cost.shape} and {scale.shape}")
-    walk = _chains_numpy if B * len(steps.step_cost) <= SMALL_STEPS else _compiled()
+    work = B * len(steps.src)
+    small = B * len(steps.step_cost) <= SMALL_STEPS and (
+        work <= SMALL_MESSAGES if "numba" not in sys.modules else work < LOADED_MESSAGES)
+    walk = _chains_numpy if small else _compiled()
     return np.asarray(walk(steps.plan_ranks, steps.plan_steps, steps.step_msgs,
                            steps.step_cost, steps.step_recv, steps.src, steps.dst,
                            steps.cls, steps.back, cost, scale, steps.recv))
@@ -162,6 +189,12 @@ def longest_chains(steps: ChainSteps, cost: np.ndarray, scale: np.ndarray) -> np
 #: loading numba and its compiled kernel costs about half a second of a command that
 #: prices a handful of node counts (``dlscale predict summit resnet50 --nodes 8``).
 SMALL_STEPS = 2048
+#: Messages times cases up to which numpy walks: beyond, its scatter of every message
+#: (about 20 ns each, the compiled walk 3) costs more than loading the compiled kernel
+#: (a chunk of a long curve holds millions); once numba is loaded, numpy walks below
+#: :data:`LOADED_MESSAGES` only.
+SMALL_MESSAGES = 1 << 21
+LOADED_MESSAGES = 1 << 14
 
 _COMPILED: list[Callable[..., np.ndarray]] = []
 

@@ -54,6 +54,7 @@ from dlscale.perfmodel.network.plan import (
     plan_collective,
     plan_curve,
     plan_key,
+    plan_steps,
 )
 from dlscale.perfmodel.network.schedules import ALGORITHMS, FLAT_ALLREDUCE
 from dlscale.perfmodel.network.stepcost import (
@@ -66,6 +67,7 @@ from dlscale.perfmodel.network.stepcost import (
     plan_time_s,
     step_s,
 )
+from dlscale.perfmodel.network.walkmemo import companions, figures, recall, remember
 
 __all__ = ["CollectivePlan", "collective_time_s", "dbt_segments", "limiting_level",
            "limiting_levels", "path_hockney", "path_load", "plan_collective",
@@ -293,9 +295,9 @@ def _own_levels(topology: Topology, nodes: tuple[int, ...], ranks_per_node: int,
     curve = plan_curve(topology, nodes, ranks_per_node, dev, collective, algorithm,
                        inter_algorithm)
     own = np.zeros((len(nodes), len(curve.levels)), dtype=bool)
-    for i, nd in enumerate(nodes):
-        pl = plan_collective(topology, nd, ranks_per_node, dev, collective, algorithm,
-                             inter_algorithm)
+    for i, nd in enumerate(nodes):                  # its step arrays: the same levels
+        pl = plan_steps(topology, nd, ranks_per_node, dev, collective, algorithm,
+                        inter_algorithm)
         own[i, [curve.levels.index(lvl) for lvl in pl.levels]] = True
     own.flags.writeable = False
     return own
@@ -305,14 +307,67 @@ def _critical_paths(cluster: Cluster, dev: bool, nodes: tuple[int, ...], ranks_p
                     collective: str, algorithm: str, inter_algorithm: str, n: np.ndarray,
                     g: np.ndarray, out: np.ndarray) -> None:
     """Write into ``out[..., j]`` the critical path of each node count whose plan keeps
-    its flows: one compiled walk per packed chunk of the distinct node counts (a curve
-    and the same curve after its one-node baseline share the chunks and their memo);
-    a node count listed again is one more block of rows (identical rows priced once)."""
-    distinct = tuple(sorted({nd for nd in nodes if nd * ranks_per_node > 1}))
-    for packed, cols in packed_curve(plan_key(cluster), distinct,
-                                     ranks_per_node, dev, collective, algorithm,
-                                     inter_algorithm):
-        _price_chunk(cluster, dev, nodes, tuple(distinct[c] for c in cols), packed, n, g, out)
+    its flows: answers kept before (:mod:`dlscale.perfmodel.network.walkmemo`) as they are,
+    then one compiled walk per packed chunk of the other distinct node counts (a curve
+    and the same curve after its one-node baseline share the chunks and their memo),
+    on this machine and on the companion machines of :func:`~dlscale.perfmodel.network.walkmemo.priced_with`,
+    whose answers are kept; a node count listed again is one more block of rows
+    (identical rows priced once)."""
+    plans = (plan_key(cluster), ranks_per_node, dev, collective, algorithm, inter_algorithm)
+    at: dict[int, list[int]] = {}
+    for j, nd in enumerate(nodes):
+        if nd * ranks_per_node > 1:
+            at.setdefault(nd, []).append(j)
+    fig = figures(cluster)
+    todo = tuple(nd for nd in sorted(at) if not _recalled(fig, plans, nd, at[nd], n, g, out))
+    if not todo:
+        return
+    others = [(o, figures(o)) for o in companions(cluster, dev, ranks_per_node)]
+    walked: set[int] = set()
+    for packed, cols in packed_curve(plan_key(cluster), todo, ranks_per_node, dev,
+                                     collective, algorithm, inter_algorithm):
+        chunk = tuple(todo[c] for c in cols)
+        walked.update(chunk)
+        _price_chunk(cluster, dev, nodes, chunk, packed, n, g, out)
+        _keep(fig, plans, chunk, at, n, g, out)
+        for other, fo in others:
+            theirs = np.full(out.shape, np.nan)
+            _price_chunk(other, dev, nodes, chunk, packed, n, g, theirs)
+            _keep(fo, plans, chunk, at, n, g, theirs)
+    for nd in set(todo) - walked:              # no flows: summed, never walked
+        remember((plans, nd), _FLOWLESS)
+
+
+#: Kept for a node count whose plan has no flows (its steps are summed).
+_FLOWLESS = float("nan")
+
+
+def _recalled(fig: tuple[object, ...], plans: tuple[object, ...], nd: int, cols: list[int],
+              n: np.ndarray, g: np.ndarray, out: np.ndarray) -> bool:
+    """Whether every answer of node count ``nd`` (at ``out[..., cols]``) was kept:
+    then written into ``out`` (left NaN where its plan has no flows)."""
+    if recall((plans, nd)) is not None:
+        return True
+    got = []
+    for j in cols:
+        col = n[..., j].ravel()
+        vals = [recall((fig, plans, nd, float(x), float(g[j]))) for x in col.tolist()]
+        if any(v is None for v in vals):
+            return False
+        got.append((j, vals))
+    for j, vals in got:
+        out[..., j] = np.array(vals, dtype=float).reshape(n.shape[:-1])
+    return True
+
+
+def _keep(fig: tuple[object, ...], plans: tuple[object, ...], chunk: tuple[int, ...],
+          at: dict[int, list[int]], n: np.ndarray, g: np.ndarray, out: np.ndarray) -> None:
+    """Keep the answers of the node counts ``chunk`` written in ``out``."""
+    for nd in chunk:
+        for j in at[nd]:
+            for x, v in zip(n[..., j].ravel().tolist(), out[..., j].ravel().tolist(),
+                            strict=True):
+                remember((fig, plans, nd, float(x), float(g[j])), v)
 
 
 def _price_chunk(cluster: Cluster, dev: bool, nodes: tuple[int, ...], chunk: tuple[int, ...],

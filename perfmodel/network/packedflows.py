@@ -128,17 +128,17 @@ def pack_flows(plans: Sequence[tuple[Sequence[StepFlows], tuple[str, ...]]]) -> 
 def _fold(st: StepFlows, p: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """A step's messages with each exchange ``a <-> b`` folded into one record from its
     lower rank (``back``: the class of ``b -> a``, else -1); only in steps where no
-    rank sends or receives twice."""
+    rank sends or receives twice (so each rank's one message is found by its sender,
+    no sort needed)."""
     src, dst, cls = st.src, st.dst, st.cls
     if not st.distinct or not len(src):
         return src, dst, cls, np.full(len(src), -1)
-    key = src.astype(np.int64) * p + dst
-    rkey = dst.astype(np.int64) * p + src
-    order = np.argsort(key)
-    pos = np.minimum(np.searchsorted(key[order], rkey), len(key) - 1)
-    pair = (key[order][pos] == rkey) & (src != dst)
+    sent = np.full(p, -1, dtype=np.int64)          # the message each rank sends
+    sent[src] = np.arange(len(src))
+    rev = sent[dst]                                # b's message, for a -> b
+    pair = (rev >= 0) & (dst[np.maximum(rev, 0)] == src) & (src != dst)
     keep = ~pair | (src < dst)
-    back = np.where(pair & (src < dst), cls[order[pos]], -1)
+    back = np.where(pair & (src < dst), cls[np.maximum(rev, 0)], -1)
     return src[keep], dst[keep], cls[keep], back[keep]
 
 

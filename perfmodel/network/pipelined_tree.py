@@ -33,7 +33,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from dlscale.perfmodel.machine.hardware import Cluster, Topology
-from dlscale.perfmodel.network.plan import CollectivePlan, plan_collective, plan_key
+from dlscale.perfmodel.network.plan import CollectivePlan, plan_collective, plan_key, plan_steps
 from dlscale.perfmodel.network.stepcost import (
     device_links,
     latency_s,
@@ -143,9 +143,11 @@ def _parts(topology: Topology, nodes: tuple[int, ...], ranks_per_node: int, dev:
            ranks: int | tuple[int, ...] | None) -> _Parts:
     # the steady plans under the key plan_curve gave them (no ``ranks`` when all take
     # part): each is built once
-    some = () if ranks is None else (ranks,)
-    steady = [plan_collective(topology, nd, ranks_per_node, dev, "allreduce",
-                              "double-binary-tree", "ring", *some) for nd in nodes]
+    # (their step arrays, kept for a whole curve, where all take part)
+    steady = [plan_steps(topology, nd, ranks_per_node, dev, "allreduce", "double-binary-tree",
+                         "ring") if ranks is None else
+              plan_collective(topology, nd, ranks_per_node, dev, "allreduce",
+                              "double-binary-tree", "ring", ranks) for nd in nodes]
     depth = np.array([pl.dbt_depth for pl in steady])
     groups: dict[int, tuple[list[CollectivePlan], list[int]]] = {}
     for j, nd in enumerate(nodes):

@@ -29,7 +29,6 @@ Examples
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -39,7 +38,8 @@ import numpy as np
 from dlscale.perfmodel.machine.hardware import Cluster, Topology
 from dlscale.perfmodel.network.linkload import CrossTraffic, StepLoad, step_load
 from dlscale.perfmodel.network.packedflows import PackedFlows, pack_flows
-from dlscale.perfmodel.network.schedules import build_schedule, double_binary_tree_edges
+from dlscale.perfmodel.network.rowclasses import unique_rows
+from dlscale.perfmodel.network.schedules import Phase, build_schedule, double_binary_tree_edges
 from dlscale.perfmodel.network.treewindows import windowed
 from dlscale.perfmodel.sizedcache import SizedCache
 
@@ -113,19 +113,9 @@ def _step_flows(s: StepLoad, levels: tuple[str, ...], src: np.ndarray, dst: np.n
 
 
 def _unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``np.unique(rows, axis=0, return_inverse=True)`` of finite float rows (rows in
-    lexicographic order, column 0 first), by one ``lexsort`` instead of a sort of
-    structured records (20 of 33 s of a 24-count Summit curve)."""
-    if not len(rows):
-        return rows[:0], np.zeros(0, dtype=np.intp)
-    order = np.lexsort(rows.T[::-1])
-    ordered = rows[order]
-    new = np.empty(len(rows), dtype=bool)
-    new[0] = True
-    np.any(ordered[1:] != ordered[:-1], axis=1, out=new[1:])
-    cls = np.empty(len(rows), dtype=np.intp)
-    cls[order] = np.cumsum(new) - 1
-    return ordered[new], cls
+    """``np.unique(rows, axis=0, return_inverse=True)`` of finite float rows
+    (:func:`dlscale.perfmodel.network.rowclasses.unique_rows`)."""
+    return unique_rows(rows)
 
 
 def _once_each(ranks: np.ndarray) -> bool:
@@ -297,18 +287,23 @@ def _plan_collective(topology: Topology, nodes: int, ranks_per_node: int, device
     phases = build_schedule(collective, algorithm, p, 1.0, groups=groups,
                             inter_algorithm=inter_algorithm, segments=max(segments, 1))
     phases = [ph for ph in phases if len(ph.nbytes)]
-    memo: dict[bytes, StepLoad] = {}
+    memo: dict[tuple[int, bytes], list[tuple[Phase, StepLoad]]] = {}
     loads, repeat, reduce, scale = [], [], [], []
     # a repeated step or a pipeline is priced by its step loads only (see below):
     # each message's own loads are not needed
     per_flow = not (segments or max((ph.repeat for ph in phases), default=1) > 1)
     for ph in phases:
         size = float(ph.nbytes.max())
-        key = hashlib.blake2b(ph.pattern_key, digest_size=16).digest()
-        if key not in memo:
-            memo[key] = step_load(topology, nodes, ranks_per_node, device_links, ids[ph.src],
-                                  ids[ph.dst], ph.nbytes / size, per_flow)
-        loads.append(memo[key])
+        # a step whose (src, dst) pattern came before takes its loads (a sample of the
+        # pattern finds the candidates, the whole pattern decides)
+        seen = memo.setdefault(_pattern_sample(ph), [])
+        hit = next((st for old, st in seen if np.array_equal(old.src, ph.src)
+                    and np.array_equal(old.dst, ph.dst)), None)
+        if hit is None:
+            hit = step_load(topology, nodes, ranks_per_node, device_links, ids[ph.src],
+                            ids[ph.dst], ph.nbytes / size, per_flow)
+            seen.append((ph, hit))
+        loads.append(hit)
         repeat.append(ph.repeat)
         reduce.append(ph.reduce)
         scale.append(size)
@@ -325,6 +320,12 @@ def _plan_collective(topology: Topology, nodes: int, ranks_per_node: int, device
 
 
 
+def _pattern_sample(ph: Phase) -> tuple[int, bytes]:
+    """A few of a step's (src, dst) pairs, spread over it: equal for equal patterns."""
+    at = slice(None, None, max(len(ph.src) // 32, 1))
+    return len(ph.src), ph.src[at].tobytes() + ph.dst[at].tobytes()
+
+
 def _plan_bytes(plan: CollectivePlan) -> int:
     """Bytes a plan holds (its arrays and its flows' arrays)."""
     arrays = [plan.load, plan.repeat, plan.inter, plan.hops, plan.recv, plan.size, plan.ranks]
@@ -335,8 +336,11 @@ def _plan_bytes(plan: CollectivePlan) -> int:
 
 #: The plans (:func:`plan_collective`) kept are bounded by their bytes, not their count:
 #: a 27,648-rank plan that keeps its flows holds about 10 MB, so a curve of thousands
-#: of node counts would otherwise keep gigabytes (issue 27: 11 MB per node count).
-PLAN_BYTES = 256 << 20
+#: of node counts would otherwise keep gigabytes (issue 27: 11 MB per node count). A
+#: curve asks each such plan once (its walks are kept, :mod:`dlscale.perfmodel.network.walkmemo`), so
+#: this and :data:`PACKED_BYTES` serve a curve asked again at other sizes; together with
+#: numba (about 90 MB) and the chunk being built they keep a 4,608-count curve under 1 GB.
+PLAN_BYTES = 128 << 20
 
 plan_collective = SizedCache(_plan_collective, PLAN_BYTES, _plan_bytes)
 
@@ -428,7 +432,7 @@ def _packed_bytes(packed: PackedFlows) -> int:
 
 
 #: Packed chunks of curves kept (:func:`packed_curve`), bounded by their bytes.
-PACKED_BYTES = 256 << 20
+PACKED_BYTES = 128 << 20
 #: Messages of the plans packed together in one chunk of a curve (a chunk of 4 M
 #: messages holds about 70 MB): a curve's memory is bounded by the chunk being priced
 #: and the caches, not by its length.

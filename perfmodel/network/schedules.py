@@ -162,14 +162,13 @@ def _btree(p: int) -> tuple[np.ndarray, np.ndarray]:
     up = (r ^ bit) | (bit << 1)
     parent = np.where(up < p, up, r ^ bit)
     parent[:1] = -1
-    # depth: walk every rank up at once, one tree level per pass (log2 p passes)
+    # depth: a parent's lowest set bit is above its child's, so the ranks taken by
+    # falling lowest bit find their parent's depth already set (each rank once)
     depth = np.zeros(p, dtype=np.int64)
-    x = r.copy()
-    live = parent[x] >= 0
-    while live.any():
-        depth[live] += 1
-        x[live] = parent[x[live]]
-        live = parent[x] >= 0
+    order = np.argsort(-bit[1:], kind="stable") + 1
+    cuts = np.flatnonzero(np.diff(bit[order])) + 1
+    for idx in np.split(order, cuts):
+        depth[idx] = depth[parent[idx]] + 1
     return parent, depth
 
 

@@ -239,10 +239,16 @@ def predict_range(cluster: Cluster, workload: Workload, nodes: ArrayLike,
     >>> row["efficiency_low"] <= row["efficiency"] <= row["efficiency_high"]
     True
     """
+    from dlscale.perfmodel.machine.runtime import with_transport
+    from dlscale.perfmodel.network.walkmemo import priced_with
     from dlscale.perfmodel.training.predict import predict
 
-    central = predict(cluster, workload, nodes, baseline)
-    others = [predict(c, w, nodes, baseline) for _, c, w in corners(cluster, workload)]
+    at = corners(cluster, workload)
+    # the corners' networks differ in their links only: the central answer's plans
+    # are walked on their links too, while at hand (not built again per corner)
+    with priced_with([with_transport(c) for _, c, _ in at]):
+        central = predict(cluster, workload, nodes, baseline)
+    others = [predict(c, w, nodes, baseline) for _, c, w in at]
     band = {k: band_of(getattr(central, k), [getattr(o, k) for o in others])
             for k in BAND_KEYS}
     return dataclasses.replace(central, band=band)

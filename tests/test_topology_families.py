@@ -22,7 +22,7 @@ from dlscale.perfmodel.catalog import get_cluster
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.machine.hardware import NetworkSpec
 from dlscale.perfmodel.machine.topologies import FAMILIES, TOPOLOGIES, Family, Topology
-from dlscale.perfmodel.network.linkload import LEVEL_LOADS, level_bandwidths_Bps, step_load
+from dlscale.perfmodel.network.linkload import level_bandwidths_Bps, step_load
 from dlscale.simulator.topology.cluster import GRAPH_BUILDERS, network_graph
 from dlscale.simulator.topology.routing import ROUTERS, make_router
 
@@ -40,11 +40,11 @@ def _cluster(family):
 
 def test_every_family_is_in_every_table():
     assert TOPOLOGIES == tuple(FAMILIES) and set(SMALL) == set(FAMILIES)
-    assert set(LEVEL_LOADS) == set(FAMILIES)   # the built-in families' loads, for now
     assert set(GRAPH_BUILDERS) == set(FAMILIES)
     assert set(ROUTERS) == {*FAMILIES, "cluster"}
     for name, family in FAMILIES.items():
         assert family.name == name and family.description.__module__ == family.graph.__module__
+        assert family.loads.__module__ == family.graph.__module__     # one module holds all
         assert GRAPH_BUILDERS[name] == (family.graph, family.switches)
         assert ROUTERS[name] is family.route
 

@@ -47,8 +47,6 @@ Two nodes of four ranks on one switch, every rank sending 1 byte to the next ran
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -56,14 +54,12 @@ import numpy as np
 from dlscale.perfmodel.machine.hardware import (
     Cluster,
     Crossbar,
-    Dragonfly,
     FatTree,
     Topology,
-    Torus,
 )
 from dlscale.perfmodel.machine.topologies import FAMILIES
 from dlscale.perfmodel.machine.topologies.dragonfly import dragonfly_parallel_link
-from dlscale.perfmodel.machine.topologies.fattree import dmodk_choice, xgft_params
+from dlscale.perfmodel.machine.topologies.fattree import dmodk_choice, level_load_max, xgft_params
 
 __all__ = ["CrossTraffic", "FlowLoads", "StepLoad", "dmodk_choice", "dragonfly_parallel_link", "level_bandwidths_Bps",
            "step_load", "xgft_params"]
@@ -117,190 +113,10 @@ class StepLoad:
     flows: FlowLoads | None = None
 
 
-def _link_sums(keys: np.ndarray, weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Total weight of each link and each flow's link's index into it (flows with the
-    same key share one link)."""
-    top = int(keys.max())
-    if int(keys.min()) >= 0 and top < 8 * len(keys) + (1 << 16):
-        # keys dense enough to count directly (no sort): each link's weights are added
-        # in the flows' order either way, so the sums are the same bits
-        return np.bincount(keys, weights=weight, minlength=top + 1), keys
-    _, inv = np.unique(keys, return_inverse=True)
-    return np.bincount(inv, weights=weight), inv
 
 
-def _per_link(keys: np.ndarray, weight: np.ndarray) -> np.ndarray:
-    """Each flow's link's total weight (flows with the same key share one link)."""
-    if len(keys) == 0:
-        return np.zeros(0)
-    sums, at = _link_sums(keys, weight)
-    return np.asarray(sums[at])
 
 
-def _fat_tree_max(tree: FatTree | Crossbar, nodes: int, hs: np.ndarray, hd: np.ndarray,
-                  wt: np.ndarray) -> tuple[dict[str, float], int]:
-    """:func:`_fat_tree`'s most loaded link per level and most hops, without each
-    flow's own (the same values: a maximum over the links instead of over the flows
-    that cross them)."""
-    if isinstance(tree, Crossbar):
-        return {}, 0
-    m, w = xgft_params(tree, nodes)
-    rails = w[0]
-    load: dict[str, float] = {}
-    hops, M = 0, 1
-    for i in range(2, len(m) + 1):
-        M *= m[i - 2]
-        up = hs // M != hd // M
-        if not up.any():
-            break
-        hops = 2 * (i - 1)
-        b = dmodk_choice(hd[up], w, i)
-        Wi = math.prod(w[:i])
-        share = wt[up] / rails
-        load[f"L{i - 1}-L{i}"] = max(float(_link_sums((hs[up] // M) * Wi + b, share)[0].max()),
-                                     float(_link_sums((hd[up] // M) * Wi + b, share)[0].max()))
-    return load, hops
-
-
-def _fat_tree(tree: FatTree | Crossbar, nodes: int, hs: np.ndarray, hd: np.ndarray,
-              wt: np.ndarray) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    hops = np.zeros(len(hs), dtype=np.int64)
-    if isinstance(tree, Crossbar):
-        return {}, hops
-    m, w = xgft_params(tree, nodes)
-    rails = w[0]
-    load: dict[str, np.ndarray] = {}
-    M = 1
-    for i in range(2, len(m) + 1):
-        M *= m[i - 2]                       # hosts under a level-(i-1) element
-        up = hs // M != hd // M
-        if not up.any():
-            break
-        hops[up] = 2 * (i - 1)
-        b = dmodk_choice(hd[up], w, i)
-        Wi = math.prod(w[:i])
-        share = wt[up] / rails
-        per = np.zeros(len(hs))             # the busier of the flow's up and down link
-        per[up] = np.maximum(_per_link((hs[up] // M) * Wi + b, share),
-                             _per_link((hd[up] // M) * Wi + b, share))
-        load[f"L{i - 1}-L{i}"] = per
-    return load, hops
-
-
-def _dragonfly(topo: Dragonfly, nodes: int, hs: np.ndarray, hd: np.ndarray,
-               wt: np.ndarray) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    g, a = topo.groups, topo.routers_per_group
-    p, h = topo.terminals_per_router, topo.global_links_per_router
-    lpp = (a * h) // (g - 1) if g > 1 else 0
-    rs, rd = hs // p, hd // p
-    gs, gd = rs // a, rd // a
-    R = g * a
-    n = len(hs)
-    load: dict[str, np.ndarray] = {}
-    hops = np.zeros(n, dtype=np.int64)
-    same = gs == gd
-    hops[same & (rs != rd)] = 1
-    other = ~same
-    if other.any() and topo.routing == "valiant" and g >= 3:
-        # expectation of Valiant's two global hops: spread over the source group's and
-        # the destination group's global links
-        out = np.bincount(gs[other], weights=wt[other], minlength=g)
-        inn = np.bincount(gd[other], weights=wt[other], minlength=g)
-        glob, loc = np.zeros(n), np.zeros(n)
-        glob[other] = np.maximum((out + inn)[gs[other]], (out + inn)[gd[other]]) / (a * h)
-        if a > 1:
-            loc[other] = np.maximum(out[gs[other]], inn[gd[other]]) / (a - 1)
-        hops[other] = 5
-        return {"global": glob, "local": loc}, hops
-    flow = [np.flatnonzero(same)]
-    loc_u, loc_v, loc_w = [rs[same]], [rd[same]], [wt[same]]
-    if other.any():
-        s, t, x, y = hs[other], hd[other], gs[other], gd[other]
-        c = dragonfly_parallel_link(s, t, lpp)
-        ka = ((y - x) % g - 1) * lpp + c
-        kb = ((x - y) % g - 1) * lpp + c
-        ra, rb = x * a + ka // h, y * a + kb // h
-        mult = np.zeros(len(s))
-        for cc in range(lpp):                      # parallel links joining ra and rb
-            ja = ((y - x) % g - 1) * lpp + cc
-            jb = ((x - y) % g - 1) * lpp + cc
-            mult += (x * a + ja // h == ra) & (y * a + jb // h == rb)
-        glob = np.zeros(n)
-        glob[other] = _per_link(ra * R + rb, wt[other] / mult)
-        load["global"] = glob
-        hops[other] = 1 + (rs[other] != ra) + (rb != rd[other])
-        idx = np.flatnonzero(other)
-        flow += [idx, idx]
-        loc_u += [rs[other], rb]
-        loc_v += [ra, rd[other]]
-        loc_w += [wt[other], wt[other]]
-    f, u, v, ww = (np.concatenate(x) for x in (flow, loc_u, loc_v, loc_w))
-    moved = u != v
-    if moved.any():
-        loc = np.zeros(n)
-        np.maximum.at(loc, f[moved], _per_link(u[moved] * R + v[moved], ww[moved]))
-        load["local"] = loc
-    return load, hops
-
-
-def _torus(topo: Torus, nodes: int, hs: np.ndarray, hd: np.ndarray,
-           wt: np.ndarray) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    dims = topo.dims
-    strides = np.cumprod((1, *dims[:-1]))
-    cs = [(hs // st) % d for st, d in zip(strides, dims, strict=True)]
-    cd = [(hd // st) % d for st, d in zip(strides, dims, strict=True)]
-    worst = np.zeros(len(hs))               # per flow, its most loaded link
-    hops = np.zeros(len(hs), dtype=np.int64)
-    for k, d in enumerate(dims):
-        if d < 2:
-            continue
-        delta = (cd[k] - cs[k]) % d
-        fwd = delta <= d // 2
-        steps = np.where(fwd, delta, d - delta)
-        hops += steps
-        move = steps > 0
-        if not move.any():
-            continue
-        # the ring a flow moves along: the other coordinates (dims < k already at the
-        # destination's, dims > k still at the source's)
-        ring = sum((cd[j] if j < k else cs[j]) * strides[j] for j in range(len(dims)) if j != k)
-        mult = 2.0 if d == 2 else 1.0
-        for forward in (True, False):
-            sel = move & (fwd == forward)
-            if not sel.any():
-                continue
-            # links "c -> c+1" (forward) or "c -> c-1" (backward) indexed by c; a flow
-            # from c0 covers c0, c0+-1, ..., steps links; difference array per ring
-            start = np.where(forward, cs[k][sel], (cs[k][sel] - steps[sel] + 1) % d)
-            n = steps[sel]
-            # ring ids are sparse (router ids with coordinate k zeroed): compress them
-            rid = np.asarray(ring)[sel] if np.ndim(ring) else np.full(n.shape, ring)
-            _, rid = np.unique(rid, return_inverse=True)
-            rings = int(rid.max()) + 1
-            diff = np.zeros((rings, d + 1))
-            end = start + n
-            wrap = end > d
-            ws = wt[sel]
-            np.add.at(diff, (rid, start), ws)
-            np.add.at(diff, (rid, np.minimum(end, d)), -ws)
-            np.add.at(diff, (rid[wrap], 0), ws[wrap])
-            np.add.at(diff, (rid[wrap], end[wrap] - d), -ws[wrap])
-            per = np.cumsum(diff[:, :d], axis=1)
-            own = np.zeros(len(n))          # the most loaded link along each flow's arc
-            for j in range(int(n.max())):
-                on = j < n
-                own[on] = np.maximum(own[on], per[rid[on], (start[on] + j) % d])
-            worst[sel] = np.maximum(worst[sel], own / mult)
-    load = {"torus": worst} if worst.max(initial=0.0) > 0 else {}
-    return load, hops
-
-
-#: Family name -> the loads a step's inter-node flows put on the family's levels,
-#: ``f(topology, nodes, src_host, dst_host, weight) -> ({level: per-flow load}, hops)``.
-#: Every built-in family of :data:`dlscale.perfmodel.machine.topologies.FAMILIES` has one
-#: (a family with ``Family.loads`` of its own is priced by those instead).
-LEVEL_LOADS: dict[str, Callable[..., tuple[dict[str, np.ndarray], np.ndarray]]] = {
-    "fat-tree": _fat_tree, "crossbar": _fat_tree, "dragonfly": _dragonfly, "torus": _torus}
 
 
 @dataclass(frozen=True)
@@ -411,12 +227,10 @@ def step_load(topology: Topology, nodes: int, ranks_per_node: int, device_links:
         ho = np.bincount(hs, weights=wi)
         hi = np.bincount(hd, weights=wi, minlength=len(ho))
         ho = np.pad(ho, (0, len(hi) - len(ho)))
-        family = FAMILIES.get(topology.family)       # a family's own loads, else the table's
-        loads = family.loads if family is not None and family.loads else LEVEL_LOADS.get(
-            topology.family)
-        if loads is None:
+        family = FAMILIES.get(topology.family)       # the family's own loads
+        if family is None:
             raise TypeError(f"topology: unsupported {type(topology).__name__}")
-        net, hops = loads(topology, nodes, hs, hd, wi)
+        net, hops = family.loads(topology, nodes, hs, hd, wi)
         for level, per in {"host": np.maximum(ho[hs], hi[hd]), **net}.items():
             flow_load[level] = np.zeros(F)
             flow_load[level][idx] = per
@@ -449,7 +263,8 @@ def _fat_tree_step(topology: FatTree | Crossbar, nodes: int, ranks_per_node: int
     hs, hd, wi = hs[inter], hd[inter], wm[inter]
     load["host"] = max(float(np.bincount(hs, weights=wi).max()),
                        float(np.bincount(hd, weights=wi).max()))
-    net, hops = _fat_tree_max(topology, nodes, hs, hd, wi)
+    net, hops = ({}, 0) if isinstance(topology, Crossbar) else \
+        level_load_max(topology, nodes, hs, hd, wi)
     load.update(net)
     return StepLoad({k: v for k, v in load.items() if v > 0}, hops, True, recv)
 

@@ -2,12 +2,11 @@
 
 Each family module holds the whole family: its description (a frozen dataclass), its
 routing rules and closed-form traits (level bandwidths, bisection, shape), the graph
-the simulator builds of it and the router of that graph, gathered in the module's
-``FAMILY`` (a :class:`~.family.Family`); :data:`FAMILIES` is the table every layer
-reads (the TOML reader, the simulator's graph builders and routers). The closed
-form's per-level loads of the built-in families are still in
-:data:`dlscale.perfmodel.network.linkload.LEVEL_LOADS`; a new family gives its own as
-``Family(loads=...)``.
+the simulator builds of it and the router of that graph, and the loads a collective
+step puts on its levels in the closed form, gathered in the module's ``FAMILY`` (a
+:class:`~.family.Family`); :data:`FAMILIES` is the table every layer reads (the TOML
+reader, ``dlscale catalog``, the closed form's link loads, the simulator's graph
+builders and routers).
 
 Examples
 --------

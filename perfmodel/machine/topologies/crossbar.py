@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.machine.topologies.family import Family
 from dlscale.perfmodel.machine.topologies.fattree import FatTreeRouter, xgft_graph
@@ -71,5 +73,12 @@ def _switches(topo: Crossbar, nodes: int) -> int:
 
 
 #: The crossbar's entry in :data:`~dlscale.perfmodel.machine.topologies.FAMILIES`.
-FAMILY = Family(Crossbar, graph=_graph, switches=_switches, route=FatTreeRouter,
+
+def _loads(topo: Crossbar, nodes: int, hs: np.ndarray, hd: np.ndarray,
+           wt: np.ndarray) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """No level above the hosts' own links: one switch joins every node in one hop
+    counted by the host level (the family's ``loads``)."""
+    return {}, np.zeros(len(hs), dtype=np.int64)
+
+FAMILY = Family(Crossbar, graph=_graph, switches=_switches, route=FatTreeRouter, loads=_loads,
                 summary="one non-blocking switch: a small cluster or one server")

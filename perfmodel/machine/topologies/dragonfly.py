@@ -34,6 +34,7 @@ import numpy as np
 
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.machine.topologies.family import Family
+from dlscale.perfmodel.machine.topologies.linksums import per_link
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -342,5 +343,64 @@ class DragonflyRouter:
 
 
 #: The dragonfly's entry in :data:`~dlscale.perfmodel.machine.topologies.FAMILIES`.
+def _loads(topo: Dragonfly, nodes: int, hs: np.ndarray, hd: np.ndarray,
+               wt: np.ndarray) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """A step's loads on the global and local links (the family's ``loads``): minimal
+    routing over the group pair's parallel links, or Valiant's expectation."""
+    g, a = topo.groups, topo.routers_per_group
+    p, h = topo.terminals_per_router, topo.global_links_per_router
+    lpp = (a * h) // (g - 1) if g > 1 else 0
+    rs, rd = hs // p, hd // p
+    gs, gd = rs // a, rd // a
+    R = g * a
+    n = len(hs)
+    load: dict[str, np.ndarray] = {}
+    hops = np.zeros(n, dtype=np.int64)
+    same = gs == gd
+    hops[same & (rs != rd)] = 1
+    other = ~same
+    if other.any() and topo.routing == "valiant" and g >= 3:
+        # expectation of Valiant's two global hops: spread over the source group's and
+        # the destination group's global links
+        out = np.bincount(gs[other], weights=wt[other], minlength=g)
+        inn = np.bincount(gd[other], weights=wt[other], minlength=g)
+        glob, loc = np.zeros(n), np.zeros(n)
+        glob[other] = np.maximum((out + inn)[gs[other]], (out + inn)[gd[other]]) / (a * h)
+        if a > 1:
+            loc[other] = np.maximum(out[gs[other]], inn[gd[other]]) / (a - 1)
+        hops[other] = 5
+        return {"global": glob, "local": loc}, hops
+    flow = [np.flatnonzero(same)]
+    loc_u, loc_v, loc_w = [rs[same]], [rd[same]], [wt[same]]
+    if other.any():
+        s, t, x, y = hs[other], hd[other], gs[other], gd[other]
+        c = dragonfly_parallel_link(s, t, lpp)
+        ka = ((y - x) % g - 1) * lpp + c
+        kb = ((x - y) % g - 1) * lpp + c
+        ra, rb = x * a + ka // h, y * a + kb // h
+        mult = np.zeros(len(s))
+        for cc in range(lpp):                      # parallel links joining ra and rb
+            ja = ((y - x) % g - 1) * lpp + cc
+            jb = ((x - y) % g - 1) * lpp + cc
+            mult += (x * a + ja // h == ra) & (y * a + jb // h == rb)
+        glob = np.zeros(n)
+        glob[other] = per_link(ra * R + rb, wt[other] / mult)
+        load["global"] = glob
+        hops[other] = 1 + (rs[other] != ra) + (rb != rd[other])
+        idx = np.flatnonzero(other)
+        flow += [idx, idx]
+        loc_u += [rs[other], rb]
+        loc_v += [ra, rd[other]]
+        loc_w += [wt[other], wt[other]]
+    f, u, v, ww = (np.concatenate(x) for x in (flow, loc_u, loc_v, loc_w))
+    moved = u != v
+    if moved.any():
+        loc = np.zeros(n)
+        np.maximum.at(loc, f[moved], per_link(u[moved] * R + v[moved], ww[moved]))
+        load["local"] = loc
+    return load, hops
+
+
 FAMILY = Family(Dragonfly, graph=_graph, switches=_switches, route=DragonflyRouter,
+                loads=_loads,
                 summary="groups of all-to-all routers joined by global links (Kim et al. ISCA 2008)")

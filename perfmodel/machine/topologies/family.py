@@ -53,10 +53,9 @@ class Family:
         ``route(params, seed) -> Router``: the router of the graphs whose
         ``G.graph["routing"]["family"]`` is this family's name, built from that
         description (:class:`dlscale.simulator.topology.routing.Router`).
-    loads : callable, optional
-        The analytical loads (:data:`LevelLoads`); ``None`` where the family's entry
-        is in :data:`dlscale.perfmodel.network.linkload.LEVEL_LOADS` (the built-in
-        families' for now).
+    loads : callable
+        The closed form's loads of a collective step on the family's levels
+        (:data:`LevelLoads`), read by :func:`dlscale.perfmodel.network.linkload.step_load`.
     summary : str, optional
         One line for ``dlscale catalog topologies``.
     """
@@ -65,7 +64,7 @@ class Family:
     graph: Callable[[Any, Any, int], Any]
     switches: Callable[[Any, int], int]
     route: Callable[[dict[str, Any], int], Any]
-    loads: LevelLoads | None = None
+    loads: LevelLoads
     summary: str = ""
 
     @property

@@ -31,15 +31,24 @@ import numpy as np
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.limits import MAX_RAILS, check_count
 from dlscale.perfmodel.machine.topologies.family import Family
+from dlscale.perfmodel.machine.topologies.linksums import link_sums, per_link
 
 if TYPE_CHECKING:
     import networkx as nx
 
     from dlscale.perfmodel.machine.hardware import Cluster
 
-__all__ = ["FAMILY", "FatTree", "FatTreeRouter", "dmodk_choice",
-           "fat_tree_graph", "multilevel_fat_tree_graph", "xgft_graph",
-           "xgft_params"]
+__all__ = [
+    "FAMILY",
+    "FatTree",
+    "FatTreeRouter",
+    "dmodk_choice",
+    "fat_tree_graph",
+    "level_load_max",
+    "multilevel_fat_tree_graph",
+    "xgft_graph",
+    "xgft_params",
+]
 
 
 @dataclass(frozen=True)
@@ -448,5 +457,54 @@ class FatTreeRouter:
 
 
 #: The fat tree's entry in :data:`~dlscale.perfmodel.machine.topologies.FAMILIES`.
-FAMILY = Family(FatTree, graph=_graph, switches=_switches, route=FatTreeRouter,
+def level_load_max(tree: FatTree, nodes: int, hs: np.ndarray, hd: np.ndarray,
+                  wt: np.ndarray) -> tuple[dict[str, float], int]:
+    """:func:`_loads`' most loaded link per level and most hops, without each flow's
+    own (the same values: a maximum over the links instead of over the flows that
+    cross them)."""
+    m, w = xgft_params(tree, nodes)
+    rails = w[0]
+    load: dict[str, float] = {}
+    hops, M = 0, 1
+    for i in range(2, len(m) + 1):
+        M *= m[i - 2]
+        up = hs // M != hd // M
+        if not up.any():
+            break
+        hops = 2 * (i - 1)
+        b = dmodk_choice(hd[up], w, i)
+        Wi = math.prod(w[:i])
+        share = wt[up] / rails
+        load[f"L{i - 1}-L{i}"] = max(float(link_sums((hs[up] // M) * Wi + b, share)[0].max()),
+                                     float(link_sums((hd[up] // M) * Wi + b, share)[0].max()))
+    return load, hops
+
+
+def _loads(tree: FatTree, nodes: int, hs: np.ndarray, hd: np.ndarray,
+              wt: np.ndarray) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """A step's loads on each level of the tree (the family's ``loads``): each flow
+    climbs to the lowest level joining its hosts, by D-mod-k, and meets the busier of
+    its up and down link there."""
+    hops = np.zeros(len(hs), dtype=np.int64)
+    m, w = xgft_params(tree, nodes)
+    rails = w[0]
+    load: dict[str, np.ndarray] = {}
+    M = 1
+    for i in range(2, len(m) + 1):
+        M *= m[i - 2]                       # hosts under a level-(i-1) element
+        up = hs // M != hd // M
+        if not up.any():
+            break
+        hops[up] = 2 * (i - 1)
+        b = dmodk_choice(hd[up], w, i)
+        Wi = math.prod(w[:i])
+        share = wt[up] / rails
+        per = np.zeros(len(hs))             # the busier of the flow's up and down link
+        per[up] = np.maximum(per_link((hs[up] // M) * Wi + b, share),
+                             per_link((hd[up] // M) * Wi + b, share))
+        load[f"L{i - 1}-L{i}"] = per
+    return load, hops
+
+
+FAMILY = Family(FatTree, graph=_graph, switches=_switches, route=FatTreeRouter, loads=_loads,
                 summary="folded Clos; per-level (down, up) ports set the taper (Leiserson 1985)")

@@ -381,5 +381,59 @@ class TorusRouter:
 
 
 #: The torus's entry in :data:`~dlscale.perfmodel.machine.topologies.FAMILIES`.
-FAMILY = Family(Torus, graph=_graph, switches=_switches, route=TorusRouter,
+def _loads(topo: Torus, nodes: int, hs: np.ndarray, hd: np.ndarray,
+           wt: np.ndarray) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """A step's loads on the torus links (the family's ``loads``): dimension order,
+    the shorter way round each ring; each flow's most loaded link along its arcs."""
+    dims = topo.dims
+    strides = np.cumprod((1, *dims[:-1]))
+    cs = [(hs // st) % d for st, d in zip(strides, dims, strict=True)]
+    cd = [(hd // st) % d for st, d in zip(strides, dims, strict=True)]
+    worst = np.zeros(len(hs))               # per flow, its most loaded link
+    hops = np.zeros(len(hs), dtype=np.int64)
+    for k, d in enumerate(dims):
+        if d < 2:
+            continue
+        delta = (cd[k] - cs[k]) % d
+        fwd = delta <= d // 2
+        steps = np.where(fwd, delta, d - delta)
+        hops += steps
+        move = steps > 0
+        if not move.any():
+            continue
+        # the ring a flow moves along: the other coordinates (dims < k already at the
+        # destination's, dims > k still at the source's)
+        ring = sum((cd[j] if j < k else cs[j]) * strides[j] for j in range(len(dims)) if j != k)
+        mult = 2.0 if d == 2 else 1.0
+        for forward in (True, False):
+            sel = move & (fwd == forward)
+            if not sel.any():
+                continue
+            # links "c -> c+1" (forward) or "c -> c-1" (backward) indexed by c; a flow
+            # from c0 covers c0, c0+-1, ..., steps links; difference array per ring
+            start = np.where(forward, cs[k][sel], (cs[k][sel] - steps[sel] + 1) % d)
+            n = steps[sel]
+            # ring ids are sparse (router ids with coordinate k zeroed): compress them
+            rid = np.asarray(ring)[sel] if np.ndim(ring) else np.full(n.shape, ring)
+            _, rid = np.unique(rid, return_inverse=True)
+            rings = int(rid.max()) + 1
+            diff = np.zeros((rings, d + 1))
+            end = start + n
+            wrap = end > d
+            ws = wt[sel]
+            np.add.at(diff, (rid, start), ws)
+            np.add.at(diff, (rid, np.minimum(end, d)), -ws)
+            np.add.at(diff, (rid[wrap], 0), ws[wrap])
+            np.add.at(diff, (rid[wrap], end[wrap] - d), -ws[wrap])
+            per = np.cumsum(diff[:, :d], axis=1)
+            own = np.zeros(len(n))          # the most loaded link along each flow's arc
+            for j in range(int(n.max())):
+                on = j < n
+                own[on] = np.maximum(own[on], per[rid[on], (start[on] + j) % d])
+            worst[sel] = np.maximum(worst[sel], own / mult)
+    load = {"torus": worst} if worst.max(initial=0.0) > 0 else {}
+    return load, hops
+
+
+FAMILY = Family(Torus, graph=_graph, switches=_switches, route=TorusRouter, loads=_loads,
                 summary="n-dimensional wrap-around mesh, one node per router (BlueGene, Tofu)")

@@ -74,3 +74,23 @@ def test_bad_layouts_are_one_line(kw, field):
 def test_layout_against_model_and_machine(kw, gpus, text):
     with pytest.raises(ConfigError, match=text):
         ParallelLayout(**kw).check(get_llm("gpt3-175b"), gpus=gpus)
+
+
+def test_largest_microbatch_fits_and_the_next_does_not():
+    import dataclasses
+
+    from dlscale.perfmodel.compute.llm_memory import largest_microbatch
+
+    m = get_llm("gpt-18.4b")
+    lay = ParallelLayout(tp=8, dp=32, micro=1, global_batch=1024, recompute="full")
+    best = largest_microbatch(m, lay, 80e9)
+    assert best >= 1
+    assert llm_memory(m, dataclasses.replace(lay, micro=best)).fits(80e9)
+    bigger = [b for b in range(best + 1, 33) if 32 % b == 0]
+    assert not llm_memory(m, dataclasses.replace(lay, micro=bigger[0])).fits(80e9)
+    assert largest_microbatch(m, lay, 1e9) == 0
+
+
+def test_zero_2_with_a_pipeline_is_refused():
+    with pytest.raises(ConfigError, match=r"parallel\.zero"):
+        ParallelLayout(pp=2, zero=2)

@@ -33,7 +33,7 @@ _DP_ONLY = {"algorithm": "--algorithm", "collective": "--collective", "grouping"
 
 COLUMNS = ("nodes", "gpus", "tp", "pp", "dp", "microbatches", "iteration_s", "tflops_per_gpu",
            "compute_s", "tp_comm_s", "pp_comm_s", "bubble_s", "dp_exposed_s", "optimizer_s",
-           "memory_GB", "fits")
+           "memory_GB", "fits", "largest_micro")
 
 
 def add_layout_args(p: argparse.ArgumentParser) -> None:

@@ -44,12 +44,13 @@ Examples
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from dlscale.perfmodel.training.parallel import ParallelLayout
 from dlscale.perfmodel.training.transformer import TransformerSpec, activation_bytes_per_layer
 
-__all__ = ["ADAM_BYTES", "ZERO_BUCKET_ELEMENTS", "LLMMemory", "llm_memory", "stage_params"]
+__all__ = ["ADAM_BYTES", "ZERO_BUCKET_ELEMENTS", "LLMMemory", "largest_microbatch",
+           "llm_memory", "stage_params"]
 
 #: Mixed-precision Adam, bytes per parameter: fp16 weights, fp16 gradients, fp32
 #: master weights + momentum + variance (Rajbhandari et al. SC'20, Sec. 3.1).
@@ -171,4 +172,33 @@ def llm_memory(model: TransformerSpec, layout: ParallelLayout) -> LLMMemory:
         if best is None or mem.total_B > best.total_B:
             best = mem
     assert best is not None
+    return best
+
+
+def largest_microbatch(model: TransformerSpec, layout: ParallelLayout,
+                       capacity_B: float) -> int:
+    """The largest microbatch of a valid layout like ``layout`` that fits ``capacity_B``.
+
+    The candidates are the microbatches that divide the sequences per replica
+    (``B / dp``) and keep the schedule's constraints; 0 when none fits.
+
+    Examples
+    --------
+    >>> from dlscale.perfmodel.catalog.models_llm import get_llm
+    >>> lay = ParallelLayout(tp=8, pp=8, dp=24, micro=2, global_batch=2304,
+    ...                      schedule="interleaved", virtual=2, recompute="full")
+    >>> largest_microbatch(get_llm("gpt-145.6b"), lay, 80e9)
+    6
+    """
+    per_replica = layout.global_batch // layout.dp
+    best = 0
+    for micro in range(1, per_replica + 1):
+        if per_replica % micro:
+            continue
+        m = per_replica // micro
+        if layout.schedule == "interleaved" and m % layout.pp:
+            continue
+        if not llm_memory(model, replace(layout, micro=micro)).fits(capacity_B):
+            break                                   # memory grows with the microbatch
+        best = micro
     return best

@@ -120,6 +120,12 @@ class ParallelLayout:
         if self.schedule != "interleaved" and self.virtual != 1:
             raise ConfigError(f"parallel.virtual: only the interleaved schedule has model "
                               f"chunks; must be 1 for {self.schedule}, got {self.virtual}")
+        if self.zero >= 2 and self.pp > 1:
+            # DeepSpeed's pipeline engine: "pipeline parallelism is not compatible with
+            # ZeRO-2 and ZeRO-3" (DeepSpeed docs, Pipeline Parallelism)
+            raise ConfigError(f"parallel.zero: ZeRO {self.zero} shards gradients, which a "
+                              f"pipeline accumulates over its microbatches; with pp "
+                              f"{self.pp} use zero 0 or 1")
         if self.global_batch % (self.micro * self.dp):
             raise ConfigError(
                 f"parallel.global_batch: must be a multiple of micro x dp = "

@@ -53,7 +53,12 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from dlscale.perfmodel.compute.llm_memory import LLMMemory, llm_memory, stage_params
+from dlscale.perfmodel.compute.llm_memory import (
+    LLMMemory,
+    largest_microbatch,
+    llm_memory,
+    stage_params,
+)
 from dlscale.perfmodel.compute.roofline import layer_times
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.machine.hardware import Cluster
@@ -100,6 +105,8 @@ class LLMIteration:
     flops: float
     memory: LLMMemory
     memory_capacity_B: float
+    #: The largest microbatch that fits, the rest of the layout kept (0: none).
+    largest_micro: int = 0
 
     @property
     def gpus(self) -> int:
@@ -133,6 +140,7 @@ class LLMIteration:
             "memory_GB": self.memory.total_B / 1e9, "states_GB": self.memory.states_B / 1e9,
             "activations_GB": self.memory.activations_B / 1e9,
             "capacity_GB": self.memory_capacity_B / 1e9, "fits": self.fits,
+            "largest_micro": self.largest_micro,
         }
 
 
@@ -280,8 +288,9 @@ def llm_iteration(cluster: Cluster, model: TransformerSpec,
     params = max(stage_params(model, layout, "first"), stage_params(model, layout, "last"))
     opt = ADAM_STEP_BYTES * params / shard / cluster.node.device.training_memory_bandwidth_Bps
     total = slots * slot + dp_exposed + opt
+    capacity = cluster.node.device.training_memory_bytes
     return LLMIteration(
         model.name, cluster.name, layout, total, m * (fwd + bwd + extra),
         m * tp, m * pp, (slots - m) * slot, dp_total, dp_exposed, opt,
         model.flops(layout.global_batch, layout.recompute), llm_memory(model, layout),
-        cluster.node.device.training_memory_bytes)
+        capacity, largest_microbatch(model, layout, capacity))

@@ -80,6 +80,15 @@ LLMS: dict[str, TransformerSpec] = {
 def get_llm(name: str) -> TransformerSpec:
     """The transformer called ``name`` (a key of :data:`LLMS`).
 
+    Parameters
+    ----------
+    name : str
+        A catalog name, e.g. ``"gpt3-175b"``.
+
+    Returns
+    -------
+    TransformerSpec
+
     Raises
     ------
     ConfigError

@@ -100,7 +100,20 @@ class LLMMemory:
 
 
 def stage_params(model: TransformerSpec, layout: ParallelLayout, stage: str) -> float:
-    """Parameters one rank of the ``"first"`` or ``"last"`` stage holds (before ZeRO)."""
+    """Parameters one rank of the ``"first"`` or ``"last"`` stage holds (before ZeRO).
+
+    Parameters
+    ----------
+    model : TransformerSpec
+    layout : ParallelLayout
+    stage : {"first", "last"}
+        With ``pp = 1`` the one stage is both.
+
+    Returns
+    -------
+    float
+        Parameters (the stage's layers, its embedding or output matrix, over ``tp``).
+    """
     t, h = layout.tp, model.hidden
     layers = layout.stage_layers(model) * model.layer_params / t
     out = 0.0
@@ -181,6 +194,18 @@ def largest_microbatch(model: TransformerSpec, layout: ParallelLayout,
 
     The candidates are the microbatches that divide the sequences per replica
     (``B / dp``) and keep the schedule's constraints; 0 when none fits.
+
+    Parameters
+    ----------
+    model : TransformerSpec
+    layout : ParallelLayout
+        Everything but its microbatch is kept.
+    capacity_B : float
+        Bytes of the device's memory.
+
+    Returns
+    -------
+    int
 
     Examples
     --------

@@ -263,6 +263,22 @@ def activation_bytes_per_layer(spec: TransformerSpec, micro: int, tp: int = 1,
     that tensor parallelism alone leaves whole on every rank; sequence parallelism
     splits them too.
 
+    Parameters
+    ----------
+    spec : TransformerSpec
+    micro : int
+        Sequences per microbatch ``b``.
+    tp : int, optional
+        Tensor-parallel size ``t``.
+    sp : bool, optional
+        Sequence parallelism.
+    recompute : {"none", "selective", "full"}, optional
+
+    Returns
+    -------
+    float
+        Bytes.
+
     Examples
     --------
     >>> g = TransformerSpec("g", hidden=12288, layers=96, heads=96, seq=2048, vocab=51200)

@@ -44,6 +44,17 @@ def layer_gemms(spec: TransformerSpec, tp: int) -> Model:
     ``scores`` is ``Q K^T`` and ``values`` the scores times ``V`` (``2 s^2 d`` per
     head each, Narayanan et al. SC'21 appendix); an MoE layer's MLP products are
     those of the ``top_k`` experts each token visits, with all experts' weights.
+
+    Parameters
+    ----------
+    spec : TransformerSpec
+    tp : int
+        Tensor-parallel size.
+
+    Returns
+    -------
+    Model
+        Six layers, for :func:`~dlscale.perfmodel.compute.roofline.layer_times`.
     """
     s, h, f, t = spec.seq, spec.hidden, spec.ffn, tp
     kv_out = h + 2 * spec.kv * spec.head_dim
@@ -63,7 +74,19 @@ def layer_gemms(spec: TransformerSpec, tp: int) -> Model:
 
 
 def logit_gemm(spec: TransformerSpec, tp: int) -> Model:
-    """The output layer's product ``h -> V`` on one of ``tp`` ranks (vocabulary split)."""
+    """The output layer's product ``h -> V`` on one of ``tp`` ranks (vocabulary split).
+
+    Parameters
+    ----------
+    spec : TransformerSpec
+    tp : int
+        Tensor-parallel size.
+
+    Returns
+    -------
+    Model
+        One layer.
+    """
     s, h, v = spec.seq, spec.hidden, spec.vocab
     layer = Layer("logits", "fc", v * h // tp, 2.0 * s * h * v / tp, s * v // tp)
     return Model(f"{spec.name}-logits-tp{tp}", (layer,), (s * h,), "tokens", 1, spec.source)
@@ -108,6 +131,18 @@ def elementwise_bytes(spec: TransformerSpec, micro: int, tp: int = 1,
 
     Tensor parallelism splits the activation and the attention core by ``t``;
     sequence parallelism the norms and the dropouts too.
+
+    Parameters
+    ----------
+    spec : TransformerSpec
+    micro : int
+        Sequences per microbatch.
+    tp : int, optional
+    sp : bool, optional
+
+    Returns
+    -------
+    ElementwiseBytes
 
     Examples
     --------

@@ -66,6 +66,8 @@ def is_transformer(name: str) -> bool:
 
 def check_data_parallel(args: argparse.Namespace) -> None:
     """Refuse a layout flag on a layer-by-layer workload unless it names the data-parallel case."""
+    from dlscale.perfmodel.catalog.models_llm import LLMS
+
     neutral = {"tp": 1, "pp": 1, "zero": 0}
     for dest, flag in LAYOUT_FLAGS.items():
         value = getattr(args, dest, None)
@@ -73,8 +75,8 @@ def check_data_parallel(args: argparse.Namespace) -> None:
             continue
         raise ConfigError(
             f"{flag}: workload {args.workload!r} is a layer-by-layer model trained data "
-            f"parallel (tp = pp = 1, zero 0); parallel layouts need a transformer model "
-            f"(dlscale catalog models)")
+            f"parallel (tp = pp = 1, zero 0); parallel layouts need a transformer model: "
+            f"{', '.join(LLMS)}")
 
 
 def _refuse_dp_flags(args: argparse.Namespace) -> None:

@@ -281,8 +281,8 @@ def llm_iteration(cluster: Cluster, model: TransformerSpec,
     fwd, bwd, tp, extra = _stage_compute(cluster, model, layout)
     pp = 2 * layout.virtual * _pp_transfer(cluster, model, layout, nodes)
     slot = fwd + bwd + tp + extra + pp
-    m, p, v = layout.microbatches, layout.pp, layout.virtual
-    slots = m + (p - 1) / v
+    m, v = layout.microbatches, layout.virtual
+    slots = m * (1.0 + layout.bubble_fraction)           # m + (p - 1) / v slots
     dp_total, dp_exposed = _dp_times(cluster, model, layout, (bwd + tp) / v)
     shard = layout.dp if layout.zero >= 1 else 1
     params = max(stage_params(model, layout, "first"), stage_params(model, layout, "last"))

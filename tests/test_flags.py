@@ -46,6 +46,7 @@ STUDY = ('name = "flags"\ncluster = "stampede2-skx"\nworkload = "resnet50"\nnode
 OTHER_STUDY = STUDY.replace('name = "flags"', 'name = "other"')
 
 PRED = ["predict", "summit", "resnet50", "--nodes", "1,64"]
+LLM = ["predict", "dgx1-v100", "gpt-1.7b"]
 PRED_PS = ["predict", "summit", "vgg16", "--nodes", "1,4", "--runtime", "parameter-server"]
 SIM_PS = ["simulate", "summit", "vgg16", "--nodes", "4", "--iterations", "2", "--runtime",
           "parameter-server"]
@@ -368,6 +369,15 @@ CHECKS: dict[tuple[str, str], Any] = {
     **{("simulate CLUSTER WORKLOAD", f): Acts(SIM_PS, extra) for f, extra in {
         "--ps-servers": ["--ps-servers", "1"], "--ps-placement": ["--ps-placement", "separate"],
         "--ps-strategy": ["--ps-strategy", "greedy"]}.items()},
+    # predict, the transformer path (a parallel layout)
+    **{("predict", f): Acts(base, extra) for f, (base, extra) in {
+        "--tp": (LLM, ["--tp", "2"]), "--pp": (LLM, ["--pp", "2"]),
+        "--microbatch": (LLM, ["--microbatch", "2"]),
+        "--schedule": ([*LLM, "--pp", "2", "--global-batch", "16"], ["--schedule", "gpipe"]),
+        "--virtual": ([*LLM, "--pp", "2", "--global-batch", "16", "--schedule", "interleaved",
+                       "--virtual", "2"], ["--virtual", "4"]),
+        "--zero": (LLM, ["--zero", "1"]), "--recompute": (LLM, ["--recompute", "full"]),
+        "--sp": ([*LLM, "--tp", "2"], ["--sp"])}.items()},
     ("predict", "--data"): Acts(["predict", *LOADED], ["--data", "synthetic"]),
     ("predict", "--loader-rate"): Acts(PRED, ["--loader-rate", "100"]),
     ("predict", "--dispatch-us"): Acts(PRED, ["--dispatch-us", "500"]),

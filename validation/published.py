@@ -75,6 +75,8 @@ CASE_MODULES: dict[str, str] = {
     "cavdar-isc19": "case_cavdar_isc19",
     "codreanu-resnet50": "case_codreanu_resnet50",
     "laanait-summit": "case_laanait_summit",
+    "megatron-sc21": "case_megatron_sc21",
+    "megatron-korthikanti": "case_megatron_korthikanti",
 }
 
 #: Fidelities a case may offer.

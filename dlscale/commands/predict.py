@@ -58,6 +58,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--plot", metavar="FILE.png", help="write a scaling plot")
     add_measured_args(p)
     add_outside_args(p)
+    from dlscale.commands.predict_llm import add_layout_args
+
+    add_layout_args(p)
     add_output_args(p)
     p.set_defaults(run=run)
 
@@ -150,6 +153,11 @@ def baseline_line(pred: Any) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from dlscale.commands.predict_llm import check_data_parallel, is_transformer, run_llm
+
+    if is_transformer(args.workload):
+        return run_llm(args)
+    check_data_parallel(args)
     from dlscale.api import predict
     from dlscale.provenance import load_cluster
 

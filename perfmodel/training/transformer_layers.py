@@ -1,0 +1,161 @@
+"""One transformer layer on one tensor-parallel rank: its GEMMs and its elementwise bytes.
+
+The matrix products are :class:`~dlscale.perfmodel.training.workload.Layer` s of a
+:class:`~dlscale.perfmodel.training.workload.Model` whose sample is one sequence, so
+the compute model that prices every other network prices them
+(:func:`dlscale.perfmodel.compute.roofline.layer_times`: the GEMM class, the device's
+sustained fraction, the utilization of the work, the memory ceiling). Megatron's
+tensor parallelism (Shoeybi et al. 2019, Sec. 3) splits the query/key/value and the
+MLP's first matrix by columns and the attention output and the MLP's second matrix
+by rows, each rank computing ``1 / t`` of every product and ``a / t`` heads.
+
+The elementwise work (layer norms, softmax, dropouts, the MLP's activation, the
+residual additions) does a few FLOPs per byte, so it is priced at the device's
+memory bandwidth from the bytes it reads and writes (:func:`elementwise_bytes`);
+the tensors and their sizes are those of Korthikanti et al. 2022 (arXiv 2205.05198)
+Sec. 4.1, 16-bit values and 1-byte dropout masks, each fused kernel of Megatron
+(bias + GeLU, bias + dropout + add, scale + mask + softmax) reading its inputs once
+and writing its outputs once.
+
+Examples
+--------
+>>> from dlscale.perfmodel.catalog.models_llm import get_llm
+>>> m = layer_gemms(get_llm("gpt3-175b"), tp=8)
+>>> [la.name for la in m.layers]
+['qkv', 'scores', 'values', 'attn_out', 'mlp_up', 'mlp_down']
+>>> g = get_llm("gpt3-175b")
+>>> m.forward_flops == g.seq * sum(g.layer_flops_per_token()) / 8
+True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dlscale.perfmodel.training.transformer import TransformerSpec
+from dlscale.perfmodel.training.workload import Layer, Model
+
+__all__ = ["ElementwiseBytes", "elementwise_bytes", "layer_gemms", "logit_gemm"]
+
+
+def layer_gemms(spec: TransformerSpec, tp: int) -> Model:
+    """The matrix products of one layer on one of ``tp`` ranks; a sample is a sequence.
+
+    ``scores`` is ``Q K^T`` and ``values`` the scores times ``V`` (``2 s^2 d`` per
+    head each, Narayanan et al. SC'21 appendix); an MoE layer's MLP products are
+    those of the ``top_k`` experts each token visits, with all experts' weights.
+
+    Parameters
+    ----------
+    spec : TransformerSpec
+    tp : int
+        Tensor-parallel size.
+
+    Returns
+    -------
+    Model
+        Six layers, for :func:`~dlscale.perfmodel.compute.roofline.layer_times`.
+    """
+    s, h, f, t = spec.seq, spec.hidden, spec.ffn, tp
+    kv_out = h + 2 * spec.kv * spec.head_dim
+    up = (2 if spec.gated_mlp else 1) * f
+    k = spec.top_k if spec.moe else 1
+    n_mlp = max(spec.experts, 1)
+    layers = (
+        Layer("qkv", "fc", spec.qkv_weights // t, 2.0 * s * spec.qkv_weights / t, s * kv_out // t),
+        Layer("scores", "attention", 0, 2.0 * s * s * h / t, spec.heads * s * s // t),
+        Layer("values", "attention", 0, 2.0 * s * s * h / t, s * h // t),
+        Layer("attn_out", "fc", h * h // t, 2.0 * s * h * h / t, s * h),
+        Layer("mlp_up", "fc", n_mlp * h * up // t, 2.0 * s * k * h * up / t, s * k * up // t),
+        Layer("mlp_down", "fc", n_mlp * f * h // t, 2.0 * s * k * f * h / t, s * k * h),
+    )
+    return Model(f"{spec.name}-layer-tp{t}", layers, (s * h,), "tokens", 1,
+                 spec.source)
+
+
+def logit_gemm(spec: TransformerSpec, tp: int) -> Model:
+    """The output layer's product ``h -> V`` on one of ``tp`` ranks (vocabulary split).
+
+    Parameters
+    ----------
+    spec : TransformerSpec
+    tp : int
+        Tensor-parallel size.
+
+    Returns
+    -------
+    Model
+        One layer.
+    """
+    s, h, v = spec.seq, spec.hidden, spec.vocab
+    layer = Layer("logits", "fc", v * h // tp, 2.0 * s * h * v / tp, s * v // tp)
+    return Model(f"{spec.name}-logits-tp{tp}", (layer,), (s * h,), "tokens", 1, spec.source)
+
+
+@dataclass(frozen=True)
+class ElementwiseBytes:
+    """Bytes the elementwise kernels of one layer move forward, per microbatch.
+
+    Attributes
+    ----------
+    core_B : float
+        Softmax and its dropout (the attention core that selective recomputation
+        recomputes).
+    rest_B : float
+        Layer norms, dropouts with residual additions, the MLP's activation.
+    """
+
+    core_B: float
+    rest_B: float
+
+    @property
+    def total_B(self) -> float:
+        """Both."""
+        return self.core_B + self.rest_B
+
+
+def elementwise_bytes(spec: TransformerSpec, micro: int, tp: int = 1,
+                      sp: bool = False) -> ElementwiseBytes:
+    """Forward bytes read and written by one layer's elementwise kernels on one rank.
+
+    Per microbatch, ``sbh = s b h`` (Korthikanti et al. 2022 Sec. 4.1 tensors):
+
+    - each layer norm reads its 2-byte input and writes its output: ``4 sbh``, two
+      per layer;
+    - each dropout + residual add reads the product and the residual and writes the
+      sum and a 1-byte mask: ``7 sbh``, two per layer;
+    - the MLP activation reads and writes the ``s b f`` tensor (``4 s b f``; SwiGLU
+      reads two: ``6 s b f``);
+    - the softmax reads and writes the ``a s^2 b`` scores (``4 a s^2 b``) and its
+      dropout writes the output and a mask (``5 a s^2 b``).
+
+    Tensor parallelism splits the activation and the attention core by ``t``;
+    sequence parallelism the norms and the dropouts too.
+
+    Parameters
+    ----------
+    spec : TransformerSpec
+    micro : int
+        Sequences per microbatch.
+    tp : int, optional
+    sp : bool, optional
+
+    Returns
+    -------
+    ElementwiseBytes
+
+    Examples
+    --------
+    >>> from dlscale.perfmodel.catalog.models_llm import get_llm
+    >>> g = get_llm("gpt-1.7b")
+    >>> e = elementwise_bytes(g, 1)
+    >>> sbh = g.seq * g.hidden
+    >>> e.rest_B / sbh, e.core_B / (g.heads * g.seq**2)
+    (38.0, 9.0)
+    """
+    s, h, a, f = float(spec.seq), spec.hidden, spec.heads, spec.ffn
+    sbh = s * micro * h
+    act = (6.0 if spec.gated_mlp else 4.0) * s * micro * f * (spec.top_k if spec.moe else 1)
+    norms_dropouts = (2 * 4.0 + 2 * 7.0) * sbh / (tp if sp else 1)
+    core = 9.0 * a * s * s * micro / tp
+    return ElementwiseBytes(core, norms_dropouts + act / tp)

@@ -1,0 +1,96 @@
+"""Memory per GPU of a parallel layout and the layout's checks."""
+
+from __future__ import annotations
+
+import pytest
+
+from dlscale.perfmodel.catalog.models_llm import get_llm
+from dlscale.perfmodel.compute.llm_memory import llm_memory
+from dlscale.perfmodel.errors import ConfigError
+from dlscale.perfmodel.training.parallel import ParallelLayout
+
+
+def test_one_gpu_states_are_16_bytes_per_parameter():
+    m = get_llm("gpt-1.7b")
+    mem = llm_memory(m, ParallelLayout(micro=1, global_batch=1))
+    assert mem.states_B == pytest.approx(16.0 * m.params)
+
+
+def test_activations_by_hand_without_parallelism():
+    m = get_llm("gpt-1.7b")
+    s, h, a, v, n = m.seq, m.hidden, m.heads, m.vocab, m.layers
+    sbh = s * 2 * h
+    mem = llm_memory(m, ParallelLayout(micro=2, global_batch=2))
+    # Korthikanti Table 2 per layer, the embedding dropout mask, the output layer
+    by_hand = n * sbh * (34 + 5 * a * s / h) + sbh + 4 * sbh * (1 + v / h)
+    assert mem.activations_B == pytest.approx(by_hand)
+
+
+@pytest.mark.parametrize("zero,shards", [(0, (1, 1, 1)), (1, (1, 1, 8)), (2, (1, 8, 8)),
+                                         (3, (8, 8, 8))])
+def test_zero_shards_by_stage(zero, shards):
+    m = get_llm("gpt-7.5b")
+    base = llm_memory(m, ParallelLayout(dp=8, micro=1, global_batch=8))
+    mem = llm_memory(m, ParallelLayout(dp=8, micro=1, global_batch=8, zero=zero))
+    assert (base.weights_B / mem.weights_B, base.gradients_B / mem.gradients_B,
+            base.optimizer_B / mem.optimizer_B) == pytest.approx(shards)
+
+
+def test_recompute_and_sp_order_the_activations():
+    m = get_llm("gpt3-175b")
+    acts = {}
+    for rc in ("none", "selective", "full"):
+        for sp in (False, True):
+            lay = ParallelLayout(tp=8, pp=8, dp=1, micro=1, global_batch=64, recompute=rc, sp=sp)
+            acts[rc, sp] = llm_memory(m, lay).activations_B
+    assert acts["none", False] > acts["selective", False] > acts["selective", True]
+    assert acts["none", False] > acts["none", True] > acts["full", True]
+    assert acts["selective", True] > acts["full", True]
+
+
+def test_1f1b_holds_p_microbatches_gpipe_all():
+    m = get_llm("gpt-39.1b")
+    kw = dict(tp=8, pp=2, dp=1, micro=1, global_batch=16)
+    one = llm_memory(m, ParallelLayout(**kw, schedule="1f1b"))
+    gp = llm_memory(m, ParallelLayout(**kw, schedule="gpipe"))
+    assert gp.activations_B > 7 * one.activations_B / 2 * 0.9     # 16 vs 2 in flight
+
+
+@pytest.mark.parametrize("kw,field", [
+    (dict(tp=0), "parallel.tp"), (dict(schedule="zb"), "parallel.schedule"),
+    (dict(zero=4), "parallel.zero"), (dict(recompute="some"), "parallel.recompute"),
+    (dict(sp=True), "parallel.sp"), (dict(schedule="interleaved"), "parallel.virtual"),
+    (dict(virtual=2), "parallel.virtual"), (dict(global_batch=3, dp=2), "global_batch"),
+    (dict(schedule="interleaved", virtual=2, pp=4, global_batch=6), "global_batch")])
+def test_bad_layouts_are_one_line(kw, field):
+    with pytest.raises(ConfigError) as e:
+        ParallelLayout(**kw)
+    assert field in str(e.value) and "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("kw,gpus,text", [(dict(tp=5), None, "heads"),
+                                          (dict(pp=7), None, "layers"),
+                                          (dict(tp=2, dp=3, global_batch=3), 8, "machine has 8")])
+def test_layout_against_model_and_machine(kw, gpus, text):
+    with pytest.raises(ConfigError, match=text):
+        ParallelLayout(**kw).check(get_llm("gpt3-175b"), gpus=gpus)
+
+
+def test_largest_microbatch_fits_and_the_next_does_not():
+    import dataclasses
+
+    from dlscale.perfmodel.compute.llm_memory import largest_microbatch
+
+    m = get_llm("gpt-18.4b")
+    lay = ParallelLayout(tp=8, dp=32, micro=1, global_batch=1024, recompute="full")
+    best = largest_microbatch(m, lay, 80e9)
+    assert best >= 1
+    assert llm_memory(m, dataclasses.replace(lay, micro=best)).fits(80e9)
+    bigger = [b for b in range(best + 1, 33) if 32 % b == 0]
+    assert not llm_memory(m, dataclasses.replace(lay, micro=bigger[0])).fits(80e9)
+    assert largest_microbatch(m, lay, 1e9) == 0
+
+
+def test_zero_2_with_a_pipeline_is_refused():
+    with pytest.raises(ConfigError, match=r"parallel\.zero"):
+        ParallelLayout(pp=2, zero=2)

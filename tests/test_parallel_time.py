@@ -1,0 +1,99 @@
+"""Time per iteration of a transformer under a parallel layout."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from dlscale.perfmodel.catalog.models_llm import get_llm
+from dlscale.perfmodel.compute.roofline import layer_times
+from dlscale.perfmodel.errors import ConfigError
+from dlscale.perfmodel.network.model import collective_time_s
+from dlscale.perfmodel.training.parallel import ParallelLayout
+from dlscale.perfmodel.training.parallel_time import llm_iteration
+from dlscale.perfmodel.training.transformer_layers import elementwise_bytes, layer_gemms
+from dlscale.validation.megatron_selene import SELENE
+
+GPT = get_llm("gpt-145.6b")
+
+
+def _lay(**kw):
+    base = dict(tp=8, pp=8, dp=24, micro=2, global_batch=2304, schedule="interleaved",
+                virtual=2, recompute="full", dp_overlap=False)
+    return ParallelLayout(**{**base, **kw})
+
+
+def test_breakdown_adds_up_to_the_iteration():
+    r = llm_iteration(SELENE, GPT, _lay())
+    parts = (r.compute_s + r.tp_comm_s + r.pp_comm_s + r.bubble_s + r.dp_exposed_s
+             + r.optimizer_s)
+    assert parts == pytest.approx(r.iteration_s, rel=1e-12)
+    assert r.fits and r.memory.total_B < 80e9
+    assert r.tflops_per_gpu == pytest.approx(
+        GPT.flops_narayanan(2304, "full") / (r.iteration_s * 1536) / 1e12, rel=1e-9)
+
+
+def test_tp_communication_is_six_allreduces_per_layer_with_full_recompute():
+    lay = _lay(pp=1, dp=1, global_batch=4, schedule="1f1b", virtual=1)
+    r = llm_iteration(SELENE, GPT, lay)
+    one = collective_time_s(SELENE, "allreduce", "ring", 2.0 * GPT.seq * 2 * GPT.hidden, 1, 8,
+                            ranks=8)
+    # 6 per layer (2 forward, 2 recomputed, 2 backward) + the embedding's + the logits'
+    assert r.tp_comm_s == pytest.approx(lay.microbatches * one * (6 * GPT.layers + 2))
+
+
+def test_compute_is_the_roofline_of_the_gemms_plus_elementwise_bytes():
+    lay = _lay(pp=1, dp=1, global_batch=4, schedule="1f1b", virtual=1, recompute="none")
+    r = llm_iteration(SELENE, GPT, lay)
+    dev = SELENE.node.device
+    lt = layer_times(layer_gemms(GPT, 8), dev, "fp16", 2)
+    ew = elementwise_bytes(GPT, 2, 8).total_B / dev.memory_bandwidth_Bps
+    per_layer = float(lt.total_s) + 3 * ew
+    body = lay.microbatches * GPT.layers * per_layer
+    assert body < r.compute_s < body * 1.05          # the embedding and logits on top
+
+
+def test_bubble_is_p_minus_1_over_v_slots():
+    one = llm_iteration(SELENE, GPT, _lay(schedule="1f1b", virtual=1))
+    two = llm_iteration(SELENE, GPT, _lay())
+    assert two.bubble_s < one.bubble_s
+    slot_1 = (one.iteration_s - one.dp_exposed_s - one.optimizer_s) / (48 + 7)
+    assert one.bubble_s == pytest.approx(7 * slot_1, rel=1e-9)
+
+
+def test_sequence_parallel_trades_allreduce_for_rs_plus_ag():
+    a = llm_iteration(SELENE, GPT, _lay())
+    b = llm_iteration(SELENE, GPT, _lay(sp=True))
+    assert b.memory.activations_B < a.memory.activations_B
+    assert b.tp_comm_s == pytest.approx(a.tp_comm_s, rel=0.25)
+
+
+def test_dp_overlap_hides_only_the_last_reduction():
+    hidden = llm_iteration(SELENE, GPT, _lay(dp_overlap=True))
+    shown = llm_iteration(SELENE, GPT, _lay())
+    assert hidden.dp_comm_s == shown.dp_comm_s
+    assert shown.dp_exposed_s == shown.dp_comm_s
+    assert hidden.dp_exposed_s < shown.dp_exposed_s
+
+
+def test_zero_stages_add_communication_and_cut_memory():
+    kw = dict(pp=1, dp=192, global_batch=384, schedule="1f1b", virtual=1)
+    rows = [llm_iteration(SELENE, GPT, _lay(zero=z, **kw)) for z in (0, 1, 2, 3)]
+    mem = [r.memory.states_B for r in rows]
+    assert mem == sorted(mem, reverse=True)
+    assert rows[3].dp_comm_s > rows[2].dp_comm_s >= rows[1].dp_comm_s
+
+
+def test_same_inputs_same_answer():
+    assert llm_iteration(SELENE, GPT, _lay()) == llm_iteration(SELENE, GPT, _lay())
+
+
+def test_partial_nodes_are_refused_in_one_line():
+    with pytest.raises(ConfigError, match="whole nodes"):
+        llm_iteration(SELENE, GPT, _lay(tp=4, pp=1, dp=3, global_batch=6,
+                                        schedule="1f1b", virtual=1))
+    small = dataclasses.replace(SELENE, network=dataclasses.replace(
+        SELENE.network, topology=dataclasses.replace(SELENE.network.topology, max_nodes=4)))
+    with pytest.raises(ConfigError, match="nodes"):
+        llm_iteration(small, GPT, _lay())

@@ -1,0 +1,87 @@
+"""The transformer description: parameters and FLOPs against the published formulas."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from dlscale.perfmodel.catalog.models_llm import LLMS, NARAYANAN_TABLE1, get_llm
+from dlscale.perfmodel.errors import ConfigError
+from dlscale.perfmodel.training.transformer import TransformerSpec, activation_bytes_per_layer
+
+#: Narayanan et al. SC'21 Table 1, "Number of parameters (billion)".
+TABLE1_PARAMS = {"gpt-1.7b": 1.7, "gpt-3.6b": 3.6, "gpt-7.5b": 7.5, "gpt-18.4b": 18.4,
+                 "gpt-39.1b": 39.1, "gpt-76.1b": 76.1, "gpt-145.6b": 145.6,
+                 "gpt-310.1b": 310.1, "gpt-529.6b": 529.6, "gpt-1t": 1008.0}
+
+
+def test_gpt3_has_175b_parameters_within_1_percent():
+    assert abs(get_llm("gpt3-175b").params / 175e9 - 1) < 0.01
+
+
+@pytest.mark.parametrize("name", sorted(NARAYANAN_TABLE1))
+def test_table1_parameters_by_eq2_and_by_the_matrices(name):
+    m = LLMS[name]
+    # eq. (2) by hand: 12 l h^2 (1 + 13/(12h) + (V+s)/(12 l h))
+    n, h, v, s = m.layers, m.hidden, m.vocab, m.seq
+    by_hand = 12 * n * h**2 * (1 + 13 / (12 * h) + (v + s) / (12 * n * h))
+    assert m.params_narayanan == round(by_hand)
+    assert m.params - m.params_narayanan == 2 * h        # the final layer norm
+    assert round(m.params / 1e9, 1) == pytest.approx(TABLE1_PARAMS[name], abs=0.051)
+
+
+@pytest.mark.parametrize("recompute,coef,logit", [("full", 96, 16), ("none", 72, 12)])
+def test_flops_are_eq3(recompute, coef, logit):
+    m = get_llm("gpt-145.6b")
+    b, s, n, h, v = 2304, 2048, 80, 12288, 51200
+    by_hand = coef * b * s * n * h**2 * (1 + s / (6 * h) + v / (logit * n * h))
+    assert math.isclose(m.flops(b, recompute), by_hand, rel_tol=1e-12)
+    assert math.isclose(m.flops_narayanan(b, recompute), by_hand, rel_tol=1e-12)
+
+
+def test_selective_recompute_adds_the_attention_core_once():
+    m = get_llm("gpt3-175b")
+    core = 4.0 * m.seq * m.hidden * m.layers * m.seq * 8
+    assert math.isclose(m.flops(8, "selective") - m.flops(8, "none"), core, rel_tol=1e-12)
+    with pytest.raises(ConfigError, match="selective"):
+        m.flops_narayanan(8, "selective")
+
+
+def test_korthikanti_table2_activation_forms():
+    m = get_llm("gpt3-175b")
+    s, h, a, t = m.seq, m.hidden, m.heads, 8
+    sbh = s * 4 * h
+    assert activation_bytes_per_layer(m, 4) == pytest.approx(sbh * (34 + 5 * a * s / h))
+    assert activation_bytes_per_layer(m, 4, tp=t) == pytest.approx(
+        sbh * (10 + 24 / t + 5 * a * s / (h * t)))
+    assert activation_bytes_per_layer(m, 4, tp=t, sp=True) == pytest.approx(
+        sbh * (34 / t + 5 * a * s / (h * t)))
+    assert activation_bytes_per_layer(m, 4, tp=t, recompute="selective") == pytest.approx(
+        sbh * (10 + 24 / t))
+    assert activation_bytes_per_layer(m, 4, tp=t, sp=True, recompute="full") == pytest.approx(
+        2 * sbh / t)
+
+
+def test_gqa_swiglu_and_moe_counts():
+    llama = get_llm("llama2-70b")
+    # Touvron et al. 2023: 70 B; the released model counts 68.98 B
+    assert round(llama.params / 1e9, 2) == 68.98
+    assert llama.qkv_weights == 8192 * (8192 + 2 * 8 * 128)
+    mix = get_llm("mixtral-8x7b")
+    assert round(mix.params / 1e9, 1) == 46.7           # Jiang et al. 2024: 47 B
+
+
+@pytest.mark.parametrize("kw,field", [
+    (dict(hidden=100, heads=3), "heads"), (dict(kv_heads=5), "kv_heads"),
+    (dict(layers=0), "layers"), (dict(experts=4, top_k=5), "top_k"), (dict(top_k=1), "top_k")])
+def test_bad_shapes_are_one_line(kw, field):
+    base = dict(hidden=128, layers=2, heads=4, seq=16, vocab=100)
+    with pytest.raises(ConfigError) as e:
+        TransformerSpec("x", **{**base, **kw})
+    assert field in str(e.value) and "\n" not in str(e.value)
+
+
+def test_unknown_model_names_the_valid_ones():
+    with pytest.raises(ConfigError, match="gpt3-175b"):
+        get_llm("gpt3-175")

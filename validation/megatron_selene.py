@@ -1,0 +1,75 @@
+"""NVIDIA Selene as Narayanan et al. (SC'21) ran it: DGX A100 80 GB nodes on HDR InfiniBand.
+
+One place for every figure of the machine of :mod:`.case_megatron_sc21`, each with its
+source, so that the catalog's own A100 and DGX A100 (added beside this, by another
+change) can replace :data:`A100_80GB` and :data:`DGX_A100` after the merge:
+
+- **GPU**, NVIDIA A100 Tensor Core GPU datasheet (SXM4 80 GB): 108 SMs at 1,410 MHz
+  boost, FP64 9.7 TFLOP/s, FP32 19.5, FP16/BF16 tensor 312 dense ("A100 ... peak
+  device throughput of 312 teraFLOP/s", Narayanan et al. Sec. 5.1), 80 GB HBM2e at
+  2,039 GB/s, 400 W;
+- **sustained GEMM fraction** (bf16): 271.2 of 312 TFLOP/s = 0.869, the "maximum
+  achievable matmul FLOPS" of an A100 SXM measured by brute-force search over GEMM
+  shapes (stas00/ml-engineering, compute/accelerator/README.md, MAMF table, torch
+  2.6 / CUDA 12.6; an earlier row of the same table: 267.9 = 0.859 with CUDA 12.1).
+  It is not a Megatron measurement and is of newer software than the paper's (2021);
+  fp32 takes the same fraction (no fp32 run is priced here);
+- **node**, Narayanan et al. Sec. 5: "8 NVIDIA 80-GB A100 GPUs connected to each
+  other by NVLink and NVSwitch" and "eight NVIDIA Mellanox 200Gbps HDR Infiniband
+  HCAs": NVLink 3 gives each GPU 600 GB/s in both directions together, 300 GB/s each
+  way (A100 datasheet), 3 us small-message latency (the catalog's NVLink figure,
+  Li et al. IEEE TPDS 2020, approx.); 8 x 25 GB/s = 200 GB/s of injection per node,
+  0.6 us MPI latency (the catalog's ``ib-hdr``);
+- **network**, Narayanan et al. Sec. 5: "a three-level (leaf, spine, core) fat-tree
+  topology"; non-blocking 40-port HDR switches (20 down, 20 up) of the DGX SuperPOD
+  reference architecture (NVIDIA, "DGX SuperPOD reference architecture", DGX A100,
+  2020: rail-optimised, one plane per HCA, 20 nodes per scalable-unit leaf), 130 ns
+  per switch (NVIDIA Quantum QM8700 brief); 560 nodes (Selene, TOP500 November
+  2020: 4,480 A100 GPUs).
+"""
+
+from __future__ import annotations
+
+from dlscale.perfmodel.catalog.links import LINKS
+from dlscale.perfmodel.machine.hardware import Cluster, Device, FatTree, Link, NetworkSpec, NodeSpec
+from dlscale.perfmodel.units import GB, TFLOPS, GB_per_s, GHz, ns, us
+
+__all__ = ["A100_80GB", "DGX_A100", "MAMF_FRACTION", "SELENE", "SELENE_NODES"]
+
+#: 271.2 / 312: A100 SXM bf16 maximum achievable matmul FLOPS over its peak
+#: (stas00/ml-engineering, MAMF table; 267.9 / 312 = 0.859 in its CUDA 12.1 row).
+MAMF_FRACTION = 271.2 / 312.0
+
+#: NVIDIA A100 Tensor Core GPU datasheet, SXM4 80 GB.
+A100_80GB = Device(
+    name="a100-sxm4-80gb", kind="gpu", cores=108, clock_hz=1.41 * GHz,
+    peak_fp64_flops=9.7 * TFLOPS, peak_fp32_flops=19.5 * TFLOPS,
+    peak_fp16_flops=312 * TFLOPS, memory_bytes=80 * GB,
+    memory_bandwidth_Bps=2039 * GB_per_s, sustained_fraction=MAMF_FRACTION,
+    sustained_fraction_fp16=MAMF_FRACTION, tdp_w=400.0,
+    source="NVIDIA A100 datasheet (SXM4 80 GB); MAMF: stas00/ml-engineering")
+
+#: NVLink 3 through NVSwitch, per GPU and direction (A100 datasheet: 600 GB/s total).
+NVLINK3 = Link("nvlink3-nvswitch", 300 * GB_per_s, 3 * us,
+               "NVIDIA A100 datasheet (600 GB/s bidirectional); latency as nvlink2, approx.")
+
+#: 8 x HDR 200 Gb/s per node (Narayanan et al. SC'21 Sec. 5).
+HDR_X8 = Link("ib-hdr-x8", 8 * LINKS["ib-hdr"].bandwidth_Bps, LINKS["ib-hdr"].latency_s,
+              "Narayanan et al. SC'21 Sec. 5 (8 x 200 Gb/s HDR per node)")
+
+#: A DGX A100 as Selene's nodes (Narayanan et al. SC'21 Sec. 5).
+DGX_A100 = NodeSpec("dgx-a100-80gb", A100_80GB, 8, NVLINK3, HDR_X8,
+                    source="Narayanan et al. SC'21 Sec. 5; NVIDIA DGX A100 datasheet")
+
+#: Selene's DGX A100 nodes (TOP500 November 2020: 4,480 A100 GPUs).
+SELENE_NODES = 560
+
+SELENE = Cluster(
+    "selene", DGX_A100,
+    NetworkSpec("selene-hdr-fat-tree",
+                FatTree(levels=3, nodes_per_leaf=20, down_up=((20, 20), (20, 20)),
+                        max_nodes=SELENE_NODES, rails=8),
+                LINKS["ib-hdr"], hop_latency_s=130 * ns,
+                source="Narayanan et al. SC'21 Sec. 5; NVIDIA DGX SuperPOD reference "
+                       "architecture (2020)"),
+    source="NVIDIA Selene as in Narayanan et al. SC'21 (validation/megatron_selene.py)")

@@ -278,8 +278,9 @@ def profile_source(path: str | Path, profile: Any, before: Cluster, after: Clust
 
 def _one_host_warning(src: ProfileSource, profile: Any, cluster: Cluster) -> tuple[str, ...]:
     """A warning when a profile without inter-node figures meets a multi-node cluster."""
-    if "inter-node" in profile.p2p or cluster.max_nodes <= 1:
-        return ()
+    if "inter-node" in profile.p2p or cluster.max_nodes <= 1 or not (profile.p2p or
+                                                                     profile.kernels):
+        return ()   # (a profile of `dlscale fit` alone measured no figure of a host)
     hosts = ", ".join(src.hosts) or "one host"
     return (f"profile {src.path} was measured on one host ({hosts}); {cluster.name}'s "
             f"{cluster.max_nodes}-node fabric keeps its described inter-node figures",)

@@ -41,7 +41,8 @@ from typing import Any
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.textfile import read_utf8
 
-__all__ = ["MAX_POINTS", "QUANTITIES", "Observation", "RatesTable", "read_rates"]
+__all__ = ["MAX_POINTS", "QUANTITIES", "Observation", "RatesTable", "read_rates",
+           "timeline_observations"]
 
 #: What a table may give per node count: samples/s over all devices, seconds per
 #: iteration, scaling efficiency (against the command's baseline); and, from a
@@ -190,3 +191,38 @@ def read_rates(path: str | Path) -> RatesTable:
     if len(points) > MAX_POINTS:
         raise ConfigError(f"{path}: {len(points)} values, at most {MAX_POINTS}")
     return RatesTable(tuple(points), _single(path, doc), src)
+
+
+def timeline_observations(path: str | Path, devices_per_node: int) -> list[Observation]:
+    """A Horovod timeline's measured collective and exposed seconds per iteration, as
+    observations of ``comm_s`` and ``exposed_comm_s`` at the node count its ranks make
+    (:func:`dlscale.perfmodel.compute.horovod.read_horovod_timeline`, which refuses
+    bad input in one line).
+
+    Parameters
+    ----------
+    path : str or Path
+        The timeline (``HOROVOD_TIMELINE``).
+    devices_per_node : int
+        Ranks per node of the run (one per device).
+
+    Raises
+    ------
+    ConfigError
+        A bad timeline, one without rank ticks, or ranks that are not whole nodes.
+    """
+    from dlscale.perfmodel.compute.horovod import read_horovod_timeline
+
+    h = read_horovod_timeline(path)
+    if h.ranks < 2 or h.ranks % devices_per_node:
+        raise ConfigError(f"{path}: {h.ranks} ranks in the timeline's negotiation ticks; a fit "
+                          f"needs a multi-rank run of whole nodes ({devices_per_node} ranks per "
+                          f"node)")
+    n = h.ranks // devices_per_node
+    src = f"{path} ({h.describe()})"
+    out = [Observation(n, "comm_s", h.allreduce_s, src)] if h.allreduce_s > 0 else []
+    if h.exposed_s > 0:
+        out.append(Observation(n, "exposed_comm_s", h.exposed_s, src))
+    if not out:
+        raise ConfigError(f"{path}: no collective time measured; nothing to fit")
+    return out

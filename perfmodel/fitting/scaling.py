@@ -75,6 +75,8 @@ SEPARABLE = 0.1
 #: multiplied by this. Assumption: the issue 25 trial found single-device rates
 #: missed by 20-50 %, up to +161 % (Dell's MXNet rows); 4x holds all of them.
 COMPUTE_SPAN = 4.0
+#: Fitted values this close to a bound (in units of the range) are the bound.
+SNAP = 1e-6
 #: Prediction fields an observation may name.
 MODEL_FIELDS = ("samples_per_s", "iteration_s", "efficiency", "comm_s", "exposed_comm_s")
 #: Fields that carry an absolute time or rate (so they determine the compute).
@@ -389,7 +391,9 @@ def fit_scaling(cluster: Cluster, workload: Workload, observations: Sequence[Obs
         start = min(_grid(len(chosen)), key=lambda x: (float(np.sum(sub(x) ** 2)), tuple(x)))
         sol = least_squares(sub, start, bounds=(0.0, 1.0), method="trf",
                             diff_step=0.01, x_scale=1.0)
-        u[chosen] = sol.x
+        # the trust region keeps its iterates strictly inside the bounds: a value
+        # within SNAP of a bound (in units of the range) is that bound
+        u[chosen] = np.where(sol.x < SNAP, 0.0, np.where(sol.x > 1.0 - SNAP, 1.0, sol.x))
     after = res(u)
     fitted = {params[j].name: params[j].value(float(u[j])) for j in chosen}
     held = {params[j].name: (params[j].central, why[j]) for j in range(len(params))

@@ -441,9 +441,10 @@ def fit(cluster: str | Path | Cluster, workload: str | Path | Workload,
             raise ConfigError(f"--nodes: no row of {rates} at {list(nodes)} (it has "
                               f"{', '.join(map(str, have)) or 'no table'})")
     if table is not None and table.single_device is not None:
-        if single_device is not None:
-            raise ConfigError(f"{rates}: gives a single_device rate; single_device (or "
-                              f"--measured-samples-per-s) too: give one of them")
+        if single_device is not None or w.model.measured is not None:
+            raise ConfigError(f"{rates}: gives a single_device rate, and the compute is "
+                              f"measured too (--measured-samples-per-s, --trace or "
+                              f"single_device): give one of them")
         single_device = table.single_device
     if single_device is not None:
         if w.model.measured is not None:

@@ -35,7 +35,7 @@ from dlscale import api
 from dlscale.perfmodel.catalog.runtimes import apply_runtime
 from dlscale.perfmodel.compute.measured import MeasuredCompute
 from dlscale.perfmodel.fitting.rates_table import read_rates
-from dlscale.perfmodel.machine.config import load_cluster, load_workload
+from dlscale.perfmodel.machine.config import load_cluster
 from dlscale.perfmodel.machine.profile import load_profile
 from dlscale.perfmodel.training.predict import predict
 

@@ -35,7 +35,7 @@ Examples
 >>> from dlscale.perfmodel.catalog import get_cluster, get_workload
 >>> ps, notes = candidates(get_cluster("summit"), get_workload("resnet50"))
 >>> [p.name for p in ps]
-['overlap', 'overlap-slowdown', 'transport']
+['overlap', 'overlap-slowdown', 'transport', 'input-pipeline']
 """
 
 from __future__ import annotations

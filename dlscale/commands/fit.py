@@ -90,20 +90,23 @@ def report_lines(result: Any, args: argparse.Namespace) -> list[str]:
         status = "fitted" if p.name in result.fitted else "held"
         lines.append(f"{p.name:<17} {_fmt(p.low):>8} {_fmt(p.central):>8} {_fmt(p.high):>8} "
                      f"{_fmt(value):>8}  {status}")
-    lines.append(f"{'nodes':>5} {'quantity':<15} {'measured':>10} {'central':>9} {'fitted':>9}")
+    lines.append(f"{'nodes':>5} {'quantity':<15} {'measured':>10}  model error: central   "
+                 f"fitted")
     for o, b, r in zip(result.observations, result.before, result.residuals, strict=True):
-        lines.append(f"{o.nodes:>5} {o.quantity:<15} {_fmt(o.value):>10} {100 * b:>+8.2f}% "
+        lines.append(f"{o.nodes:>5} {o.quantity:<15} {_fmt(o.value):>10} {100 * b:>+21.2f}% "
                      f"{100 * r:>+8.2f}%")
     lines += [f"note: {n}" for n in result.notes]
     use = [f"dlscale predict {args.cluster} {args.workload} --profile {args.output}"]
-    if args.runtime:
-        use.append(f"--runtime {args.runtime}")
+    for flag in ("runtime", "batch", "collective", "data", "trace"):
+        if getattr(args, flag) is not None:
+            use.append(f"--{flag} {getattr(args, flag)}")
+    m = w.model.measured
     if "compute" in result.fitted:
         use.append(f"--measured-samples-per-s {result.fitted['compute']:.6g}@"
                    f"{w.batch_per_device}")
-    elif args.measured_samples_per_s or args.trace:
-        use.append("(with the same measured compute)")
-    lines.append(f"wrote {args.output}; use it: {' '.join(use)}")
+    elif m is not None and m.samples_per_s > 0 and args.trace is None:
+        use.append(f"--measured-samples-per-s {m.samples_per_s:g}@{m.batch}")
+    lines.append(f"wrote {args.output}; use it with: {' '.join(use)}")
     return lines
 
 

@@ -180,3 +180,34 @@ def test_a_horovod_timeline_is_fitted_at_its_node_count(tmp_path, capsys):
     rc, _, err = _run(["fit", "summit", "resnet50", "--horovod-timeline", str(timeline),
                        "-o", str(tmp_path / "s.json")], capsys)
     assert rc == 2 and "4 ranks" in err and "6 ranks per node" in err
+
+
+def test_allreduce_spans_against_their_sizes_recover_the_transport():
+    """Collectives timed at known sizes determine the transport efficiency: durations
+    made by the model at 0.97 (inside TCP's cited 0.941-0.990) give back 0.97."""
+    c = apply_runtime(load_cluster(ROOT / "validation" / "holdout" / "aws-p2-8xlarge-x8.toml"),
+                      "gloo")
+    w = get_workload("resnet50")
+    sizes = [1e6, 1e7, 1e8]
+    truth, _ = apply_values(c, w, {"transport": 0.97})
+    made = model_values(truth, w, [Observation(8, "allreduce_s", 1.0, "", b) for b in sizes])
+    obs = [Observation(8, "allreduce_s", float(t), "", b) for t, b in zip(made, sizes,
+                                                                         strict=True)]
+    fit = fit_scaling(c, w, obs)
+    assert fit.fitted["transport"] == pytest.approx(0.97, abs=1e-4)
+    assert "overlap" in fit.held and "not determined" in fit.held["overlap"][1]
+    assert np.max(np.abs(fit.residuals)) < 1e-4 < np.max(np.abs(fit.before))
+
+
+def test_a_timelines_collectives_are_observations_at_their_layers_sizes(tmp_path):
+    from dlscale.perfmodel.fitting.rates_table import timeline_observations
+
+    timeline = ROOT / "examples" / "traces" / "horovod_resnet50_4ranks.json"
+    w = get_workload("resnet50")
+    sizes = {x.name: float(x.params * w.bytes_per_element) for x in w.model.layers}
+    obs = timeline_observations(timeline, 1, sizes)
+    spans = [o for o in obs if o.quantity == "allreduce_s"]
+    # fc1000, res2a_b and conv1, one tensor each in the sample timeline
+    assert sorted(o.size_bytes for o in spans) == sorted(
+        sizes[n] for n in ("fc1000", "res2a_b", "conv1"))
+    assert all(o.nodes == 4 for o in obs)

@@ -63,6 +63,7 @@ class Observation:
     quantity: str
     value: float
     source: str = ""
+    size_bytes: float = 0.0     # one collective's message (quantity "allreduce_s")
 
 
 @dataclass(frozen=True)
@@ -193,9 +194,11 @@ def read_rates(path: str | Path) -> RatesTable:
     return RatesTable(tuple(points), _single(path, doc), src)
 
 
-def timeline_observations(path: str | Path, devices_per_node: int) -> list[Observation]:
+def timeline_observations(path: str | Path, devices_per_node: int,
+                          layer_bytes: dict[str, float] | None = None) -> list[Observation]:
     """A Horovod timeline's measured collective and exposed seconds per iteration, as
-    observations of ``comm_s`` and ``exposed_comm_s`` at the node count its ranks make
+    observations of ``comm_s`` and ``exposed_comm_s`` at the node count its ranks make,
+    and its collectives' durations against their sizes
     (:func:`dlscale.perfmodel.compute.horovod.read_horovod_timeline`, which refuses
     bad input in one line).
 
@@ -205,6 +208,10 @@ def timeline_observations(path: str | Path, devices_per_node: int) -> list[Obser
         The timeline (``HOROVOD_TIMELINE``).
     devices_per_node : int
         Ranks per node of the run (one per device).
+    layer_bytes : dict, optional
+        The model's gradient bytes per layer name: each collective whose tensors all
+        name a layer is an ``allreduce_s`` observation of its size
+        (:func:`message_observations`).
 
     Raises
     ------
@@ -221,8 +228,39 @@ def timeline_observations(path: str | Path, devices_per_node: int) -> list[Obser
     n = h.ranks // devices_per_node
     src = f"{path} ({h.describe()})"
     out = [Observation(n, "comm_s", h.allreduce_s, src)] if h.allreduce_s > 0 else []
+    out += message_observations(h, n, layer_bytes or {}, src)
     if h.exposed_s > 0:
         out.append(Observation(n, "exposed_comm_s", h.exposed_s, src))
     if not out:
         raise ConfigError(f"{path}: no collective time measured; nothing to fit")
+    return out
+
+
+def message_observations(h: Any, nodes: int, layer_bytes: dict[str, float],
+                         source: str) -> list[Observation]:
+    """Each collective of a Horovod timeline (``h.messages``) whose tensors all name a
+    layer of the model, as an ``allreduce_s`` observation of its duration at its size:
+    the gradient bytes of the distinct layers it carried (a layer's weight and bias
+    tensors are one layer's bytes). A tensor that names no layer leaves its collective
+    out (its size is not known).
+
+    Examples
+    --------
+    >>> class H:
+    ...     messages = ((("grad_fc_w", "grad_fc_b"), 2e-3), (("grad_x",), 1e-3))
+    >>> [(o.quantity, o.size_bytes, o.value) for o in
+    ...  message_observations(H(), 2, {"fc": 4e6, "conv1": 1e5}, "t")]
+    [('allreduce_s', 4000000.0, 0.002)]
+    """
+    from dlscale.perfmodel.compute.horovod import HorovodTimeline
+
+    out = []
+    for tensors, seconds in h.messages:
+        names = [HorovodTimeline(0, 0, 0, 0.0, 0.0, 0.0, ((t, 0.0),)).layer_ready(
+            list(layer_bytes)) for t in tensors]
+        if seconds <= 0 or not all(names):
+            continue
+        layers = {n[0][0] for n in names}
+        out.append(Observation(nodes, "allreduce_s", float(seconds), source,
+                               float(sum(layer_bytes[x] for x in layers))))
     return out

@@ -78,9 +78,10 @@ COMPUTE_SPAN = 4.0
 #: Fitted values this close to a bound (in units of the range) are the bound.
 SNAP = 1e-6
 #: Prediction fields an observation may name.
-MODEL_FIELDS = ("samples_per_s", "iteration_s", "efficiency", "comm_s", "exposed_comm_s")
+MODEL_FIELDS = ("samples_per_s", "iteration_s", "efficiency", "comm_s", "exposed_comm_s",
+                "allreduce_s")
 #: Fields that carry an absolute time or rate (so they determine the compute).
-_ABSOLUTE = ("samples_per_s", "iteration_s", "comm_s", "exposed_comm_s")
+_ABSOLUTE = ("samples_per_s", "iteration_s")
 
 
 @dataclass(frozen=True)
@@ -191,10 +192,32 @@ def model_values(cluster: Cluster, workload: Workload, obs: Sequence[Observation
     """The model's value of every observation's quantity at its node count."""
     from dlscale.perfmodel.training.predict import predict
 
-    nodes = sorted({o.nodes for o in obs})
-    pred = predict(cluster, workload, nodes, baseline)
-    at = {n: i for i, n in enumerate(nodes)}
-    return np.array([float(getattr(pred, o.quantity)[at[o.nodes]]) for o in obs])
+    rows = [o for o in obs if o.quantity != "allreduce_s"]
+    out = np.empty(len(obs))
+    if rows:
+        nodes = sorted({o.nodes for o in rows})
+        pred = predict(cluster, workload, nodes, baseline)
+        at = {n: i for i, n in enumerate(nodes)}
+        for i, o in enumerate(obs):
+            if o.quantity != "allreduce_s":
+                out[i] = float(getattr(pred, o.quantity)[at[o.nodes]])
+    for n in sorted({o.nodes for o in obs if o.quantity == "allreduce_s"}):
+        idx = [i for i, o in enumerate(obs) if o.quantity == "allreduce_s" and o.nodes == n]
+        out[idx] = _allreduce_s(cluster, workload, n, [obs[i].size_bytes for i in idx])
+    return out
+
+
+def _allreduce_s(cluster: Cluster, workload: Workload, nodes: int,
+                 sizes: list[float]) -> np.ndarray:
+    """The model's seconds of one gradient allreduce of each size over ``nodes``."""
+    from dlscale.perfmodel.machine.runtime import with_transport
+    from dlscale.perfmodel.training.rank_layout import layout
+    from dlscale.perfmodel.training.sync import workload_allreduce
+
+    c = with_transport(cluster)
+    lay = layout(c, workload, [nodes])
+    t: np.ndarray = workload_allreduce(c, workload, lay, np.asarray(sizes)[:, None])[0][:, 0]
+    return t
 
 
 def _single_device_rate(cluster: Cluster, workload: Workload) -> float:
@@ -317,6 +340,10 @@ def _choose(jac: np.ndarray, params: list[Param], n_obs: int) -> tuple[list[int]
     return sorted(chosen), why
 
 
+def _rms(r: np.ndarray) -> float:
+    return float(np.sqrt(np.mean(np.square(r)))) if len(r) else 0.0
+
+
 def _grid(k: int) -> list[np.ndarray]:
     """Points of [0, 1]^k: 9 per axis for one parameter, 5 for two, 3 beyond."""
     import itertools
@@ -395,6 +422,11 @@ def fit_scaling(cluster: Cluster, workload: Workload, observations: Sequence[Obs
         # within SNAP of a bound (in units of the range) is that bound
         u[chosen] = np.where(sol.x < SNAP, 0.0, np.where(sol.x > 1.0 - SNAP, 1.0, sol.x))
     after = res(u)
+    if chosen and _rms(before) - _rms(after) <= INERT:
+        # the data's best point is no better than the central values: nothing is fitted
+        why.update({j: f"fitting it moves the RMS residual by less than {INERT:.1%}"
+                    for j in chosen})
+        chosen, u, after = [], u0.copy(), before
     fitted = {params[j].name: params[j].value(float(u[j])) for j in chosen}
     held = {params[j].name: (params[j].central, why[j]) for j in range(len(params))
             if j not in chosen}

@@ -211,3 +211,18 @@ def test_a_timelines_collectives_are_observations_at_their_layers_sizes(tmp_path
     assert sorted(o.size_bytes for o in spans) == sorted(
         sizes[n] for n in ("fc1000", "res2a_b", "conv1"))
     assert all(o.nodes == 4 for o in obs)
+
+
+def test_a_loader_bound_run_determines_the_decode_rate():
+    """Rates of a real-data run that the input pipeline bounds give back the per-core
+    decode rate they were made at (250 images/s, inside tensorpack's 140-275)."""
+    from dlscale.perfmodel.compute.measured import parse_rate
+
+    c = get_cluster("dgx1-p100")
+    w = get_workload("resnet50")
+    w = dataclasses.replace(w, model=dataclasses.replace(w.model,
+                                                         measured=parse_rate("2000@64")))
+    truth, _ = apply_values(c, w, {"input-pipeline": 250.0})
+    made = model_values(truth, w, [Observation(1, "samples_per_s", 1.0)])
+    fit = fit_scaling(c, w, [Observation(1, "samples_per_s", float(made[0]))])
+    assert fit.fitted == {"input-pipeline": pytest.approx(250.0, rel=1e-4)}

@@ -119,9 +119,14 @@ SELECTIONS = ("model", "mpich")
 TRANSPORTS = ("rdma", "tcp", "grpc")
 #: How gradients are exchanged (see the module docstring).
 EXCHANGES = ("allreduce", "parameter-server")
-#: Values ``dlscale fit`` may set on a runtime, name -> (least, greatest) allowed.
-FITTED = {"transport": (0.0, 1.0), "overlap-slowdown": (0.0, 10.0), "overlap": (0.0, 1.0),
-          # images/s per host core (dlscale.perfmodel.training.outside.DECODE_RATE)
+#: Values ``dlscale fit`` may set on a runtime, name -> (least, greatest) allowed: the
+#: fit itself stays inside each mechanism's cited range; these bounds only refuse a
+#: profile no fit could have written.
+FITTED = {"transport": (0.0, 1.0), "overlap": (0.0, 1.0),
+          # assumption: 10, the bound Runtime.overlap_slowdown already refuses beyond
+          "overlap-slowdown": (0.0, 10.0),
+          # images/s per host core (outside.DECODE_RATE); assumption: 1e6, far above
+          # any decode rate (the cited high is 275)
           "input-pipeline": (0.0, 1e6)}
 #: Where parameter-server tasks run.
 PS_PLACEMENTS = ("colocated", "separate")

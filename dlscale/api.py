@@ -455,9 +455,8 @@ def fit(cluster: str | Path | Cluster, workload: str | Path | Workload,
                             source=f"single-device rate {rate:g}@{batch}")
         w = dataclasses.replace(w, model=dataclasses.replace(w.model, measured=m))
     if horovod_timeline is not None:
-        sizes = {layer.name: float(layer.params * w.bytes_per_element)
-                 for layer in w.model.layers if layer.params > 0}
-        obs += timeline_observations(horovod_timeline, c.node.devices_per_node, sizes)
+        obs += timeline_observations(horovod_timeline, c.node.devices_per_node,
+                                     w.layer_gradient_bytes())
     result = fit_scaling(c, w, obs, baseline)
     if output is not None:
         inputs = []

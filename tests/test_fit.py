@@ -204,7 +204,7 @@ def test_a_timelines_collectives_are_observations_at_their_layers_sizes(tmp_path
 
     timeline = ROOT / "examples" / "traces" / "horovod_resnet50_4ranks.json"
     w = get_workload("resnet50")
-    sizes = {x.name: float(x.params * w.bytes_per_element) for x in w.model.layers}
+    sizes = w.layer_gradient_bytes()
     obs = timeline_observations(timeline, 1, sizes)
     spans = [o for o in obs if o.quantity == "allreduce_s"]
     # fc1000, res2a_b and conv1, one tensor each in the sample timeline

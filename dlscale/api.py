@@ -475,4 +475,5 @@ def fit(cluster: str | Path | Cluster, workload: str | Path | Workload,
                         "table_source": table.source if table is not None else ""},
             notes=list(result.notes))
         save_profile(prof, output)
+        result.profile = prof
     return result

@@ -133,10 +133,8 @@ def run(args: argparse.Namespace) -> int:
     result = fit(args.cluster, workload, args.rates, nodes=nodes,
                  horovod_timeline=args.horovod_timeline, runtime=args.runtime,
                  baseline=args.baseline, output=args.output)
-    if args.format == "json":
-        from dlscale.perfmodel.machine.profile import load_profile
-
-        print(json.dumps(load_profile(args.output).fitted, indent=2))
+    if args.format == "json":   # the section the profile holds (-o may be a FIFO)
+        print(json.dumps(result.profile.fitted, indent=2))
     else:
         print("\n".join(report_lines(result, args)))
     return 0

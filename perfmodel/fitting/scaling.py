@@ -260,6 +260,7 @@ class ScalingFit:
     notes: list[str] = field(default_factory=list)
     evaluations: int = 0
     baseline: str = "node"
+    profile: Any = None        # the MachineProfile written from it (dlscale.api.fit)
 
     def profile_fitted(self, inputs: Sequence[str]) -> dict[str, Any]:
         """The ``fitted`` section of a machine profile: the values the model applies

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
         SweepResult,
         ValidateResult,
         calibrate,
+        fit,
         load_cluster,
         load_workload,
         plan,
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
 #: Public name -> the module it comes from, imported on first use (so that the
 #: ``dlscale`` command starts, and takes its Ctrl-C handling, before numpy loads).
 _LAZY = {**dict.fromkeys(("CalibrateResult", "PlanResult", "PredictResult", "ResultTable",
-                          "SimulateResult", "SweepResult", "ValidateResult", "calibrate",
+                          "SimulateResult", "SweepResult", "ValidateResult", "calibrate", "fit",
                           "load_cluster", "load_workload", "plan", "predict", "simulate",
                           "sweep", "validate"), "dlscale.api"),
          **dict.fromkeys(("ConfigError", "DlscaleError", "OutOfMemoryError"),
@@ -83,6 +84,7 @@ __all__ = [
     "ValidateResult",
     "__version__",
     "calibrate",
+    "fit",
     "load_cluster",
     "load_workload",
     "plan",

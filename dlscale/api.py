@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from dlscale.sweep import SweepResult
 
 __all__ = ["CalibrateResult", "PlanResult", "PredictResult", "ResultTable", "SimulateResult",
-           "SweepResult", "ValidateResult", "calibrate", "load_cluster", "load_workload",
+           "SweepResult", "ValidateResult", "calibrate", "fit", "load_cluster", "load_workload",
            "plan", "predict", "simulate", "sweep", "validate"]
 
 
@@ -469,3 +469,130 @@ def __getattr__(name: str) -> Any:
         from dlscale.sweep import SweepResult
         return SweepResult
     raise AttributeError(f"module 'dlscale.api' has no attribute {name!r}")
+
+
+def fit(cluster: str | Path | Cluster, workload: str | Path | Workload,
+        rates: str | Path | None = None, *, nodes: Sequence[int] | None = None,
+        horovod_timeline: str | Path | None = None,
+        single_device: tuple[float, int] | None = None, runtime: str | None = None,
+        workload_overrides: Mapping[str, Any] | None = None, baseline: str = "node",
+        output: str | Path | None = None) -> Any:
+    """Fit the costs real runs pay to the user's own small run, into a machine profile.
+
+    From a table of measured rates at a few node counts and/or a Horovod timeline of a
+    multi-rank run, fit the mechanisms the model has with cited ranges (the overlap
+    achieved, compute slowed beside communication, the transport's efficiency, the
+    input pipeline), within those ranges, by bounded least squares; the parameters
+    the data cannot determine or separate are held at their central values
+    (:func:`dlscale.perfmodel.fitting.scaling.fit_scaling`). With ``output``, the
+    fitted values are written as a profile that ``--profile`` (or ``profile=``)
+    applies at every scale, with what produced it (this version, the inputs and
+    their SHA-256).
+
+    Parameters
+    ----------
+    cluster, workload : str, Path or object
+        The machine and what was trained on it, as :func:`predict` takes them.
+    rates : str or Path, optional
+        A rates table (:func:`dlscale.perfmodel.fitting.rates_table.read_rates`: CSV
+        or TOML); its ``[single_device]`` rate, if any, sets the compute.
+    nodes : sequence of int, optional
+        Fit only the table's rows at these node counts (hold the others out).
+    horovod_timeline : str or Path, optional
+        A Horovod timeline: its collective and exposed time per iteration.
+    single_device : (float, int), optional
+        Samples/s one device alone trained at, and its batch: sets the compute (not
+        with a table that gives one).
+    runtime : str, optional
+        The runtime the run used (default: the cluster's).
+    workload_overrides : mapping, optional
+        Workload fields changed by dotted path (``{"batch_per_device": 64}``).
+    baseline : {"node", "device"}
+        What a table's efficiencies are measured against.
+    output : str or Path, optional
+        Where to write the profile (atomically; a regular file there is replaced, as
+        ``calibrate`` does, a write-protected one refused).
+
+    Returns
+    -------
+    dlscale.perfmodel.fitting.scaling.ScalingFit
+        Fitted and held values, residuals, notes; ``cluster`` and ``workload`` with
+        the fit applied.
+
+    Raises
+    ------
+    ConfigError
+        No input, a bad input file or value, an output that cannot be written.
+
+    Examples
+    --------
+    >>> f = fit("validation/holdout/piz-daint-p100.toml", "inception-v3",
+    ...         "examples/fit/daint-inception-v3.toml", runtime="parameter-server",
+    ...         workload_overrides={"batch_per_device": 64, "data": "synthetic"})
+    >>> sorted(f.fitted), sorted(f.held)
+    (['overlap'], ['transport'])
+    """
+    import dataclasses
+    import hashlib
+
+    from dlscale.perfmodel.catalog.runtimes import apply_runtime
+    from dlscale.perfmodel.compute.measured import MeasuredCompute
+    from dlscale.perfmodel.fitting.rates_table import read_rates, timeline_observations
+    from dlscale.perfmodel.fitting.scaling import fit_scaling
+    from dlscale.perfmodel.machine.profile import MachineProfile, save_profile
+    from dlscale.perfmodel.output.atomicio import check_output_path
+    from dlscale.perfmodel.training.predict import BASELINES
+    from dlscale.provenance import version
+
+    if baseline not in BASELINES:
+        raise ConfigError(f"baseline: must be one of {', '.join(BASELINES)}, got {baseline!r}")
+    if rates is None and horovod_timeline is None:
+        raise ConfigError("fit: give a rates table, a Horovod timeline, or both")
+    check_output_path(output, "-o")
+    c = apply_runtime(load_cluster(cluster), runtime, "--runtime")
+    w = load_workload(workload, overrides=workload_overrides)
+    table = read_rates(rates) if rates is not None else None
+    obs = list(table.points) if table is not None else []
+    if nodes is not None:
+        obs = [o for o in obs if o.nodes in set(nodes)]
+        if not obs:
+            have = sorted({o.nodes for o in table.points}) if table is not None else []
+            raise ConfigError(f"--nodes: no row of {rates} at {list(nodes)} (it has "
+                              f"{', '.join(map(str, have)) or 'no table'})")
+    if table is not None and table.single_device is not None:
+        if single_device is not None or w.model.measured is not None:
+            raise ConfigError(f"{rates}: gives a single_device rate, and the compute is "
+                              f"measured too (--measured-samples-per-s, --trace or "
+                              f"single_device): give one of them")
+        single_device = table.single_device
+    if single_device is not None:
+        if w.model.measured is not None:
+            raise ConfigError("single_device: the workload's compute is already measured "
+                              f"({w.model.measured.describe()}); give one of them")
+        rate, batch = single_device
+        m = MeasuredCompute(batch=int(batch), samples_per_s=float(rate),
+                            source=f"single-device rate {rate:g}@{batch}")
+        w = dataclasses.replace(w, model=dataclasses.replace(w.model, measured=m))
+    if horovod_timeline is not None:
+        obs += timeline_observations(horovod_timeline, c.node.devices_per_node,
+                                     w.layer_gradient_bytes())
+    result = fit_scaling(c, w, obs, baseline)
+    if output is not None:
+        inputs = []
+        for p in (rates, horovod_timeline):
+            if p is not None:
+                digest = hashlib.sha256(Path(p).read_bytes()).hexdigest()
+                inputs.append(f"{p} (sha256 {digest})")
+        if nodes is not None:
+            inputs.append(f"rows at nodes {', '.join(map(str, sorted(set(nodes))))}")
+        measured = w.model.measured.describe() if w.model.measured is not None else ""
+        prof = MachineProfile(
+            fitted=result.profile_fitted(inputs),
+            provenance={"dlscale_version": version(), "command": "dlscale fit",
+                        "inputs": inputs, "cluster": c.name, "workload": w.name,
+                        "runtime": c.runtime.name, "measured_compute": measured,
+                        "table_source": table.source if table is not None else ""},
+            notes=list(result.notes))
+        save_profile(prof, output)
+        result.profile = prof
+    return result

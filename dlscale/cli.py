@@ -38,6 +38,7 @@ COMMANDS: dict[str, str] = {
     "sweep": "sweep",
     "plan": "plan",
     "calibrate": "calibrate",
+    "fit": "fit",
     "validate": "validate",
 }
 

@@ -44,7 +44,7 @@ __all__ = ["NO_BASELINE", "ProfileSource", "Provenance", "baseline_phrase", "loa
 
 #: Fields never listed as replaced: labels, citations, and the MessageFactors' tables
 #: (the factors are listed by their name).
-_SKIP = frozenset({"name", "source", "min_bytes", "latency", "bandwidth"})
+_SKIP = frozenset({"name", "source", "min_bytes", "latency", "bandwidth", "fitted_for"})
 
 
 #: The baseline of an output without an efficiency column.
@@ -112,9 +112,13 @@ class ProfileSource:
     date: str = ""
     held_out_error: float | None = None
     replaced: tuple[str, ...] = ()
+    fitted_from: str = ""
 
     def describe(self) -> str:
-        """One phrase: path, hosts, ranks, date, held-out error."""
+        """One phrase: path, hosts, ranks, date, held-out error (for a profile of
+        ``dlscale fit``: what it was fitted to)."""
+        if self.fitted_from:
+            return f"profile {self.path} (fitted by dlscale fit to {self.fitted_from})"
         n = len(self.hosts)
         where = (f"{n} host{'s' if n != 1 else ''}: {', '.join(self.hosts)}" if n
                  else "hosts not recorded")
@@ -256,6 +260,8 @@ def replaced_figures(before: Any, after: Any, where: str = "") -> list[str]:
     name = where.rsplit(".", 1)[-1]
 
     def show(v: Any) -> str:
+        if name == "fitted":   # Runtime.fitted: (mechanism, value) pairs
+            return ", ".join(f"{k} {x:.4g}" for k, x in v) or "none"
         if dataclasses.is_dataclass(v):
             return str(getattr(v, "name", "") or type(v).__name__)
         return _fmt(name, v)
@@ -273,13 +279,23 @@ def profile_source(path: str | Path, profile: Any, before: Cluster, after: Clust
         path=str(path), hosts=tuple(str(h) for h in prov.get("hosts", [])),
         ranks=int(ranks) if isinstance(ranks, int) else None, date=str(prov.get("date", "")),
         held_out_error=float(err) if isinstance(err, (int, float)) else None,
-        replaced=tuple(replaced_figures(before, after)))
+        replaced=tuple(replaced_figures(before, after)),
+        fitted_from=_fitted_from(profile))
+
+
+def _fitted_from(profile: Any) -> str:
+    """``"FILE (rows at nodes 1, 2, 4)"`` for a profile of ``dlscale fit`` ("" otherwise)."""
+    if not getattr(profile, "fitted", None):
+        return ""
+    inputs = [str(i).split(" (sha256 ")[0] for i in profile.provenance.get("inputs", [])]
+    return ", ".join(inputs) or "inputs not recorded"
 
 
 def _one_host_warning(src: ProfileSource, profile: Any, cluster: Cluster) -> tuple[str, ...]:
     """A warning when a profile without inter-node figures meets a multi-node cluster."""
-    if "inter-node" in profile.p2p or cluster.max_nodes <= 1:
-        return ()
+    if "inter-node" in profile.p2p or cluster.max_nodes <= 1 or not (profile.p2p or
+                                                                     profile.kernels):
+        return ()   # (a profile of `dlscale fit` alone measured no figure of a host)
     hosts = ", ".join(src.hosts) or "one host"
     return (f"profile {src.path} was measured on one host ({hosts}); {cluster.name}'s "
             f"{cluster.max_nodes}-node fabric keeps its described inter-node figures",)

@@ -66,6 +66,16 @@ PLAN = ["plan", "resnet50", "--cluster", "summit", "--nodes", "1-64"]
 # analytical only: you-sc17's simulated fidelity co-simulates its orderings (minutes)
 PUBLISHED = ["validate", "published", "--case", "you-sc17", "--fidelity", "analytical"]
 CALIBRATE = ["calibrate", "--quick"]
+DAINT = str(ROOT / "validation" / "holdout" / "piz-daint-p100.toml")
+FIT = ["fit", DAINT, "inception-v3", "--rates", str(ROOT / "examples" / "fit" /
+                                                   "daint-inception-v3.toml"),
+       "--runtime", "parameter-server", "--batch", "64", "--data", "synthetic", "-o", "f.json"]
+FIT_CSV = ["fit", DAINT, "resnet50", "--rates", "r.csv", "-o", "f.json"]
+
+
+def _rates(folder: Path) -> None:
+    (folder / "r.csv").write_text("nodes,samples_per_s\n1,130\n2,250\n4,480\n")
+    (folder / "e.csv").write_text("nodes,efficiency\n2,0.9\n")
 LOCAL = ["validate", "local", "--quick"]
 
 #: Wall-clock figures a run prints: blanked before outputs are compared.
@@ -486,6 +496,23 @@ CHECKS: dict[tuple[str, str], Any] = {
     ("plan", "--budget-node-hours"): Acts([*PLAN, "-o", "p.json"], ["--budget-node-hours", "500"]),
     ("plan", "--max-power-kw"): Acts(["plan", "resnet50", "--cluster", "c.toml", "--nodes",
                                       "1-64"], ["--max-power-kw", "20"], setup=_powered),
+    # fit
+    ("fit", "--rates"): Acts(FIT, ["--rates", "r.csv"], setup=_rates),
+    ("fit", "--horovod-timeline"): Acts(FIT, ["--horovod-timeline", TIMELINE]),
+    ("fit", "--nodes"): Acts(FIT, ["--nodes", "1,2"]),
+    ("fit", "--measured-samples-per-s"): Acts(FIT_CSV, ["--measured-samples-per-s", "130@64"],
+                                              setup=_rates),
+    ("fit", "--trace"): Acts(FIT_CSV, ["--trace", f"{TRACE}@64"], setup=_rates),
+    ("fit", "--runtime"): Acts(FIT_CSV, ["--runtime", "parameter-server"], setup=_rates),
+    ("fit", "--batch"): Acts(FIT_CSV, ["--batch", "16"], setup=_rates),
+    ("fit", "--collective"): Acts(FIT_CSV, ["--collective", "binomial-tree"], setup=_rates),
+    ("fit", "--data"): Acts(["fit", "dgx1-p100", "resnet50", "--rates", "r.csv", "--nodes", "1",
+                             "-o", "f.json"],
+                            ["--data", "synthetic"], setup=_rates),
+    ("fit", "--baseline"): Acts(["fit", "summit", "vgg16", "--rates", "e.csv", "-o", "f.json"],
+                                ["--baseline", "device"], setup=_rates),
+    ("fit", "--output"): Acts(FIT, ["-o", "g.json"]),
+    ("fit", "--format"): Acts(FIT, ["--format", "json"]),
     # calibrate (MPI: the measurements are recorded, not run)
     **{("calibrate", f): Reaches(base, extra) for f, (base, extra) in {
         "--output": (CALIBRATE, ["-o", "p.json"]), "--budget-s": (CALIBRATE, ["--budget-s", "3"]),

@@ -277,6 +277,9 @@ DESCRIPTIVE: dict[str, str] = {
     "dispatch_per_op_s": "dispatch floor: test_outside.test_dispatch_floor_moves_small_layers_only",
     "evals_per_epoch": "time to train: test_outside.test_time_to_train_counts_evaluation_...",
     "startup_s": "time to train: test_outside.test_time_to_train_counts_evaluation_and_startup",
+    "fitted": "values dlscale fit fitted: test_fit (overlap 0 is the serial schedule in both "
+              "fidelities; transport and decode rate recovered from data they made)",
+    "fitted_for": "the runtime the fitted values are for: test_fit (another runtime refused)",
 }
 
 CLASSES = (Device, Link, NodeSpec, NetworkSpec, Cluster, Runtime, FatTree, Dragonfly, Torus,

@@ -13,5 +13,6 @@ SUMMARIES: dict[str, str] = {
     "sweep": "run a what-if study: a grid of configurations, analytical or simulated",
     "plan": "capacity planning: rank cluster/node/algorithm choices that meet a target",
     "calibrate": "measure this machine under MPI and write a machine profile",
+    "fit": "fit overlap, slowdown, transport and input pipeline to your own run's rates",
     "validate": "compare the model with measurements",
 }

@@ -254,6 +254,8 @@ def apply_runtime(cluster: Cluster, name: str | None, field: str = "runtime") ->
         rt = get_runtime(name)
     except ConfigError as exc:
         raise ConfigError(str(exc).replace("runtime:", f"{field}:", 1)) from None
-    # measured link figures (a calibrate profile) stay measured under another stack
+    # measured link figures (a calibrate profile) stay measured under another stack, and
+    # the values `dlscale fit` fitted stay with the runtime they were fitted for
+    old = cluster.runtime
     return dataclasses.replace(cluster, runtime=dataclasses.replace(
-        rt, links_measured=cluster.runtime.links_measured))
+        rt, links_measured=old.links_measured, fitted=old.fitted, fitted_for=old.fitted_for))

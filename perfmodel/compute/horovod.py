@@ -77,6 +77,10 @@ class HorovodTimeline:
     ready_s : tuple of (str, float)
         Per tensor, when it became ready (first rank) after the iteration's first
         tensor, mean over iterations, in order of readiness.
+    messages : tuple of (tuple of str, float)
+        Per collective as it ran: the tensors it carried (those whose operation spans
+        the same interval, as Horovod's fusion buffer runs them) and its mean seconds
+        over the iterations, in order of their start.
     """
 
     ranks: int
@@ -86,6 +90,7 @@ class HorovodTimeline:
     allreduce_s: float
     exposed_s: float
     ready_s: tuple[tuple[str, float], ...]
+    messages: tuple[tuple[tuple[str, ...], float], ...] = ()
 
     @property
     def overlap(self) -> float:
@@ -183,8 +188,18 @@ def read_horovod_timeline(path: str | Path) -> HorovodTimeline:
     op_union = intervals_union_s(s for v in ops.values() for s in v)
     exposed = 0.0
     ready: dict[str, list[float]] = defaultdict(list)
+    messages: dict[tuple[str, ...], list[float]] = defaultdict(list)
+    first_start: dict[tuple[str, ...], float] = {}
     for k in range(iterations):
         it_ops = [ops[t][k] for t in tensors if len(ops[t]) > k]
+        spans: dict[tuple[float, float], list[str]] = defaultdict(list)
+        for t in tensors:
+            if len(ops[t]) > k:
+                spans[ops[t][k]].append(names.get(t, str(t)))
+        for (a, b), carried in spans.items():
+            key = tuple(sorted(carried))
+            messages[key].append(b - a)
+            first_start.setdefault(key, a - min(x for x, _ in it_ops))
         it_nego = [(t, nego[t][k]) for t in tensors if len(nego[t]) > k]
         if it_nego:
             all_ready = max(span[1] for _, span in it_nego)
@@ -199,4 +214,6 @@ def read_horovod_timeline(path: str | Path) -> HorovodTimeline:
     return HorovodTimeline(
         ranks=max(ranks) + 1 if ranks else 0, iterations=iterations, tensors=len(tensors),
         negotiation_s=nego_union * _US / iterations, allreduce_s=op_union * _US / iterations,
-        exposed_s=exposed * _US / iterations, ready_s=ready_s)
+        exposed_s=exposed * _US / iterations, ready_s=ready_s,
+        messages=tuple((key, statistics.fmean(v) * _US) for key, v in
+                       sorted(messages.items(), key=lambda kv: (first_start[kv[0]], kv[0]))))

@@ -217,9 +217,11 @@ def load_cluster(spec: str | Path | Cluster,
                 raise
             raise ConfigError(f"profile {str(profile)!r}: {text}") from None
         # the profile's network figures are measured through the stack: no transport
-        # efficiency on top of them
-        cluster = dataclasses.replace(
-            cluster, runtime=dataclasses.replace(cluster.runtime, links_measured=True))
+        # efficiency on top of them (a profile of fitted values alone, from `dlscale
+        # fit`, measured no link: the transport it fitted applies to the described ones)
+        if prof.p2p or prof.kernels:
+            cluster = dataclasses.replace(
+                cluster, runtime=dataclasses.replace(cluster.runtime, links_measured=True))
     return cluster
 
 

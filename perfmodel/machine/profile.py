@@ -109,6 +109,12 @@ class MachineProfile:
     notes : list of str
         What the run could not measure and why (for example: one host, so no
         inter-node figures).
+    fitted : dict
+        What ``dlscale fit`` fitted on the user's own run (empty otherwise):
+        ``runtime`` (the runtime it was fitted with), ``values`` (mechanism of
+        :data:`dlscale.perfmodel.machine.runtime.FITTED` -> fitted value, which
+        :func:`apply_profile` sets on the runtime) and the fit's report (``held``,
+        ``residuals``, ``inputs``, ...), which nothing applies.
     schema_version : int
         :data:`SCHEMA_VERSION` at writing time.
     """
@@ -118,6 +124,7 @@ class MachineProfile:
     kernels: dict[str, Any] = field(default_factory=dict)
     provenance: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    fitted: dict[str, Any] = field(default_factory=dict)
     schema_version: int = SCHEMA_VERSION
 
     def __post_init__(self) -> None:
@@ -144,6 +151,8 @@ class MachineProfile:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dictionary (``schema_version`` first)."""
         d = asdict(self)
+        if not d["fitted"]:   # a calibration's profile: as written before `dlscale fit`
+            del d["fitted"]
         return {"schema_version": d.pop("schema_version"), **d}
 
     @classmethod
@@ -157,12 +166,13 @@ class MachineProfile:
                 f"{where}.schema_version: must be {SCHEMA_VERSION}, got {version!r} "
                 "(re-run `dlscale calibrate` with this version of dlscale)"
             )
-        known = {"schema_version", "p2p", "collectives", "kernels", "provenance", "notes"}
+        known = {"schema_version", "p2p", "collectives", "kernels", "provenance", "notes",
+                 "fitted"}
         extra = sorted(set(data) - known)
         if extra:
             raise ConfigError(f"{where}: unknown fields {extra}; valid: {sorted(known)}")
         for name, kind in (("p2p", dict), ("collectives", dict), ("kernels", dict),
-                           ("provenance", dict), ("notes", list)):
+                           ("provenance", dict), ("notes", list), ("fitted", dict)):
             if name in data and not isinstance(data[name], kind):
                 raise ConfigError(
                     f"{where}.{name}: must be a JSON {'object' if kind is dict else 'array'}, "
@@ -171,7 +181,8 @@ class MachineProfile:
         return cls(
             p2p=data.get("p2p", {}), collectives=data.get("collectives", {}),
             kernels=data.get("kernels", {}), provenance=data.get("provenance", {}),
-            notes=list(data.get("notes", [])), schema_version=version,
+            notes=list(data.get("notes", [])), fitted=data.get("fitted", {}),
+            schema_version=version,
         )
 
 
@@ -220,13 +231,40 @@ def _check_easgd_exchange(where: str, value: Any) -> None:
         _positive(f"{where}.{key}", value[key])
 
 
+def _check_fitted(fitted: dict[str, Any]) -> None:
+    """``fitted``: a runtime name and values each within its allowed range."""
+    from dlscale.perfmodel.machine.runtime import FITTED
+
+    rt = fitted.get("runtime")
+    if not isinstance(rt, str) or not rt:
+        raise ConfigError(f"profile.fitted.runtime: must be the name of the runtime the "
+                          f"values were fitted with, got {rt!r}")
+    values = fitted.get("values")
+    if not isinstance(values, dict):
+        raise ConfigError(f"profile.fitted.values: must be an object (mechanism -> value), "
+                          f"got {str(values)[:80]}")
+    for name, value in values.items():
+        if name not in FITTED:
+            raise ConfigError(f"profile.fitted.values: unknown mechanism {name!r}; valid: "
+                              f"{', '.join(FITTED)}")
+        lo, hi = FITTED[name]
+        ok = (isinstance(value, (int, float)) and not isinstance(value, bool)
+              and math.isfinite(value) and lo <= value <= hi)
+        if not ok:
+            raise ConfigError(f"profile.fitted.values.{name}: must be a number in [{lo:g}, "
+                              f"{hi:g}], got {value!r}")
+
+
 def _check(prof: MachineProfile) -> None:
     if prof.schema_version != SCHEMA_VERSION:
         raise ConfigError(
             f"profile.schema_version: must be {SCHEMA_VERSION}, got {prof.schema_version!r}"
         )
-    if not prof.p2p and not prof.kernels:
-        raise ConfigError("profile: has neither p2p nor kernels figures; nothing to apply")
+    if not prof.p2p and not prof.kernels and not prof.fitted:
+        raise ConfigError("profile: has neither p2p nor kernels figures nor fitted values; "
+                          "nothing to apply")
+    if prof.fitted:
+        _check_fitted(prof.fitted)
     for regime, entry in prof.p2p.items():
         if regime not in REGIMES:
             raise ConfigError(
@@ -466,5 +504,12 @@ def apply_profile(cluster: Cluster, profile: MachineProfile) -> Cluster:
     device = _measured_device(node.device, profile.kernels, node.devices_per_node)
     if device is not node.device:
         node = replace(node, device=device)
-    return replace(cluster, node=node, network=network,
+    runtime = cluster.runtime
+    if profile.fitted:
+        # what `dlscale fit` fitted, for the runtime it was fitted with (refused with
+        # another where the model reads it: Runtime.fitted_value)
+        runtime = replace(runtime, fitted=tuple(
+            (str(k), float(v)) for k, v in sorted(profile.fitted["values"].items())),
+            fitted_for=str(profile.fitted["runtime"]))
+    return replace(cluster, node=node, network=network, runtime=runtime,
                    source=f"{cluster.source} + profile from {host}".strip(" +"))

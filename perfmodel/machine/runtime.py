@@ -61,6 +61,18 @@ iteration, each a field with its cited default in :mod:`.catalog.runtimes`:
     charged on the overlapped part of the backward pass only
     (:func:`.training_sync.sync_sgd_times`). Empty: none.
 
+``fitted``, ``fitted_for``
+    Values that ``dlscale fit`` fitted on the user's own run (:mod:`dlscale.perfmodel.
+    fitting.scaling`), mechanism -> value, for the runtime named ``fitted_for``:
+    ``"transport"`` (the delivered fraction of the inter-node links' bandwidth),
+    ``"overlap-slowdown"`` (the slowdown of the device's kind) and ``"overlap"`` (the
+    share of the schedule's lead time each gradient's exchange achieved, 1: as the
+    schedule allows, 0: none, every exchange after the backward pass:
+    :meth:`Runtime.achieved_ready`), ``"input-pipeline"`` (images/s one host core
+    decodes, :mod:`dlscale.perfmodel.training.outside`). Each replaces the cited central value; the
+    low and high sides of the band stay the cited ones. Values fitted with another
+    runtime are refused where the model reads them (:meth:`Runtime.fitted_value`).
+
 Ranges: the transport efficiency and the overlap slowdown are *mechanisms* of
 :mod:`.ranges`, each with a central value and the low and high values its sources
 give. ``sides`` says which of the three the model uses (``(("transport", "low"),)``;
@@ -92,7 +104,8 @@ from dlscale.perfmodel.network.registry import ALLREDUCE_CHOICES, offered_by
 if TYPE_CHECKING:
     from dlscale.perfmodel.machine.hardware import Cluster, Link
 
-__all__ = ["CACHE_STATUS_BITS", "COORDINATIONS", "EXCHANGES", "PS_PLACEMENTS", "PS_STRATEGIES",
+__all__ = ["CACHE_STATUS_BITS", "COORDINATIONS", "EXCHANGES", "FITTED", "PS_PLACEMENTS",
+           "PS_STRATEGIES",
            "SELECTIONS", "TCP_LATENCY_S", "TRANSPORTS", "TRANSPORT_EFFICIENCY",
            "TRANSPORT_EFFICIENCY_RANGE", "Runtime", "cache_bitvector_bytes", "mpich_short",
            "transport_efficiency", "with_transport"]
@@ -106,6 +119,15 @@ SELECTIONS = ("model", "mpich")
 TRANSPORTS = ("rdma", "tcp", "grpc")
 #: How gradients are exchanged (see the module docstring).
 EXCHANGES = ("allreduce", "parameter-server")
+#: Values ``dlscale fit`` may set on a runtime, name -> (least, greatest) allowed: the
+#: fit itself stays inside each mechanism's cited range; these bounds only refuse a
+#: profile no fit could have written.
+FITTED = {"transport": (0.0, 1.0), "overlap": (0.0, 1.0),
+          # assumption: 10, the bound Runtime.overlap_slowdown already refuses beyond
+          "overlap-slowdown": (0.0, 10.0),
+          # images/s per host core (outside.DECODE_RATE); assumption: 1e6, far above
+          # any decode rate (the cited high is 275)
+          "input-pipeline": (0.0, 1e6)}
 #: Where parameter-server tasks run.
 PS_PLACEMENTS = ("colocated", "separate")
 #: How variables are assigned to parameter-server tasks (:mod:`.psplace`).
@@ -203,6 +225,8 @@ class Runtime:
     ps_strategy: str = "round-robin"
     overlap_slowdown: tuple[tuple[str, float, float, float], ...] = ()
     sides: tuple[tuple[str, str], ...] = ()
+    fitted: tuple[tuple[str, float], ...] = ()
+    fitted_for: str = ""
 
     def __post_init__(self) -> None:
         owner = f"runtime {self.name!r}"
@@ -230,6 +254,7 @@ class Runtime:
             raise ConfigError(f"{owner}.ps_servers: must be an integer >= 0 (0: one server "
                               f"per worker node), got {self.ps_servers!r}")
         self._check_ranges(owner)
+        self._check_fitted(owner)
         flat = [c for c in ALLREDUCE_CHOICES if c != "auto"]
         bad = [a for a in self.algorithms if a not in flat]
         if not self.algorithms or bad:
@@ -275,6 +300,67 @@ class Runtime:
                 raise ConfigError(f"{owner}.sides: each entry must be [mechanism, low|central|"
                                   f"high], got {list(self.sides)!r}")
 
+    def _check_fitted(self, owner: str) -> None:
+        names = [f[0] if isinstance(f, (tuple, list)) and f else f for f in self.fitted]
+        for entry in self.fitted:
+            ok = (isinstance(entry, (tuple, list)) and len(entry) == 2 and entry[0] in FITTED
+                  and isinstance(entry[1], (int, float)) and not isinstance(entry[1], bool)
+                  and math.isfinite(entry[1])
+                  and FITTED[entry[0]][0] <= entry[1] <= FITTED[entry[0]][1]
+                  and names.count(entry[0]) == 1)
+            if not ok:
+                allowed = ", ".join(f"{k} in [{lo:g}, {hi:g}]" for k, (lo, hi) in FITTED.items())
+                raise ConfigError(f"{owner}.fitted: each entry must be [name, value] with "
+                                  f"{allowed} (once each), got {list(self.fitted)!r}")
+
+    def fitted_value(self, mechanism: str) -> float | None:
+        """The value ``dlscale fit`` fitted for ``mechanism`` where the model is at its
+        central side (``None``: not fitted, or a low or high corner of the band).
+
+        Raises
+        ------
+        ConfigError
+            The values were fitted with another runtime than this one.
+
+        Examples
+        --------
+        >>> rt = Runtime("toy", "test", "none", 0.0, 0.0, ("ring",), "model", "rdma",
+        ...              fitted=(("overlap", 0.5),), fitted_for="toy")
+        >>> rt.fitted_value("overlap"), rt.fitted_value("transport")
+        (0.5, None)
+        >>> dataclasses.replace(rt, name="other").fitted_value("overlap")
+        Traceback (most recent call last):
+        ...
+        dlscale.perfmodel.errors.ConfigError: profile: its values were fitted with runtime 'toy'; this run uses runtime 'other' (give --runtime toy, or fit again with this runtime)
+        """
+        values = dict(self.fitted)
+        if mechanism not in values:
+            return None
+        if self.fitted_for and self.fitted_for != self.name:
+            raise ConfigError(f"profile: its values were fitted with runtime "
+                              f"{self.fitted_for!r}; this run uses runtime {self.name!r} (give "
+                              f"--runtime {self.fitted_for}, or fit again with this runtime)")
+        return float(values[mechanism]) if self.side(mechanism) == "central" else None
+
+    def achieved_ready(self, ready: np.ndarray, backward: np.ndarray | float) -> np.ndarray:
+        """Ready times of the gradient exchanges with the fitted ``overlap`` achieved:
+        ``backward - f (backward - ready)`` (``f`` 1, not fitted: ``ready`` as the
+        schedule gives it; 0: every exchange waits for the whole backward pass).
+
+        Examples
+        --------
+        >>> rt = Runtime("toy", "test", "none", 0.0, 0.0, ("ring",), "model", "rdma",
+        ...              fitted=(("overlap", 0.25),))
+        >>> rt.achieved_ready(np.array([0.2, 0.6]), 1.0).tolist()
+        [0.8, 0.9]
+        """
+        f = self.fitted_value("overlap")
+        if f is None or f == 1.0:
+            return ready
+        bwd = np.asarray(backward, dtype=float)
+        out: np.ndarray = bwd - f * (bwd - np.asarray(ready, dtype=float))
+        return out
+
     def side(self, mechanism: str) -> str:
         """Which value of ``mechanism``'s range the model uses (``"central"`` unless
         :attr:`sides` names it)."""
@@ -295,6 +381,9 @@ class Runtime:
         """
         for k, central, low, high in self.overlap_slowdown:
             if k == kind:
+                fit = self.fitted_value("overlap-slowdown")
+                if fit is not None:
+                    return fit
                 side = self.side("overlap-slowdown")
                 return float(central if side == "central" else low if side == "low" else high)
         return 0.0
@@ -431,14 +520,16 @@ def with_transport(cluster: Cluster) -> Cluster:
         return cluster
 
     side = rt.side("transport")
+    fit = rt.fitted_value("transport")   # the user's own run, in place of the central value
 
     def one(link: Link) -> Link:
         kind = "tcp" if "tcp" in link.name.lower() and rt.transport != "grpc" else rt.transport
         floor = TCP_LATENCY_S if kind in ("tcp", "grpc") else 0.0
-        return _scaled(link, transport_efficiency(kind, side), floor)
+        return _scaled(link, transport_efficiency(kind, side) if fit is None else fit, floor)
 
     node, net = cluster.node, cluster.network
-    topo = net.topology.with_link_efficiency(transport_efficiency(rt.transport, side))
+    topo = net.topology.with_link_efficiency(
+        transport_efficiency(rt.transport, side) if fit is None else fit)
     return dataclasses.replace(
         cluster, node=dataclasses.replace(node, nic=one(node.nic)),
         network=dataclasses.replace(net, link=one(net.link), topology=topo),

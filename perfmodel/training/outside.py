@@ -116,7 +116,8 @@ def loader_rate_per_node(cluster: Cluster, workload: Workload, end: str = "centr
     node = cluster.node
     if (workload.model.dataset in DECODED_DATASETS and node.host_cores > 0
             and node.device.kind == "gpu"):
-        return node.host_cores * at_end(DECODE_RATE, end)
+        fit = cluster.runtime.fitted_value("input-pipeline") if end == "central" else None
+        return node.host_cores * (at_end(DECODE_RATE, end) if fit is None else fit)
     return math.inf
 
 

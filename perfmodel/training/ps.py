@@ -65,7 +65,7 @@ import numpy as np
 
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.machine.hardware import Cluster
-from dlscale.perfmodel.machine.runtime import with_transport
+from dlscale.perfmodel.machine.runtime import Runtime, with_transport
 from dlscale.perfmodel.network.contention import hockney_params
 from dlscale.perfmodel.training.psplace import model_variables, place
 from dlscale.perfmodel.training.rank_layout import IterationTimes, Layout
@@ -335,12 +335,16 @@ def push_end_s(plan: PsPlan, ready_s: np.ndarray) -> tuple[float, str]:
 
 
 def ready_times(workload: Workload, plan: PsPlan, fwd_s: float, bwd_cum_s: np.ndarray,
-                bwd_s: float) -> np.ndarray:
+                bwd_s: float, runtime: Runtime | None = None) -> np.ndarray:
     """Per variable: when its gradient is ready, from the end of the pull (the forward
     pass plus the backward pass down to its layer; with ``overlap=False`` the whole
-    backward pass)."""
+    backward pass; a ``runtime`` with a fitted overlap delays it,
+    :meth:`~dlscale.perfmodel.machine.runtime.Runtime.achieved_ready`)."""
     if workload.overlap:
-        out: np.ndarray = fwd_s + np.asarray(bwd_cum_s, dtype=float)[plan.var_layer]
+        ready = np.asarray(bwd_cum_s, dtype=float)[plan.var_layer]
+        if runtime is not None:
+            ready = runtime.achieved_ready(ready, bwd_s)
+        out: np.ndarray = fwd_s + ready
         return out
     return np.full(len(plan.var_bytes), fwd_s + bwd_s)
 
@@ -380,7 +384,7 @@ def ps_sync_times(cluster: Cluster, workload: Workload, lay: Layout) -> Iteratio
     for k, n in enumerate(lay.nodes.astype(int).tolist()):
         plan = ps_plan(cluster, workload, n)
         pull, _ = pull_end_s(plan)
-        ready = ready_times(workload, plan, 0.0, bwd_cum[k], float(bwd[k]))
+        ready = ready_times(workload, plan, 0.0, bwd_cum[k], float(bwd[k]), cluster.runtime)
         push, _ = push_end_s(plan, ready)
         iteration[k] = pull + float(fwd[k]) + max(float(bwd[k]), push) + float(upd[k])
         comm[k] = pull + push_end_s(plan, np.zeros_like(ready))[0]

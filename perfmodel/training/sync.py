@@ -478,7 +478,8 @@ def sync_sgd_times(cluster: Cluster, workload: Workload, lay: Layout, *,
             net_ar = workload_allreduce(cluster, workload, lay, bk.bytes[:, None])[0]
         dur = np.where(multi, neg + net_ar, 0.0)
         if workload.overlap:
-            ready = np.moveaxis(np.atleast_2d(bwd_cum[..., bk.first_layer]), -1, 0)
+            ready = rt.achieved_ready(
+                np.moveaxis(np.atleast_2d(bwd_cum[..., bk.first_layer]), -1, 0), bwd)
             k = overlap_stretch(ready, dur, wait, bwd, compute_slowdown(cluster, workload))
             ready, compute, bwd = ready * k, compute + (k - 1) * bwd / slow, bwd * k
         else:

@@ -309,3 +309,9 @@ class Workload:
     def gradient_bytes(self) -> float:
         """Bytes of one full dense gradient (all layers)."""
         return float(self.model.params * self.bytes_per_element)
+
+    def layer_gradient_bytes(self) -> dict[str, float]:
+        """Bytes of each layer's gradient on the wire, by layer name (layers with
+        parameters only)."""
+        return {layer.name: float(layer.params * self.bytes_per_element)
+                for layer in self.model.layers if layer.params > 0}

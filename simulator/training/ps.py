@@ -75,12 +75,16 @@ def _worker_factors(ctx: RunContext, f: np.ndarray) -> np.ndarray:
     return np.asarray(f, dtype=float).reshape(ctx.nodes, rpn).max(axis=1)
 
 
-def _push_schedule(overlap: bool, prof, plan: PsPlan) -> tuple[np.ndarray, np.ndarray]:
-    """Per variable, when its gradient is ready after the backward pass starts, and the
-    order the pushes leave in (by readiness; the last created first among equals)."""
+def _push_schedule(overlap: bool, prof, plan: PsPlan,
+                   runtime=None) -> tuple[np.ndarray, np.ndarray]:
+    """Per variable, when its gradient is ready after the backward pass starts (with a
+    fitted overlap, as ``runtime.achieved_ready`` delays it), and the order the pushes
+    leave in (by readiness; the last created first among equals)."""
     J = len(plan.var_bytes)
     ready_off = (prof.backward_done_s[plan.var_layer] if overlap
                  else np.full(J, prof.backward_s))
+    if overlap and runtime is not None:
+        ready_off = runtime.achieved_ready(ready_off, prof.backward_s)
     order = np.arange(J)[::-1]
     return ready_off, order[np.argsort(ready_off[order], kind="stable")]
 
@@ -100,7 +104,7 @@ def run_ps_sync(ctx: RunContext) -> RunOutcome:
     counters: dict = {"exchange": "parameter-server", "variables": J,
                       "servers": len(plan.server_node), "flows": 0,
                       "allreduce": "parameter-server" if W > 1 else ""}
-    ready_off, order = _push_schedule(w.overlap, prof, plan)
+    ready_off, order = _push_schedule(w.overlap, prof, plan, ctx.cluster.runtime)
     busy = _busy(plan)
 
     def send(path: np.ndarray, nbytes: float, latency: float) -> simpy.Event:

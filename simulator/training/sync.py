@@ -112,7 +112,8 @@ def _sync_costs(ctx: RunContext, prof: ComputeProfile, bk: Buckets) -> _SyncCost
     stretch = 1.0
     if w.overlap:
         # compute beside communication runs slower (the closed form's function)
-        done = np.asarray([float(prof.backward_done_s[i]) for i in bk.first_layer])
+        done = rt.achieved_ready(np.asarray([float(prof.backward_done_s[i])
+                                             for i in bk.first_layer]), prof.backward_s)
         stretch = float(overlap_stretch(done[:, None], np.asarray(durs)[:, None], wait,
                                         np.array([prof.backward_s]),
                                         compute_slowdown(ctx.cluster, w))[0])

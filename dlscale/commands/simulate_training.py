@@ -308,7 +308,6 @@ def run_training(args: argparse.Namespace) -> int:
     check_run_flags(args, [a or workload.algorithm for a in algs], network)
     placement = getattr(args, "placement", None) or "linear"
     cosim = _cosim_options(args)
-    from dlscale.simulator.training.cosim import check_cosim_options
     from dlscale.simulator.training.stragglers import make_noise
 
     if args.seed < 0:
@@ -323,7 +322,10 @@ def run_training(args: argparse.Namespace) -> int:
                           prov.with_baseline(NO_BASELINE))
     if getattr(args, "eval_every", None) is not None:
         cosim["eval_every"] = args.eval_every
-    check_cosim_options(cosim)  # every option checked before the first run
+    if cosim:  # every option checked before the first run (none given: nothing to check)
+        from dlscale.simulator.training.cosim import check_cosim_options
+
+        check_cosim_options(cosim)
     iterations = args.iterations or 20
     plan = [(n, a) for a in algs for n in nodes]
     check_work(cluster, workload, max(nodes), iterations, len(plan), "--iterations",

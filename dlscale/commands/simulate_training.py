@@ -108,7 +108,8 @@ def add_training_args(parser: argparse.ArgumentParser) -> None:
     _add(parser, "--plot", metavar="FILE.png", default=None,
          help="write the scaling + breakdown plot (or the accuracy plot with --cosim)")
     _add(parser, "--baseline", choices=("node", "device"), default=None,
-         help="efficiency against a one-node simulation (default) or one device alone")
+         help="efficiency against one node (default) or one device alone, as predict "
+              "gives it (the closed form, same noise; not simulated)")
     _add(parser, "--format", choices=("table", "json"), default="table",
          help="what to print (default: table)")
     _add(parser, "-o", "--output", metavar="FILE", default=None,

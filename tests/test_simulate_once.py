@@ -167,3 +167,11 @@ def test_the_notes_limit_is_predicts(cluster, collective, nodes):
     w = dataclasses.replace(get_workload("resnet50"), collective=collective)
     limit = collective_summary(c, w, layout(c, w, [1, *nodes]))[1][1:]
     np.testing.assert_array_equal(limit, predict(c, w, nodes).network_limit)
+
+
+def test_a_baseline_that_does_not_fit_gives_no_efficiency():
+    """One node running the whole global batch of 1536 samples does not fit a V100: no
+    efficiency and no baseline time (the header said 'nan s per iteration')."""
+    text = _simulate("simulate summit resnet50 --nodes 4 --global-batch 1536 --iterations 2")
+    assert "# baseline: none (no efficiency in this output)" in text
+    assert "nan" not in text and "efficiency" not in text.splitlines()[3]

@@ -271,14 +271,15 @@ def _efficiency(res: TrainingResult, pred: Prediction, cluster: Cluster,
     """Throughput over ``nodes`` (or devices) times that of the closed form's one-node
     (or one-device) run with the stack's own allreduce, as ``predict`` reports it
     (:func:`~dlscale.perfmodel.training.predict.baseline_workload`); records what that
-    baseline runs on ``res``. None where the baseline does not fit."""
+    baseline runs on ``res``. None (and no baseline recorded) where the baseline does
+    not fit in memory: a run that could not happen."""
+    base = float(pred.baseline_samples_per_s)
+    if not (pred.baseline_fits and base > 0 and np.isfinite(base)):
+        return None
     units = res.nodes * (1 if baseline == "node" else cluster.node.devices_per_node)
     res.baseline_runs = pred.baseline_runs
     res.baseline_iteration_s = float(pred.baseline_iteration_s)
-    base = float(pred.baseline_samples_per_s)
-    if pred.baseline_fits and base > 0 and np.isfinite(base):
-        return res.samples_per_s / (units * base)
-    return None
+    return res.samples_per_s / (units * base)
 
 
 def _record_trace(res: TrainingResult, tracer: TraceRecorder, trace: bool | str) -> None:

@@ -15,25 +15,30 @@ from dlscale.version import __version__
 
 if TYPE_CHECKING:
     from dlscale.api import (
+        CalibrateResult,
         PlanResult,
         PredictResult,
         ResultTable,
         SimulateResult,
         SweepResult,
+        ValidateResult,
+        calibrate,
         load_cluster,
         load_workload,
         plan,
         predict,
         simulate,
         sweep,
+        validate,
     )
     from dlscale.perfmodel.errors import ConfigError, DlscaleError, OutOfMemoryError
 
 #: Public name -> the module it comes from, imported on first use (so that the
 #: ``dlscale`` command starts, and takes its Ctrl-C handling, before numpy loads).
-_LAZY = {**dict.fromkeys(("PlanResult", "PredictResult", "ResultTable", "SimulateResult",
-                          "SweepResult", "load_cluster", "load_workload", "plan", "predict",
-                          "simulate", "sweep"), "dlscale.api"),
+_LAZY = {**dict.fromkeys(("CalibrateResult", "PlanResult", "PredictResult", "ResultTable",
+                          "SimulateResult", "SweepResult", "ValidateResult", "calibrate",
+                          "load_cluster", "load_workload", "plan", "predict", "simulate",
+                          "sweep", "validate"), "dlscale.api"),
          **dict.fromkeys(("ConfigError", "DlscaleError", "OutOfMemoryError"),
                          "dlscale.perfmodel.errors")}
 
@@ -66,6 +71,7 @@ class _Package(_types.ModuleType):
 _sys.modules[__name__].__class__ = _Package
 
 __all__ = [
+    "CalibrateResult",
     "ConfigError",
     "DlscaleError",
     "OutOfMemoryError",
@@ -74,11 +80,14 @@ __all__ = [
     "ResultTable",
     "SimulateResult",
     "SweepResult",
+    "ValidateResult",
     "__version__",
+    "calibrate",
     "load_cluster",
     "load_workload",
     "plan",
     "predict",
     "simulate",
     "sweep",
+    "validate",
 ]

@@ -10,6 +10,10 @@ and ``meta``, with ``to_rows()`` (a pandas-free list of dicts), ``to_csv(path)``
 - :func:`simulate`: the discrete-event simulator -> :class:`SimulateResult`.
 - :func:`sweep`: a study file or table -> :class:`dlscale.sweep.SweepResult`.
 - :func:`plan`: capacity planning -> :class:`dlscale.plan.PlanResult`.
+- :func:`validate`: the published cases, or this machine under ``mpiexec`` ->
+  :class:`dlscale.measure.ValidateResult`.
+- :func:`calibrate`: measure and fit this machine under ``mpiexec`` ->
+  :class:`dlscale.measure.CalibrateResult`.
 
 Examples
 --------
@@ -25,10 +29,11 @@ from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dlscale.measure import CalibrateResult, ValidateResult
 from dlscale.perfmodel.errors import ConfigError, DlscaleError
 from dlscale.perfmodel.machine import config as _config
 from dlscale.perfmodel.machine.hardware import Cluster
@@ -40,8 +45,9 @@ if TYPE_CHECKING:
     from dlscale.study import Study
     from dlscale.sweep import SweepResult
 
-__all__ = ["PlanResult", "PredictResult", "ResultTable", "SimulateResult", "SweepResult",
-           "load_cluster", "load_workload", "plan", "predict", "simulate", "sweep"]
+__all__ = ["CalibrateResult", "PlanResult", "PredictResult", "ResultTable", "SimulateResult",
+           "SweepResult", "ValidateResult", "calibrate", "load_cluster", "load_workload",
+           "plan", "predict", "simulate", "sweep", "validate"]
 
 
 def load_cluster(spec: str | Path | Cluster, overrides: Mapping[str, Any] | None = None,
@@ -389,9 +395,122 @@ def plan(workload: str | Path | Workload, clusters: Sequence[str | Path | Cluste
     return _plan(workload, list(clusters), **options)
 
 
+def validate(what: str = "published", **options: Any) -> ValidateResult:
+    """Hold the model against measurements: ``dlscale validate WHAT`` from code.
+
+    ``"published"`` reproduces the seed papers' published results point by point
+    (:mod:`dlscale.validation.published`); ``"local"``, run under ``mpiexec -n N``,
+    fits this machine on part of its measurements and predicts the held-out part
+    (allreduce sizes and rank counts not fitted, real distributed training runs; see
+    :mod:`dlscale.validation.validate_local`). ``dlscale validate`` is this function
+    behind its parser; it writes the files.
+
+    Parameters
+    ----------
+    what : {"published", "local"}, optional
+        Which validation (default: the published cases).
+    **options
+        For ``"published"``: ``cases`` (names, default all) and ``fidelities``
+        (``"analytical"``, ``"simulated"``; default both: the simulated rows take
+        minutes). For ``"local"``: ``min_size``, ``max_size`` (bytes; default 1 KiB and
+        64 MiB), ``budget_s`` (default 60), ``iterations`` (per training run, default
+        500), ``rounds`` (default 8), ``algorithms`` (default all), ``oversubscribe``,
+        ``yield_mode`` (``"auto"``, ``"on"``, ``"off"``), ``progress`` (lines on
+        stderr), ``argv`` (recorded), ``comm`` (an mpi4py communicator; default: MPI
+        started here and its ``COMM_WORLD``).
+
+    Returns
+    -------
+    ValidateResult
+        One row per compared case; ``.meta`` the counts and summaries and the
+        provenance; ``.raw`` the outputs of each published case, or the local report.
+        Under MPI the ranks other than 0 get no rows and ``meta["rank"]``.
+
+    Raises
+    ------
+    ConfigError
+        An unknown ``what``, option, case, fidelity or algorithm, or a bad value,
+        before any work.
+
+    Examples
+    --------
+    >>> r = validate("published", cases=["cavdar-isc19"], fidelities=["analytical"])
+    >>> r.meta["cases"], r.meta["rows"] == len(r.rows) > 0
+    (['cavdar-isc19'], True)
+    >>> sorted({row["fidelity"] for row in r.rows})
+    ['analytical']
+    """
+    from dlscale import measure
+
+    kinds: dict[str, Callable[..., ValidateResult]] = {
+        "published": measure.validate_published, "local": measure.validate_local}
+    if what not in kinds:
+        raise ConfigError(f"validate: unknown {what!r}; valid: {', '.join(kinds)}")
+    return kinds[what](**_checked_options(f"validate {what}", kinds[what], options))
+
+
+def calibrate(sizes: Sequence[int] | None = None, **options: Any) -> CalibrateResult:
+    """Measure and fit this machine (under ``mpiexec -n N``): ``dlscale calibrate``
+    from code.
+
+    Point-to-point latency and bandwidth (intra-node, and inter-node where ranks sit
+    on several hosts), MPI collectives and the project's kernels, fitted (piecewise
+    Hockney, LogGP, collective efficiency); see
+    :mod:`dlscale.validation.calibrate_run`. ``dlscale calibrate`` is this function
+    behind its parser; it writes the profile.
+
+    Parameters
+    ----------
+    sizes : sequence of int, optional
+        Message sizes in bytes (default: powers of two from 1 B to 64 MiB).
+    **options
+        ``budget_s`` (seconds of the whole run, default 60; repetitions adapt, sizes
+        that do not fit are left out with a note), ``started`` (the
+        :func:`time.monotonic` reading the budget counts from; default: now),
+        ``collectives`` (names, default all), ``rank_counts`` (default: all ranks),
+        ``kernels`` (default True), ``allreduce_algorithm`` (the MPI library's, set
+        before MPI starts; default the library's choice), ``yield_mode``,
+        ``progress``, ``argv``, ``comm`` (an mpi4py communicator; default: MPI
+        started here and its ``COMM_WORLD``).
+
+    Returns
+    -------
+    CalibrateResult
+        One row per fitted figure (``kind``, ``name``, ``value``, ``unit``);
+        ``.profile`` the machine profile (save it with
+        :func:`dlscale.perfmodel.machine.profile.save_profile`, use it with
+        ``load_cluster(..., profile=path)``). The ranks other than 0 get no rows, no
+        profile and ``meta["rank"]``.
+
+    Raises
+    ------
+    ConfigError
+        An unknown option or collective, a bad size or budget, before measuring.
+    """
+    from dlscale import measure
+
+    return measure.calibrate(sizes, **_checked_options("calibrate", measure.calibrate,
+                                                       options))
+
+
+def _checked_options(what: str, fn: Any, options: dict[str, Any]) -> dict[str, Any]:
+    """``options``, each a keyword-only parameter of ``fn``, else a one-line refusal."""
+    import inspect
+
+    params = inspect.signature(fn).parameters
+    valid = sorted(k for k, p in params.items()
+                   if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and k != "sizes")
+    bad = sorted(k for k in options if k not in valid)
+    if bad:
+        raise ConfigError(f"{what}: unknown option {', '.join(bad)}; valid: {', '.join(valid)}")
+    return options
+
+
 def __getattr__(name: str) -> Any:
     """:class:`PlanResult` and :class:`SweepResult`, imported on first use: asking one
-    question (``dlscale predict``) does not load the plan, sweep and study layers."""
+    question (``dlscale predict``) does not load the plan, sweep and study layers
+    (:class:`ValidateResult` and :class:`CalibrateResult` come from the light
+    :mod:`dlscale.measure`, whose work is imported when asked)."""
     if name == "PlanResult":
         from dlscale.plan import PlanResult
         return PlanResult

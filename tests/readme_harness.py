@@ -106,6 +106,8 @@ class Example:
 
     where: str
     lines: list[str]
+    #: What a ``python`` block prints, where a ``text`` block follows it directly.
+    output: str | None = None
 
     @property
     def mpi(self) -> bool:
@@ -163,9 +165,16 @@ def dollar_lines(readme: str) -> list[Example]:
 
 
 def python_blocks(readme: str) -> list[Example]:
-    """The fenced ``python`` blocks, each one program (:attr:`Example.lines` holds it whole)."""
-    return [Example(f"README.md:{readme[:m.start()].count(chr(10)) + 1}", [m.group(1)])
-            for m in re.finditer(r"^```python\n(.*?)^```", readme, re.S | re.M)]
+    r"""The fenced ``python`` blocks, each one program (:attr:`Example.lines` holds it
+    whole); a ``text`` block right after one is what it prints (:attr:`Example.output`).
+
+    >>> [b.output for b in python_blocks("```python\nprint(1)\n```\n\n```text\n1\n```\n")]
+    ['1\n']
+    """
+    return [Example(f"README.md:{readme[:m.start()].count(chr(10)) + 1}", [m.group(1)],
+                    m.group(3))
+            for m in re.finditer(r"^```python\n(.*?)^```\n\n?(```text\n(.*?)^```)?", readme,
+                                 re.S | re.M)]
 
 
 def inline_commands(readme: str) -> list[Example]:

@@ -29,6 +29,9 @@ CITED_NODES = {
     "stampede2-skx": 1736, "k80-8gpu": 1, "dgx1-p100": 1, "dgx1-v100": 1,
     "pcie-4xp100": 1, "pcie-8xp100": 1, "pcie-4xv100": 1, "pcie-8xv100": 1,
     "p100-cluster": 648,
+    # docs.nersc.gov (1,536 A100 40 GB nodes), OLCF Frontier user guide (9,856 nodes),
+    # NVIDIA DGX SuperPOD RA (4 SU, 127 DGX H100)
+    "perlmutter": 1536, "frontier": 9856, "dgx-h100-superpod": 127,
 }
 
 
@@ -96,6 +99,8 @@ CITED_RATES = [
     ("xeon-phi-7250-cache", "alexnet", 256, "fp32", 444.0),    # intel/caffe#132
     ("2x-xeon-e5-2699v3", "alexnet", 256, "fp32", 256.0),      # 01org/caffe#16
     ("k40", "alexnet", 256, "fp32", 250.0),                    # Caffe perf notes, 4 ms/image
+    ("a100-sxm4-80gb", "resnet50", 256, "fp32", 938.0),        # NVIDIA DLE RN50, 1 GPU TF32
+    ("a100-sxm4-80gb (fp16)", "resnet50", 256, "fp16", 2470.0),  # NVIDIA DLE RN50, 1 GPU AMP
 ]
 
 

@@ -79,6 +79,8 @@ def test_readme_python_block_runs(block, tmp_path):
     proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=_env(),
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, f"{block.where}:\n{block.lines[0]}\n{proc.stderr[-3000:]}"
+    if block.output is not None:        # the text block after it, byte for byte
+        assert proc.stdout == block.output, f"{block.where}: prints\n{proc.stdout}"
     for name in re.findall(r"""to_(?:csv|json)\(["']([^"']+)["']\)""", block.lines[0]):
         assert _written(tmp_path / name), f"{block.where}: did not write {name}"
 

@@ -3,7 +3,8 @@
 Point-to-point latency and bandwidth (intra-node, and inter-node where ranks sit on
 several hosts), MPI collectives, the project's kernels; fits (piecewise Hockney,
 LogGP, collective efficiency); a machine profile written atomically with a schema
-version. See :mod:`dlscale.validation.calibrate_run` for what runs in what order.
+version. The question is :func:`dlscale.api.calibrate`; see
+:mod:`dlscale.validation.calibrate_run` for what runs in what order.
 
 Choosing the MPI library's allreduce algorithm: MPICH reads
 ``MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM`` once in ``MPI_Init`` and mpi4py cannot write
@@ -20,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from typing import Any
 
 from dlscale.commands import SUMMARIES
@@ -164,43 +164,23 @@ def _check_output(path: str) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``dlscale calibrate``: the flags checked before MPI starts, ``-o`` on every
+    rank once it has, then :func:`dlscale.api.calibrate` on this launch's ranks within
+    the budget counted from the command's start; rank 0 writes the profile."""
+    from dlscale.api import calibrate
+    from dlscale.cli import START
+    from dlscale.measure import start_mpi
     from dlscale.perfmodel.machine.profile import save_profile
-    from dlscale.validation.calibrate_run import calibrate
-    from dlscale.validation.mpi_abort import abort_on_signal
-    from dlscale.validation.mpi_env import (
-        get_mpi,
-        oversubscription_env,
-        select_allreduce_algorithm,
-    )
 
     opts = _options(args)
-    select_allreduce_algorithm(args.allreduce_algorithm)  # before MPI_Init
-    oversubscription_env(args.yield_mode)
-    MPI = get_mpi()
-    comm = MPI.COMM_WORLD
+    comm = start_mpi(yield_mode=args.yield_mode, allreduce_algorithm=args.allreduce_algorithm)
     if not outputs_ok_on_all_ranks(comm, lambda: _check_output(args.output)):
         return 2                # every rank stops, rank 0 says why
-    from dlscale.cli import START
-
-    with abort_on_signal(comm, "dlscale calibrate"):  # a signal on any rank ends the job
-        if not args.no_kernels:  # the model step trains on the digits: say so before measuring
-            from dlscale.kernels.data import digits_missing
-
-            if (why := digits_missing()) is not None:
-                raise ConfigError(f"calibrate: the model step (skip it with --no-kernels): "
-                                  f"{why}")
-        profile = calibrate(comm, argv=sys.argv, progress=not args.quiet,
-                            kernels=not args.no_kernels,
-                            left_s=opts["budget_s"] - (time.monotonic() - START), **opts)
-    if comm.Get_rank() == 0 and profile is not None:
-        took = time.monotonic() - START
-        profile.provenance["command_s"] = round(took, 3)
-        if took > opts["budget_s"]:
-            profile.notes.append(
-                f"took {took:.1f} s, over --budget-s {opts['budget_s']:g}: start-up and the "
-                f"least each step measures (two sizes) did not fit in it")
-        path = save_profile(profile, args.output)
-        for line in summary_lines(profile):
+    result = calibrate(opts.pop("sizes"), comm=comm, argv=sys.argv, progress=not args.quiet,
+                       kernels=not args.no_kernels, started=START, **opts)
+    if result.profile is not None:
+        path = save_profile(result.profile, args.output)
+        for line in summary_lines(result.profile):
             print(line)
         print(f"wrote {path}")
     return 0

@@ -89,9 +89,11 @@ def apply_measured(args: argparse.Namespace,
         path, batch = _trace_spec(trace, workload.batch_per_device)
         tc = read_trace(path, [layer.name for layer in workload.model.layers])
         check_model(tc, workload.model, f"--trace {path}")
+        comm = (f"; its communication's {tc.communication_s * 1e3:.3g} ms per iteration "
+                f"left out of the compute" if tc.communication_s > 0 else "")
         measured = tc.measured(batch, f"{tc.framework} trace {path}: {tc.iterations} "
                                       f"iteration(s); its optimizer's {tc.optimizer_s * 1e3:.3g} ms "
-                                      f"replaced by the model's weight update")
+                                      f"replaced by the model's weight update{comm}")
     if measured is not None:
         workload = dataclasses.replace(
             workload, model=dataclasses.replace(workload.model, measured=measured))

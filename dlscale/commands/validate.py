@@ -19,8 +19,9 @@ from typing import Any
 
 from dlscale.commands import SUMMARIES
 from dlscale.commands.common import outputs_ok_on_all_ranks
+from dlscale.measure import local_provenance
 
-__all__ = ["SUBCOMMANDS", "add_parser", "run"]
+__all__ = ["SUBCOMMANDS", "add_parser", "local_provenance", "run"]
 
 
 def _add_local(sub: Any) -> None:
@@ -155,22 +156,6 @@ def _simulated_lines(report: dict[str, Any]) -> list[str]:
     return lines
 
 
-def local_provenance(report: dict[str, Any]) -> Any:
-    """The :class:`~dlscale.provenance.Provenance` of a ``validate local`` report: this
-    version, the profile the run fitted (its hosts, ranks and date, and the median
-    held-out allreduce error it measured), no efficiency baseline."""
-    from dlscale.provenance import NO_BASELINE, ProfileSource, Provenance
-
-    prov = report.get("profile", {}).get("provenance", {})
-    err = report.get("summary", {}).get("allreduce", {}).get("median_abs_error")
-    ranks = prov.get("ranks")
-    src = ProfileSource(path="fitted in this run", hosts=tuple(prov.get("hosts", ())),
-                        ranks=ranks if isinstance(ranks, int) else None,
-                        date=str(prov.get("date", "")),
-                        held_out_error=float(err) if isinstance(err, (int, float)) else None)
-    return Provenance(profile=src, baseline=NO_BASELINE)
-
-
 def _check_outputs(args: argparse.Namespace) -> str | None:
     """The error message of an output (-o, --plot) that cannot be written, else None."""
     from dlscale.perfmodel.errors import ConfigError
@@ -187,11 +172,14 @@ def _check_outputs(args: argparse.Namespace) -> str | None:
 
 
 def run_local(args: argparse.Namespace) -> int:
+    """Run ``dlscale validate local``: the flags checked before MPI starts, the outputs
+    on every rank once it has, then :func:`dlscale.api.validate` (``"local"``) on
+    this launch's ranks; rank 0 prints the report and writes the files."""
+    from dlscale.api import validate
+    from dlscale.measure import start_mpi
     from dlscale.perfmodel.errors import ConfigError
-    from dlscale.validation.mpi_abort import abort_on_signal
-    from dlscale.validation.mpi_env import get_mpi, oversubscription_env
     from dlscale.validation.mpi_training import TRAINING_ALGORITHMS
-    from dlscale.validation.validate_local import plot_validation, validate_local, write_report
+    from dlscale.validation.validate_local import plot_validation, write_report
 
     algos = tuple(a.strip() for a in args.algorithms.split(",") if a.strip())
     bad = [a for a in algos if a not in TRAINING_ALGORITHMS]
@@ -207,18 +195,15 @@ def run_local(args: argparse.Namespace) -> int:
         rounds = min(rounds, 2)
     if not budget > 0:
         raise ConfigError(f"--budget-s: must be > 0, got {budget!r}")
-    oversubscription_env(args.yield_mode)  # before MPI_Init
-    MPI = get_mpi()
-    comm = MPI.COMM_WORLD
+    comm = start_mpi(yield_mode=args.yield_mode)
     if not outputs_ok_on_all_ranks(comm, lambda: _check_outputs(args)):
         return 2                # every rank stops, rank 0 says why
-    with abort_on_signal(comm, "dlscale validate"):  # a signal on any rank ends the job
-        report = validate_local(comm, lo, hi, budget, iters, algos, progress=not args.quiet,
-                                argv=sys.argv, rounds=rounds,
-                                oversubscribe=args.oversubscribe)
-    if report is None:
+    result = validate("local", comm=comm, min_size=lo, max_size=hi, budget_s=budget,
+                      iterations=iters, algorithms=algos, progress=not args.quiet,
+                      argv=sys.argv, rounds=rounds, oversubscribe=args.oversubscribe)
+    if result.meta["rank"] != 0:
         return 0
-    prov = local_provenance(report)
+    report, prov = result.raw, local_provenance(result.raw)
     for line in [prov.source_line(), f"baseline: {prov.baseline}", *report_lines(report)]:
         print(line)
     write_report({**report, **prov.meta()}, args.output)

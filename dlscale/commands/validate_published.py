@@ -1,9 +1,11 @@
 """``dlscale validate published``: the seed papers' published results, reproduced.
 
 The cases, the comparison and the figures live in
-:mod:`dlscale.validation.published`; this module holds the command's parser
-(:func:`add_published_parser`) and what it runs (:func:`run_published`): the rows as
-a table or JSON on stdout, ``-o`` JSON and ``--plots`` figures written atomically.
+:mod:`dlscale.validation.published`; the question is :func:`dlscale.api.validate`
+(``"published"``). This module holds the command's parser
+(:func:`add_published_parser`) and what it runs (:func:`run_published`): the API's
+rows as a table or JSON on stdout, ``-o`` JSON and ``--plots`` figures written
+atomically.
 
 Examples
 --------
@@ -22,26 +24,22 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from dlscale.measure import PUBLISHED_BASELINE
 from dlscale.output import atomic_write_text, to_jsonable
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.textfile import read_utf8
 from dlscale.provenance import Provenance
-from dlscale.validation.accounting import summarize
 from dlscale.validation.published import (
     CASE_MODULES,
     FIDELITIES,
     get_case,
     plot_case,
-    run_cases,
 )
 from dlscale.validation.readme import README, replace_block, write_readme
 from dlscale.validation.report import format_results
 
 __all__ = ["PUBLISHED_BASELINE", "add_published_parser", "run_published"]
 
-#: What the predicted efficiencies of the published cases are measured against.
-PUBLISHED_BASELINE = ("predicted efficiencies as predict computes them (against one node "
-                      "of the same run); speedups against the reference each case names")
 
 
 def add_published_parser(validate_subparsers: Any) -> argparse.ArgumentParser:
@@ -87,12 +85,13 @@ def run_published(args: argparse.Namespace) -> int:
                               f"--fidelity (got {', '.join(args.fidelity)})")
         readme = README if readme == "" else Path(readme)
         replace_block(read_utf8(readme, "README"), "")  # no block: refused before any work
-    rows, outputs = run_cases(names, tuple(getattr(args, "fidelity", None) or FIDELITIES))
+    from dlscale.api import validate
+
+    result = validate("published", cases=names,
+                      fidelities=list(getattr(args, "fidelity", None) or FIDELITIES))
+    rows, outputs = result.rows, result.raw
     prov = Provenance(baseline=PUBLISHED_BASELINE)
-    doc = {"meta": {"cases": names, "within": sum(r["within"] is True for r in rows),
-                    "compared": sum(r["within"] is not None for r in rows),
-                    "rows": len(rows), **summarize(rows), **prov.meta()},
-           "rows": to_jsonable(rows)}
+    doc = {"meta": result.meta, "rows": to_jsonable(rows)}
     text = json.dumps(doc, indent=1)
     if getattr(args, "output", None):
         atomic_write_text(args.output, text + "\n")

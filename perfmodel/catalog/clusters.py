@@ -112,8 +112,68 @@ CORI_STACK = RUNTIMES["mpi"]
 # docs, Horovod + NCCL), assumed.
 GPU_STACK = RUNTIMES["horovod-nccl"]
 
+# --- machines of the 2020s ----------------------------------------------------------
+# HPE Slingshot-11 dragonflies (Perlmutter, Frontier). Rosetta switch: 64 ports at 200
+# Gb/s (De Sensi et al., SC 2020, arXiv 2008.08886); a GPU cabinet of the HPE Cray EX is
+# one dragonfly group: "8 chassis, each containing 8 compute blades and 4 switch
+# blades", "A GPU compute blade contains 2 GPU-accelerated nodes", "one Dragonfly group
+# per cabinet, with 32 switch blades" (docs.nersc.gov/systems/perlmutter/architecture)
+# -> 128 nodes and 32 switches per group, 128 / 32 = 4 nodes per switch (derived; each
+# node's 4 NICs = 16 edge ports per switch); "A full all-to-all electrical network is
+# provided within each group" (NERSC Perlmutter interconnect page) -> 31 local ports.
+# Global ports per switch: 64 - 16 edge - 31 local = 17 at most (derived); how many of
+# them are cabled is not published (assumption: all 17). Switch latency ~350 ns per hop
+# (assumption: the order De Sensi et al. report for Rosetta; not re-read here).
+_EX_GROUP_NODES = 128                          # docs.nersc.gov (8 chassis x 8 blades x 2)
+_EX_SWITCHES = 32                              # docs.nersc.gov ("32 switch blades")
+# derived: 64-port Rosetta (De Sensi et al. 2020) - 16 edge - 31 local ports
+_EX_GLOBAL = 64 - 16 - (_EX_SWITCHES - 1)
+_SLINGSHOT_HOP = 350 * ns                      # assumption, see above
+
+
+def _slingshot(name: str, nodes: int, source: str) -> NetworkSpec:
+    """A Cray EX Slingshot-11 dragonfly of ``nodes`` GPU nodes (128 per group)."""
+    bw = LINKS["slingshot-11"].bandwidth_Bps
+    return NetworkSpec(
+        name, Dragonfly(groups=math.ceil(nodes / _EX_GROUP_NODES),
+                        routers_per_group=_EX_SWITCHES,
+                        terminals_per_router=_EX_GROUP_NODES // _EX_SWITCHES,
+                        global_links_per_router=_EX_GLOBAL, max_nodes=nodes,
+                        local_bandwidth_Bps=bw, global_bandwidth_Bps=bw),
+        LINKS["slingshot-11"], hop_latency_s=_SLINGSHOT_HOP, source=source)
+
+
+# Perlmutter GPU partition, A100 40 GB nodes: 1,536 (docs.nersc.gov Perlmutter
+# architecture, "GPU 1536 ... 4x NVIDIA A100 (40GB)"); 12 groups of 128 (derived).
+PERLMUTTER_NET = _slingshot("perlmutter-slingshot-dragonfly", 1536,
+                            "docs.nersc.gov Perlmutter architecture; De Sensi et al. SC'20")
+# Frontier: "77 Olympus rack HPE cabinets, each with 128 AMD compute nodes, and a total
+# of 9,856 AMD compute nodes" (OLCF Frontier user guide, docs.olcf.ornl.gov); one group
+# per cabinet as on Perlmutter's EX cabinets (assumption: same cabinet design).
+FRONTIER_NET = _slingshot("frontier-slingshot-dragonfly", 9856,
+                          "OLCF Frontier user guide; De Sensi et al. SC'20")
+# DGX H100 SuperPOD (NVIDIA DGX SuperPOD reference architecture with DGX H100,
+# RA-11333-001 V11, 2023-09-22): scalable units of 32 DGX H100; "Major components of
+# the 4 SU, 127-node DGX SuperPOD": 127 GPU nodes; NDR 400 Gb/s InfiniBand compute
+# fabric, rail-optimized: each of a node's 8 ConnectX-7 on its own rail (plane); the
+# 4-SU table (same layout in the B200 RA's "4 | 128 | 1024 | 32 | 16" row, docs.nvidia.
+# com): 32 leaf and 16 spine switches, 1,024 node-leaf and 1,024 leaf-spine cables ->
+# per leaf 32 down, 32 up (non-blocking, two levels). QM9700 switch port-to-port
+# latency ~130 ns (assumption: the NVIDIA Quantum-2 brief's order; not re-read here).
+SUPERPOD_H100_NET = NetworkSpec(
+    "dgx-h100-superpod-ndr-rail-fat-tree",
+    FatTree(levels=2, nodes_per_leaf=32, down_up=((32, 32),), max_nodes=127, rails=8),
+    LINKS["ib-ndr"], hop_latency_s=130 * ns,
+    source="NVIDIA DGX SuperPOD RA (DGX H100) RA-11333-001, 2023")
+# Software: PyTorch DDP over NCCL, the stack NERSC documents for distributed training
+# on Perlmutter (docs.nersc.gov machine learning pages, assumed) and NVIDIA for DGX
+# (NGC PyTorch containers, assumed); on Frontier RCCL, AMD's NCCL port with the same
+# algorithms (ROCm RCCL docs; assumption: priced as NCCL).
+DDP_STACK = RUNTIMES["nccl"]
+
 NETWORKS: dict[str, NetworkSpec] = {
-    net.name: net for net in (SUMMIT_NET, CORI_NET, STAMPEDE2_FABRIC, GPU_EDR_NET)
+    net.name: net for net in (SUMMIT_NET, CORI_NET, STAMPEDE2_FABRIC, GPU_EDR_NET,
+                              PERLMUTTER_NET, FRONTIER_NET, SUPERPOD_H100_NET)
 }
 
 CLUSTERS: dict[str, Cluster] = {
@@ -162,4 +222,13 @@ CLUSTERS: dict[str, Cluster] = {
     "pcie-8xv100": Cluster("pcie-8xv100", NODES["pcie-8xv100"], _server("pcie-8xv100"),
                            source="generic 8 x V100 PCIe server",
                            runtime=GPU_STACK),
+    "perlmutter": Cluster("perlmutter", NODES["perlmutter-gpu"], PERLMUTTER_NET,
+                          source="docs.nersc.gov Perlmutter architecture (1,536 A100 40GB "
+                                 "nodes)", runtime=DDP_STACK),
+    "frontier": Cluster("frontier", NODES["frontier"], FRONTIER_NET,
+                        source="OLCF Frontier user guide (9,856 nodes, 8 GCDs each)",
+                        runtime=DDP_STACK),
+    "dgx-h100-superpod": Cluster("dgx-h100-superpod", NODES["dgx-h100"], SUPERPOD_H100_NET,
+                                 source="NVIDIA DGX SuperPOD RA (DGX H100), 4 SU, 127 nodes",
+                                 runtime=DDP_STACK),
 }

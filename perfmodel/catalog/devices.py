@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from dlscale.perfmodel.catalog.devices_2020s import BASE_2020S, RATES, STAND_INS
 from dlscale.perfmodel.catalog.models_cnn import alexnet
 from dlscale.perfmodel.catalog.models_resnet import resnet50
 from dlscale.perfmodel.compute.roofline import layer_times, update_s
@@ -354,4 +355,34 @@ DEVICES: dict[str, Device] = {
 # the source entries of the catalog's own devices are the catalog entries
 for _label, _src in list(FRACTION_SOURCES.items()):
     if _src.device.name in DEVICES:
+        FRACTION_SOURCES[_label] = replace(_src, device=DEVICES[_src.device.name])
+
+
+# ---------------------------------------------------------------------------------
+# Accelerators of the 2020s (datasheets and cited rates: devices_2020s.py). The A100
+# fractions are solved on the A100 80 GB figures from NVIDIA DeepLearningExamples'
+# single-GPU ResNet-50 rates; the devices of STAND_INS have no cited single-device
+# rate and take the A100 fractions as a stand-in (assumption, said in the catalog).
+_MODELS = {"resnet50": _RESNET50, "alexnet": _ALEXNET}
+_NEW: dict[tuple[str, str], float] = {}
+for _cited in RATES:
+    _fp16 = _cited.precision == "fp16"
+    _standing = tuple(f"{n} (fp16)" if _fp16 else n
+                      for n, label in STAND_INS.items() if label == _cited.device)
+    _frac = _derive(_cited.label, BASE_2020S[_cited.device], _MODELS[_cited.model],
+                    _cited.precision, _cited.batch, _cited.samples_per_s, _cited.text,
+                    _cited.applies_to + _standing)
+    for _name in _cited.applies_to + _standing:
+        _NEW[(_name.removesuffix(" (fp16)"), _cited.precision)] = _frac
+for _name in STAND_INS:
+    FRACTION_DERIVATIONS[_name] = (
+        "no cited single-device training rate found; assumption: the A100 fraction "
+        "stands in: " + FRACTION_DERIVATIONS[_name])
+DEVICES.update({
+    name: replace(dev, sustained_fraction=_NEW[(name, "fp32")],
+                  sustained_fraction_fp16=_NEW[(name, "fp16")])
+    for name, dev in BASE_2020S.items()
+})
+for _label, _src in list(FRACTION_SOURCES.items()):
+    if _src.device.name in BASE_2020S:
         FRACTION_SOURCES[_label] = replace(_src, device=DEVICES[_src.device.name])

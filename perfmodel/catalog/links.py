@@ -105,4 +105,81 @@ LINKS: dict[str, Link] = {
     "knl-shm": _link("knl-shm", 6 * GB_per_s, 1.0 * us, "OSU intranode on KNL (approx.)"),
     "xeon-shm": _link("xeon-shm", 10 * GB_per_s, 0.3 * us,  # assumption, as above
                       "OSU intranode on Skylake (approx.)"),
+    # --- links of the 2020s ---------------------------------------------------------
+    # PCI Express 4.0 / 5.0 base specs: 16 / 32 GT/s per lane, 128b/130b -> x16 = 31.5 /
+    # 63 GB/s per direction; latency as gen3 (Li et al. 2020 order), approx.
+    "pcie-gen4-x16": _link("pcie-gen4-x16", 16 * 16e9 * 128 / 130 / 8, 5 * us,
+                           "PCI-SIG PCIe 4.0 spec; latency approx. as gen3"),
+    "pcie-gen5-x16": _link("pcie-gen5-x16", 16 * 32e9 * 128 / 130 / 8, 5 * us,
+                           "PCI-SIG PCIe 5.0 spec; latency approx. as gen3"),
+    # NVLink 3 (A100, NVIDIA Ampere GA100 whitepaper 2020): 12 links per GPU, 25 GB/s per
+    # direction each, 600 GB/s per GPU in all (both directions). "nvlink3-x12" is one
+    # GPU's whole NVLink through NVSwitch (DGX/HGX A100: six NVSwitches, any pair at
+    # the full 600 GB/s, same whitepaper). "nvlink3-x4": the 4 A100 of a Perlmutter
+    # node are all-to-all connected (docs.nersc.gov node-types figure: "Each GPU is
+    # connected to each other GPU"), 12 links / 3 peers = 4 links = 100 GB/s per
+    # direction per pair (derived). Latency ~3 us as NVLink 2 (Li et al. IEEE TPDS 2020
+    # measured V100; assumed unchanged for later generations), approx.
+    "nvlink3-x4": _link("nvlink3-x4", 4 * 25 * GB_per_s, 3 * us,
+                        "NVIDIA Ampere GA100 whitepaper 2020; docs.nersc.gov (4 links/pair)"),
+    "nvlink3-x12": _link("nvlink3-x12", 12 * 25 * GB_per_s, 3 * us,
+                         "NVIDIA Ampere GA100 whitepaper 2020 (600 GB/s per GPU, NVSwitch)"),
+    # NVLink 4 (H100/H200, NVIDIA H100 datasheet "NVLink: 900GB/s"; Hopper whitepaper
+    # 2022: 18 links x 25 GB/s per direction) through third-generation NVSwitch (DGX
+    # H100: any GPU pair at the full rate): 450 GB/s per direction. Latency as above.
+    "nvlink4-x18": _link("nvlink4-x18", 18 * 25 * GB_per_s, 3 * us,
+                         "NVIDIA H100 datasheet / Hopper whitepaper 2022 (900 GB/s, NVSwitch)"),
+    # NVLink 5 (B200, NVIDIA Blackwell datasheet "1.8 TB/s" NVLink per GPU; 18 links x
+    # 50 GB/s per direction) through the fourth-generation NVSwitch of HGX B200 (secondary:
+    # docs.vultr.com HGX B200 page, "1.8 TB/s bidirectional bandwidth between any two
+    # GPUs"): 900 GB/s per direction. Latency as above.
+    "nvlink5-x18": _link("nvlink5-x18", 18 * 50 * GB_per_s, 3 * us,
+                         "NVIDIA Blackwell datasheet (1.8 TB/s per GPU, NVSwitch)"),
+    # AMD Infinity Fabric, MI250X (ROCm docs, "AMD Instinct MI250 microarchitecture":
+    # each GPU link "25 GT/sec ... 50 GB/sec for a 16-wide link"). OLCF Frontier user
+    # guide: the 2 GCDs of one MI250X at "a peak bandwidth of 200 GB/s" (4 links); GCDs
+    # of different MI250X at "50-100 GB/s based on the number of Infinity Fabric
+    # connections" (1 or 2 links). "infinity-fabric-x1" is the one-link pair, the
+    # slowest step a ring through the 8 GCDs of a node takes; CPU-GCD "36+36 GB/s".
+    # Latency taken as PCIe-attached GPU peer copies, ~5 us, approx. (assumption: no
+    # published figure found).
+    "infinity-fabric-x1": _link("infinity-fabric-x1", 50 * GB_per_s, 5 * us,
+                                "ROCm MI250 microarchitecture docs; OLCF Frontier user guide"),
+    "infinity-fabric-x4": _link("infinity-fabric-x4", 200 * GB_per_s, 5 * us,
+                                "OLCF Frontier user guide (2 GCDs of one MI250X)"),
+    "infinity-fabric-cpu-gcd": _link("infinity-fabric-cpu-gcd", 36 * GB_per_s, 5 * us,
+                                     "OLCF Frontier user guide (CPU-GCD 36+36 GB/s)"),
+    # MI300X platform: 8 GPUs fully connected by Infinity Fabric, one link per pair at
+    # 128 GB/s bidirectional = 64 GB/s per direction, 7 links = 896 GB/s per GPU (AMD
+    # Instinct MI300X platform data sheet; secondary gpu.blog MI300X page "896 GB/s",
+    # "Fully-connected 8-GPU xGMI mesh"). Latency as above, approx. (assumption).
+    "infinity-fabric-mi300x": _link("infinity-fabric-mi300x", 64 * GB_per_s, 5 * us,
+                                    "AMD MI300X platform data sheet (64 GB/s per pair)"),
+    # InfiniBand (IBTA spec): NDR 400 Gb/s = 50 GB/s, XDR 800 Gb/s = 100 GB/s per port
+    # (NVIDIA ConnectX-7 / ConnectX-8 product briefs). MPI latency taken as HDR's 0.6 us
+    # (ConnectX-6 brief), approx. (assumption: no NDR/XDR MPI figure cited here).
+    "ib-ndr": _link("ib-ndr", 400 * Gbit_per_s, 0.6 * us, "IBTA spec; NVIDIA ConnectX-7 brief"),
+    "ib-xdr": _link("ib-xdr", 800 * Gbit_per_s, 0.6 * us, "IBTA spec; NVIDIA ConnectX-8 brief"),
+    # NVIDIA DGX H100 datasheet: 8 single-port ConnectX-7 at 400 Gb/s InfiniBand for the
+    # compute fabric, one per GPU (rail-optimized, DGX SuperPOD reference architecture
+    # RA-11333-001, 2023) = 400 GB/s node injection.
+    "ib-ndr-x8": _link("ib-ndr-x8", 8 * 400 * Gbit_per_s, 0.6 * us,
+                       "NVIDIA DGX H100 datasheet (8 x ConnectX-7 NDR 400)"),
+    # RoCE over 200 / 400 GbE (IEEE 802.3bs-2017): line rate / 8; latency as the RoCE
+    # entries above (assumption).
+    "eth-200g-roce": _link("eth-200g-roce", 200 * Gbit_per_s, _ETH_ROCE_LAT,
+                           "IEEE 802.3bs-2017; Mellanox RoCE brief"),
+    "eth-400g-roce": _link("eth-400g-roce", 400 * Gbit_per_s, _ETH_ROCE_LAT,
+                           "IEEE 802.3bs-2017; Mellanox RoCE brief"),
+    # HPE Slingshot-11: Rosetta switch, 64 ports at 200 Gb/s per direction, Cassini NIC
+    # 200 Gb/s (De Sensi et al., "An In-Depth Analysis of the Slingshot Interconnect",
+    # SC'20, arXiv 2008.08886) = 25 GB/s per link. MPI zero-byte latency ~2 us, approx.
+    # (assumption: the order of the OSU latencies Slingshot sites report; no single
+    # figure cited here). Perlmutter GPU and Frontier nodes have 4 NICs each
+    # (docs.nersc.gov Perlmutter architecture: "4x HPE Slingshot 11"; OLCF Frontier
+    # user guide) = 100 GB/s injection ("slingshot-11-x4").
+    "slingshot-11": _link("slingshot-11", 200 * Gbit_per_s, 2 * us,
+                          "De Sensi et al. SC'20 (200 Gb/s); latency approx."),
+    "slingshot-11-x4": _link("slingshot-11-x4", 4 * 200 * Gbit_per_s, 2 * us,
+                             "docs.nersc.gov Perlmutter architecture (4 NICs); SC'20"),
 }

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dlscale.perfmodel.catalog.devices import DEVICES
 from dlscale.perfmodel.catalog.links import LINKS
 from dlscale.perfmodel.machine.hardware import NodeSpec
-from dlscale.perfmodel.units import GB
+from dlscale.perfmodel.units import GB, GiB
 
 __all__ = ["NODES"]
 
@@ -76,4 +76,40 @@ NODES: dict[str, NodeSpec] = {
                          "pcie-gen3-x16", 0, "generic 4 x V100 PCIe server"),
     "pcie-8xv100": _node("pcie-8xv100", "v100-pcie", 8, "pcie-gen3-x16", "ib-edr",  # assumption
                          "pcie-gen3-x16", 0, "generic 8 x V100 PCIe server"),
+    # --- nodes of the 2020s ---------------------------------------------------------
+    # Perlmutter GPU node (docs.nersc.gov/systems/perlmutter/architecture): 1 AMD EPYC
+    # 7763 (64 cores), 4 NVIDIA A100 (40GB), "4x HPE Slingshot 11"; 256 GB host memory
+    # (docs.nersc.gov node-types figure, "Memory per Node: 256 GB"); the 4 GPUs all-to-all
+    # on NVLink 3 (4 links per pair, links.py); GPU-CPU on PCIe 4.0 (A100 datasheet:
+    # "PCIe Gen4 64 GB/s", both directions).
+    "perlmutter-gpu": _node("perlmutter-gpu", "a100-sxm4-40gb", 4, "nvlink3-x4",
+                            "slingshot-11-x4", "pcie-gen4-x16", 256,
+                            "docs.nersc.gov Perlmutter architecture (GPU node)", host_cores=64),
+    # Frontier node (OLCF Frontier user guide, docs.olcf.ornl.gov): one 64-core AMD EPYC
+    # with 512 GB DDR4, 4 MI250X = 8 GCDs ("8 separate GPUs", 64 GB HBM2E each),
+    # CPU-GCD Infinity Fabric 36+36 GB/s, GCD-GCD 200 GB/s in a package and 50-100 GB/s
+    # across (the 50 GB/s pair taken, links.py), 4 Slingshot-11 NICs. The OS's reserved
+    # cores of the low-noise mode are not subtracted (assumption: all 64 counted).
+    "frontier": _node("frontier", "mi250x-gcd", 8, "infinity-fabric-x1", "slingshot-11-x4",
+                      "infinity-fabric-cpu-gcd", 512, "OLCF Frontier user guide",
+                      host_cores=64),
+    # NVIDIA DGX H100 and DGX H200 (DGX BasePOD reference architecture, docs.nvidia.com,
+    # "Key specifications of the DGX H200 and H100 system"): 8 GPUs, four NVSwitch chips,
+    # "Dual Intel Xeon Platinum 8480C processors, 112 cores total", "2 TB of DDR5 system
+    # memory", eight single-port ConnectX-7 up to 400 Gb/s (one per GPU, compute fabric).
+    "dgx-h100": _node("dgx-h100", "h100-sxm", 8, "nvlink4-x18", "ib-ndr-x8", "pcie-gen5-x16",
+                      2048, "NVIDIA DGX BasePOD RA, docs.nvidia.com (DGX H100)", host_cores=112),
+    "dgx-h200": _node("dgx-h200", "h200-sxm", 8, "nvlink4-x18", "ib-ndr-x8", "pcie-gen5-x16",
+                      2048, "NVIDIA DGX BasePOD RA, docs.nvidia.com (DGX H200)", host_cores=112),
+    # NVIDIA DGX B200 (same RA): 8 B200 on NVLink 5 / NVSwitch, "8x single-port NVIDIA
+    # ConnectX-7 ... Up to 400Gb/s"; host memory and cores not given there (unset = 0).
+    "dgx-b200": _node("dgx-b200", "b200", 8, "nvlink5-x18", "ib-ndr-x8", "pcie-gen5-x16", 0,
+                      "NVIDIA DGX BasePOD RA, docs.nvidia.com (DGX B200)"),
+    # 8 x MI300X platform on Azure ND MI300X v5 (MicrosoftDocs azure-docs, nd-mi300x-v5-
+    # series.md: "8 MI300X", "Infiniband: Supported, GPUDirect RDMA, 8x400 Gigabit NDR",
+    # 96 vCPU, "Memory: GiB 1850"): GPUs fully connected by Infinity Fabric (links.py);
+    # host cores: 96 vCPU counted as 96 (assumption: the VM's vCPUs).
+    "mi300x-8gpu": _node("mi300x-8gpu", "mi300x", 8, "infinity-fabric-mi300x", "ib-ndr-x8",
+                         "pcie-gen5-x16", 1850 * GiB / GB,
+                         "Azure ND MI300X v5 docs, learn.microsoft.com", host_cores=96),
 }

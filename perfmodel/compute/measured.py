@@ -55,6 +55,11 @@ class MeasuredCompute:
         first named one (a Horovod timeline's negotiation starts,
         :mod:`dlscale.perfmodel.compute.horovod`); sets how the backward time splits over the layers, hence
         when each gradient bucket can start its allreduce.
+    beside_communication : bool
+        The compute was measured in a multi-rank run with communication running beside
+        it (a profiler trace holding NCCL kernels or collective ops): it already holds
+        the slowdown of compute beside communication, which the model then does not
+        charge again (:func:`dlscale.perfmodel.compute.overlap.compute_slowdown`).
     """
 
     batch: int
@@ -64,6 +69,7 @@ class MeasuredCompute:
     layers: tuple[tuple[str, float, float], ...] = ()
     source: str = ""
     backward_ready: tuple[tuple[str, float], ...] = ()
+    beside_communication: bool = False
 
     def __post_init__(self) -> None:
         owner = "measured"
@@ -93,6 +99,9 @@ class MeasuredCompute:
                     and ready[1] >= 0):
                 raise ConfigError(f"{owner}.backward_ready[{i}]: must be [layer name, seconds "
                                   f">= 0], got {list(ready)!r}")
+        if not isinstance(self.beside_communication, bool):
+            raise ConfigError(f"{owner}.beside_communication: must be true or false, got "
+                              f"{self.beside_communication!r}")
         if len({r[0] for r in self.backward_ready}) != len(self.backward_ready):
             raise ConfigError(f"{owner}.backward_ready: a layer is given twice")
         if not (self.samples_per_s > 0 or self.forward_s > 0 or self.layers
@@ -121,7 +130,9 @@ class MeasuredCompute:
         ready = (f"; backward split by when {len(self.backward_ready)} layers' gradients were "
                  f"ready" if self.backward_ready else "")
         src = f" ({self.source})" if self.source else ""
-        return f"measured compute: {what} at batch {self.batch}{ready}{src}"
+        beside = ("; measured beside communication (a multi-rank run: its slowdown is "
+                  "not charged again)" if self.beside_communication else "")
+        return f"measured compute: {what} at batch {self.batch}{ready}{beside}{src}"
 
 
 def parse_rate(text: str, where: str = "--measured-samples-per-s") -> MeasuredCompute:

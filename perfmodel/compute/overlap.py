@@ -28,9 +28,50 @@ Examples
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-__all__ = ["overlap_stretch"]
+if TYPE_CHECKING:
+    from dlscale.perfmodel.machine.hardware import Cluster
+    from dlscale.perfmodel.training.workload import Workload
+
+__all__ = ["compute_slowdown", "overlap_stretch"]
+
+
+def compute_slowdown(cluster: Cluster, workload: Workload) -> float:
+    """``s`` for :func:`overlap_stretch`: the runtime's slowdown of compute beside
+    communication on the cluster's device kind, or 0 where the workload's compute was
+    measured beside communication (a multi-rank trace already holds it).
+
+    Parameters
+    ----------
+    cluster : Cluster
+        The machine (its runtime and device kind).
+    workload : Workload
+        The job (its model's measured compute, if any).
+
+    Returns
+    -------
+    float
+        The fraction by which overlapped compute lengthens.
+
+    Examples
+    --------
+    >>> import dataclasses
+    >>> from dlscale.perfmodel.catalog import get_cluster, get_workload
+    >>> from dlscale.perfmodel.compute.measured import MeasuredCompute
+    >>> c, w = get_cluster("summit"), get_workload("resnet50")
+    >>> compute_slowdown(c, w) > 0
+    True
+    >>> m = MeasuredCompute(batch=32, forward_s=0.03, backward_s=0.06, beside_communication=True)
+    >>> compute_slowdown(c, dataclasses.replace(w, model=dataclasses.replace(w.model, measured=m)))
+    0.0
+    """
+    measured = workload.model.measured
+    if measured is not None and measured.beside_communication:
+        return 0.0
+    return cluster.runtime.slowdown(cluster.node.device.kind)
 
 
 def overlap_stretch(ready: np.ndarray, dur: np.ndarray, wait: float | np.ndarray,

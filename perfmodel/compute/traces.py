@@ -52,6 +52,8 @@ Examples
 
 from __future__ import annotations
 
+import bisect
+import math
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -88,6 +90,13 @@ _TF_KIND = {"Conv2D": "conv", "Conv3D": "conv", "DepthwiseConv2dNative": "conv",
             "FusedBatchNorm": "norm", "FusedBatchNormV2": "norm", "FusedBatchNormV3": "norm",
             "LRN": "norm"}
 _KIND_WORDS = {"conv": "convolution", "norm": "normalisation"}
+#: Communication, not compute, in a trace of a multi-rank run: NCCL's and RCCL's kernels
+#: (``ncclKernel_*``, ``ncclDevKernel_*`` from NCCL 2.19, ``ncclAllReduceRingLLKernel_*``
+#: in NCCL 2.3-2.6), PyTorch's collective CPU operators (``record_param_comms``,
+#: ``c10d::allreduce_``, ``nccl:all_reduce``, ``gloo:all_reduce``), and TensorFlow's
+#: collective ops by type (``NcclAllReduce``, ``HorovodAllreduce``, ``CollectiveReduceV2``).
+_COMM_NAME = re.compile(r"^(nccl|rccl)|^(record_param_comms|c10d::|nccl:|gloo:|mpi:)", re.I)
+_COMM_OP = re.compile(r"^(Nccl|Horovod|Collective)[A-Z]")
 
 
 @dataclass(frozen=True)
@@ -107,6 +116,10 @@ class TraceCompute:
     op_counts : tuple of (str, int)
         Forward operators per iteration by layer kind (``"conv"``, ``"norm"``), to tell
         a trace of another model (:func:`check_model`).
+    communication_s : float
+        Seconds per iteration the trace's communication kernels or ops ran (the union of
+        their intervals; 0 in a trace of one rank). They are not compute, and the time
+        where only they ran (exposed communication) is not shared into the compute.
     """
 
     framework: str
@@ -117,11 +130,37 @@ class TraceCompute:
     step_s: float = 0.0
     layers: tuple[tuple[str, float, float], ...] = ()
     op_counts: tuple[tuple[str, int], ...] = ()
+    communication_s: float = 0.0
 
     def measured(self, batch: int, source: str) -> MeasuredCompute:
-        """The :class:`~dlscale.perfmodel.compute.measured.MeasuredCompute` of this trace at ``batch``."""
+        """The :class:`~dlscale.perfmodel.compute.measured.MeasuredCompute` of this trace at
+        ``batch``; a trace with communication beside its compute says so
+        (``beside_communication``: its compute already holds the slowdown)."""
         return MeasuredCompute(batch=batch, forward_s=self.forward_s, backward_s=self.backward_s,
-                               layers=self.layers, source=source)
+                               layers=self.layers, source=source,
+                               beside_communication=self.communication_s > 0)
+
+
+def _is_comm(ev: dict[str, Any]) -> bool:
+    """Whether a trace event is communication (:data:`_COMM_NAME`, :data:`_COMM_OP`)."""
+    name = str(ev.get("name", ""))
+    return bool(_COMM_NAME.search(name) or _COMM_OP.match(name)
+                or _COMM_OP.match(str(event_args(ev).get("op", ""))))
+
+
+def _exposed_s(compute: list[tuple[float, float]], comm: list[tuple[float, float]],
+               windows: Sequence[tuple[float, float]]) -> float:
+    """Microseconds inside ``windows`` (the steps) where communication ran and no
+    compute did."""
+    starts = sorted(windows)
+    inside = []
+    for a, b in comm:
+        i = bisect.bisect_right(starts, (a, math.inf)) - 1
+        if i >= 0 and min(b, starts[i][1]) > a:
+            inside.append((a, min(b, starts[i][1])))
+    if not inside:
+        return 0.0
+    return intervals_union_s(compute + inside) - intervals_union_s(compute)
 
 
 def _complete(path: Path, events: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -180,6 +219,9 @@ def _pytorch(path: Path, xs: list[dict[str, Any]]) -> TraceCompute:
         return "fwd" if t in step_in else "out"
 
     kernels = [e for e in xs if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+    comm = [_span(e) for e in (kernels or cpu) if _is_comm(e)]
+    kernels = [e for e in kernels if not _is_comm(e)]
+    cpu = [e for e in cpu if not _is_comm(e)]
     spans: dict[str, list[tuple[float, float]]] = {"fwd": [], "bwd": [], "opt": [], "data": [],
                                                    "out": []}
     if kernels:
@@ -201,7 +243,10 @@ def _pytorch(path: Path, xs: list[dict[str, Any]]) -> TraceCompute:
     fwd = intervals_union_s(spans["fwd"]) * _US / n
     bwd = intervals_union_s(spans["bwd"]) * _US / n
     opt = intervals_union_s(spans["opt"]) * _US / n
-    wall = (sum(b - a for a, b in steps) - intervals_union_s(data_spans)) * _US / n - opt
+    comm = [c for c in comm if c[0] in step_in]
+    exposed = _exposed_s(spans["fwd"] + spans["bwd"] + spans["opt"], comm, steps) * _US / n
+    wall = (sum(b - a for a, b in steps) - intervals_union_s(data_spans)) * _US / n - opt \
+        - exposed
     if fwd <= 0 or bwd <= 0:
         raise ConfigError(f"{path}: found no {'forward' if fwd <= 0 else 'backward'} work "
                           f"inside the ProfilerStep events (backward: autograd::engine:: "
@@ -210,7 +255,8 @@ def _pytorch(path: Path, xs: list[dict[str, Any]]) -> TraceCompute:
     names = Counter(str(e.get("name")) for e in cpu if float(e["ts"]) in step_in)
     convs = sum(names[c] for c in _TORCH_CONV) or names["aten::convolution"]
     counts = (("conv", convs // n), ("norm", sum(names[c] for c in _TORCH_NORM) // n))
-    return TraceCompute("pytorch", n, fwd, bwd, opt, wall + opt, op_counts=counts)
+    return TraceCompute("pytorch", n, fwd, bwd, opt, wall + opt + exposed, op_counts=counts,
+                        communication_s=intervals_union_s(comm) * _US / n)
 
 
 def _tf_scope(ev: dict[str, Any]) -> str:
@@ -234,6 +280,8 @@ def _tensorflow(path: Path, events: list[dict[str, Any]], xs: list[dict[str, Any
         raise ConfigError(f"{path}: no process_name naming a /device:GPU: or /device:CPU: "
                           f"(a TensorFlow timeline names its device processes)")
     ops = [e for e in xs if e.get("pid") in pids]
+    comm = [_span(e) for e in ops if _is_comm(e)]
+    ops = [e for e in ops if not _is_comm(e)]
     spans: dict[str, list[tuple[float, float]]] = {"fwd": [], "bwd": [], "opt": []}
     per_layer: dict[str, list[float]] = {}
     layer_set = set(layer_names)
@@ -267,11 +315,13 @@ def _tensorflow(path: Path, events: list[dict[str, Any]], xs: list[dict[str, Any
     all_ops = intervals_union_s(_span(e) for e in ops) * _US / n
     first = min(float(e["ts"]) for e in ops)
     last = max(float(e["ts"]) + float(e["dur"]) for e in ops)
-    wall = (last - first) * _US / n - opt if n == 1 else all_ops - opt
+    exposed = _exposed_s([_span(e) for e in ops], comm, [(first, last)]) * _US / n
+    wall = (last - first) * _US / n - opt - exposed if n == 1 else all_ops - opt
     fwd_s, bwd_s = _share_idle(fwd, bwd, wall)
     layers = tuple((name, v[0] / n, v[1] / n) for name, v in per_layer.items() if sum(v) > 0)
     counts = tuple((k, len(v)) for k, v in scopes.items())
-    return TraceCompute("tensorflow", n, fwd_s, bwd_s, opt, wall + opt, layers, counts)
+    return TraceCompute("tensorflow", n, fwd_s, bwd_s, opt, wall + opt + exposed, layers, counts,
+                        intervals_union_s(comm) * _US / n)
 
 
 def read_trace(path: str | Path, layer_names: Sequence[str] = ()) -> TraceCompute:

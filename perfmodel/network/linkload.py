@@ -61,6 +61,7 @@ from dlscale.perfmodel.machine.hardware import (
     Topology,
     Torus,
 )
+from dlscale.perfmodel.machine.topologies import FAMILIES
 from dlscale.perfmodel.machine.topologies.dragonfly import dragonfly_parallel_link
 from dlscale.perfmodel.machine.topologies.fattree import dmodk_choice, xgft_params
 
@@ -296,7 +297,8 @@ def _torus(topo: Torus, nodes: int, hs: np.ndarray, hd: np.ndarray,
 
 #: Family name -> the loads a step's inter-node flows put on the family's levels,
 #: ``f(topology, nodes, src_host, dst_host, weight) -> ({level: per-flow load}, hops)``.
-#: Every family of :data:`dlscale.perfmodel.machine.topologies.FAMILIES` has one.
+#: Every built-in family of :data:`dlscale.perfmodel.machine.topologies.FAMILIES` has one
+#: (a family with ``Family.loads`` of its own is priced by those instead).
 LEVEL_LOADS: dict[str, Callable[..., tuple[dict[str, np.ndarray], np.ndarray]]] = {
     "fat-tree": _fat_tree, "crossbar": _fat_tree, "dragonfly": _dragonfly, "torus": _torus}
 
@@ -409,7 +411,9 @@ def step_load(topology: Topology, nodes: int, ranks_per_node: int, device_links:
         ho = np.bincount(hs, weights=wi)
         hi = np.bincount(hd, weights=wi, minlength=len(ho))
         ho = np.pad(ho, (0, len(hi) - len(ho)))
-        loads = LEVEL_LOADS.get(topology.family)
+        family = FAMILIES.get(topology.family)       # a family's own loads, else the table's
+        loads = family.loads if family is not None and family.loads else LEVEL_LOADS.get(
+            topology.family)
         if loads is None:
             raise TypeError(f"topology: unsupported {type(topology).__name__}")
         net, hops = loads(topology, nodes, hs, hd, wi)

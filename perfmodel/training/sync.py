@@ -70,7 +70,7 @@ import numpy as np
 from dlscale.perfmodel.catalog.runtimes import HOROVOD_CYCLE_S
 from dlscale.perfmodel.compute.dispatch import dispatch_s_per_op
 from dlscale.perfmodel.compute.memory import sparse_gather_bytes
-from dlscale.perfmodel.compute.overlap import overlap_stretch
+from dlscale.perfmodel.compute.overlap import compute_slowdown, overlap_stretch
 from dlscale.perfmodel.compute.roofline import layer_times, update_s
 from dlscale.perfmodel.machine.hardware import Cluster
 from dlscale.perfmodel.machine.noise import expected_max_factor
@@ -479,7 +479,7 @@ def sync_sgd_times(cluster: Cluster, workload: Workload, lay: Layout, *,
         dur = np.where(multi, neg + net_ar, 0.0)
         if workload.overlap:
             ready = np.moveaxis(np.atleast_2d(bwd_cum[..., bk.first_layer]), -1, 0)
-            k = overlap_stretch(ready, dur, wait, bwd, rt.slowdown(cluster.node.device.kind))
+            k = overlap_stretch(ready, dur, wait, bwd, compute_slowdown(cluster, workload))
             ready, compute, bwd = ready * k, compute + (k - 1) * bwd / slow, bwd * k
         else:
             ready = np.broadcast_to(bwd, lay.nodes.shape)[None, :]

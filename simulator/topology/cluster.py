@@ -23,8 +23,7 @@ Examples
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import networkx as nx
 import numpy as np
@@ -35,12 +34,10 @@ from dlscale.perfmodel.limits import (
     SIMULATED_BYTES_PER_ELEMENT,
     check_graph,
 )
-from dlscale.perfmodel.machine.hardware import Cluster, Crossbar, Dragonfly, FatTree, Torus
-from dlscale.perfmodel.machine.topologies.fattree import xgft_params
-from dlscale.simulator.topology.dragonfly import dragonfly_graph
-from dlscale.simulator.topology.fattree import multilevel_fat_tree_graph, xgft_graph
+from dlscale.perfmodel.machine.hardware import Cluster
+from dlscale.perfmodel.machine.topologies import FAMILIES
+from dlscale.perfmodel.machine.topologies.family import FamilyView
 from dlscale.simulator.topology.intranode import star_node_graph
-from dlscale.simulator.topology.torus import torus_extent, torus_graph
 
 __all__ = ["GRAPH_BUILDERS", "MAX_GRAPH_ELEMENTS", "check_size", "cluster_graph", "network_graph", "template_paths"]
 
@@ -55,64 +52,12 @@ __all__ = ["GRAPH_BUILDERS", "MAX_GRAPH_ELEMENTS", "check_size", "cluster_graph"
 MAX_GRAPH_ELEMENTS = MEMORY_BUDGET_BYTES // SIMULATED_BYTES_PER_ELEMENT
 
 
-def _fat_tree_switches(topo: FatTree, nodes: int) -> int:
-    m, w = xgft_params(topo, nodes)     # built as far as the nodes in use reach (xgft_graph)
-    return sum(-(-nodes // math.prod(m[:i])) * math.prod(w[:i]) for i in range(1, len(m) + 1))
-
-
-def _dragonfly_switches(topo: Dragonfly, nodes: int) -> int:
-    per_group = topo.routers_per_group * topo.terminals_per_router
-    # minimal routing: only the groups holding nodes; Valiant detours through any group
-    built = topo.groups if topo.routing == "valiant" else -(-nodes // per_group)
-    return built * topo.routers_per_group
-
-
-def _torus_switches(topo: Torus, nodes: int) -> int:
-    return math.prod(len(c) for c in torus_extent(topo.dims, nodes))   # the box of routes
-
-
-def _fat_tree_net(cluster: Cluster, topo: FatTree, nodes: int) -> nx.Graph:
-    nic, link = cluster.node.nic, cluster.network.link
-    return multilevel_fat_tree_graph(
-        topo, nodes, host_bandwidth_Bps=nic.bandwidth_Bps / topo.rails,
-        link_bandwidth_Bps=link.bandwidth_Bps, host_latency_s=nic.latency_s / 2,
-        hop_latency_s=cluster.network.hop_latency_s)
-
-
-def _crossbar_net(cluster: Cluster, topo: Crossbar, nodes: int) -> nx.Graph:
-    nic, link = cluster.node.nic, cluster.network.link
-    return xgft_graph((nodes,), (1,), nodes, host_bandwidth_Bps=nic.bandwidth_Bps,
-                      link_bandwidth_Bps=link.bandwidth_Bps, host_latency_s=nic.latency_s / 2,
-                      hop_latency_s=cluster.network.hop_latency_s)
-
-
-def _dragonfly_net(cluster: Cluster, topo: Dragonfly, nodes: int) -> nx.Graph:
-    nic, link = cluster.node.nic, cluster.network.link
-    return dragonfly_graph(
-        topo.groups, topo.routers_per_group, topo.terminals_per_router,
-        topo.global_links_per_router, nodes, host_bandwidth_Bps=nic.bandwidth_Bps,
-        local_bandwidth_Bps=topo.local_bandwidth_Bps or link.bandwidth_Bps,
-        global_bandwidth_Bps=topo.global_bandwidth_Bps or link.bandwidth_Bps,
-        host_latency_s=nic.latency_s / 2, hop_latency_s=cluster.network.hop_latency_s,
-        routing=topo.routing)
-
-
-def _torus_net(cluster: Cluster, topo: Torus, nodes: int) -> nx.Graph:
-    nic, link = cluster.node.nic, cluster.network.link
-    return torus_graph(topo.dims, nodes, host_bandwidth_Bps=nic.bandwidth_Bps,
-                       link_bandwidth_Bps=link.bandwidth_Bps, host_latency_s=nic.latency_s / 2,
-                       hop_latency_s=cluster.network.hop_latency_s)
-
-
 #: Family name -> ``(graph builder, switches or routers it builds for n nodes)``:
-#: ``build(cluster, topology, nodes) -> nx.Graph``, ``switches(topology, nodes) -> int``.
-#: Every family of :data:`dlscale.perfmodel.machine.topologies.FAMILIES` has one.
-GRAPH_BUILDERS: dict[str, tuple[Callable[..., nx.Graph], Callable[..., int]]] = {
-    "fat-tree": (_fat_tree_net, _fat_tree_switches),
-    "crossbar": (_crossbar_net, lambda topo, nodes: 1),     # its one switch
-    "dragonfly": (_dragonfly_net, _dragonfly_switches),
-    "torus": (_torus_net, _torus_switches),
-}
+#: ``build(cluster, topology, nodes) -> nx.Graph``, ``switches(topology, nodes) -> int``,
+#: each family's ``graph`` and ``switches`` in
+#: :data:`dlscale.perfmodel.machine.topologies.FAMILIES` (read when asked).
+GRAPH_BUILDERS: Mapping[str, tuple[Callable[..., nx.Graph], Callable[..., int]]] = FamilyView(
+    FAMILIES, lambda f: (f.graph, f.switches))
 
 
 def _builder(cluster: Cluster) -> tuple[Callable[..., nx.Graph], Callable[..., int]]:

@@ -5,6 +5,10 @@ each row a path padded by repeating nodes (a repeated node is no hop).
 :func:`route` turns them into directed link ids and splits inter-node traffic evenly
 over the rails (each pair becomes ``rails`` subflows of ``1/rails`` of its bytes).
 
+Each topology family's router lives in its module of
+:mod:`dlscale.perfmodel.machine.topologies` (its ``FAMILY.route``, looked up in
+:data:`ROUTERS` by the graph's ``G.graph["routing"]["family"]``):
+
 - fat tree: up to the nearest common ancestor, up-ports by destination (D-mod-k,
   Zahavi 2010), then down; deterministic.
 - dragonfly: minimal (local, global, local) or Valiant (through a random
@@ -25,7 +29,7 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -33,8 +37,9 @@ import networkx as nx
 import numpy as np
 
 from dlscale.perfmodel.errors import ConfigError
+from dlscale.perfmodel.machine.topologies import FAMILIES
+from dlscale.perfmodel.machine.topologies.family import FamilyView
 from dlscale.simulator.topology.linktable import LinkTable
-from dlscale.simulator.topology.torus import box_index
 
 __all__ = ["ROUTERS", "PairRoutes", "Router", "Routes", "make_router", "route"]
 
@@ -43,10 +48,12 @@ __all__ = ["ROUTERS", "PairRoutes", "Router", "Routes", "make_router", "route"]
 class Router(Protocol):
     """How a router answers: the extension point for a routing algorithm.
 
-    Every router of this module implements it; :func:`make_router` picks one by the
-    graph's ``G.graph["routing"]["family"]`` from :data:`ROUTERS` (a new family
-    registers a class there whose ``__init__(params, seed)`` reads the builder's
-    ``routing`` description), and :func:`route` turns its paths into link ids.
+    Every router implements it (the families' in their modules of
+    :mod:`dlscale.perfmodel.machine.topologies`, the others here); :func:`make_router`
+    picks one by the graph's ``G.graph["routing"]["family"]`` from :data:`ROUTERS` (a
+    new family names its class as its ``Family(route=...)``, whose
+    ``__init__(params, seed)`` reads the builder's ``routing`` description), and
+    :func:`route` turns its paths into link ids.
 
     Attributes
     ----------
@@ -75,130 +82,6 @@ class Router(Protocol):
             Deterministic for a given router and seed.
         """
         ...
-
-
-class FatTreeRouter:
-    """Up/down routing on an XGFT (see :mod:`~dlscale.simulator.topology.fattree`)."""
-
-    def __init__(self, params: dict, seed: int = 0) -> None:
-        self.m = params["m"]
-        self.w = params["w"]
-        self.offset = params["offset"]
-        self.rails = self.w[0]
-        self.pairwise = True
-        h = len(self.m)
-        self.M = [int(np.prod(self.m[:i])) for i in range(h + 1)]
-        self.W = [int(np.prod(self.w[:i])) for i in range(h + 1)]
-
-    def node_paths(self, s: np.ndarray, t: np.ndarray, rail: int) -> np.ndarray:
-        h = len(self.m)
-        nca = np.zeros(len(s), dtype=np.int64)
-        for i in range(h, 0, -1):
-            nca = np.where(s // self.M[i - 1] != t // self.M[i - 1], np.maximum(nca, i), nca)
-        # B part of the level-i switch on the way up: rail, then D-mod-k choices
-        B = [np.zeros_like(s)]
-        b = np.full_like(s, rail)
-        B.append(b)
-        wp = 1
-        for i in range(2, h + 1):
-            choice = (t // wp) % self.w[i - 1]
-            b = b + choice * self.W[i - 1]
-            B.append(b)
-            wp *= self.w[i - 1]
-
-        def node(e: np.ndarray, side: np.ndarray) -> np.ndarray:
-            out = side.copy()
-            for i in range(1, h + 1):
-                sel = e == i
-                lab = self.offset[i] + (side // self.M[i]) * self.W[i] + B[i]
-                out = np.where(sel, lab, out)
-            return out
-
-        cols = [node(np.minimum(j, nca), s) for j in range(h + 1)]
-        cols += [node(np.minimum(j, nca), t) for j in range(h - 1, -1, -1)]
-        return np.stack(cols, axis=1)
-
-
-class DragonflyRouter:
-    """Minimal or Valiant routing on a dragonfly."""
-
-    def __init__(self, params: dict, seed: int = 0) -> None:
-        self.p = params
-        self.n = params["hosts"]
-        self.rails = 1
-        self.valiant = params["routing"] == "valiant"
-        self.seed = seed
-        # Valiant's intermediate groups are drawn for the whole batch at once
-        self.pairwise = not self.valiant or params["groups"] < 3
-
-    def _hop(self, gs: np.ndarray, gd: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        g, a = self.p["groups"], self.p["routers_per_group"]
-        h, lpp = self.p["global_links_per_router"], self.p["links_per_pair"]
-        ka = ((gd - gs) % g - 1) * lpp + c
-        kb = ((gs - gd) % g - 1) * lpp + c
-        return self.n + gs * a + ka // h, self.n + gd * a + kb // h
-
-    def node_paths(self, s: np.ndarray, t: np.ndarray, rail: int) -> np.ndarray:
-        g, a = self.p["groups"], self.p["routers_per_group"]
-        tpr, lpp = self.p["terminals_per_router"], max(self.p["links_per_pair"], 1)
-        rs, rd = self.n + s // tpr, self.n + t // tpr
-        gs, gd = (rs - self.n) // a, (rd - self.n) // a
-        c = (s * 7919 + t) % lpp
-        same = gs == gd
-        if not self.valiant or g < 3:
-            ra, rb = self._hop(gs, gd, c)
-            ra, rb = np.where(same, rs, ra), np.where(same, rd, rb)
-            return np.stack([s, rs, ra, rb, rd, t], axis=1)
-        rng = np.random.default_rng([self.seed, rail, len(s)])
-        gi = rng.integers(0, g - 2, size=len(s))
-        lo, hi = np.minimum(gs, gd), np.maximum(gs, gd)
-        gi = gi + (gi >= lo)
-        gi = gi + (gi >= hi)
-        ra, rb = self._hop(gs, gi, c)
-        rc, re = self._hop(gi, gd, c)
-        cols = [s, rs, ra, rb, rc, re, rd, t]
-        for k in (2, 3):
-            cols[k] = np.where(same, rs, cols[k])
-        for k in (4, 5):
-            cols[k] = np.where(same, rd, cols[k])
-        return np.stack(cols, axis=1)
-
-
-class TorusRouter:
-    """Dimension-order routing on a torus (the routers of the graph's box only)."""
-
-    def __init__(self, params: dict, seed: int = 0) -> None:
-        self.dims = tuple(params["dims"])
-        self.n = params["hosts"]
-        self.rails = 1
-        self.pairwise = True
-        coords = params.get("coords") or [list(range(d)) for d in self.dims]
-        self._pos = []
-        for d, c in zip(self.dims, coords, strict=True):
-            where = np.full(d, -1, dtype=np.int64)
-            where[np.asarray(c, dtype=np.int64)] = np.arange(len(c))
-            self._pos.append(where)
-        self._box = np.cumprod((1, *[len(c) for c in coords][:-1]))
-
-    def _label(self, cur: list[np.ndarray]) -> np.ndarray:
-        return self.n + box_index(cur, self._pos, self._box)
-
-    def node_paths(self, s: np.ndarray, t: np.ndarray, rail: int) -> np.ndarray:
-        strides = np.cumprod((1, *self.dims[:-1]))
-        cs = [(s // st) % d for st, d in zip(strides, self.dims, strict=True)]
-        cd = [(t // st) % d for st, d in zip(strides, self.dims, strict=True)]
-        cur = [c.copy() for c in cs]
-        cols = [s, self._label(cur)]
-        for k, d in enumerate(self.dims):
-            delta = (cd[k] - cs[k]) % d
-            fwd = delta <= d // 2
-            steps = np.where(fwd, delta, d - delta)
-            sign = np.where(fwd, 1, -1)
-            for step in range(1, d // 2 + 1):
-                cur[k] = (cs[k] + sign * np.minimum(step, steps)) % d
-                cols.append(self._label(cur))
-        cols.append(t)
-        return np.stack(cols, axis=1)
 
 
 class EcmpRouter:
@@ -307,13 +190,11 @@ class ClusterRouter:
         return np.where((hs == hd)[:, None], local, inter)
 
 
-#: Routing family (``G.graph["routing"]["family"]``) -> router class.
-ROUTERS: dict[str, Callable[[dict[str, Any], int], Router]] = {
-    "fat-tree": FatTreeRouter,
-    "dragonfly": DragonflyRouter,
-    "torus": TorusRouter,
-    "cluster": ClusterRouter,
-}
+#: Routing family (``G.graph["routing"]["family"]``) -> router class: each topology
+#: family's ``route`` in :data:`dlscale.perfmodel.machine.topologies.FAMILIES` (read when
+#: asked), and the cluster's (a node's insides joined to the network's router).
+ROUTERS: Mapping[str, Callable[[dict[str, Any], int], Router]] = FamilyView(
+    FAMILIES, lambda f: f.route, {"cluster": ClusterRouter})
 
 
 def make_router(G: nx.Graph, seed: int = 0) -> Router:

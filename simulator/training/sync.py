@@ -55,7 +55,7 @@ import numpy as np
 import simpy
 
 from dlscale.perfmodel.compute.memory import sparse_gather_bytes
-from dlscale.perfmodel.compute.overlap import overlap_stretch
+from dlscale.perfmodel.compute.overlap import compute_slowdown, overlap_stretch
 from dlscale.perfmodel.training.sync import Buckets, buckets
 from dlscale.simulator.training.common import (
     Breakdown,
@@ -115,7 +115,7 @@ def _sync_costs(ctx: RunContext, prof: ComputeProfile, bk: Buckets) -> _SyncCost
         done = np.asarray([float(prof.backward_done_s[i]) for i in bk.first_layer])
         stretch = float(overlap_stretch(done[:, None], np.asarray(durs)[:, None], wait,
                                         np.array([prof.backward_s]),
-                                        rt.slowdown(ctx.cluster.node.device.kind))[0])
+                                        compute_slowdown(ctx.cluster, w))[0])
         ready_off = [float(prof.forward_s + d * stretch) for d in done]
     else:
         ready_off = [prof.forward_s + prof.backward_s] * len(bk.bytes)

@@ -1,15 +1,19 @@
 """Network topology families: one module each, registered in :data:`FAMILIES`.
 
-Each family module holds the family's description (a frozen dataclass), its routing
-rules and its closed-form traits (level bandwidths, bisection, shape); the analytical
-loads, the simulator's graph builder and its router key on the family's name in one
-table each (see :class:`Topology`).
+Each family module holds the whole family: its description (a frozen dataclass), its
+routing rules and closed-form traits (level bandwidths, bisection, shape), the graph
+the simulator builds of it and the router of that graph, gathered in the module's
+``FAMILY`` (a :class:`~.family.Family`); :data:`FAMILIES` is the table every layer
+reads (the TOML reader, the simulator's graph builders and routers). The closed
+form's per-level loads of the built-in families are still in
+:data:`dlscale.perfmodel.network.linkload.LEVEL_LOADS`; a new family gives its own as
+``Family(loads=...)``.
 
 Examples
 --------
 >>> sorted(FAMILIES)
 ['crossbar', 'dragonfly', 'fat-tree', 'torus']
->>> FAMILIES["torus"]((4, 4)).max_nodes
+>>> FAMILIES["torus"].description((4, 4)).max_nodes
 16
 """
 
@@ -17,13 +21,15 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
+from dlscale.perfmodel.machine.topologies import crossbar, dragonfly, fattree, torus
 from dlscale.perfmodel.machine.topologies.crossbar import Crossbar
 from dlscale.perfmodel.machine.topologies.dragonfly import Dragonfly
+from dlscale.perfmodel.machine.topologies.family import Family
 from dlscale.perfmodel.machine.topologies.fattree import FatTree
 from dlscale.perfmodel.machine.topologies.torus import Torus
 
-__all__ = ["FAMILIES", "TOPOLOGIES", "BuiltinTopology", "Crossbar", "Dragonfly", "FatTree",
-           "Topology", "Torus"]
+__all__ = ["FAMILIES", "TOPOLOGIES", "BuiltinTopology", "Crossbar", "Dragonfly", "Family",
+           "FatTree", "Topology", "Torus"]
 
 
 @runtime_checkable
@@ -38,18 +44,18 @@ class Topology(Protocol):
     - the analytical model costs a collective step by the loads its flows put on each
       level of the family (:func:`dlscale.perfmodel.network.linkload.step_load`);
     - the simulator builds the family's graph
-      (:func:`dlscale.simulator.topology.cluster.network_graph`) and routes over it
-      with the router its ``G.graph["routing"]["family"]`` names
-      (:data:`dlscale.simulator.topology.routing.ROUTERS`, a :class:`~dlscale.simulator.topology.routing.Router`).
+      (:func:`dlscale.simulator.topology.cluster.network_graph`, with the family's
+      ``graph``) and routes over it with the router its
+      ``G.graph["routing"]["family"]`` names (the family's ``route``, a
+      :class:`~dlscale.simulator.topology.routing.Router`).
 
-    A new family is one module in this package (a frozen dataclass with these
-    members and its routing rules) registered in :data:`FAMILIES`, plus one entry in
-    each of the tables of the other layers that key on the family's name:
-    :data:`dlscale.perfmodel.network.linkload.LEVEL_LOADS` (the closed form's loads),
-    :data:`dlscale.simulator.topology.cluster.GRAPH_BUILDERS` (the graph) and
-    :data:`dlscale.simulator.topology.routing.ROUTERS` (the router); a test fails
-    while one is missing. A user's own graph needs none of this
-    (``simulate(..., topology=GRAPHML)`` routes it by equal-cost multipath).
+    A new family is one module in this package: a frozen dataclass with these
+    members, its graph builder, switch count and router, and its closed-form loads,
+    gathered in one :class:`~.family.Family`, plus its line in :data:`FAMILIES`; the
+    simulator's :data:`~dlscale.simulator.topology.cluster.GRAPH_BUILDERS` and
+    :data:`~dlscale.simulator.topology.routing.ROUTERS` read that table when they are
+    asked. A user's own graph needs none of this (``simulate(..., topology=GRAPHML)``
+    routes it by equal-cost multipath).
 
     Examples
     --------
@@ -92,9 +98,15 @@ class Topology(Protocol):
         ...
 
 
-#: Family name (as written in TOML ``[network] topology = ...``) -> its description.
-FAMILIES: dict[str, type] = {"fat-tree": FatTree, "dragonfly": Dragonfly, "torus": Torus,
-                             "crossbar": Crossbar}
+#: Family name (as written in TOML ``[network] topology = ...``) -> the family: its
+#: description, graph builder, switch count and router (:class:`~.family.Family`). The
+#: one place a family is registered: one line each.
+FAMILIES: dict[str, Family] = {f.name: f for f in (
+    fattree.FAMILY,
+    dragonfly.FAMILY,
+    torus.FAMILY,
+    crossbar.FAMILY,
+)}
 
 #: The topology families built in (what ``NetworkSpec.topology`` holds; the TOML
 #: reader picks the member by the table's keys).

@@ -1,12 +1,28 @@
-"""A single non-blocking switch (a small cluster or one server's box)."""
+"""A single non-blocking switch (a small cluster or one server's box): its description
+and its graph, a one-level XGFT that :class:`~.fattree.FatTreeRouter` routes (the graph
+says ``"fat-tree"``) -- the whole family, registered as :data:`FAMILY`.
+
+Examples
+--------
+>>> FAMILY.name, FAMILY.switches(Crossbar(8), 4)
+('crossbar', 1)
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from dlscale.perfmodel.errors import ConfigError
+from dlscale.perfmodel.machine.topologies.family import Family
+from dlscale.perfmodel.machine.topologies.fattree import FatTreeRouter, xgft_graph
 
-__all__ = ["Crossbar"]
+if TYPE_CHECKING:
+    import networkx as nx
+
+    from dlscale.perfmodel.machine.hardware import Cluster
+
+__all__ = ["FAMILY", "Crossbar"]
 
 
 @dataclass(frozen=True)
@@ -39,3 +55,20 @@ class Crossbar:
     def shape(self) -> str:
         """Nothing beyond the family's name."""
         return ""
+
+
+def _graph(cluster: Cluster, topo: Crossbar, nodes: int) -> nx.Graph:
+    nic, link = cluster.node.nic, cluster.network.link
+    return xgft_graph((nodes,), (1,), nodes, host_bandwidth_Bps=nic.bandwidth_Bps,
+                      link_bandwidth_Bps=link.bandwidth_Bps, host_latency_s=nic.latency_s / 2,
+                      hop_latency_s=cluster.network.hop_latency_s)
+
+
+
+def _switches(topo: Crossbar, nodes: int) -> int:
+    """Its one switch."""
+    return 1
+
+
+#: The crossbar's entry in :data:`~dlscale.perfmodel.machine.topologies.FAMILIES`.
+FAMILY = Family(Crossbar, graph=_graph, switches=_switches, route=FatTreeRouter)

@@ -63,22 +63,18 @@ class LinkTable:
         n = len(nodes)
         identity = all(type(x) is int and x == i for i, x in enumerate(nodes))
         index = None if identity else {x: i for i, x in enumerate(nodes)}
-        # one pass over the edges into lists, then whole-array writes (a scalar write
-        # into an array per field and edge cost 0.1 s on 27,648 GPUs, issue 27 item 5)
-        edges = [e for e in G.edges(data=True)]   # (list() would count them first)
-        m = len(edges)
-        ends = [(u, v) if index is None else (index[u], index[v]) for u, v, _ in edges]
-        iu = np.fromiter((e[0] for e in ends), dtype=np.int64, count=m)
-        iv = np.fromiter((e[1] for e in ends), dtype=np.int64, count=m)
+        m = G.number_of_edges()
         src = np.empty(2 * m, dtype=np.int64)
         dst = np.empty(2 * m, dtype=np.int64)
-        src[0::2], src[1::2], dst[0::2], dst[1::2] = iu, iv, iv, iu
-        bw = np.repeat(np.fromiter((d["bandwidth_Bps"] for _, _, d in edges), dtype=float,
-                                   count=m), 2)
-        lat = np.repeat(np.fromiter((d.get("latency_s", 0.0) for _, _, d in edges),
-                                    dtype=float, count=m), 2)
+        bw = np.empty(2 * m)
+        lat = np.empty(2 * m)
         level = np.empty(2 * m, dtype=object)
-        level[0::2] = level[1::2] = [str(d.get("level", "link")) for _, _, d in edges]
+        for e, (u, v, d) in enumerate(G.edges(data=True)):
+            iu, iv = (u, v) if index is None else (index[u], index[v])
+            src[2 * e], dst[2 * e], src[2 * e + 1], dst[2 * e + 1] = iu, iv, iv, iu
+            bw[2 * e] = bw[2 * e + 1] = d["bandwidth_Bps"]
+            lat[2 * e] = lat[2 * e + 1] = d.get("latency_s", 0.0)
+            level[2 * e] = level[2 * e + 1] = str(d.get("level", "link"))
         keys = src * n + dst
         order = np.argsort(keys, kind="stable")
         kinds = [str(k or "") for _, k in G.nodes(data="kind")]

@@ -157,7 +157,7 @@ class RouteCache:
             hit = self._priced.get(key)
             if hit is not None and hit.factors is factors:
                 return hit
-        if rows_of_full:
+        if phase.within is not None and phase.rows is not None and rows_of_full:
             # some of a full step's pairs: walk those rows of its routes (the same rows,
             # in the same order, as the routes of these pairs alone; not copied)
             r = self.get(phase.within, table, router, rank_nodes).routes

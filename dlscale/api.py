@@ -28,6 +28,7 @@ Examples
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -199,9 +200,17 @@ def simulate(cluster: str | Path | Cluster, workload: str | Path | Workload,
              nodes: int | str | Sequence[int], *, seed: int = 0,
              cluster_overrides: Mapping[str, Any] | None = None,
              workload_overrides: Mapping[str, Any] | None = None,
-             stragglers: float | None = None, **options: Any) -> SimulateResult:
+             stragglers: float | None = None, progress: bool = False,
+             **options: Any) -> SimulateResult:
     """Simulate with the discrete-event model (``dlscale.simulator.simulate``), one run
     per node count, all with ``seed``; ``options`` go to the simulator.
+
+    ``dlscale simulate CLUSTER WORKLOAD`` is this function behind its parser (once per
+    algorithm of ``--compare``). Each node count is one simulation; the closed form's
+    answer to the question (the analytical reference of every row, the one-node
+    baseline the efficiencies divide by, the bands) is computed once, over all the
+    node counts, and handed to each run
+    (:func:`dlscale.simulator.training.run.analytical_answer`).
 
     Parameters
     ----------
@@ -216,9 +225,13 @@ def simulate(cluster: str | Path | Cluster, workload: str | Path | Workload,
     stragglers : float, optional
         Per-rank compute noise: the sigma of the lognormal factor each rank draws per
         iteration (mean 1), the same as ``noise="lognormal:SIGMA"``; not with ``noise``.
+    progress : bool, optional
+        Show a progress bar on stderr over the runs (two or more).
     **options
         Keyword arguments of :func:`dlscale.simulator.simulate_training`
-        (``algorithm``, ``iterations``, ``network``, ``noise``, ``mode``, ...).
+        (``algorithm``, ``iterations``, ``network``, ``noise``, ``mode``, ...); a
+        ``trace`` path is written by the last node count's run (each run would write
+        it over the one before).
 
     Returns
     -------
@@ -242,9 +255,16 @@ def simulate(cluster: str | Path | Cluster, workload: str | Path | Workload,
     options = _simulate_options(sim, stragglers, options)
     c = load_cluster(cluster, cluster_overrides)
     w = load_workload(workload, workload_overrides)
+    counts = _nodes(c, nodes)
+    answer = _analytical(c, w, counts, options)
+    trace = options.pop("trace", False)
     raws, rows = [], []
-    for n in _nodes(c, nodes):
-        res = sim(c, w, n, seed=seed, **options)
+    for i in _progress(range(len(counts)), progress and len(counts) > 1):
+        last = i == len(counts) - 1
+        n = counts[i]
+        res = sim(c, w, n, seed=seed, analytical=answer,
+                  trace=trace if (last or not isinstance(trace, (str, os.PathLike))) else False,
+                  **options)
         raws.append(res)
         row = dict(res.to_rows()[-1]) if hasattr(res, "to_rows") else dict(res)
         row.setdefault("nodes", n)
@@ -257,6 +277,34 @@ def simulate(cluster: str | Path | Cluster, workload: str | Path | Workload,
     return out
 
 
+def _analytical(cluster: Cluster, workload: Workload, nodes: list[int],
+                options: dict[str, Any]) -> Any:
+    """The closed form's answer to the question, once for all its node counts (None
+    where no efficiency is asked for, or where the closed form cannot price it: each
+    run then says why, or answers alone)."""
+    if not options.get("efficiency", True):
+        return None
+    from dlscale.simulator.training.run import analytical_answer
+
+    try:
+        return analytical_answer(cluster, workload, nodes, algorithm=options.get("algorithm"),
+                                 noise=options.get("noise"),
+                                 baseline=options.get("baseline", "node"))
+    except ConfigError:
+        return None
+
+
+def _progress(items: range, show: bool) -> Any:
+    """``items``, with a progress bar on stderr where ``show`` and stderr is a terminal."""
+    import sys
+
+    if not show or not sys.stderr.isatty():
+        return items
+    from tqdm import tqdm
+
+    return tqdm(items, file=sys.stderr, desc="simulate")
+
+
 def _simulate_options(sim: Any, stragglers: float | None,
                       options: dict[str, Any]) -> dict[str, Any]:
     """``options`` checked against the simulator's keywords, ``stragglers`` as ``noise``."""
@@ -264,7 +312,8 @@ def _simulate_options(sim: Any, stragglers: float | None,
     import math
 
     params = inspect.signature(sim).parameters
-    valid = sorted(k for k, p in params.items() if p.kind is p.KEYWORD_ONLY and k != "seed")
+    valid = sorted(k for k, p in params.items()
+                   if p.kind is p.KEYWORD_ONLY and k not in ("seed", "analytical"))
     bad = sorted(k for k in options if k not in valid)
     if bad:
         raise ConfigError(f"simulate: unknown option {', '.join(bad)}; valid: "

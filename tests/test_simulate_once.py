@@ -1,12 +1,14 @@
-"""One ``simulate`` runs each simulation it needs once (issue 28, "values that travel").
+"""One ``simulate`` runs one simulation per row (issue 28, "values that travel").
 
 Counted, not timed: the simulation entry point (``run._run``, which runs the SimPy
-processes of one configuration), the analytical model of a whole iteration
-(``iteration_times`` of the run module) and ``predict``. A command's rows share one
-one-node baseline run; a one-node row that is its own baseline (the stack's own
-allreduce, or a forced one that is what the stack's own runs for every bucket) is not
-simulated twice; the baseline runs carry no analytical reference; the row notes take
-the network's limiting level from the same summary ``predict`` takes it from.
+processes of one configuration), the closed form's iteration alone (``iteration_times``
+of the run module), the closed-form band (``predict_range``: four predicts, the central
+answer and the fast, slow and serial corners, issue 25) and ``predict``. One question
+(a command, an API call: its node counts, one algorithm) is one simulation per node
+count and one closed-form answer over all of them, which gives every row its
+analytical reference, the one-node baseline its efficiency divides by (``predict``'s,
+not a simulation) and its band; the row notes take the network's limiting level from
+the same summary ``predict`` takes it from.
 """
 
 from __future__ import annotations
@@ -14,26 +16,27 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import io
+import json
 
 import numpy as np
 import pytest
 
+import dlscale.api
 import dlscale.perfmodel.training.predict as predict_module
-import dlscale.perfmodel.training.ranges as ranges_module
 import dlscale.simulator.training.run as run_module
 from dlscale.cli import main
 from dlscale.perfmodel.catalog import get_cluster, get_workload
-from dlscale.perfmodel.training.predict import baseline_workload, predict
+from dlscale.perfmodel.errors import ConfigError
+from dlscale.perfmodel.training.predict import predict
 from dlscale.perfmodel.training.rank_layout import layout
 from dlscale.perfmodel.training.sync import collective_summary
-from dlscale.simulator.training.run import simulate_training
+from dlscale.simulator.training.run import analytical_answer, simulate_training
 
 
 @pytest.fixture
 def counts(monkeypatch):
-    """Calls of the simulation, of the iteration model, of the closed-form band (each is
-    four predicts: the central answer and the fast, slow and serial corners, issue 25)
-    and of predict, by name."""
+    """Calls of the simulation, of the closed form's iteration alone, of the closed-form
+    band (each is four predicts) and of predict, by name."""
     seen = {"simulations": 0, "iteration_times": 0, "bands": 0, "predict": 0}
 
     def wrap(module, name, key):
@@ -47,7 +50,7 @@ def counts(monkeypatch):
     wrap(run_module, "_run", "simulations")
     wrap(run_module, "iteration_times", "iteration_times")
     wrap(predict_module, "predict", "predict")
-    wrap(ranges_module, "predict_range", "bands")
+    wrap(run_module, "predict_range", "bands")
     return seen
 
 
@@ -58,50 +61,102 @@ def _simulate(line: str) -> str:
     return out.getvalue()
 
 
-def test_rows_share_one_baseline_and_the_one_node_row_is_it(counts):
+def test_a_command_is_one_simulation_per_row_and_one_closed_form_answer(counts):
     text = _simulate("simulate summit resnet50 --nodes 1,2,4 --iterations 5")
-    # no predict but the band's (one per row, four predicts each)
-    assert counts == {"simulations": 3, "iteration_times": 3, "bands": 3, "predict": 12}
-    assert text.count("baseline: efficiency against 1 node running auto (ring)") == 1
+    assert counts == {"simulations": 3, "iteration_times": 0, "bands": 1, "predict": 4}
+    assert text.count("baseline: efficiency against 1 node running auto (ring): 0.134 s "
+                      "per iteration, as predict gives it (closed form, same noise; not "
+                      "simulated)") == 1
 
 
-def test_a_forced_collective_shares_the_baseline_of_its_rows(counts):
+def test_the_4608_node_default_is_one_simulation(counts):
+    """The benchmark's question (issue 27 item 5), on the closed-form network to keep the
+    test short: the row is the one simulation, its baseline is predict's one node."""
+    text = _simulate("simulate summit resnet50 --nodes 4608 --iterations 2 --network "
+                     "analytical")
+    assert counts == {"simulations": 1, "iteration_times": 0, "bands": 1, "predict": 4}
+    assert "0.134 s per iteration, as predict gives it" in text
+
+
+def test_a_forced_collective_divides_by_predicts_baseline(counts):
     _simulate("simulate summit resnet50 --nodes 2,4 --collective ring --iterations 5")
-    # two rows and one baseline (auto), which carries no analytical reference
-    assert counts == {"simulations": 3, "iteration_times": 2, "bands": 2, "predict": 8}
-
-
-def test_a_forced_collective_that_auto_runs_is_simulated_once(counts):
-    skx, w = get_cluster("stampede2-skx"), get_workload("resnet50")
-    forced = dataclasses.replace(w, collective="rabenseifner")
-    r = simulate_training(skx, forced, 1, iterations=5)
-    assert counts["simulations"] == 1
-    # what a second simulation of the stack's own allreduce gives: the same run
-    one = simulate_training(skx, baseline_workload(forced), 1, iterations=5, efficiency=False)
-    assert one.iteration_times_s.tolist() == r.iteration_times_s.tolist()
-    assert r.efficiency == r.samples_per_s / one.samples_per_s == 1.0
-    assert r.baseline_iteration_s == one.iteration_s
-    assert r.baseline_runs == f"auto ({one.counters['allreduce']})" == "auto (rabenseifner)"
-
-
-def test_a_forced_collective_that_auto_does_not_run_has_its_own_baseline(counts):
+    assert counts == {"simulations": 2, "iteration_times": 0, "bands": 1, "predict": 4}
     summit, w = get_cluster("summit"), get_workload("resnet50")
-    r = simulate_training(summit, dataclasses.replace(w, collective="ring"), 1, iterations=4)
-    assert counts["simulations"] == 2       # auto runs double-binary-tree for a bucket
-    one = simulate_training(summit, w, 1, iterations=4, efficiency=False)
-    assert r.efficiency == r.samples_per_s / one.samples_per_s
-    assert r.baseline_iteration_s == one.iteration_s
+    ring = dataclasses.replace(w, collective="ring")
+    r = simulate_training(summit, ring, 2, iterations=5)
+    base = predict(summit, ring, [2])
+    assert r.efficiency == r.samples_per_s / (2 * base.baseline_samples_per_s)
+    assert (r.baseline_iteration_s, r.baseline_runs) == (base.baseline_iteration_s,
+                                                         "auto (ring)")
 
 
-def test_the_api_shares_baselines_when_asked(counts):
+def test_compare_is_one_answer_per_algorithm(counts):
+    _simulate("simulate cori-knl googlenet --nodes 2,4 --compare async-easgd,async-sgd "
+              "--iterations 3")
+    assert counts["simulations"] == 4 and counts["bands"] == 2
+    assert counts["iteration_times"] == 0
+
+
+def test_one_run_alone_answers_for_its_own_node_count(counts):
+    r = simulate_training(get_cluster("summit"), get_workload("resnet50"), 2, iterations=3)
+    assert (counts["simulations"], counts["bands"], counts["iteration_times"]) == (1, 1, 0)
+    assert r.analytical_iteration_s == float(predict(get_cluster("summit"),
+                                                     get_workload("resnet50"), [2]).iteration_s[0])
+    quiet = simulate_training(get_cluster("summit"), get_workload("resnet50"), 2,
+                              iterations=3, efficiency=False)
+    assert (counts["simulations"], counts["bands"], counts["iteration_times"]) == (2, 1, 1)
+    assert quiet.efficiency is None and quiet.analytical_iteration_s == r.analytical_iteration_s
+
+
+def test_the_api_hands_one_answer_to_its_runs(counts):
+    res = dlscale.api.simulate("summit", "resnet50", [1, 2, 4], iterations=3,
+                               noise="lognormal:0.05")
+    assert (counts["simulations"], counts["bands"], counts["iteration_times"]) == (3, 1, 0)
+    alone = simulate_training(get_cluster("summit"), get_workload("resnet50"), 4,
+                              iterations=3, noise="lognormal:0.05")
+    assert res.raw[-1].to_rows() == alone.to_rows()
+
+
+def test_an_answer_to_another_question_is_refused():
     summit, w = get_cluster("summit"), get_workload("resnet50")
-    shared: dict = {}
-    a = simulate_training(summit, w, 2, iterations=3, baselines=shared)
-    b = simulate_training(summit, w, 4, iterations=3, baselines=shared)
-    assert counts["simulations"] == 3 and len(shared) == 1
-    alone = simulate_training(summit, w, 4, iterations=3)
-    assert (a.baseline_iteration_s, b.efficiency) == (alone.baseline_iteration_s,
-                                                      alone.efficiency)
+    other = analytical_answer(summit, w, [2, 4], algorithm="sync-easgd")
+    with pytest.raises(ConfigError, match="analytical: the closed form's answer for"):
+        simulate_training(summit, w, 2, iterations=2, analytical=other)
+    with pytest.raises(ConfigError, match="at 8 nodes"):
+        simulate_training(summit, w, 8, iterations=2,
+                          analytical=analytical_answer(summit, w, [2, 4]))
+
+
+def test_the_command_rows_are_the_apis(tmp_path):
+    """One front end (issue 28): the command's JSON rows are the API's rows for the same
+    question, value for value (the API adds time to train, node-hours and cost)."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["simulate", "summit", "resnet50", "--nodes", "1,3", "--iterations", "4",
+                     "--noise", "lognormal:0.05", "--seed", "3", "--format", "json"]) == 0
+    runs = json.loads(out.getvalue())["runs"]
+    api = dlscale.api.simulate("summit", "resnet50", [1, 3], iterations=4, seed=3,
+                               noise="lognormal:0.05")
+    assert len(runs) == len(api.rows) == 2
+    for run, row in zip(runs, api.rows, strict=True):
+        assert {k: run[k] for k in row if k in run} == \
+            {k: v for k, v in row.items() if k in run}
+        assert set(api.raw[0].to_rows()[0]) <= set(run)
+    assert all("time_to_train_s" in row for row in api.rows)
+
+
+def test_the_command_asks_the_api(monkeypatch):
+    asked = []
+    real = dlscale.api.simulate
+
+    def spy(*a, **k):
+        asked.append(k.get("algorithm"))
+        return real(*a, **k)
+
+    monkeypatch.setattr(dlscale.api, "simulate", spy)
+    _simulate("simulate cori-knl googlenet --nodes 2 --compare async-easgd,async-sgd "
+              "--iterations 3")
+    assert asked == ["async-easgd", "async-sgd"]
 
 
 @pytest.mark.parametrize("cluster,collective,nodes", [
@@ -112,3 +167,11 @@ def test_the_notes_limit_is_predicts(cluster, collective, nodes):
     w = dataclasses.replace(get_workload("resnet50"), collective=collective)
     limit = collective_summary(c, w, layout(c, w, [1, *nodes]))[1][1:]
     np.testing.assert_array_equal(limit, predict(c, w, nodes).network_limit)
+
+
+def test_a_baseline_that_does_not_fit_gives_no_efficiency():
+    """One node running the whole global batch of 1536 samples does not fit a V100: no
+    efficiency and no baseline time (the header said 'nan s per iteration')."""
+    text = _simulate("simulate summit resnet50 --nodes 4 --global-batch 1536 --iterations 2")
+    assert "# baseline: none (no efficiency in this output)" in text
+    assert "nan" not in text and "efficiency" not in text.splitlines()[3]

@@ -108,7 +108,8 @@ def add_training_args(parser: argparse.ArgumentParser) -> None:
     _add(parser, "--plot", metavar="FILE.png", default=None,
          help="write the scaling + breakdown plot (or the accuracy plot with --cosim)")
     _add(parser, "--baseline", choices=("node", "device"), default=None,
-         help="efficiency against a one-node simulation (default) or one device alone")
+         help="efficiency against one node (default) or one device alone, as predict "
+              "gives it (the closed form, same noise; not simulated)")
     _add(parser, "--format", choices=("table", "json"), default="table",
          help="what to print (default: table)")
     _add(parser, "-o", "--output", metavar="FILE", default=None,
@@ -211,20 +212,22 @@ def _print_table(args: argparse.Namespace, runs: list[TrainingResult], rows: lis
 
 
 def baseline_line(runs: list[TrainingResult], baseline: str) -> str:
-    """The ``baseline:`` header line: what ``efficiency`` divides by (one simulated run
-    of the stack's own allreduce, ``auto``, shared by every row that differs only in
-    its collective); "" when no row has an efficiency."""
+    """The ``baseline:`` header line: what ``efficiency`` divides by (the closed form's
+    one-node, or one-device, run of the stack's own allreduce, ``auto``, with the runs'
+    noise: ``predict``'s baseline, not a simulation), shared by every row that differs
+    only in its collective; "" when no row has an efficiency."""
     base = {(r.baseline_runs, r.baseline_iteration_s) for r in runs
             if r.baseline_iteration_s is not None}
     what = "1 node" if baseline == "node" else "1 device alone"
     if not base:
         return ""
     if len(base) > 1:
-        return (f"baseline: efficiency of each algorithm against {what} simulated with the "
-                f"same settings and the stack's own allreduce (auto)")
+        return (f"baseline: efficiency of each algorithm against {what} running the "
+                f"stack's own allreduce (auto), as predict gives it (closed form, same "
+                f"noise; not simulated)")
     runs_label, it = base.pop()
     return (f"baseline: efficiency against {what} running {runs_label}: {it:.3g} s per "
-            f"iteration (simulated, same network, noise and seed)")
+            f"iteration, as predict gives it (closed form, same noise; not simulated)")
 
 
 def _notes(runs: list[TrainingResult], rows: list[dict], cluster: Cluster,
@@ -287,8 +290,9 @@ def _flow_cost_note(cluster: Cluster, workload: Workload, nodes: int, iterations
 
 
 def run_training(args: argparse.Namespace) -> int:
-    """Run the training simulation described by ``args``; 0 on success."""
-    from dlscale.simulator.training.run import simulate_training
+    """Run the training simulation described by ``args`` (through
+    :func:`dlscale.api.simulate`, which runs each node count once); 0 on success."""
+    from dlscale.api import simulate
 
     cluster, workload, measured_lines, measured_meta, prov = _load(args)
     # a parameter-server runtime runs its own flows: 'flow' unless told otherwise
@@ -305,7 +309,6 @@ def run_training(args: argparse.Namespace) -> int:
     check_run_flags(args, [a or workload.algorithm for a in algs], network)
     placement = getattr(args, "placement", None) or "linear"
     cosim = _cosim_options(args)
-    from dlscale.simulator.training.cosim import check_cosim_options
     from dlscale.simulator.training.stragglers import make_noise
 
     if args.seed < 0:
@@ -320,27 +323,25 @@ def run_training(args: argparse.Namespace) -> int:
                           prov.with_baseline(NO_BASELINE))
     if getattr(args, "eval_every", None) is not None:
         cosim["eval_every"] = args.eval_every
-    check_cosim_options(cosim)  # every option checked before the first run
+    if cosim:  # every option checked before the first run (none given: nothing to check)
+        from dlscale.simulator.training.cosim import check_cosim_options
+
+        check_cosim_options(cosim)
     iterations = args.iterations or 20
     plan = [(n, a) for a in algs for n in nodes]
     check_work(cluster, workload, max(nodes), iterations, len(plan), "--iterations",
                cosim if args.cosim else None)
     if network == "flow":
         _flow_cost_note(cluster, workload, max(nodes), iterations)
-    from tqdm import tqdm
-
     runs: list[TrainingResult] = []
-    baselines: dict = {}           # the one-node runs, one per algorithm, for every row
-    for i, (n, a) in enumerate(tqdm(plan, disable=len(plan) < 2 or not sys.stderr.isatty(),
-                                    file=sys.stderr,
-                                    desc="simulate")):
-        last = i == len(plan) - 1
-        runs.append(simulate_training(
-            cluster, workload, n, algorithm=a, iterations=iterations, seed=args.seed,
-            mode="cosim" if args.cosim else "timing", network=network, noise=noise,
-            trace=(args.trace_out if (args.trace_out and last) else False), cosim_options=cosim,
-            baseline=getattr(args, "baseline", None) or "node", placement=placement,
-            baselines=baselines))
+    for i, a in enumerate(algs):   # the API's question, once per algorithm of --compare
+        runs += simulate(cluster, workload, nodes, seed=args.seed, algorithm=a,
+                         iterations=iterations, mode="cosim" if args.cosim else "timing",
+                         network=network, noise=noise,
+                         trace=args.trace_out if (args.trace_out and i == len(algs) - 1)
+                         else False, cosim_options=cosim,
+                         baseline=getattr(args, "baseline", None) or "node",
+                         placement=placement, progress=len(plan) > 1).raw
     rows = _rows(runs)
     from dlscale.commands.runtime_args import allreduce_summary
 

@@ -58,6 +58,10 @@ class _Priced:
     load: np.ndarray
     eff: np.ndarray
     msg_s: np.ndarray
+    #: No rank sends twice and none receives twice (pairwise exchanges, one tree's
+    #: edges): the clocks advance by the faster update of the same result
+    #: (:func:`~dlscale.perfmodel.network.rendezvous.advance_clocks` ``distinct``).
+    distinct: bool = False
 
 
 class RouteCache:
@@ -139,13 +143,21 @@ class RouteCache:
                factors: MessageFactors | None) -> _Priced:
         """``(load, eff, msg_s)`` of one repetition of ``phase`` (computed once per
         pattern, sizes and factors): the bytes on every link, the same weighted by the
-        per-size factors, and each message's seconds."""
-        key = self._key((phase.src, phase.dst, phase.nbytes), digest=True)
-        hit = self._priced.get(key)
-        if hit is not None and hit.factors is factors:
-            return hit
-        if phase.within is not None and phase.rows is not None \
-                and getattr(router, "pairwise", False):
+        per-size factors, and each message's seconds.
+
+        A pipeline's filling and draining step (some rows of its full step, on a
+        pairwise router) is priced where it is met and not kept: each is met once per
+        collective (a training run asks each size once), and the digest of its arrays
+        that a cache needs cost as much as pricing it (issue 27 item 5)."""
+        rows_of_full = phase.within is not None and phase.rows is not None \
+            and getattr(router, "pairwise", False)
+        key = b""
+        if not rows_of_full:
+            key = self._key((phase.src, phase.dst, phase.nbytes), digest=True)
+            hit = self._priced.get(key)
+            if hit is not None and hit.factors is factors:
+                return hit
+        if phase.within is not None and phase.rows is not None and rows_of_full:
             # some of a full step's pairs: walk those rows of its routes (the same rows,
             # in the same order, as the routes of these pairs alone; not copied)
             r = self.get(phase.within, table, router, rank_nodes).routes
@@ -168,7 +180,9 @@ class RouteCache:
                                        factors.cross_traffic * sub_bytes / fb, table.n_links)
         msg_s = _message_s(r.links, at, eff / table.bandwidth_Bps, latency_s, pair,
                            len(phase.src))
-        hit = _Priced(factors, load, eff, msg_s)
+        hit = _Priced(factors, load, eff, msg_s, _distinct(phase.src, phase.dst))
+        if rows_of_full:
+            return hit
         if len(self._priced) >= self.PRICED:
             self._priced.pop(next(iter(self._priced)))
         self._priced[key] = hit
@@ -176,6 +190,11 @@ class RouteCache:
 
     def __len__(self) -> int:
         return len(self._store)
+
+
+def _distinct(src: np.ndarray, dst: np.ndarray) -> bool:
+    """Whether no rank is the sender of two of the messages and none the receiver of two."""
+    return all(len(a) < 2 or int(np.bincount(a).max()) < 2 for a in (src, dst))
 
 
 def _subflow_rows(rows: np.ndarray, n_pairs: int, rails: int) -> np.ndarray:
@@ -316,7 +335,7 @@ def run_fast(phases: list[Phase], table: LinkTable, router, rank_nodes: np.ndarr
         prev_inc = None
         rep = 0
         while rep < ph.repeat:
-            new = advance_clocks(clock, ph.src, ph.dst, msg_s, reduce_s)
+            new = advance_clocks(clock, ph.src, ph.dst, msg_s, reduce_s, priced.distinct)
             inc = new - clock
             clock = new
             ends.append(float(clock.max(initial=0.0)))

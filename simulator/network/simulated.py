@@ -36,7 +36,6 @@ from dlscale.perfmodel.network.msgfactors import MessageFactors, message_time_s
 from dlscale.perfmodel.network.pipelined_tree import dbt_best_segments
 from dlscale.perfmodel.network.schedules import double_binary_tree_edges
 from dlscale.simulator.network.fastmode import RouteCache, run_fast
-from dlscale.simulator.network.flowmode import run_flow
 from dlscale.simulator.network.result import CollectiveResult
 from dlscale.simulator.network.schedules import ALGORITHMS, build_schedule
 from dlscale.simulator.topology.cluster import cluster_graph
@@ -285,7 +284,9 @@ class SimulatedNetwork:
         if mode == "fast":
             out = run_fast(phases, self.table, self.router, nodes, cache, self.gamma_s_per_B,
                            self.message_factors)
-        else:
+        else:   # imported here: a fast-mode run loads no flow engine (issue 27 item 5)
+            from dlscale.simulator.network.flowmode import run_flow
+
             out = run_flow(phases, self.table, self.router, nodes, cache, self.gamma_s_per_B,
                            on_rates=tracer.on_rates if tracer else None,
                            record_ranks=tracer.ranks if tracer else None,

@@ -117,6 +117,38 @@ class LinkTable:
                               f"{self.nodes[int(vf[bad[0]])]!r} are not adjacent")
         return out.reshape(u.shape)
 
+    def path_links(self, paths: np.ndarray, none: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Link ids of every hop of each path, and each path's latency, in one pass.
+
+        ``paths`` is an ``(F, K)`` array of node indices (a router's
+        ``node_paths``); a hop from a node to itself is ``-1`` and so is every hop of a
+        row where ``none`` is true (a message to oneself moves nothing). The same
+        answer, bit for bit, as :meth:`lookup` of the hops followed by the sum of
+        their links' latencies along each row (numpy's pairwise order), without the
+        copies of the hops and of the latencies.
+
+        Raises :class:`ConfigError` as :meth:`lookup` does.
+        """
+        paths = np.ascontiguousarray(paths, dtype=np.int64)
+        n = len(self.nodes)
+        hops = paths.shape[1] - 1
+        if hops > 0 and paths.size and (int(paths.min()) < 0 or int(paths.max()) >= n):
+            raise ConfigError(f"routing: node indices must be in 0..{n - 1}")
+        if self._rows is None:
+            object.__setattr__(self, "_rows", np.searchsorted(
+                self._keys, np.arange(n + 1, dtype=np.int64) * n))
+        assert self._rows is not None
+        links, lat, bad = _path_links(self._keys, self._ids, self._rows, paths,
+                                      np.ascontiguousarray(none, dtype=np.bool_),
+                                      self.latency_s, n, hops <= _PAIRWISE_BLOCK)
+        if bad >= 0:
+            f, h = divmod(int(bad), hops)
+            raise ConfigError(f"routing: nodes {self.nodes[int(paths[f, h])]!r} and "
+                              f"{self.nodes[int(paths[f, h + 1])]!r} are not adjacent")
+        if hops > _PAIRWISE_BLOCK:   # numpy's own sum for a path of more hops
+            lat = np.where(links >= 0, self.latency_s[np.maximum(links, 0)], 0.0).sum(axis=1)
+        return links, lat
+
     def name(self, link: int) -> str:
         """``"u->v"`` for a link id; integer labels get their node kind as prefix.
 
@@ -160,3 +192,76 @@ def _find_links(keys: np.ndarray, ids: np.ndarray, rows: np.ndarray, u: np.ndarr
                 hi = mid
         out[i] = ids[lo] if lo < rows[a + 1] and keys[lo] == key else -2
     return out
+
+
+#: Terms numpy's pairwise summation adds with eight accumulators in one block
+#: (``PW_BLOCKSIZE``); longer rows are split in halves, which :meth:`LinkTable.path_links`
+#: leaves to numpy.
+_PAIRWISE_BLOCK = 128
+
+
+@njit(cache=True)
+def _pairwise_sum(a: np.ndarray, n: int) -> float:
+    """``a[:n].sum()`` in numpy's order for ``n <= 128``: one by one below eight terms,
+    else eight accumulators, combined in pairs, then the rest one by one."""
+    if n < 8:
+        res = 0.0
+        for i in range(n):
+            res += a[i]
+        return res
+    r0, r1, r2, r3, r4, r5, r6, r7 = a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]
+    i = 8
+    while i < n - n % 8:
+        r0 += a[i]
+        r1 += a[i + 1]
+        r2 += a[i + 2]
+        r3 += a[i + 3]
+        r4 += a[i + 4]
+        r5 += a[i + 5]
+        r6 += a[i + 6]
+        r7 += a[i + 7]
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        res += a[i]
+        i += 1
+    return res
+
+
+@njit(cache=True)
+def _path_links(keys: np.ndarray, ids: np.ndarray, rows: np.ndarray, paths: np.ndarray,
+                none: np.ndarray, latency: np.ndarray, n: int,
+                sums: bool) -> tuple[np.ndarray, np.ndarray, int]:
+    """Link id of every hop of ``paths`` (:func:`_find_links`' search; -1 for a hop to
+    the same node and for every hop of a row where ``none``), each row's latency (where
+    ``sums``), and the first hop (row-major) whose nodes are not adjacent, or -1."""
+    F, K = paths.shape
+    H = K - 1
+    links = np.empty((F, max(H, 0)), dtype=np.int64)
+    lat = np.zeros(F)
+    hop = np.zeros(max(H, 1))
+    bad = -1
+    for f in range(F):
+        for h in range(H):
+            a, b = paths[f, h], paths[f, h + 1]
+            link = -1
+            if a != b:
+                key = a * n + b
+                lo, hi = rows[a], rows[a + 1]
+                while lo < hi:
+                    mid = (lo + hi) // 2
+                    if keys[mid] < key:
+                        lo = mid + 1
+                    else:
+                        hi = mid
+                if lo < rows[a + 1] and keys[lo] == key:
+                    link = ids[lo]
+                elif bad < 0:
+                    bad = f * H + h
+            if none[f]:
+                link = -1
+            links[f, h] = link
+            hop[h] = latency[link] if link >= 0 else 0.0
+        if sums:
+            lat[f] = _pairwise_sum(hop, H)
+    return links, lat, bad

@@ -246,16 +246,14 @@ def route(table: LinkTable, router: Router, src: np.ndarray, dst: np.ndarray) ->
     """
     src = np.asarray(src, dtype=np.int64)
     dst = np.asarray(dst, dtype=np.int64)
-    parts = []
-    for rail in range(router.rails):
-        paths = router.node_paths(src, dst, rail)
-        parts.append(table.lookup(paths[:, :-1], paths[:, 1:]))
-    links = np.concatenate(parts, axis=0)
-    links[np.tile(src == dst, router.rails)] = -1  # a message to oneself moves nothing
+    none = src == dst                          # a message to oneself moves nothing
+    parts = [table.path_links(router.node_paths(src, dst, rail), none)
+             for rail in range(router.rails)]
+    links = np.concatenate([p[0] for p in parts], axis=0)
+    lat = np.concatenate([p[1] for p in parts])
     n = len(src)
     pair = np.tile(np.arange(n), router.rails)
     fraction = np.full(len(pair), 1.0 / router.rails)
-    lat = np.where(links >= 0, table.latency_s[np.maximum(links, 0)], 0.0).sum(axis=1)
     return Routes(links, pair, fraction, lat)
 
 

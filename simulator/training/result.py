@@ -57,7 +57,8 @@ class TrainingResult:
     fits : bool
         False: the configuration does not fit in memory and was not simulated.
     efficiency : float or None
-        Throughput against ``nodes`` times one node's (None when not computed).
+        Throughput against ``nodes`` times that of the closed form's one node (or
+        devices times one device's), as ``predict`` gives it (None when not computed).
     analytical_iteration_s : float or None
         The analytical model's time per iteration for the same configuration.
     curve : list of dict
@@ -75,8 +76,9 @@ class TrainingResult:
         One rank's backward pass per iteration (local step) before straggler noise:
         the compute profile the simulation scales by each rank's noise factor.
     baseline_runs : str
-        What the run that ``efficiency`` divides by ran (``"auto (ring)"``: the stack's
-        own allreduce; the algorithm's name outside synchronous SGD).
+        What the closed-form run that ``efficiency`` divides by runs (``"auto
+        (ring)"``: the stack's own allreduce; the algorithm's name outside synchronous
+        SGD).
     baseline_iteration_s : float or None
         That run's time per iteration (None when no efficiency was computed).
     """

@@ -6,7 +6,10 @@ backend, runs the algorithm's SimPy processes (:mod:`dlscale.simulator.training.
 ``sync-sgd``, :mod:`dlscale.simulator.training.easgd` for the EASGD family and the asynchronous
 baselines) in timing mode or co-simulation mode (:mod:`dlscale.simulator.training.cosim`), and
 returns a :class:`~dlscale.simulator.training.result.TrainingResult` with the analytical model's
-figure next to the simulated one, and the scaling efficiency against one node.
+figure next to the simulated one, and the scaling efficiency against one node. One
+run is one simulation: the reference, the baseline the efficiency divides by and the
+band come from the closed form's answer to the question (:func:`analytical_answer`),
+computed once per question and handed to its runs, not from a second simulation.
 
 Examples
 --------
@@ -23,6 +26,7 @@ import dataclasses
 import json
 import math
 import os
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -33,7 +37,8 @@ from dlscale.perfmodel.machine.hardware import Cluster
 from dlscale.perfmodel.network.analytical import NetworkModel
 from dlscale.perfmodel.training.iteration import iteration_times
 from dlscale.perfmodel.training.outside import loader_rate_per_node
-from dlscale.perfmodel.training.predict import baseline_workload, one_device
+from dlscale.perfmodel.training.predict import Prediction, one_device
+from dlscale.perfmodel.training.ranges import predict_range
 from dlscale.perfmodel.training.rank_layout import Layout, layout
 from dlscale.perfmodel.training.workload import ALGORITHMS, Workload
 from dlscale.simulator.topology.placement import PLACEMENTS
@@ -43,7 +48,7 @@ from dlscale.simulator.training.result import TrainingResult
 from dlscale.simulator.training.stragglers import Noise, make_noise
 from dlscale.simulator.training.trace import TraceRecorder
 
-__all__ = ["MODES", "simulate_training"]
+__all__ = ["MODES", "analytical_answer", "simulate_training"]
 
 #: Simulation modes.
 MODES = ("timing", "cosim")
@@ -146,23 +151,20 @@ def _run(ctx: RunContext):
 
 def _check_run_options(cluster: Cluster, workload: Workload, baseline: str,
                        noise: str | Noise | None, mode: str,
-                       cosim_options: dict | None) -> tuple[Cluster, Workload, Noise]:
-    """Check ``baseline``, ``noise`` and the co-simulation options, in that order.
-
-    Returns the baseline run's cluster and workload ("node": the same; "device": one
-    device, :func:`dlscale.perfmodel.training.predict.one_device`) and the noise model.
-    """
+                       cosim_options: dict | None) -> Noise:
+    """Check ``baseline`` (a one-device baseline needs whole ranks per device:
+    :func:`dlscale.perfmodel.training.predict.one_device`), ``noise`` and the
+    co-simulation options, in that order; the noise model."""
     if baseline not in ("node", "device"):
         raise unknown_name("baseline", baseline, ("node", "device"))
-    base = baseline_workload(workload)  # the stack's own allreduce: one baseline per question
-    base_cluster, base_workload = (cluster, base) if baseline == "node" \
-        else one_device(cluster, base)
+    if baseline == "device":
+        one_device(cluster, workload)
     nz = make_noise(cluster.noise if noise is None else noise)
     if mode == "cosim":
         from dlscale.simulator.training.cosim import check_cosim_options
 
         check_cosim_options(cosim_options or {})
-    return base_cluster, base_workload, nz
+    return nz
 
 
 def _context(cluster: Cluster, workload: Workload, nodes: int, lay: Layout, network: str | NetworkModel,
@@ -180,10 +182,8 @@ def _context(cluster: Cluster, workload: Workload, nodes: int, lay: Layout, netw
     return ctx
 
 
-def _record_outcome(res: TrainingResult, out: RunOutcome, ctx: RunContext, nz: Noise,
-                    reference: bool = True) -> None:
-    """Copy the run's outcome into ``res`` and add the analytical reference figure
-    (unless ``reference`` is false: a baseline run, whose reference no one reads)."""
+def _record_outcome(res: TrainingResult, out: RunOutcome, ctx: RunContext) -> None:
+    """Copy the run's outcome into ``res``."""
     cluster, workload, lay = ctx.cluster, ctx.workload, ctx.lay
     res.iteration_times_s = out.iteration_times_s
     res.samples_per_iteration = float(lay.global_batch[0])
@@ -194,123 +194,92 @@ def _record_outcome(res: TrainingResult, out: RunOutcome, ctx: RunContext, nz: N
     if ctx.numerics is not None:
         res.curve = ctx.numerics.curve
         res.counters.update(ctx.numerics.counters())
-    if not reference:
-        return
-    # the analytical reference with the run's noise (its expected slowest rank), where
-    # the noise has a spec (not a sample given as an array)
-    ref = dataclasses.replace(cluster, noise=nz.spec) if nz.spec else cluster
-    res.analytical_iteration_s = float(iteration_times(ref, workload, ctx.nodes).iteration_s[0])
 
 
-def _runs(res: TrainingResult) -> str:
-    """What a baseline run ran, for the header line: ``"auto (ring)"``."""
-    if res.algorithm != "sync-sgd":
-        return res.algorithm
-    if res.counters.get("exchange") == "parameter-server":
-        return "parameter-server"
-    return f"auto ({res.counters.get('allreduce') or 'one rank: no allreduce'})"
+def _reference_cluster(cluster: Cluster, nz: Noise) -> Cluster:
+    """The cluster the closed form answers for: with the run's noise (its expected
+    slowest rank), where the noise has a spec (not a sample given as an array)."""
+    return dataclasses.replace(cluster, noise=nz.spec) if nz.spec else cluster
 
 
-#: Iterations of a one-node baseline run at most (a row's efficiency divides by it).
-BASELINE_ITERATIONS = 20
+def analytical_answer(cluster: Cluster, workload: Workload, nodes: Sequence[int], *,
+                      algorithm: str | None = None, noise: str | Noise | None = None,
+                      baseline: str = "node") -> Prediction:
+    """The closed form's answer to the question that runs of these settings belong to,
+    computed once and handed to each of them (:func:`simulate_training`'s ``analytical``).
 
+    It is :func:`dlscale.perfmodel.training.ranges.predict_range` of ``cluster`` with
+    the runs' noise, over every node count of the question: each run takes from it
+    its analytical reference (``analytical_iteration_s``), the one-node (or one-device)
+    baseline its efficiency divides by (the stack's own allreduce, as ``predict``
+    reports it) and the band of each simulated value.
 
-@dataclasses.dataclass(frozen=True)
-class _Baseline:
-    """What the efficiency of a run divides by: the one-node (or one-device) run of
-    the same settings with the stack's own allreduce, and the key under which the runs
-    of one question share it (:func:`simulate_training`'s ``baselines``)."""
+    Parameters
+    ----------
+    cluster, workload : Cluster, Workload
+    nodes : sequence of int
+        The node counts of the question's runs.
+    algorithm, noise, baseline
+        As :func:`simulate_training` takes them.
 
-    cluster: Cluster
-    workload: Workload
-    kind: str                          # "node" or "device"
-    iterations: int
-    seed: int
-    network: str | NetworkModel
-    noise: Noise
-    placement: str
-
-    def key(self) -> tuple:
-        spec = self.noise.spec or id(self.noise)   # a sample given as an array: its object
-        net = self.network if isinstance(self.network, str) else id(self.network)
-        return (self.cluster, self.workload, self.kind, self.iterations, self.seed, net, spec,
-                self.placement)
-
-    def run(self) -> TrainingResult:
-        """Simulate it (timing only, no efficiency, no analytical reference)."""
-        return _simulate(self.cluster, self.workload, 1, iterations=self.iterations,
-                         seed=self.seed, mode="timing", network=self.network,
-                         noise=self.noise, efficiency=False, placement=self.placement,
-                         reference=False)
-
-
-def _baseline_of(base_cluster: Cluster, base_workload: Workload, baseline: str,
-                 iterations: int, seed: int, network: str | NetworkModel, nz: Noise,
-                 placement: str) -> _Baseline:
-    """The baseline run of a run with these settings (an object network: the closed
-    forms, block placement)."""
-    named = isinstance(network, str)
-    return _Baseline(base_cluster, base_workload, baseline,
-                     min(int(iterations), BASELINE_ITERATIONS), int(seed),
-                     network if named else "analytical", nz, placement if named else "linear")
-
-
-def _is_own_baseline(res: TrainingResult, ctx: RunContext, base: _Baseline, mode: str,
-                     network: str | NetworkModel, placement: str) -> bool:
-    """Whether the run ``res`` (of ``ctx``) is, step for step, its own baseline run:
-    one node, the baseline's iterations, seed, noise and network, and the workload's
-    allreduce either the stack's own or, for a forced collective (``--collective
-    ring``), what the stack's own runs for every bucket (same algorithm and closed-form
-    time: the network is asked the same questions), so that the one simulation
-    answers both."""
-    if (res.nodes != 1 or base.kind != "node" or mode != "timing"
-            or ctx.iterations != base.iterations or base.network != network
-            or base.placement != placement or base.noise is not ctx.noise
-            or base.cluster != ctx.cluster):
-        return False
-    if base.workload == ctx.workload:
-        return True
-    if dataclasses.replace(ctx.workload, collective=base.workload.collective) != base.workload \
-            or ctx.workload.algorithm != "sync-sgd":
-        return False
-    if ctx.ranks < 2:
-        return True                              # one rank: no allreduce to choose
-    from dlscale.perfmodel.training.sync import buckets, workload_allreduce
-
-    sizes = np.asarray(buckets(ctx.workload, ctx.cluster.runtime).bytes, dtype=float)
-    net = ctx.net
-    t_run, n_run = workload_allreduce(net.cluster, ctx.workload, net.lay, sizes)
-    t_own, n_own = workload_allreduce(net.cluster, base.workload, net.lay, sizes)
-    return bool(np.array_equal(np.asarray(n_run), np.asarray(n_own))
-                and np.array_equal(np.asarray(t_run), np.asarray(t_own)))
-
-
-def _efficiency(res: TrainingResult, base: _Baseline, cluster: Cluster, collective: str,
-                own: bool, baselines: dict | None) -> float | None:
-    """Throughput over that of a one-node (or one-device) run with the same settings
-    and the stack's own allreduce (:func:`~dlscale.perfmodel.training.predict.baseline_workload`;
-    ``collective`` is the run's own); records what the baseline ran on ``res``.
-
-    The baseline run is ``res`` itself where ``own`` (:func:`_is_own_baseline`), else
-    the one in ``baselines`` under its key, else simulated (and kept there). 1.0 for
-    one node running the baseline itself; ``None`` where the baseline does not fit.
+    Returns
+    -------
+    Prediction
     """
-    nodes = res.nodes
-    if own and baselines is not None:
-        baselines.setdefault(base.key(), res)
-    if nodes == 1 and base.kind == "node" and base.workload.collective == collective:
-        res.baseline_runs, res.baseline_iteration_s = _runs(res), res.iteration_s
-        return 1.0
-    one = res if own else baselines.get(base.key()) if baselines is not None else None
-    if one is None:
-        one = base.run()
-        if baselines is not None:
-            baselines[base.key()] = one
-    units = nodes * (1 if base.kind == "node" else cluster.node.devices_per_node)
-    res.baseline_runs, res.baseline_iteration_s = _runs(one), one.iteration_s
-    if one.fits and one.samples_per_s > 0:
-        return res.samples_per_s / (units * one.samples_per_s)
-    return res.efficiency
+    if algorithm is not None:
+        if algorithm not in ALGORITHMS:
+            raise unknown_name("algorithm", algorithm, ALGORITHMS)
+        workload = dataclasses.replace(workload, algorithm=algorithm)
+    if baseline not in ("node", "device"):
+        raise unknown_name("baseline", baseline, ("node", "device"))
+    nz = make_noise(cluster.noise if noise is None else noise)
+    return predict_range(_reference_cluster(cluster, nz), workload,
+                         [int(n) for n in nodes], baseline)
+
+
+def _answer_for(res: TrainingResult, cluster: Cluster, workload: Workload, baseline: str,
+                nz: Noise, analytical: Prediction | None, efficiency: bool
+                ) -> tuple[Prediction | None, int]:
+    """The closed form's answer a run takes its reference, baseline and band from, and
+    the run's row in it: the one handed on (checked to be this question's), else
+    computed here for this node count, once; None (and the closed form's iteration time
+    alone as the reference) where no efficiency is asked for or the closed form cannot
+    price the configuration."""
+    if analytical is not None:
+        at = np.flatnonzero(np.asarray(analytical.nodes) == res.nodes)
+        asked = (analytical.cluster, analytical.workload, analytical.algorithm,
+                 analytical.collective, analytical.baseline)
+        if not len(at) or asked != (cluster.name, workload.name, workload.algorithm,
+                                    workload.collective, baseline):
+            raise ConfigError(f"analytical: the closed form's answer for {asked} at nodes "
+                              f"{np.asarray(analytical.nodes).tolist()}, not this run's "
+                              f"({cluster.name}, {workload.name}, {workload.algorithm}, "
+                              f"{workload.collective}, {baseline}) at {res.nodes} nodes")
+        return analytical, int(at[0])
+    ref = _reference_cluster(cluster, nz)
+    if efficiency:
+        try:
+            return predict_range(ref, workload, [res.nodes], baseline), 0
+        except ConfigError:
+            pass
+    res.analytical_iteration_s = float(iteration_times(ref, workload, [res.nodes]).iteration_s[0])
+    return None, 0
+
+
+def _efficiency(res: TrainingResult, pred: Prediction, cluster: Cluster,
+                baseline: str) -> float | None:
+    """Throughput over ``nodes`` (or devices) times that of the closed form's one-node
+    (or one-device) run with the stack's own allreduce, as ``predict`` reports it
+    (:func:`~dlscale.perfmodel.training.predict.baseline_workload`); records what that
+    baseline runs on ``res``. None (and no baseline recorded) where the baseline does
+    not fit in memory: a run that could not happen."""
+    base = float(pred.baseline_samples_per_s)
+    if not (pred.baseline_fits and base > 0 and np.isfinite(base)):
+        return None
+    units = res.nodes * (1 if baseline == "node" else cluster.node.devices_per_node)
+    res.baseline_runs = pred.baseline_runs
+    res.baseline_iteration_s = float(pred.baseline_iteration_s)
+    return res.samples_per_s / (units * base)
 
 
 def _record_trace(res: TrainingResult, tracer: TraceRecorder, trace: bool | str) -> None:
@@ -341,7 +310,7 @@ def simulate_training(cluster: Cluster, workload: Workload, nodes: int, *,
                       efficiency: bool = True, cosim_options: dict | None = None,
                       trace_ranks: int = 16, trace_iterations: int = 5,
                       baseline: str = "node", placement: str = "linear",
-                      baselines: dict | None = None) -> TrainingResult:
+                      analytical: Prediction | None = None) -> TrainingResult:
     """Simulate ``iterations`` iterations of ``workload`` on ``nodes`` nodes of ``cluster``.
 
     Parameters
@@ -368,7 +337,8 @@ def simulate_training(cluster: Cluster, workload: Workload, nodes: int, *,
     trace : bool or path
         Record a Chrome trace (``result.trace``); a path also writes it (atomically).
     efficiency : bool
-        Also simulate one node (same settings) for the scaling efficiency.
+        Also give the scaling efficiency, against the closed form's one-node (or
+        one-device) run, and the band of every simulated value.
     placement : {"linear", "random", "topology"}
         Ranks on a simulated network (:mod:`dlscale.simulator.topology.placement`).
     cosim_options : dict, optional
@@ -376,13 +346,15 @@ def simulate_training(cluster: Cluster, workload: Workload, nodes: int, *,
     trace_ranks, trace_iterations : int
         How many ranks and iterations the trace covers.
     baseline : {"node", "device"}
-        Efficiency against a one-node simulation, or a one-device one
-        (:func:`dlscale.perfmodel.training.predict.one_device`), with the stack's own allreduce.
-    baselines : dict, optional
-        The baseline runs of one question, shared by its runs (a command's rows): a run
-        takes its baseline from here where an earlier one left it (or was it: one node
-        with the baseline's settings) instead of simulating it again, and leaves it
-        here. Empty at first; the keys are this module's.
+        Efficiency against one node, or one device alone
+        (:func:`dlscale.perfmodel.training.predict.one_device`), running the stack's own
+        allreduce, as the closed form gives it (``predict``'s baseline, with the run's
+        noise): one simulation per run, none for the baseline.
+    analytical : Prediction, optional
+        The closed form's answer to the question this run belongs to
+        (:func:`analytical_answer` of the same cluster, workload, algorithm, noise and
+        baseline, over node counts that include ``nodes``), computed once and handed
+        to each of the question's runs; None: computed here for this node count.
 
     Returns
     -------
@@ -401,7 +373,7 @@ def simulate_training(cluster: Cluster, workload: Workload, nodes: int, *,
                      seed=seed, mode=mode, network=network, noise=noise, trace=trace,
                      efficiency=efficiency, cosim_options=cosim_options,
                      trace_ranks=trace_ranks, trace_iterations=trace_iterations,
-                     baseline=baseline, placement=placement, baselines=baselines)
+                     baseline=baseline, placement=placement, analytical=analytical)
 
 
 def _simulate(cluster: Cluster, workload: Workload, nodes: int, *,
@@ -410,18 +382,19 @@ def _simulate(cluster: Cluster, workload: Workload, nodes: int, *,
               noise: str | Noise | None = None, trace: bool | str = False,
               efficiency: bool = True, cosim_options: dict | None = None,
               trace_ranks: int = 16, trace_iterations: int = 5, baseline: str = "node",
-              placement: str = "linear", baselines: dict | None = None,
-              reference: bool = True) -> TrainingResult:
-    """:func:`simulate_training`; without ``reference``, no analytical reference (a
-    baseline run)."""
+              placement: str = "linear", analytical: Prediction | None = None
+              ) -> TrainingResult:
+    """:func:`simulate_training`."""
     workload = _check(cluster, workload, nodes, algorithm, iterations, mode, network, seed, placement)
-    base_cluster, base_workload, nz = _check_run_options(cluster, workload, baseline, noise,
-                                                         mode, cosim_options)
+    nz = _check_run_options(cluster, workload, baseline, noise, mode, cosim_options)
     nodes = int(nodes)
     lay = layout(cluster, workload, nodes)
     ranks = int(lay.ranks[0])
     mem = _memory(workload, cluster, ranks, float(lay.batch_per_rank[0]))
     res = _new_result(cluster, workload, nodes, ranks, mode, network, nz, seed, mem)
+    pred, row = None, 0
+    if analytical is not None or mem["fits"]:
+        pred, row = _answer_for(res, cluster, workload, baseline, nz, analytical, efficiency)
     if not mem["fits"]:
         res.fits = False
         return res
@@ -430,40 +403,29 @@ def _simulate(cluster: Cluster, workload: Workload, nodes: int, *,
                    mode, cosim_options, placement)
     if ctx.numerics is not None:
         res.surrogate = ctx.numerics.label
-    _record_outcome(res, _run(ctx), ctx, nz, reference)
-    if efficiency:
-        base = _baseline_of(base_cluster, base_workload, baseline, iterations, seed, network,
-                            nz, placement)
-        own = _is_own_baseline(res, ctx, base, mode, network, placement)
-        res.efficiency = _efficiency(res, base, cluster, workload.collective, own, baselines)
-        res.band = _band(res, cluster, workload, baseline, nz)
-    else:   # a baseline run: its band is never shown
-        res.efficiency = 1.0 if nodes == 1 else res.efficiency
+    _record_outcome(res, _run(ctx), ctx)
+    if pred is not None:
+        res.analytical_iteration_s = float(pred.iteration_s[row])
+        if efficiency:
+            res.efficiency = _efficiency(res, pred, cluster, baseline)
+            res.band = _band(res, pred, row)
     if tracer is not None:
         _record_trace(res, tracer, trace)
     return res
 
 
-def _band(res: TrainingResult, cluster: Cluster, workload: Workload, baseline: str,
-          nz: Noise) -> dict[str, tuple[float, float]]:
+def _band(res: TrainingResult, pred: Prediction, at: int) -> dict[str, tuple[float, float]]:
     """The low and high of each simulated time, rate and efficiency: each corner of
-    :func:`dlscale.perfmodel.training.ranges.corners`, as the closed form prices it relative to
-    its own central answer, applied to the simulated value (the two fidelities charge
-    the same mechanisms; a corner is not simulated again). Empty where the closed form
-    cannot price the configuration."""
-    from dlscale.perfmodel.training.ranges import predict_range
-
-    ref = dataclasses.replace(cluster, noise=nz.spec) if nz.spec else cluster
-    try:
-        pred = predict_range(ref, workload, [res.nodes], baseline)
-    except ConfigError:
-        return {}
+    :func:`dlscale.perfmodel.training.ranges.corners`, as the closed form prices it
+    relative to its own central answer (``pred``'s row ``at``), applied to the simulated
+    value (the two fidelities charge the same mechanisms; a corner is not simulated
+    again)."""
     row = res.to_rows()[0]
     out = {}
     for key, (low, high) in pred.band.items():
-        central, value = float(getattr(pred, key)[0]), row.get(key)
+        central, value = float(getattr(pred, key)[at]), row.get(key)
         if value is None or not (np.isfinite(value) and np.isfinite(central)) or central <= 0:
             continue
-        lo, hi = value * float(low[0]) / central, value * float(high[0]) / central
+        lo, hi = value * float(low[at]) / central, value * float(high[at]) / central
         out[key] = (min(value, lo), max(value, hi))
     return out

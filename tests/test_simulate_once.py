@@ -32,7 +32,8 @@ from dlscale.simulator.training.run import simulate_training
 @pytest.fixture
 def counts(monkeypatch):
     """Calls of the simulation, of the iteration model, of the closed-form band (each is
-    four predicts: the central answer and the fast, slow and serial corners, issue 25)
+    six predicts: the central answer and the fast, slow, serial, exchange-bound and
+    step-bound corners, issue 25)
     and of predict, by name."""
     seen = {"simulations": 0, "iteration_times": 0, "bands": 0, "predict": 0}
 
@@ -60,15 +61,15 @@ def _simulate(line: str) -> str:
 
 def test_rows_share_one_baseline_and_the_one_node_row_is_it(counts):
     text = _simulate("simulate summit resnet50 --nodes 1,2,4 --iterations 5")
-    # no predict but the band's (one per row, four predicts each)
-    assert counts == {"simulations": 3, "iteration_times": 3, "bands": 3, "predict": 12}
+    # no predict but the band's (one per row, six predicts each)
+    assert counts == {"simulations": 3, "iteration_times": 3, "bands": 3, "predict": 18}
     assert text.count("baseline: efficiency against 1 node running auto (ring)") == 1
 
 
 def test_a_forced_collective_shares_the_baseline_of_its_rows(counts):
     _simulate("simulate summit resnet50 --nodes 2,4 --collective ring --iterations 5")
     # two rows and one baseline (auto), which carries no analytical reference
-    assert counts == {"simulations": 3, "iteration_times": 2, "bands": 2, "predict": 8}
+    assert counts == {"simulations": 3, "iteration_times": 2, "bands": 2, "predict": 12}
 
 
 def test_a_forced_collective_that_auto_runs_is_simulated_once(counts):

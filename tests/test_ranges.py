@@ -221,9 +221,8 @@ def test_time_outside_the_step_moves_the_band():
     bounds DGX-1's step in the slow corner, so the band widens."""
     import dataclasses
 
-    from dlscale.perfmodel.training.ranges import predict_range
-
     from dlscale.perfmodel.compute.measured import MeasuredCompute
+    from dlscale.perfmodel.training.ranges import predict_range
 
     c = get_cluster("dgx1-v100")
     # mixed precision at 64 per V100: 7,190 images/s, within the central loader's

@@ -98,10 +98,10 @@ def cluster_for_band(cluster: Cluster, end: str) -> Cluster:
     if end == "central" or device.kind != "gpu":
         return cluster
     k = at_end(COMPUTE_RATE, end)
-    changes: dict[str, float] = {
-        "sustained_fraction": min(1.0, device.sustained_fraction * k),
-        "sustained_fraction_fp16": min(1.0, device.sustained_fraction_fp16 * k)}
-    if k < 1:
-        changes["memory_bandwidth_Bps"] = device.memory_bandwidth_Bps * k
-    node = dataclasses.replace(cluster.node, device=dataclasses.replace(device, **changes))
+    bandwidth = device.memory_bandwidth_Bps * min(k, 1.0)
+    scaled = dataclasses.replace(
+        device, sustained_fraction=min(1.0, device.sustained_fraction * k),
+        sustained_fraction_fp16=min(1.0, device.sustained_fraction_fp16 * k),
+        memory_bandwidth_Bps=bandwidth)
+    node = dataclasses.replace(cluster.node, device=scaled)
     return dataclasses.replace(cluster, node=node)

@@ -84,10 +84,15 @@ _CLOCKS = [re.compile(r"simulated in [0-9.]+ s"), re.compile(r'"wall_s": [-0-9.e
            re.compile(r"\[\d\d:\d\d<[^\]]*\]")]  # a progress bar's elapsed time and rate
 
 
+#: A progress bar's frames before its last: how many it draws depends on the clock
+#: (it redraws at most every ``mininterval``), so only the last frame is compared.
+_FRAMES = re.compile(r"(?:\r[^\r\n]*)+(\r[^\r\n]*)")
+
+
 def _normal(text: str) -> str:
     for rx in _CLOCKS:
         text = rx.sub("<clock>", text)
-    return text
+    return _FRAMES.sub(r"\1", text)
 
 
 def _last_frames(text: str) -> str:

@@ -129,7 +129,7 @@ def _fresh_caches(monkeypatch, keep_bytes):
 
 
 def test_the_band_builds_each_plan_once_per_node_count(monkeypatch):
-    """The band's corners (fast, slow, serial: four predicts in all) price the central
+    """The band's corners (fast, slow, serial, exchange-bound, step-bound: six predicts in all) price the central
     answer's plans on their own links instead of building them again: each plan is
     built once per node count even where the caches keep none of them (a curve of
     thousands of node counts), and the answers are the same bits (issue 27 item 4:
@@ -154,18 +154,18 @@ def test_the_band_builds_each_plan_once_per_node_count(monkeypatch):
 
 
 def test_the_band_computes_each_value_once_per_node_count_and_corner(calls):
-    """The band (issue 25) is four answers: the central one and the fast, slow and
-    serial corners. Each corner has its own links (transport efficiency: every
+    """The band (issue 25) is six answers: the central one and the fast, slow, serial,
+    exchange-bound and step-bound corners. Each corner has its own links (transport efficiency: every
     allreduce's price), its own dispatch floor (the layer times) and overlap and input
-    pipeline (the iteration times), so each of the four computes its layout, layer
+    pipeline (the iteration times), so each of the six computes its layout, layer
     times and iteration times once per node count, and none more; the plans behind
-    the allreduces are built once for all four
+    the allreduces are built once for all six
     (test_the_band_builds_each_plan_once_per_node_count)."""
     c, w = get_cluster("summit"), get_workload("resnet50")
     out = ranges.predict_range(c, w, [1, 4, 4, 16, 2])
     assert len(out) == 5 and out.band is not None
     corners = len(ranges.corners(c, w))
-    assert corners == 3
+    assert corners == 5
     assert calls["iteration_times"] == []
     for name in ("layout", "layout_times"):
         assert calls[name] == [(1, 2, 4, 16)] * (1 + corners), name

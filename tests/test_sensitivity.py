@@ -270,6 +270,9 @@ DESCRIPTIVE: dict[str, str] = {
     "samples_per_epoch": "time to train (test_epochs_move_time_to_train)",
     "sparse_rows_per_sample": "sparse gradients: test_sim_training_sync",
     "measured": "measured compute: test_measured",
+    "devices_per_host_link": "parameter servers' staging over a shared host uplink, both "
+                             "fidelities through ps_plan: test_host_uplink "
+                             "(test_sharing_moves_eight_gpus_below_linear)",
     "host_cores": "input-pipeline bound, both fidelities: test_outside "
                   "(test_host_cores_from_a_node_description, test_loader_bounds_the_step_...)",
     "data": "input-pipeline bound on or off: test_outside.test_loader_bounds_the_step_...",

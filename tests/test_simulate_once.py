@@ -2,8 +2,8 @@
 
 Counted, not timed: the simulation entry point (``run._run``, which runs the SimPy
 processes of one configuration), the closed form's iteration alone (``iteration_times``
-of the run module), the closed-form band (``predict_range``: four predicts, the central
-answer and the fast, slow and serial corners, issue 25) and ``predict``. One question
+of the run module), the closed-form band (``predict_range``: six predicts, the central
+answer and the fast, slow, serial, exchange-bound and step-bound corners, issue 25) and ``predict``. One question
 (a command, an API call: its node counts, one algorithm) is one simulation per node
 count and one closed-form answer over all of them, which gives every row its
 analytical reference, the one-node baseline its efficiency divides by (``predict``'s,
@@ -36,7 +36,7 @@ from dlscale.simulator.training.run import analytical_answer, simulate_training
 @pytest.fixture
 def counts(monkeypatch):
     """Calls of the simulation, of the closed form's iteration alone, of the closed-form
-    band (each is four predicts) and of predict, by name."""
+    band (each is six predicts) and of predict, by name."""
     seen = {"simulations": 0, "iteration_times": 0, "bands": 0, "predict": 0}
 
     def wrap(module, name, key):
@@ -63,7 +63,7 @@ def _simulate(line: str) -> str:
 
 def test_a_command_is_one_simulation_per_row_and_one_closed_form_answer(counts):
     text = _simulate("simulate summit resnet50 --nodes 1,2,4 --iterations 5")
-    assert counts == {"simulations": 3, "iteration_times": 0, "bands": 1, "predict": 4}
+    assert counts == {"simulations": 3, "iteration_times": 0, "bands": 1, "predict": 6}
     assert text.count("baseline: efficiency against 1 node running auto (ring): 0.134 s "
                       "per iteration, as predict gives it (closed form, same noise; not "
                       "simulated)") == 1
@@ -74,13 +74,13 @@ def test_the_4608_node_default_is_one_simulation(counts):
     test short: the row is the one simulation, its baseline is predict's one node."""
     text = _simulate("simulate summit resnet50 --nodes 4608 --iterations 2 --network "
                      "analytical")
-    assert counts == {"simulations": 1, "iteration_times": 0, "bands": 1, "predict": 4}
+    assert counts == {"simulations": 1, "iteration_times": 0, "bands": 1, "predict": 6}
     assert "0.134 s per iteration, as predict gives it" in text
 
 
 def test_a_forced_collective_divides_by_predicts_baseline(counts):
     _simulate("simulate summit resnet50 --nodes 2,4 --collective ring --iterations 5")
-    assert counts == {"simulations": 2, "iteration_times": 0, "bands": 1, "predict": 4}
+    assert counts == {"simulations": 2, "iteration_times": 0, "bands": 1, "predict": 6}
     summit, w = get_cluster("summit"), get_workload("resnet50")
     ring = dataclasses.replace(w, collective="ring")
     r = simulate_training(summit, ring, 2, iterations=5)

@@ -18,11 +18,13 @@ __all__ = ["NODES"]
 
 
 def _node(name: str, device: str, count: int, intra: str, nic: str, host: str | None,
-          memory_gb: float, source: str, host_cores: int = 0) -> NodeSpec:
+          memory_gb: float, source: str, host_cores: int = 0,
+          devices_per_host_link: int = 1) -> NodeSpec:
     return NodeSpec(name=name, device=DEVICES[device], devices_per_node=count,
                     intra_link=LINKS[intra], nic=LINKS[nic],
                     host_link=LINKS[host] if host else None,
-                    memory_bytes=memory_gb * GB, source=source, host_cores=host_cores)
+                    memory_bytes=memory_gb * GB, source=source, host_cores=host_cores,
+                    devices_per_host_link=devices_per_host_link)
 
 
 NODES: dict[str, NodeSpec] = {
@@ -60,12 +62,18 @@ NODES: dict[str, NodeSpec] = {
     # NVIDIA DGX-1 (P100) datasheet: 8 x P100 SXM2 in a hybrid cube mesh of NVLink 1.0
     # (one link per GPU pair, 20 GB/s per direction), 4 x EDR, 512 GB.
     # Host: 2 x 20-core Xeon E5-2698 v4 (both DGX-1 datasheets): 40 cores.
+    # Host uplinks: two GPUs under one PCIe switch with one x16 gen3 uplink to the CPU
+    # (a DGX-1 V100's NCCL topology dump, github.com/NVIDIA/nccl/issues/671: PCIe
+    # switch 10b5:8764 at 0000:03:00.0, "8 GT/s" x16, holding GPU 0 and GPU 1); the
+    # P100 DGX-1 is taken to have the same system board [assumption].
     "dgx1-p100": _node("dgx1-p100", "p100-sxm2", 8, "nvlink1", "ib-edr-x4", "pcie-gen3-x16",
-                       512, "NVIDIA DGX-1 (P100) datasheet", host_cores=40),
+                       512, "NVIDIA DGX-1 (P100) datasheet", host_cores=40,
+                       devices_per_host_link=2),
     # NVIDIA DGX-1 (V100) datasheet: 8 x V100 SXM2 in a hybrid cube mesh of NVLink 2.0;
     # pairs are joined by one or two links -> one link (25 GB/s) taken per pair.
     "dgx1-v100": _node("dgx1-v100", "v100-sxm2", 8, "nvlink2", "ib-edr-x4", "pcie-gen3-x16",
-                       512, "NVIDIA DGX-1 (V100) datasheet", host_cores=40),
+                       512, "NVIDIA DGX-1 (V100) datasheet", host_cores=40,
+                       devices_per_host_link=2),
     # Generic PCIe servers: GPUs on PCIe gen3 x16 switches, 100 Gb/s EDR port (assumption:
     # typical 4- and 8-GPU configurations, not particular machines; host memory unset).
     "pcie-4xp100": _node("pcie-4xp100", "p100-pcie", 4, "pcie-gen3-x16", "ib-edr",

@@ -252,6 +252,11 @@ class NodeSpec:
         Host-CPU to device channel (PCIe, NVLink to POWER9) for GPU nodes.
     host_cores : int
         Host cores of a GPU node, where the input pipeline runs (0: not described).
+    devices_per_host_link : int
+        Devices whose traffic to the host shares one ``host_link`` uplink (GPUs under
+        one PCIe switch: 2 on a DGX-1); 1: each device has its own. Where every
+        device stages at once (parameter servers on the host), each gets
+        ``host_link / min(this, devices_per_node)``.
     """
 
     name: str
@@ -264,8 +269,15 @@ class NodeSpec:
     power_w: float = 0.0
     source: str = ""
     host_cores: int = 0
+    devices_per_host_link: int = 1
 
     def __post_init__(self) -> None:
+        if not (isinstance(self.devices_per_host_link, int)
+                and not isinstance(self.devices_per_host_link, bool)
+                and 1 <= self.devices_per_host_link <= MAX_DEVICES_PER_NODE):
+            raise ConfigError(
+                f"node {self.name!r}.devices_per_host_link: must be an integer from 1 to "
+                f"{MAX_DEVICES_PER_NODE}, got {self.devices_per_host_link!r}")
         if not (isinstance(self.devices_per_node, int) and self.devices_per_node > 0):
             raise ConfigError(
                 f"node {self.name!r}.devices_per_node: must be a positive integer, "

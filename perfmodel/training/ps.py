@@ -191,7 +191,10 @@ def ps_plan(cluster: Cluster, workload: Workload, nodes: int) -> PsPlan:
     par = hockney_params(cluster)
     node = cluster.node
     staged = node.device.kind == "gpu" and node.host_link is not None
-    host_bw = node.host_link.bandwidth_Bps if staged and node.host_link else np.inf
+    # the devices under one host uplink stage at once: each gets its share
+    sharing = min(node.devices_per_host_link, node.devices_per_node)
+    uplink = node.host_link.bandwidth_Bps if staged and node.host_link else np.inf
+    host_bw = uplink / sharing
     host_lat = node.host_link.latency_s if staged and node.host_link else 0.0
     return PsPlan(n, server_node, nbytes, var.layer, server_node[task],
                   1.0 / par["inter_beta_s_per_B"], par["nic_alpha_s"], float(host_bw),

@@ -12,7 +12,17 @@ over those ranges:
 - the **serial corner** (synchronous SGD that overlaps only): the slow corner with
   no overlap at all (every bucket waits for the whole backward pass). Compute slowed
   beside communication applies to the overlapped part only, so with no overlap it
-  charges nothing, and the slow and serial corners are both needed for the worst case.
+  charges nothing, and the slow and serial corners are both needed for the worst case;
+- the **exchange-bound corner** (synchronous SGD): every mechanism of the step
+  (:attr:`Mechanism.part` ``"step"``: the compute rate, dispatch, input pipeline) at
+  its fast side and every mechanism of the exchange (``"exchange"``: transport, the
+  slowdown beside it) at its slow side, with no overlap. An efficiency is lowest where
+  the step is short and the exchange long, which neither the fast nor the slow
+  corner combines once the compute rate has a range of its own
+  (:mod:`dlscale.perfmodel.compute.framework`);
+- the **step-bound corner** (synchronous SGD): the other way round, the step at its
+  slow side and the exchange at its fast side with the overlap the schedule allows,
+  where an efficiency is highest.
 
 Each reported value's low is the least over the central answer and the corners, its
 high the greatest (:func:`band_of`), so ``low <= central <= high`` holds by
@@ -30,7 +40,7 @@ banded, one name in :data:`BAND_KEYS`).
 Examples
 --------
 >>> [m.name for m in MECHANISMS]
-['transport', 'overlap-slowdown', 'input-pipeline', 'dispatch', 'evaluation']
+['transport', 'overlap-slowdown', 'input-pipeline', 'dispatch', 'evaluation', 'compute-rate']
 >>> band_of(np.array([1.0, 2.0]), [np.array([0.5, 2.5]), np.array([1.5, 1.0])])
 (array([0.5, 1. ]), array([1.5, 2.5]))
 >>> register_mechanism(Mechanism("transport", "high", "the same"))
@@ -57,11 +67,13 @@ if TYPE_CHECKING:
     from dlscale.perfmodel.training.predict import Prediction
     from dlscale.perfmodel.training.workload import Workload
 
-__all__ = ["BAND_KEYS", "MECHANISMS", "PLAN_ON", "SIDES", "Mechanism", "band_of", "corners",
+__all__ = ["BAND_KEYS", "MECHANISMS", "PARTS", "PLAN_ON", "SIDES", "Mechanism", "band_of", "corners",
            "predict_range", "register_mechanism"]
 
 #: Which value of a mechanism's range the model uses.
 SIDES = ("low", "central", "high")
+#: What a mechanism lengthens (:attr:`Mechanism.part`).
+PARTS = ("exchange", "step")
 #: Which value of each answer a plan is made on (``plan --plan-on``).
 PLAN_ON = ("low", "central", "high")
 #: Result fields that carry ``_low`` / ``_high`` companions: every time, rate and
@@ -83,16 +95,24 @@ class Mechanism:
         transport efficiency, ``"low"`` for a slowdown).
     where : str
         Where its values and their citations live.
+    part : {"exchange", "step"}
+        What it lengthens: the exchange of gradients (transport, compute slowed beside
+        it) or the step every rank runs alone (compute rate, dispatch, input
+        pipeline, evaluation); the exchange-bound corner sets the two apart.
     """
 
     name: str
     fast: str
     where: str
+    part: str = "exchange"
 
     def __post_init__(self) -> None:
         if self.fast not in ("low", "high"):
             raise ConfigError(f"mechanism {self.name!r}.fast: must be low or high, got "
                               f"{self.fast!r}")
+        if self.part not in PARTS:
+            raise ConfigError(f"mechanism {self.name!r}.part: must be one of "
+                              f"{', '.join(PARTS)}, got {self.part!r}")
 
     @property
     def slow(self) -> str:
@@ -137,22 +157,35 @@ register_mechanism(Mechanism(
 register_mechanism(Mechanism(
     "input-pipeline", "high",
     "training.outside.DECODE_RATE (images/s per host core), or the workload's measured "
-    "loader_rate; set on each corner's workload by outside.workload_for_band"))
+    "loader_rate; set on each corner's workload by outside.workload_for_band", "step"))
 register_mechanism(Mechanism(
     "dispatch", "low",
     "compute.dispatch.DISPATCH (seconds per operator), or the workload's dispatch_per_op_s; "
-    "set on each corner's workload by outside.workload_for_band"))
+    "set on each corner's workload by outside.workload_for_band", "step"))
 register_mechanism(Mechanism(
     "evaluation", "low",
     "training.outside.EVALS_PER_EPOCH (time to train only), or the workload's "
-    "evals_per_epoch; set on each corner's workload by outside.workload_for_band"))
+    "evals_per_epoch; set on each corner's workload by outside.workload_for_band", "step"))
+# The compute rate of the framework that trains (GPUs): each corner's cluster from
+# compute.framework.cluster_for_band.
+register_mechanism(Mechanism(
+    "compute-rate", "high",
+    "compute.framework.COMPUTE_RATE (x the device's solved rate, GPUs); set on each "
+    "corner's cluster by framework.cluster_for_band", "step"))
 
 
-def _at(cluster: Cluster, side: str) -> Cluster:
-    """``cluster`` with every mechanism at its ``side`` (``"fast"`` or ``"slow"``)."""
-    picks = tuple((m.name, m.fast if side == "fast" else m.slow) for m in MECHANISMS)
-    return dataclasses.replace(cluster, runtime=dataclasses.replace(cluster.runtime,
-                                                                    sides=picks))
+def _at(cluster: Cluster, step: str, exchange: str) -> Cluster:
+    """``cluster`` with every mechanism of the step at its ``step`` side and every one
+    of the exchange at its ``exchange`` side (each ``"fast"`` or ``"slow"``), the
+    compute rate's end applied to its device."""
+    from dlscale.perfmodel.compute.framework import cluster_for_band
+
+    def pick(m: Mechanism) -> str:
+        return m.fast if (step if m.part == "step" else exchange) == "fast" else m.slow
+    picks = tuple((m.name, pick(m)) for m in MECHANISMS)
+    rate = next((pick(m) for m in MECHANISMS if m.name == "compute-rate"), "central")
+    return dataclasses.replace(cluster_for_band(cluster, rate),
+                               runtime=dataclasses.replace(cluster.runtime, sides=picks))
 
 
 def corners(cluster: Cluster, workload: Workload) -> list[tuple[str, Cluster, Workload]]:
@@ -168,22 +201,31 @@ def corners(cluster: Cluster, workload: Workload) -> list[tuple[str, Cluster, Wo
     Returns
     -------
     list of (str, Cluster, Workload)
-        ``("fast", ...)``, ``("slow", ...)`` and, for synchronous SGD that overlaps,
-        ``("serial", ...)``.
+        ``("fast", ...)``, ``("slow", ...)``, for synchronous SGD that overlaps
+        ``("serial", ...)``, and for synchronous SGD ``("exchange-bound", ...)`` and
+        ``("step-bound", ...)``.
 
     Examples
     --------
     >>> from dlscale.perfmodel.catalog import get_cluster, get_workload
-    >>> [(name, c.runtime.side("transport"), w.overlap)
+    >>> [(name, c.runtime.side("transport"), c.runtime.side("compute-rate"), w.overlap)
     ...  for name, c, w in corners(get_cluster("summit"), get_workload("resnet50"))]
-    [('fast', 'high', True), ('slow', 'low', True), ('serial', 'low', False)]
+    ... # doctest: +NORMALIZE_WHITESPACE
+    [('fast', 'high', 'high', True), ('slow', 'low', 'low', True),
+     ('serial', 'low', 'low', False), ('exchange-bound', 'low', 'high', False),
+     ('step-bound', 'high', 'low', True)]
     """
     from dlscale.perfmodel.training.outside import workload_for_band
 
     fast, slow = (workload_for_band(cluster, workload, b) for b in ("fast", "slow"))
-    out = [("fast", _at(cluster, "fast"), fast), ("slow", _at(cluster, "slow"), slow)]
+    out = [("fast", _at(cluster, "fast", "fast"), fast),
+           ("slow", _at(cluster, "slow", "slow"), slow)]
     if workload.algorithm == "sync-sgd" and workload.overlap:
         out.append(("serial", out[1][1], dataclasses.replace(slow, overlap=False)))
+    if workload.algorithm == "sync-sgd":
+        out.append(("exchange-bound", _at(cluster, "fast", "slow"),
+                    dataclasses.replace(fast, overlap=False)))
+        out.append(("step-bound", _at(cluster, "slow", "fast"), slow))
     return out
 
 

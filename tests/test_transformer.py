@@ -85,3 +85,18 @@ def test_bad_shapes_are_one_line(kw, field):
 def test_unknown_model_names_the_valid_ones():
     with pytest.raises(ConfigError, match="gpt3-175b"):
         get_llm("gpt3-175")
+
+
+def test_the_catalog_lists_every_transformer(capsys):
+    """``dlscale catalog transformers``: how a user finds the names ``predict`` takes."""
+    from dlscale.cli import main
+    from dlscale.perfmodel.catalog.models_llm import LLMS
+
+    assert main(["catalog", "transformers", "--format", "json"]) == 0
+    import json
+
+    rows = json.loads(capsys.readouterr().out)
+    rows = rows["rows"] if isinstance(rows, dict) else rows
+    assert [r["name"] for r in rows] == list(LLMS)
+    gpt3 = next(r for r in rows if r["name"] == "gpt3-175b")
+    assert abs(gpt3["params_B"] - 174.6) < 0.1 and gpt3["kv_heads"] == gpt3["heads"] == 96

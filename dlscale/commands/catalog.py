@@ -15,7 +15,7 @@ from dlscale.commands.common import add_output_args, emit
 from dlscale.perfmodel.errors import ConfigError
 
 KINDS = ("devices", "machines", "networks", "models", "topologies", "algorithms", "runtimes",
-         "message-factors")
+         "message-factors", "transformers")
 
 
 #: The kinds of preset ``catalog show`` knows (the keys of

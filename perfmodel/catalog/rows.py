@@ -24,7 +24,7 @@ from dlscale.perfmodel.training.workload import ALGORITHMS, COLLECTIVES, GROUPIN
 __all__ = ["CATALOG_KINDS", "DESCRIPTIONS", "catalog_rows"]
 
 CATALOG_KINDS = ("devices", "machines", "networks", "models", "topologies", "algorithms",
-                 "links", "nodes", "workloads", "runtimes", "message-factors")
+                 "links", "nodes", "workloads", "runtimes", "message-factors", "transformers")
 
 #: One-line descriptions of the training algorithms and collective names (a topology
 #: family's is its :attr:`~dlscale.perfmodel.machine.topologies.Family.summary`).
@@ -137,6 +137,15 @@ def _models() -> list[dict[str, Any]]:
     } for m in MODELS.values()]
 
 
+def _transformers() -> list[dict[str, Any]]:
+    from dlscale.perfmodel.catalog.models_llm import LLMS
+
+    return [{"name": t.name, "params_B": _r(t.params / 1e9), "layers": t.layers,
+             "hidden": t.hidden, "heads": t.heads, "kv_heads": t.kv_heads or t.heads,
+             "seq": t.seq, "vocab": t.vocab, "experts": t.experts or 1, "source": t.source}
+            for t in LLMS.values()]
+
+
 def _workloads() -> list[dict[str, Any]]:
     from dlscale.perfmodel.catalog.workloads import WORKLOADS
 
@@ -163,6 +172,7 @@ _BUILDERS = {
     "devices": _devices, "machines": _machines, "networks": _networks, "models": _models,
     "topologies": _topologies, "algorithms": _algorithms, "links": _links, "nodes": _nodes,
     "workloads": _workloads, "runtimes": _runtimes, "message-factors": _message_factors,
+    "transformers": _transformers,
 }
 
 

@@ -46,7 +46,7 @@ def test_tp_communication_is_six_allreduces_per_layer_with_full_recompute():
 def test_compute_is_the_roofline_of_the_gemms_plus_elementwise_bytes():
     lay = _lay(pp=1, dp=1, global_batch=4, schedule="1f1b", virtual=1, recompute="none")
     r = llm_iteration(SELENE, GPT, lay)
-    dev = SELENE.node.device
+    dev = SELENE.node.device.for_gemms()          # the GEMMs at the device's matmul ceiling
     lt = layer_times(layer_gemms(GPT, 8), dev, "fp16", 2)
     ew = elementwise_bytes(GPT, 2, 8).total_B / dev.memory_bandwidth_Bps
     per_layer = float(lt.total_s) + 3 * ew
@@ -97,3 +97,28 @@ def test_partial_nodes_are_refused_in_one_line():
         SELENE.network, topology=dataclasses.replace(SELENE.network.topology, max_nodes=4)))
     with pytest.raises(ConfigError, match="nodes"):
         llm_iteration(small, GPT, _lay())
+
+
+def test_the_gemm_ceiling_moves_the_transformer_time():
+    """The transformer path prices its GEMMs at the device's measured matmul ceiling
+    (``gemm_fraction_fp16``), not at the fraction solved from ResNet-50's rate, which
+    the layer-by-layer path keeps; one A100 description serves both (Selene's is the
+    catalog's)."""
+    from dlscale.perfmodel.catalog.devices import DEVICES
+
+    a100 = SELENE.node.device
+    assert a100 is DEVICES["a100-sxm4-80gb"]
+    assert a100.gemm_fraction_fp16 == pytest.approx(271.2 / 312)
+    assert a100.sustained_fraction_fp16 < 0.3 < a100.for_gemms().sustained_fraction_fp16
+    lay = _lay(pp=1, dp=1, global_batch=4, schedule="1f1b", virtual=1, recompute="none")
+    base = llm_iteration(SELENE, GPT, lay)
+    lower = dataclasses.replace(a100, gemm_fraction_fp16=0.5 * a100.gemm_fraction_fp16)
+    node = dataclasses.replace(SELENE.node, device=lower)
+    slower = llm_iteration(dataclasses.replace(SELENE, node=node), GPT, lay)
+    assert slower.compute_s > 1.5 * base.compute_s
+    unknown = dataclasses.replace(a100, gemm_fraction_fp16=0.0)     # the network's fraction
+    node = dataclasses.replace(SELENE.node, device=unknown)
+    assert llm_iteration(dataclasses.replace(SELENE, node=node), GPT, lay).compute_s > \
+        slower.compute_s
+    with pytest.raises(ConfigError, match="gemm_fraction_fp16: must be in"):
+        dataclasses.replace(a100, gemm_fraction_fp16=1.5)

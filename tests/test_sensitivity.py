@@ -239,6 +239,8 @@ DESCRIPTIVE: dict[str, str] = {
     "fast_memory_bytes": "memory fit in flat mode (test_memory_moves_fit)",
     "memory_mode": "selects which bandwidth applies: checked by fast_memory_bandwidth_Bps",
     "tdp_w": "not read: a node's power is NodeSpec.power_w (test_power_and_price_move_plan)",
+    "gemm_fraction_fp16": "read by the transformer path only "
+                          "(test_parallel_time: test_the_gemm_ceiling_moves_the_transformer_time)",
     "power_w": "plan's power column (test_power_and_price_move_plan)",
     "price_per_node_hour": "plan's cost column (test_power_and_price_move_plan)",
     "device": "a container of the device fields above",

@@ -1,19 +1,21 @@
 """NVIDIA Selene as Narayanan et al. (SC'21) ran it: DGX A100 80 GB nodes on HDR InfiniBand.
 
 One place for every figure of the machine of :mod:`.case_megatron_sc21`, each with its
-source, so that the catalog's own A100 and DGX A100 (added beside this, by another
-change) can replace :data:`A100_80GB` and :data:`DGX_A100` after the merge:
+source. The GPU is the catalog's ``a100-sxm4-80gb``, the one description of the device
+(its ResNet-50 fractions for the layer-by-layer path, its GEMM ceiling for the
+transformer path); the node and the network are Selene's own (the catalog has no DGX
+A100 node):
 
 - **GPU**, NVIDIA A100 Tensor Core GPU datasheet (SXM4 80 GB): 108 SMs at 1,410 MHz
   boost, FP64 9.7 TFLOP/s, FP32 19.5, FP16/BF16 tensor 312 dense ("A100 ... peak
   device throughput of 312 teraFLOP/s", Narayanan et al. Sec. 5.1), 80 GB HBM2e at
   2,039 GB/s, 400 W;
-- **sustained GEMM fraction** (bf16): 271.2 of 312 TFLOP/s = 0.869, the "maximum
-  achievable matmul FLOPS" of an A100 SXM measured by brute-force search over GEMM
-  shapes (stas00/ml-engineering, compute/accelerator/README.md, MAMF table, torch
-  2.6 / CUDA 12.6; an earlier row of the same table: 267.9 = 0.859 with CUDA 12.1).
-  It is not a Megatron measurement and is of newer software than the paper's (2021);
-  fp32 takes the same fraction (no fp32 run is priced here);
+- **GEMM ceiling** (bf16): 271.2 of 312 TFLOP/s = 0.869, the "maximum achievable
+  matmul FLOPS" of an A100 SXM measured by brute-force search over GEMM shapes
+  (stas00/ml-engineering, compute/accelerator/README.md, MAMF table, torch 2.6 /
+  CUDA 12.6; an earlier row of the same table: 267.9 = 0.859 with CUDA 12.1). It is
+  not a Megatron measurement and is of newer software than the paper's (2021). The
+  GPU is the catalog's ``a100-sxm4-80gb``, which carries it as ``gemm_fraction_fp16``;
 - **node**, Narayanan et al. Sec. 5: "8 NVIDIA 80-GB A100 GPUs connected to each
   other by NVLink and NVSwitch" and "eight NVIDIA Mellanox 200Gbps HDR Infiniband
   HCAs": NVLink 3 gives each GPU 600 GB/s in both directions together, 300 GB/s each
@@ -30,24 +32,21 @@ change) can replace :data:`A100_80GB` and :data:`DGX_A100` after the merge:
 
 from __future__ import annotations
 
+from dlscale.perfmodel.catalog.devices import DEVICES
 from dlscale.perfmodel.catalog.links import LINKS
-from dlscale.perfmodel.machine.hardware import Cluster, Device, FatTree, Link, NetworkSpec, NodeSpec
-from dlscale.perfmodel.units import GB, TFLOPS, GB_per_s, GHz, ns, us
+from dlscale.perfmodel.machine.hardware import Cluster, FatTree, Link, NetworkSpec, NodeSpec
+from dlscale.perfmodel.units import GB_per_s, ns, us
 
 __all__ = ["A100_80GB", "DGX_A100", "MAMF_FRACTION", "SELENE", "SELENE_NODES"]
 
-#: 271.2 / 312: A100 SXM bf16 maximum achievable matmul FLOPS over its peak
-#: (stas00/ml-engineering, MAMF table; 267.9 / 312 = 0.859 in its CUDA 12.1 row).
-MAMF_FRACTION = 271.2 / 312.0
+#: The catalog's A100 SXM4 80 GB (NVIDIA A100 datasheet; its GEMM ceiling
+#: ``gemm_fraction_fp16`` = 271.2 / 312, the maximum achievable matmul FLOPS of
+#: stas00/ml-engineering's table: ``perfmodel/catalog/devices_2020s.GEMM_FRACTIONS``),
+#: the one description of the device that every case run on it uses.
+A100_80GB = DEVICES["a100-sxm4-80gb"]
 
-#: NVIDIA A100 Tensor Core GPU datasheet, SXM4 80 GB.
-A100_80GB = Device(
-    name="a100-sxm4-80gb", kind="gpu", cores=108, clock_hz=1.41 * GHz,
-    peak_fp64_flops=9.7 * TFLOPS, peak_fp32_flops=19.5 * TFLOPS,
-    peak_fp16_flops=312 * TFLOPS, memory_bytes=80 * GB,
-    memory_bandwidth_Bps=2039 * GB_per_s, sustained_fraction=MAMF_FRACTION,
-    sustained_fraction_fp16=MAMF_FRACTION, tdp_w=400.0,
-    source="NVIDIA A100 datasheet (SXM4 80 GB); MAMF: stas00/ml-engineering")
+#: The A100's GEMM ceiling, as the catalog gives it.
+MAMF_FRACTION = A100_80GB.gemm_fraction_fp16
 
 #: NVLink 3 through NVSwitch, per GPU and direction (A100 datasheet: 600 GB/s total).
 NVLINK3 = Link("nvlink3-nvswitch", 300 * GB_per_s, 3 * us,

@@ -102,6 +102,25 @@ PRECISION_PEAKS: dict[str, dict[str, float]] = {
 }
 
 
+#: Large matrix products' share of the dense bf16 peak: the "Maximum Achievable Matmul
+#: FLOPS" (MAMF: a brute-force search over GEMM shapes, bf16 inputs, no sparsity) of
+#: stas00/ml-engineering, compute/accelerator/README.md, "Maximum Achievable Matmul
+#: FLOPS comparison table": "NVIDIA A100 SXM | 267.9 | 312 | 85.9% | ... | CUDA-12.1",
+#: a later row of the same table 271.2 (torch 2.6 / CUDA 12.6, the figure
+#: validation/megatron_selene.py read); "NVIDIA H100 SXM | 792.1 | 989 | 80.1% |
+#: CUDA-12.1"; "AMD MI250X | 147.0 | 191.5 | 76.7% | ROCm-6.2 / 1 GCD"; "AMD MI300X |
+#: 781.9 | 1300 | 60.1% | ROCm-6.2". Each is of its own table's peak. The range the
+#: table itself shows for the A100 (0.859-0.869) is software's; the table warns that
+#: shapes a model really uses run lower. H200: the H100's chip and clocks with faster
+#: memory (assumption: the H100's figure). B200: not in the table (0: not known; the
+#: transformer path then uses its stand-in sustained fraction).
+GEMM_FRACTIONS: dict[str, float] = {
+    "a100-sxm4-40gb": 271.2 / 312, "a100-sxm4-80gb": 271.2 / 312,
+    "h100-sxm": 792.1 / 989, "h200-sxm": 792.1 / 989,
+    "mi250x-gcd": 147.0 / 191.5, "mi300x": 781.9 / 1300,
+}
+
+
 def _dev(name: str, sms: int, clock_hz: float, fp32_train: float, mem_gb: float,
          bw_gbps: float, tdp_w: float, source: str) -> Device:
     """A catalog device from its :data:`PRECISION_PEAKS` (fp32_train: see the module)."""
@@ -110,7 +129,8 @@ def _dev(name: str, sms: int, clock_hz: float, fp32_train: float, mem_gb: float,
                   peak_fp64_flops=p["fp64"], peak_fp32_flops=fp32_train,
                   peak_fp16_flops=p["fp16"], memory_bytes=mem_gb * GB,
                   memory_bandwidth_Bps=bw_gbps * GB_per_s, sustained_fraction=_PLACEHOLDER,
-                  sustained_fraction_fp16=_PLACEHOLDER, tdp_w=tdp_w, source=source)
+                  sustained_fraction_fp16=_PLACEHOLDER, tdp_w=tdp_w, source=source,
+                  gemm_fraction_fp16=GEMM_FRACTIONS.get(name, 0.0))
 
 
 _NV = "fp32 = TF32 tensor (training default)"

@@ -16,7 +16,7 @@ Examples
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.limits import (
@@ -101,6 +101,13 @@ class Device:
         The same in mixed precision, of ``peak_fp16_flops``; 0 means "the same as
         ``sustained_fraction``". Tensor cores reach a much smaller fraction of their
         far higher peak, so Volta needs its own figure.
+    gemm_fraction_fp16 : float
+        Fraction of ``peak_fp16_flops`` that large, well-shaped matrix products sustain
+        in mixed precision (a measured maximum achievable matmul rate); 0: not known.
+        ``sustained_fraction_fp16`` is solved from a whole network's training rate
+        (ResNet-50's convolutions, normalizations and framework time), far below what
+        a transformer's GEMMs reach on the same device; the transformer path prices
+        its GEMMs at this ceiling (:meth:`for_gemms`).
     fast_memory_bytes, fast_memory_bandwidth_Bps : float
         On-package memory (KNL's MCDRAM); 0 where there is none.
     memory_mode : {"", "flat", "cache"}
@@ -128,9 +135,13 @@ class Device:
     tdp_w: float = 0.0
     source: str = ""
     sustained_fraction_fp16: float = 0.0
+    gemm_fraction_fp16: float = 0.0
 
     def __post_init__(self) -> None:
         owner = f"device {self.name!r}"
+        if not (0 <= self.gemm_fraction_fp16 <= 1):
+            raise ConfigError(f"{owner}.gemm_fraction_fp16: must be in [0, 1], got "
+                              f"{self.gemm_fraction_fp16!r}")
         if self.kind not in ("gpu", "cpu", "knl"):
             raise ConfigError(f"{owner}.kind: must be one of gpu, cpu, knl, got {self.kind!r}")
         for name in ("clock_hz", "peak_fp64_flops", "peak_fp32_flops", "peak_fp16_flops",
@@ -185,6 +196,21 @@ class Device:
         if precision == "fp16" and self.sustained_fraction_fp16 > 0:
             return self.sustained_fraction_fp16
         return self.sustained_fraction
+
+    def for_gemms(self) -> Device:
+        """This device as large matrix products run on it: the mixed-precision
+        fraction is :attr:`gemm_fraction_fp16` where one is given (else unchanged).
+
+        Examples
+        --------
+        >>> d = Device("x", "gpu", 80, 1.5e9, 7e12, 14e12, 112e12, 16e9, 900e9, 0.5,
+        ...            sustained_fraction_fp16=0.2, gemm_fraction_fp16=0.8)
+        >>> d.for_gemms().sustained_fraction_for("fp16"), d.sustained_fraction_for("fp16")
+        (0.8, 0.2)
+        """
+        if self.gemm_fraction_fp16 <= 0:
+            return self
+        return replace(self, sustained_fraction_fp16=self.gemm_fraction_fp16)
 
     def sustained_flops(self, precision: str) -> float:
         """FLOP/s that training sustains in ``precision``: peak times the fraction."""

@@ -190,7 +190,7 @@ def _tp_collective(cluster: Cluster, layout: ParallelLayout, n_bytes: float) -> 
 def _stage_compute(cluster: Cluster, model: TransformerSpec, layout: ParallelLayout,
                    ) -> tuple[float, float, float, float]:
     """Per microbatch, one stage: (forward s, backward s, TP comm s, last stage's extra)."""
-    dev, t, b = cluster.node.device, layout.tp, layout.micro
+    dev, t, b = cluster.node.device.for_gemms(), layout.tp, layout.micro
     bw = dev.training_memory_bandwidth_Bps
     lt = layer_times(layer_gemms(model, t), dev, "fp16", b)
     gemm_f, gemm_b = float(lt.forward_s.sum()), float(lt.backward_s.sum())

@@ -35,7 +35,7 @@ from __future__ import annotations
 from dlscale.perfmodel.catalog.devices import DEVICES
 from dlscale.perfmodel.catalog.links import LINKS
 from dlscale.perfmodel.machine.hardware import Cluster, FatTree, Link, NetworkSpec, NodeSpec
-from dlscale.perfmodel.units import GB_per_s, ns, us
+from dlscale.perfmodel.units import ns
 
 __all__ = ["A100_80GB", "DGX_A100", "MAMF_FRACTION", "SELENE", "SELENE_NODES"]
 
@@ -48,9 +48,9 @@ A100_80GB = DEVICES["a100-sxm4-80gb"]
 #: The A100's GEMM ceiling, as the catalog gives it.
 MAMF_FRACTION = A100_80GB.gemm_fraction_fp16
 
-#: NVLink 3 through NVSwitch, per GPU and direction (A100 datasheet: 600 GB/s total).
-NVLINK3 = Link("nvlink3-nvswitch", 300 * GB_per_s, 3 * us,
-               "NVIDIA A100 datasheet (600 GB/s bidirectional); latency as nvlink2, approx.")
+#: NVLink 3 through NVSwitch, per GPU and direction: the catalog's ``nvlink3-x12``
+#: (12 links x 25 GB/s, 600 GB/s per GPU in both directions; latency as NVLink 2).
+NVLINK3 = LINKS["nvlink3-x12"]
 
 #: 8 x HDR 200 Gb/s per node (Narayanan et al. SC'21 Sec. 5).
 HDR_X8 = Link("ib-hdr-x8", 8 * LINKS["ib-hdr"].bandwidth_Bps, LINKS["ib-hdr"].latency_s,

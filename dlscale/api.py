@@ -186,6 +186,11 @@ def predict(cluster: str | Path | Cluster, workload: str | Path | Workload,
 
     c = load_cluster(cluster, cluster_overrides, profile)
     w = load_workload(workload, workload_overrides)
+    if profile is not None:   # a fitted single-device rate, as the command applies it
+        from dlscale.perfmodel.fitting.fitted_compute import with_fitted_compute
+        from dlscale.perfmodel.machine.profile import load_profile
+
+        w, _ = with_fitted_compute(w, load_profile(profile), Path(profile).name)
     raw = predict_range(c, w, _nodes(c, nodes), baseline=baseline)
     rows = raw.to_rows()
     for row in rows:

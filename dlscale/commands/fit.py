@@ -101,9 +101,8 @@ def report_lines(result: Any, args: argparse.Namespace) -> list[str]:
         if getattr(args, flag) is not None:
             use.append(f"--{flag} {getattr(args, flag)}")
     m = w.model.measured
-    if "compute" in result.fitted:
-        use.append(f"--measured-samples-per-s {result.fitted['compute']:.6g}@"
-                   f"{w.batch_per_device}")
+    if "compute" in result.fitted:   # in the profile, applied by --profile to this workload
+        pass
     elif m is not None and m.samples_per_s > 0 and args.trace is None:
         use.append(f"--measured-samples-per-s {m.samples_per_s:g}@{m.batch}")
     lines.append(f"wrote {args.output}; use it with: {' '.join(use)}")

@@ -102,6 +102,9 @@ def apply_measured(args: argparse.Namespace,
     elif workload.model.measured is not None:
         lines.append(workload.model.measured.describe())
         meta["measured"] = workload.model.measured.describe()
+    workload = _profile_compute(args, workload, None if measured is None else
+                                "--measured-samples-per-s" if rate is not None else "--trace",
+                                lines, meta)
     timeline = getattr(args, "horovod_timeline", None)
     if timeline is not None:
         current = workload.model.measured
@@ -132,3 +135,24 @@ def apply_measured(args: argparse.Namespace,
                                     "allreduce_s": h.allreduce_s, "exposed_s": h.exposed_s,
                                     "overlap": h.overlap}
     return workload, lines, meta
+
+
+def _profile_compute(args: argparse.Namespace, workload: Workload, explicit: str | None,
+                     lines: list[str], meta: dict[str, Any]) -> Workload:
+    """The single-device rate a ``--profile`` from ``dlscale fit`` fitted, where it applies
+    (:func:`dlscale.perfmodel.fitting.fitted_compute.with_fitted_compute`)."""
+    profile = getattr(args, "profile", None)
+    if profile is None:
+        return workload
+    from dlscale.perfmodel.fitting.fitted_compute import with_fitted_compute
+    from dlscale.perfmodel.machine.profile import load_profile
+
+    before = workload.model.measured
+    workload, note = with_fitted_compute(workload, load_profile(profile), Path(profile).name,
+                                         explicit)
+    if note is not None:
+        lines.append(note)
+    elif workload.model.measured is not before and workload.model.measured is not None:
+        lines.append(workload.model.measured.describe())
+        meta["measured"] = workload.model.measured.describe()
+    return workload

@@ -264,8 +264,9 @@ class ScalingFit:
 
     def profile_fitted(self, inputs: Sequence[str]) -> dict[str, Any]:
         """The ``fitted`` section of a machine profile: the values the model applies
-        (mechanisms only: a fitted single-device rate is the workload's, reported and
-        given to ``predict`` with ``--measured-samples-per-s``) and the fit's report."""
+        (mechanisms; a fitted single-device rate is the workload's: ``compute``, which
+        ``--profile`` applies to that workload alone,
+        :mod:`dlscale.perfmodel.fitting.fitted_compute`) and the fit's report."""
         values = {k: v for k, v in self.fitted.items() if k in FITTED}
         report: dict[str, Any] = {
             "runtime": self.cluster.runtime.name, "values": values,
@@ -279,10 +280,7 @@ class ScalingFit:
             "baseline": self.baseline, "inputs": list(inputs), "notes": list(self.notes)}
         if "compute" in self.fitted:
             report["compute"] = {"samples_per_s": self.fitted["compute"],
-                                 "batch": self.workload.batch_per_device,
-                                 "use": f"--measured-samples-per-s "
-                                        f"{self.fitted['compute']:.6g}@"
-                                        f"{self.workload.batch_per_device}"}
+                                 "batch": self.workload.batch_per_device}
         return report
 
 

@@ -221,3 +221,21 @@ def test_simulate_writes_with_trace_out_and_refuses_trace(tmp_path, capsys, work
     # predict and plan keep --trace as the profiler trace they read; --trace-out is not theirs
     with pytest.raises(SystemExit):
         main(["predict", "summit", "resnet50", "--trace-out", str(written)])
+
+
+@pytest.mark.parametrize("argv,flag", [
+    (["predict", "summit", "resnet50", "--nodes", "1", "--trace"], "--trace"),
+    (["predict", "summit", "resnet50", "--nodes", "1", "--horovod-timeline"],
+     "--horovod-timeline"),
+    (["fit", "summit", "resnet50", "--rates"], "--rates"),
+    (["fit", "summit", "resnet50", "--horovod-timeline"], "--horovod-timeline"),
+])
+def test_a_missing_input_file_names_its_flag(tmp_path, capsys, argv, flag):
+    out = tmp_path / "fit.json"
+    extra = ["-o", str(out)] if argv[0] == "fit" else []
+    assert main([*argv, str(tmp_path / "missing.json"), *extra]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"{flag}: {tmp_path / 'missing.json'}: file not found" in err[0]
+    assert main([*argv, str(tmp_path), *extra]) == 2
+    assert f"{flag}: {tmp_path}: is a folder, not a file" in capsys.readouterr().err
+    assert not out.exists()

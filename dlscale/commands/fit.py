@@ -111,12 +111,15 @@ def report_lines(result: Any, args: argparse.Namespace) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     from dlscale.api import fit
-    from dlscale.commands.measured_args import apply_measured
+    from dlscale.commands.measured_args import apply_measured, input_file
     from dlscale.perfmodel.machine.config import apply_overrides, load_workload
 
     if args.measured_samples_per_s is not None and args.trace is not None:
         raise ConfigError("--measured-samples-per-s and --trace: give one of them (each sets "
                           "the compute of one device)")
+    for flag, path in (("--rates", args.rates), ("--horovod-timeline", args.horovod_timeline)):
+        if path is not None:
+            input_file(flag, path)
     workload = load_workload(args.workload)
     overrides = _workload_overrides(args)
     if overrides:

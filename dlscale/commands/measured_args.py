@@ -19,7 +19,7 @@ from typing import Any
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.training.workload import Workload
 
-__all__ = ["add_measured_args", "apply_measured"]
+__all__ = ["add_measured_args", "apply_measured", "input_file"]
 
 
 def add_measured_args(p: argparse.ArgumentParser, trace_flag: bool = True) -> None:
@@ -42,6 +42,24 @@ def add_measured_args(p: argparse.ArgumentParser, trace_flag: bool = True) -> No
                         "with the rows, and when its tensors name the model's layers, the "
                         "times their gradients were ready split the backward pass over the "
                         "layers (which sets the overlap)")
+
+
+def input_file(flag: str, path: str | Path) -> str:
+    """``path`` when it names a readable regular file, else one line naming ``flag``.
+
+    Examples
+    --------
+    >>> input_file("--rates", "/no/such/rates.csv")
+    Traceback (most recent call last):
+    ...
+    dlscale.perfmodel.errors.ConfigError: --rates: /no/such/rates.csv: file not found
+    """
+    p = Path(path)
+    if not p.exists():
+        raise ConfigError(f"{flag}: {path}: file not found")
+    if p.is_dir():
+        raise ConfigError(f"{flag}: {path}: is a folder, not a file")
+    return str(path)
 
 
 def _trace_spec(text: str, default_batch: int, flag: str = "--trace") -> tuple[str, int]:
@@ -87,7 +105,7 @@ def apply_measured(args: argparse.Namespace,
         from dlscale.perfmodel.compute.traces import check_model, read_trace
 
         path, batch = _trace_spec(trace, workload.batch_per_device)
-        tc = read_trace(path, [layer.name for layer in workload.model.layers])
+        tc = read_trace(input_file("--trace", path), [layer.name for layer in workload.model.layers])
         check_model(tc, workload.model, f"--trace {path}")
         comm = (f"; its communication's {tc.communication_s * 1e3:.3g} ms per iteration "
                 f"left out of the compute" if tc.communication_s > 0 else "")
@@ -115,7 +133,7 @@ def apply_measured(args: argparse.Namespace,
                               f"compute's batch {current.batch}; both must come from one run")
         from dlscale.perfmodel.compute.horovod import read_horovod_timeline
 
-        h = read_horovod_timeline(timeline)
+        h = read_horovod_timeline(input_file("--horovod-timeline", timeline))
         ready = h.layer_ready([layer.name for layer in workload.model.layers])
         if len(ready) >= 2:
             measured = (dataclasses.replace(current, backward_ready=ready) if current else

@@ -32,7 +32,7 @@ _DP_ONLY = {"algorithm": "--algorithm", "collective": "--collective", "grouping"
             "loader_rate": "--loader-rate", "dispatch_us": "--dispatch-us"}
 
 COLUMNS = ("nodes", "gpus", "tp", "pp", "dp", "microbatches", "iteration_s", "tflops_per_gpu",
-           "compute_s", "tp_comm_s", "pp_comm_s", "bubble_s", "dp_exposed_s", "optimizer_s",
+           "tokens_per_s", "compute_s", "tp_comm_s", "pp_comm_s", "bubble_s", "dp_exposed_s", "optimizer_s",
            "memory_GB", "fits", "largest_micro")
 
 
@@ -114,7 +114,7 @@ def run_llm(args: argparse.Namespace) -> int:
     """Price the layout at every node count; print and write the rows."""
     from dlscale.commands.common import emit, parse_nodes
     from dlscale.perfmodel.catalog.models_llm import get_llm
-    from dlscale.perfmodel.training.parallel_time import llm_iteration
+    from dlscale.perfmodel.training.llm_ranges import band_row, llm_band
     from dlscale.provenance import load_cluster
 
     _refuse_dp_flags(args)
@@ -143,8 +143,8 @@ def run_llm(args: argparse.Namespace) -> int:
         columns[columns.index("pp_comm_s") + 1:columns.index("pp_comm_s") + 1] = ["ep_comm_s"]
     rows = []
     for n, lay in layouts:
-        row = llm_iteration(cluster, model, lay).to_row()
-        rows.append({"nodes": n, **row})
+        central, band = llm_band(cluster, model, lay)
+        rows.append({"nodes": n, **band_row(central, model, band)})
     lay = layouts[0][1]
     header = (f"{model.name} ({model.params / 1e9:.1f} B parameters) on {cluster.name}: "
               f"tp {lay.tp}, pp {lay.pp}, microbatch {lay.micro}, {lay.schedule}"

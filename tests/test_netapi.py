@@ -72,7 +72,7 @@ def test_errors():
     with pytest.raises(ConfigError, match="allreduce algorithm: unknown name 'rng'"):
         net.allreduce_s(1e6, 4, "rng")
     with pytest.raises(ConfigError, match="collective: unknown name"):
-        net.collective_s("alltoall", 1e6, 4)
+        net.collective_s("scatter", 1e6, 4)
     with pytest.raises(ConfigError, match="gamma_s_per_B"):
         AnalyticalNetwork(cluster(), gamma_s_per_B=-1)
 

@@ -20,7 +20,7 @@ __all__ = ["LAYOUT_FLAGS", "add_layout_args", "check_data_parallel", "is_transfo
 #: dest -> flag of the layout options.
 LAYOUT_FLAGS = {"tp": "--tp", "pp": "--pp", "microbatch": "--microbatch",
                 "schedule": "--schedule", "virtual": "--virtual", "zero": "--zero",
-                "recompute": "--recompute", "sp": "--sp"}
+                "recompute": "--recompute", "sp": "--sp", "ep": "--ep"}
 
 #: dest -> flag of the data-parallel path's options, refused on the transformer path.
 _DP_ONLY = {"algorithm": "--algorithm", "collective": "--collective", "grouping": "--grouping",
@@ -32,7 +32,7 @@ _DP_ONLY = {"algorithm": "--algorithm", "collective": "--collective", "grouping"
             "loader_rate": "--loader-rate", "dispatch_us": "--dispatch-us"}
 
 COLUMNS = ("nodes", "gpus", "tp", "pp", "dp", "microbatches", "iteration_s", "tflops_per_gpu",
-           "compute_s", "tp_comm_s", "pp_comm_s", "bubble_s", "dp_exposed_s", "optimizer_s",
+           "tokens_per_s", "compute_s", "tp_comm_s", "pp_comm_s", "bubble_s", "dp_exposed_s", "optimizer_s",
            "memory_GB", "fits", "largest_micro")
 
 
@@ -55,6 +55,9 @@ def add_layout_args(p: argparse.ArgumentParser) -> None:
                    help="activation recomputation (default none)")
     g.add_argument("--sp", action="store_true", default=None,
                    help="sequence parallelism (needs --tp > 1)")
+    g.add_argument("--ep", type=int, metavar="E",
+                   help="expert-parallel size of a mixture-of-experts model: its experts "
+                        "split over E of the data-parallel ranks (default 1)")
 
 
 def is_transformer(name: str) -> bool:
@@ -68,7 +71,7 @@ def check_data_parallel(args: argparse.Namespace) -> None:
     """Refuse a layout flag on a layer-by-layer workload unless it names the data-parallel case."""
     from dlscale.perfmodel.catalog.models_llm import LLMS
 
-    neutral = {"tp": 1, "pp": 1, "zero": 0}
+    neutral = {"tp": 1, "pp": 1, "zero": 0, "ep": 1}
     for dest, flag in LAYOUT_FLAGS.items():
         value = getattr(args, dest, None)
         if value is None or neutral.get(dest) == value:
@@ -103,14 +106,15 @@ def _layout(args: argparse.Namespace, dp: int) -> Any:
                           pp=args.pp if args.pp is not None else 1, dp=dp, micro=micro,
                           global_batch=batch, schedule=schedule, virtual=virtual,
                           zero=args.zero if args.zero is not None else 0,
-                          sp=bool(args.sp), recompute=args.recompute or "none")
+                          sp=bool(args.sp), recompute=args.recompute or "none",
+                          ep=args.ep if args.ep is not None else 1)
 
 
 def run_llm(args: argparse.Namespace) -> int:
     """Price the layout at every node count; print and write the rows."""
     from dlscale.commands.common import emit, parse_nodes
     from dlscale.perfmodel.catalog.models_llm import get_llm
-    from dlscale.perfmodel.training.parallel_time import llm_iteration
+    from dlscale.perfmodel.training.llm_ranges import band_row, llm_band
     from dlscale.provenance import load_cluster
 
     _refuse_dp_flags(args)
@@ -133,16 +137,21 @@ def run_llm(args: argparse.Namespace) -> int:
         layouts.append((int(n), _layout(args, gpus // (tp * pp))))
     for _n, lay in layouts:
         lay.check(model)
+    columns = list(COLUMNS)
+    if any(lay.ep > 1 for _n, lay in layouts):
+        columns[columns.index("dp") + 1:columns.index("dp") + 1] = ["ep"]
+        columns[columns.index("pp_comm_s") + 1:columns.index("pp_comm_s") + 1] = ["ep_comm_s"]
     rows = []
     for n, lay in layouts:
-        row = llm_iteration(cluster, model, lay).to_row()
-        rows.append({"nodes": n, **row})
+        central, band = llm_band(cluster, model, lay)
+        rows.append({"nodes": n, **band_row(central, model, band)})
     lay = layouts[0][1]
     header = (f"{model.name} ({model.params / 1e9:.1f} B parameters) on {cluster.name}: "
               f"tp {lay.tp}, pp {lay.pp}, microbatch {lay.micro}, {lay.schedule}"
               f"{f' v {lay.virtual}' if lay.virtual > 1 else ''}, zero {lay.zero}, "
-              f"recompute {lay.recompute}{', sp' if lay.sp else ''}, mixed precision")
+              f"recompute {lay.recompute}{', sp' if lay.sp else ''}"
+              f"{f', ep {lay.ep}' if lay.ep > 1 else ''}, mixed precision")
     meta = {"cluster": cluster.name, "model": model.name, "fidelity": "analytical",
             "path": "transformer", "source": model.source}
-    emit(args, rows, meta, list(COLUMNS), header, prov)
+    emit(args, rows, meta, columns, header, prov)
     return 0

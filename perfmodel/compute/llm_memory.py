@@ -10,6 +10,9 @@ The terms, on the pipeline stage that needs the most (the first or the last):
   ``tp`` (the layers' matrices are split, Shoeybi et al. 2019; norms and biases are
   counted split too, a small overcount of the split); ZeRO stage 1 divides the 12
   by ``dp``, stage 2 the gradients' 2 too, stage 3 the weights' 2 too (Sec. 5).
+  With expert parallelism a rank holds ``E / ep`` of each layer's experts
+  (:func:`~dlscale.perfmodel.training.expert.local_expert_params`), and ZeRO shards
+  their states over the ``dp / ep`` ranks that hold the same experts;
   The first stage holds the token (and position) tables, the last the final norm
   and, when ``pp > 1`` or the logits are untied, its own copy of the ``V x h``
   output matrix (Megatron keeps the tied copy on both ends and allreduces its
@@ -27,7 +30,10 @@ The terms, on the pipeline stage that needs the most (the first or the last):
   microbatch's activations (``2 x 2 s b h`` bytes, ``/ t`` with scatter/gather), and
   with ZeRO the reduce and gather buckets of DeepSpeed's defaults,
   ``reduce_bucket_size = allgather_bucket_size = 5e8`` elements of 2 bytes, capped
-  by the rank's gradients (DeepSpeed configuration reference, "ZeRO optimizations").
+  by the rank's gradients (DeepSpeed configuration reference, "ZeRO optimizations");
+  with expert parallelism the all-to-all's send and receive buffers of one MoE
+  layer (:func:`~dlscale.perfmodel.training.expert.dispatch_bytes` each; an
+  assumption: one layer's in flight).
 
 Workspace of the libraries (cuBLAS, NCCL) and fragmentation are not counted.
 
@@ -46,6 +52,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from dlscale.perfmodel.training.expert import (
+    dispatch_bytes,
+    expert_layer_params,
+    local_expert_params,
+)
 from dlscale.perfmodel.training.parallel import ParallelLayout
 from dlscale.perfmodel.training.transformer import TransformerSpec, activation_bytes_per_layer
 
@@ -112,10 +123,13 @@ def stage_params(model: TransformerSpec, layout: ParallelLayout, stage: str) -> 
     Returns
     -------
     float
-        Parameters (the stage's layers, its embedding or output matrix, over ``tp``).
+        Parameters (the stage's layers, its embedding or output matrix, over ``tp``;
+        the layers' experts over ``ep`` too).
     """
     t, h = layout.tp, model.hidden
     layers = layout.stage_layers(model) * model.layer_params / t
+    # the experts other ranks of the expert-parallel group hold (0.0 for ep = 1)
+    layers -= (1.0 - 1.0 / layout.ep) * layout.stage_layers(model) * expert_layer_params(model) / t
     out = 0.0
     first = stage == "first" or layout.pp == 1
     last = stage == "last" or layout.pp == 1
@@ -128,12 +142,23 @@ def stage_params(model: TransformerSpec, layout: ParallelLayout, stage: str) -> 
     return layers + out
 
 
-def _states(params: float, layout: ParallelLayout) -> tuple[float, float, float]:
+def _states(params: float, layout: ParallelLayout,
+            expert: float = 0.0) -> tuple[float, float, float]:
+    """Weights, gradients, optimizer bytes; ``expert`` of the ``params`` are sharded
+    by ZeRO over the ``dp / ep`` ranks holding the same experts."""
     d, z = layout.dp, layout.zero
-    w = ADAM_BYTES["weights"] * params / (d if z >= 3 else 1)
-    g = ADAM_BYTES["gradients"] * params / (d if z >= 2 else 1)
-    o = ADAM_BYTES["optimizer"] * params / (d if z >= 1 else 1)
-    return w, g, o
+    if not expert:
+        w = ADAM_BYTES["weights"] * params / (d if z >= 3 else 1)
+        g = ADAM_BYTES["gradients"] * params / (d if z >= 2 else 1)
+        o = ADAM_BYTES["optimizer"] * params / (d if z >= 1 else 1)
+        return w, g, o
+    de = d // layout.ep
+
+    def held(stage: int) -> float:
+        return (params - expert) / d + expert / de if z >= stage else params
+
+    return (ADAM_BYTES["weights"] * held(3), ADAM_BYTES["gradients"] * held(2),
+            ADAM_BYTES["optimizer"] * held(1))
 
 
 def _activations(model: TransformerSpec, layout: ParallelLayout, stage: str) -> float:
@@ -157,6 +182,8 @@ def _buffers(model: TransformerSpec, layout: ParallelLayout, grads: float) -> fl
     zero = 0.0
     if layout.zero:
         zero = 2 * min(ZERO_BUCKET_ELEMENTS * 2.0, grads)
+    if layout.ep > 1:
+        return p2p + zero + 2 * dispatch_bytes(model, layout)
     return p2p + zero
 
 
@@ -178,7 +205,8 @@ def llm_memory(model: TransformerSpec, layout: ParallelLayout) -> LLMMemory:
     best: LLMMemory | None = None
     for stage in ("first", "last") if layout.pp > 1 else ("first",):
         params = stage_params(model, layout, stage)
-        w, g, o = _states(params, layout)
+        expert = local_expert_params(model, layout) if layout.ep > 1 else 0.0
+        w, g, o = _states(params, layout, expert)
         acts = _activations(model, layout, stage)
         mem = LLMMemory(w, g, o, acts, _buffers(model, layout, ADAM_BYTES["gradients"] * params),
                         stage)

@@ -1,8 +1,8 @@
 """Closed forms of the collectives other than allreduce, and the shared argument checks.
 
 Binomial reduce and broadcast (also the halves of the binomial-tree and hierarchical
-allreduces), ring reduce-scatter and allgather, binomial gather, one round of a
-parameter server, and :func:`fastest` (the least of named candidates). Arguments, units and errors as in :mod:`dlscale.perfmodel.network.collectives`, which
+allreduces), ring reduce-scatter and allgather, binomial gather, the pairwise
+all-to-all, one round of a parameter server, and :func:`fastest` (the least of named candidates). Arguments, units and errors as in :mod:`dlscale.perfmodel.network.collectives`, which
 re-exports every public name here; import them from there.
 
 Examples
@@ -20,8 +20,8 @@ from numpy.typing import ArrayLike
 
 from dlscale.perfmodel.errors import ConfigError, unknown_name
 
-__all__ = ["Param", "Seconds", "allgather_s", "broadcast_s", "fastest", "gather_s",
-           "parameter_server_s", "reduce_s", "reduce_scatter_s"]
+__all__ = ["Param", "Seconds", "allgather_s", "alltoall_s", "broadcast_s", "fastest",
+           "gather_s", "parameter_server_s", "reduce_s", "reduce_scatter_s"]
 
 #: Seconds: a float for scalar input, an ndarray otherwise.
 Seconds = float | np.ndarray
@@ -191,6 +191,42 @@ def allgather_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: Param, beta_s_per_B: 
     Examples
     --------
     >>> allgather_s(4e6, 4, 1e-6, 1e-9)
+    0.003003
+    """
+    n, p = _check(n_bytes, p, alpha_s, beta_s_per_B)
+    return _out((p - 1) * alpha_s + (p - 1) / p * n * beta_s_per_B)
+
+
+def alltoall_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: Param, beta_s_per_B: Param) -> Seconds:
+    """Pairwise-exchange all-to-all: each rank sends ``n / p`` to each other rank.
+
+    ``(p-1) alpha + (p-1)/p n beta``: ``p - 1`` steps, in step ``i`` a rank sends its
+    block for rank ``r ^ i`` (a power of two of ranks; else for ``r + i``, receiving
+    from ``r - i``). MPICH's ``MPIR_Alltoall_intra_pairwise``
+    (src/mpi/coll/alltoall/alltoall_intra_pairwise.c), whose comment gives the cost
+    as ``(p-1).alpha + n.beta`` for ``n`` the bytes a rank sends to the others (here
+    ``n`` is a rank's whole send buffer, its own block included).
+
+    Parameters
+    ----------
+    n_bytes, p : float or array_like
+        Bytes of each rank's send buffer (``p`` blocks); ranks (integers >= 1).
+    alpha_s, beta_s_per_B : float or array_like
+        Latency (s), inverse bandwidth (s/B).
+
+    Returns
+    -------
+    float or ndarray
+        Seconds (see :mod:`dlscale.perfmodel.network.collectives`).
+
+    Raises
+    ------
+    ConfigError
+        A negative or non-finite argument, or ``p`` not an integer >= 1.
+
+    Examples
+    --------
+    >>> alltoall_s(4e6, 4, 1e-6, 1e-9)
     0.003003
     """
     n, p = _check(n_bytes, p, alpha_s, beta_s_per_B)

@@ -72,6 +72,9 @@ REGISTRY: tuple[Algorithm, ...] = (
     Algorithm("allgather", "ring", chunked=True),
     Algorithm("broadcast", "binomial"),
     Algorithm("reduce", "binomial"),
+    # MPICH's pairwise exchange (MPIR_Alltoall_intra_pairwise,
+    # src/mpi/coll/alltoall/alltoall_intra_pairwise.c): p - 1 steps, one peer each
+    Algorithm("alltoall", "pairwise", chunked=True),
     Algorithm("parameter-server", "push-pull"),
     Algorithm("parameter-server", "concurrent"),
 )

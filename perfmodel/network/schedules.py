@@ -12,7 +12,7 @@ ring (reduce-scatter + allgather), recursive doubling and Rabenseifner (with MPI
 handling of non-powers of two), binomial-tree reduce + broadcast, the pipelined
 double binary tree (NCCL's two complementary binary trees, each with half the data),
 hierarchical (binomial reduce to a node leader, an inter-node allreduce among
-leaders, binomial broadcast), and parameter-server push/pull (workers served one
+leaders, binomial broadcast), MPICH's pairwise-exchange all-to-all, and parameter-server push/pull (workers served one
 at a time, or ``concurrent``: all at once, sharing the server's link).
 
 Examples
@@ -132,6 +132,18 @@ def _rabenseifner(ranks: np.ndarray, n: float) -> list[Phase]:
           for ph in reversed(rs)]
     out += rs + ag + [_phase(a, b, n, False, 1, "unfold") for a, b in post]
     return out
+
+
+def _pairwise_alltoall(ranks: np.ndarray, n: float) -> list[Phase]:
+    """MPICH's ``MPIR_Alltoall_intra_pairwise``
+    (src/mpi/coll/alltoall/alltoall_intra_pairwise.c): ``p - 1`` steps; in step ``i``
+    rank ``r`` sends its ``n / p`` block to ``r ^ i`` when ``p`` is a power of two,
+    else to ``r + i`` (receiving from ``r - i``), modulo ``p``."""
+    p = len(ranks)
+    idx = np.arange(p)
+    pof2 = p & (p - 1) == 0
+    return [_phase(ranks, ranks[idx ^ i if pof2 else (idx + i) % p], n / p, False, 1,
+                   f"exchange {i}") for i in range(1, p)]
 
 
 def _binomial_reduce(ranks: np.ndarray, n: float) -> list[Phase]:
@@ -318,7 +330,8 @@ def build_schedule(collective: str, algorithm: str, ranks: int, n_bytes: float, 
     ranks : int
         Number of ranks (>= 1).
     n_bytes : float
-        Vector size each rank holds (allgather: the gathered total).
+        Vector size each rank holds (allgather: the gathered total; alltoall: each
+        rank's send buffer, ``n / ranks`` for each rank).
     groups : list of arrays, optional
         Ranks of each node, for ``hierarchical`` (default: one rank per node).
     inter_algorithm : str
@@ -369,6 +382,8 @@ def build_schedule(collective: str, algorithm: str, ranks: int, n_bytes: float, 
         return _binomial_bcast(r, n)
     if collective == "reduce":
         return _binomial_reduce(r, n)
+    if collective == "alltoall":
+        return _pairwise_alltoall(r, n)
     # parameter server: rank 0 serves, the others push then pull
     if ranks < 2:
         return []

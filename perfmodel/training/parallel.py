@@ -1,4 +1,4 @@
-"""The parallel layout of a transformer's training: tensor, pipeline and data parallelism.
+"""The parallel layout of a transformer's training: tensor, pipeline, data and expert parallelism.
 
 A :class:`ParallelLayout` says how ``tp x pp x dp`` GPUs share one model
 (Narayanan et al., SC'21, arXiv 2104.04473, Sec. 2-3; the names are Megatron-LM's
@@ -8,12 +8,18 @@ schedule), ``dp`` replicas split the global batch ``B`` into ``m = B / (b dp)``
 microbatches of ``b`` sequences per replica, ZeRO (Rajbhandari et al., SC'20) shards
 optimizer state (stage 1), gradients (2) and weights (3) over the ``dp`` ranks,
 sequence parallelism (Korthikanti et al. 2022) splits the layer norms and dropouts
-along the sequence, and recomputation trades FLOPs for activation memory.
+along the sequence, and recomputation trades FLOPs for activation memory. A
+mixture-of-experts model's experts may be split over ``ep`` of the data-parallel
+ranks (expert parallelism, Lepikhin et al., "GShard", ICLR 2021, Sec. 2.2; Fedus et
+al., "Switch Transformers", JMLR 2022, Sec. 2.2): ``ep`` divides ``dp`` (the expert
+groups are carved out of the data-parallel ranks, as in DeepSpeed-MoE and
+Megatron-Core; :mod:`dlscale.perfmodel.training.expert`) and the experts.
 
 Ranks are numbered as Megatron-LM numbers them: tensor-parallel rank fastest, then
 data-parallel, then pipeline stage (``rank = t_i + tp (d_i + dp p_i)``), so a
 tensor-parallel group is ``tp`` consecutive ranks (inside a node when ``tp`` divides
-the node's GPUs) and the members of a data-parallel group are ``tp`` ranks apart.
+the node's GPUs) and the members of a data-parallel group are ``tp`` ranks apart; an
+expert-parallel group is ``ep`` consecutive data-parallel ranks (``tp`` apart).
 
 Every value is checked when the layout is built or checked against a model and a
 machine (:meth:`ParallelLayout.check`), one line naming the field, the value and what
@@ -81,6 +87,9 @@ class ParallelLayout:
         Whether the gradient exchange may run beside the backward pass of the last
         microbatch (PyTorch DDP's buckets; Megatron's ``local`` DDP of 2021 exchanges
         after the pipeline's flush: False).
+    ep : int
+        Expert-parallel size: the experts of every layer split over ``ep`` of the
+        ``dp`` ranks (1: every rank holds every expert).
     """
 
     tp: int = 1
@@ -95,9 +104,10 @@ class ParallelLayout:
     recompute: str = "none"
     scatter_gather: bool = True
     dp_overlap: bool = True
+    ep: int = 1
 
     def __post_init__(self) -> None:
-        for name in ("tp", "pp", "dp", "micro", "global_batch", "virtual"):
+        for name in ("tp", "pp", "dp", "micro", "global_batch", "virtual", "ep"):
             _count(name, getattr(self, name))
         if self.schedule not in SCHEDULES:
             raise ConfigError(f"parallel.schedule: must be one of {', '.join(SCHEDULES)}, "
@@ -126,6 +136,10 @@ class ParallelLayout:
             raise ConfigError(f"parallel.zero: ZeRO {self.zero} shards gradients, which a "
                               f"pipeline accumulates over its microbatches; with pp "
                               f"{self.pp} use zero 0 or 1")
+        if self.dp % self.ep:
+            raise ConfigError(f"parallel.ep: the expert-parallel groups are taken from the "
+                              f"data-parallel ranks, so ep must divide dp {self.dp}, "
+                              f"got {self.ep}")
         if self.global_batch % (self.micro * self.dp):
             raise ConfigError(
                 f"parallel.global_batch: must be a multiple of micro x dp = "
@@ -147,8 +161,8 @@ class ParallelLayout:
 
     @property
     def is_data_parallel(self) -> bool:
-        """``tp = pp = 1``, ZeRO 0: the data-parallel case every existing workload is."""
-        return self.tp == 1 and self.pp == 1 and self.zero == 0
+        """``tp = pp = ep = 1``, ZeRO 0: the data-parallel case every existing workload is."""
+        return self.tp == 1 and self.pp == 1 and self.zero == 0 and self.ep == 1
 
     @property
     def bubble_fraction(self) -> float:
@@ -199,6 +213,12 @@ class ParallelLayout:
             raise ConfigError(
                 f"parallel.pp: pp x virtual = {chunks} must divide the {model.layers} "
                 f"layers of {model.name}")
+        if self.ep > 1 and not model.moe:
+            raise ConfigError(f"parallel.ep: {model.name} is a dense model (no experts); "
+                              f"expert parallelism needs a mixture of experts, got ep {self.ep}")
+        if self.ep > 1 and model.experts % self.ep:
+            raise ConfigError(f"parallel.ep: must divide the {model.experts} experts of "
+                              f"{model.name}, got {self.ep}")
         if self.sp and model.seq % self.tp:
             raise ConfigError(f"parallel.sp: tp {self.tp} must divide the sequence "
                               f"{model.seq} of {model.name}")

@@ -39,7 +39,15 @@ The iteration of one data-parallel replica, in the terms of Narayanan et al. SC'
   complete only then), the rest **exposed**; the all-gathers are always exposed;
 - **the optimizer step**: Adam streams 28 bytes per parameter it updates (reads fp32
   weights, momentum, variance and the fp16 gradient: 14; writes the three and the
-  fp16 copy: 14) at the memory bandwidth, over the ZeRO shard.
+  fp16 copy: 14) at the memory bandwidth, over the ZeRO shard;
+- **expert parallelism** (a mixture of experts with ``ep > 1``,
+  :mod:`dlscale.perfmodel.training.expert`): each rank's expert products read its
+  ``E / ep`` experts' weights; every MoE layer's dispatch and combine all-to-alls
+  (two forward, two backward, two more with full recomputation) over the ``ep``
+  ranks ``tp`` apart, MPICH's pairwise exchange on their links, on the critical path
+  of every microbatch (not overlapped: an assumption); the expert gradients are
+  reduced over the ``dp / ep`` ranks holding the same experts, the dense ones over
+  ``dp``.
 
 Not modelled: the embedding's gradient allreduce between first and last stages, the
 vocabulary-parallel loss's small allreduces, stragglers and noise, kernel launch
@@ -64,6 +72,12 @@ from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.machine.hardware import Cluster
 from dlscale.perfmodel.network.model import collective_time_s, path_hockney
 from dlscale.perfmodel.network.msgfactors import message_time_s
+from dlscale.perfmodel.training.expert import (
+    alltoalls_per_layer,
+    dispatch_bytes,
+    local_expert_gemms,
+    local_expert_params,
+)
 from dlscale.perfmodel.training.parallel import ParallelLayout
 from dlscale.perfmodel.training.transformer import TransformerSpec
 from dlscale.perfmodel.training.transformer_layers import (
@@ -85,8 +99,8 @@ _E = 2.0
 class LLMIteration:
     """One iteration: its time, the breakdown, the rate and the memory verdict.
 
-    ``iteration_s = compute_s + tp_comm_s + pp_comm_s + bubble_s + dp_exposed_s +
-    optimizer_s``: the first three over the ``m`` microbatch slots of the slowest
+    ``iteration_s = compute_s + tp_comm_s + pp_comm_s + ep_comm_s + bubble_s +
+    dp_exposed_s + optimizer_s``: the first four over the ``m`` microbatch slots of the slowest
     stage, the bubble the ``(p - 1) / v`` slots more that the pipeline takes;
     ``dp_comm_s`` is all of the gradient exchange, hidden or not.
     """
@@ -107,6 +121,9 @@ class LLMIteration:
     memory_capacity_B: float
     #: The largest microbatch that fits, the rest of the layout kept (0: none).
     largest_micro: int = 0
+    #: The MoE layers' all-to-alls over the expert-parallel group (0 with ep = 1),
+    #: part of ``iteration_s`` like ``tp_comm_s``.
+    ep_comm_s: float = 0.0
 
     @property
     def gpus(self) -> int:
@@ -128,13 +145,14 @@ class LLMIteration:
         lay = self.layout
         return {
             "cluster": self.cluster, "model": self.model, "gpus": self.gpus,
-            "tp": lay.tp, "pp": lay.pp, "dp": lay.dp, "micro": lay.micro,
+            "tp": lay.tp, "pp": lay.pp, "dp": lay.dp, "ep": lay.ep, "micro": lay.micro,
             "global_batch": lay.global_batch, "microbatches": lay.microbatches,
             "schedule": lay.schedule, "virtual": lay.virtual, "zero": lay.zero,
             "sp": lay.sp, "recompute": lay.recompute,
             "iteration_s": self.iteration_s, "tflops_per_gpu": self.tflops_per_gpu,
             "compute_s": self.compute_s, "tp_comm_s": self.tp_comm_s,
-            "pp_comm_s": self.pp_comm_s, "bubble_s": self.bubble_s,
+            "pp_comm_s": self.pp_comm_s, "ep_comm_s": self.ep_comm_s,
+            "bubble_s": self.bubble_s,
             "dp_comm_s": self.dp_comm_s, "dp_exposed_s": self.dp_exposed_s,
             "optimizer_s": self.optimizer_s,
             "memory_GB": self.memory.total_B / 1e9, "states_GB": self.memory.states_B / 1e9,
@@ -154,7 +172,8 @@ def _nodes(cluster: Cluster, gpus: int) -> int:
     return nodes
 
 
-def _group_time(cluster: Cluster, op: str, n_bytes: float, size: int, stride: int) -> float:
+def _group_time(cluster: Cluster, op: str, n_bytes: float, size: int, stride: int,
+                algorithm: str = "ring") -> float:
     """``op`` over ``size`` ranks ``stride`` apart, the node's other groups beside it.
 
     Members inside one node share it; where the group spans nodes, the node's GPUs
@@ -172,7 +191,7 @@ def _group_time(cluster: Cluster, op: str, n_bytes: float, size: int, stride: in
         node = dataclasses.replace(cluster.node, nic=dataclasses.replace(
             nic, bandwidth_Bps=nic.bandwidth_Bps / share))
         cluster = dataclasses.replace(cluster, node=node)
-    return float(collective_time_s(cluster, op, "ring", n_bytes, nodes, per_node,
+    return float(collective_time_s(cluster, op, algorithm, n_bytes, nodes, per_node,
                                    ranks=size))
 
 
@@ -192,7 +211,7 @@ def _stage_compute(cluster: Cluster, model: TransformerSpec, layout: ParallelLay
     """Per microbatch, one stage: (forward s, backward s, TP comm s, last stage's extra)."""
     dev, t, b = cluster.node.device.for_gemms(), layout.tp, layout.micro
     bw = dev.training_memory_bandwidth_Bps
-    lt = layer_times(layer_gemms(model, t), dev, "fp16", b)
+    lt = layer_times(local_expert_gemms(layer_gemms(model, t), model, layout), dev, "fp16", b)
     gemm_f, gemm_b = float(lt.forward_s.sum()), float(lt.backward_s.sum())
     eb = elementwise_bytes(model, b, t, layout.sp)
     ew_f = eb.total_B / bw
@@ -236,6 +255,27 @@ def _pp_transfer(cluster: Cluster, model: TransformerSpec, layout: ParallelLayou
     return time
 
 
+def _ep_comm(cluster: Cluster, model: TransformerSpec, layout: ParallelLayout) -> float:
+    """Per microbatch, one stage: its MoE layers' all-to-alls (0 with ep = 1)."""
+    if layout.ep == 1:
+        return 0.0
+    one = _group_time(cluster, "alltoall", dispatch_bytes(model, layout), layout.ep,
+                      layout.tp, "pairwise")
+    return layout.stage_layers(model) * alltoalls_per_layer(layout) * one
+
+
+def _dp_op(cluster: Cluster, model: TransformerSpec, layout: ParallelLayout, op: str,
+           params: float) -> float:
+    """``op`` on the gradients of ``params``: over ``dp``; with ep > 1 the experts'
+    over the ``dp / ep`` ranks ``tp ep`` apart that hold the same ones."""
+    d, t = layout.dp, layout.tp
+    if layout.ep == 1:
+        return _group_time(cluster, op, _E * params, d, t)
+    expert = local_expert_params(model, layout)
+    return (_group_time(cluster, op, _E * (params - expert), d, t)
+            + _group_time(cluster, op, _E * expert, d // layout.ep, t * layout.ep))
+
+
 def _dp_times(cluster: Cluster, model: TransformerSpec, layout: ParallelLayout,
               bwd_s: float) -> tuple[float, float]:
     """(all data-parallel communication s, the part exposed)."""
@@ -243,14 +283,13 @@ def _dp_times(cluster: Cluster, model: TransformerSpec, layout: ParallelLayout,
     if d == 1:
         return 0.0, 0.0
     params = max(stage_params(model, layout, "first"), stage_params(model, layout, "last"))
-    grads = _E * params
     m, z = layout.microbatches, layout.zero
     if z == 0:
-        reduce = _group_time(cluster, "allreduce", grads, d, layout.tp)
+        reduce = _dp_op(cluster, model, layout, "allreduce", params)
         gathers = 0.0
     else:
-        reduce = _group_time(cluster, "reduce-scatter", grads, d, layout.tp)
-        gathers = _group_time(cluster, "allgather", grads, d, layout.tp)
+        reduce = _dp_op(cluster, model, layout, "reduce-scatter", params)
+        gathers = _dp_op(cluster, model, layout, "allgather", params)
     earlier = (m - 1) * reduce if z >= 2 else 0.0
     if z == 3:
         gathers = gathers + 2 * m * gathers
@@ -280,12 +319,16 @@ def llm_iteration(cluster: Cluster, model: TransformerSpec,
     nodes = _nodes(cluster, layout.gpus)
     fwd, bwd, tp, extra = _stage_compute(cluster, model, layout)
     pp = 2 * layout.virtual * _pp_transfer(cluster, model, layout, nodes)
-    slot = fwd + bwd + tp + extra + pp
+    ep = _ep_comm(cluster, model, layout)
+    slot = fwd + bwd + tp + extra + pp + ep
     m, v = layout.microbatches, layout.virtual
     slots = m * (1.0 + layout.bubble_fraction)           # m + (p - 1) / v slots
     dp_total, dp_exposed = _dp_times(cluster, model, layout, (bwd + tp) / v)
     shard = layout.dp if layout.zero >= 1 else 1
     params = max(stage_params(model, layout, "first"), stage_params(model, layout, "last"))
+    if layout.ep > 1 and layout.zero >= 1:       # the experts' shard is over dp / ep
+        expert = local_expert_params(model, layout)
+        params, shard = params - expert + expert * layout.ep, layout.dp
     opt = ADAM_STEP_BYTES * params / shard / cluster.node.device.training_memory_bandwidth_Bps
     total = slots * slot + dp_exposed + opt
     capacity = cluster.node.device.training_memory_bytes
@@ -293,4 +336,4 @@ def llm_iteration(cluster: Cluster, model: TransformerSpec,
         model.name, cluster.name, layout, total, m * (fwd + bwd + extra),
         m * tp, m * pp, (slots - m) * slot, dp_total, dp_exposed, opt,
         model.flops(layout.global_batch, layout.recompute), llm_memory(model, layout),
-        capacity, largest_microbatch(model, layout, capacity))
+        capacity, largest_microbatch(model, layout, capacity), m * ep)

@@ -1,0 +1,177 @@
+"""The band of the transformer path: low and high beside the central iteration.
+
+The central answer (:func:`~dlscale.perfmodel.training.parallel_time.llm_iteration`)
+is left as it is. The band is what the same model gives over the cited ranges that
+act on this path, taken at corners as :mod:`dlscale.perfmodel.training.ranges` takes
+them for the data-parallel path, and the low and high of every value are the least
+and greatest over the central answer and the corners
+(:func:`~dlscale.perfmodel.training.ranges.band_of`), so ``low <= central <= high``:
+
+- **transport** (:data:`~dlscale.perfmodel.machine.runtime.TRANSPORT_EFFICIENCY_RANGE`,
+  NCCL's maintainers: 0.96 to 0.976 of a NIC's rate for RDMA): the inter-node links
+  as the runtime's transport delivers them
+  (:func:`~dlscale.perfmodel.machine.runtime.with_transport`) at the side of the
+  corner. The central answer of this path charges the links' rated figures, so
+  both sides lengthen the inter-node communication: the band lies at and above the
+  central time there;
+- **compute slowed beside communication** (``Runtime.overlap_slowdown``, arXiv
+  2507.03114: 0 to 40 % on GPUs): the part of the data-parallel exchange hidden
+  behind the last microbatch's backward pass (``dp_comm_s - dp_exposed_s``) slows
+  that compute by the fraction ``s``, lengthening the iteration by ``s`` times it
+  (the rule of :mod:`dlscale.perfmodel.compute.overlap`). The tensor-, pipeline-
+  and expert-parallel communication is not overlapped on this path, so nothing
+  else is slowed;
+- **overlap**: the schedule's (``ParallelLayout.dp_overlap``) at the fast and slow
+  corners, none at the **serial** corner (the slow corner with the gradient exchange
+  after the pipeline's flush, Megatron's ``local`` DDP of 2021).
+
+The framework's compute-rate range (:mod:`dlscale.perfmodel.compute.framework`) is
+against the rate a device was solved on from a whole network, which this path's
+GEMMs do not use (they run at the device's measured matmul ceiling); the one source
+of that ceiling gives no range beyond two software releases on the A100 (0.859 to
+0.869), so the GEMMs are not banded.
+
+Examples
+--------
+>>> from dlscale.perfmodel.catalog import get_cluster
+>>> from dlscale.perfmodel.catalog.models_llm import get_llm
+>>> from dlscale.perfmodel.training.parallel import ParallelLayout
+>>> lay = ParallelLayout(tp=8, pp=2, dp=8, global_batch=64)
+>>> central, band = llm_band(get_cluster("dgx-h100-superpod"), get_llm("gpt-39.1b"), lay)
+>>> low, high = band["iteration_s"]
+>>> low <= central.iteration_s <= high
+True
+>>> [name for name, _c, _l in llm_corners(get_cluster("dgx-h100-superpod"), lay)]
+['fast', 'slow', 'serial']
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from dlscale.perfmodel.machine.hardware import Cluster
+from dlscale.perfmodel.machine.runtime import with_transport
+from dlscale.perfmodel.training.parallel import ParallelLayout
+from dlscale.perfmodel.training.parallel_time import LLMIteration, llm_iteration
+from dlscale.perfmodel.training.ranges import MECHANISMS, band_of
+from dlscale.perfmodel.training.transformer import TransformerSpec
+
+__all__ = ["LLM_BAND_KEYS", "LLM_MECHANISMS", "band_row", "llm_band", "llm_corners"]
+
+#: The mechanisms of :data:`~dlscale.perfmodel.training.ranges.MECHANISMS` that act
+#: on the transformer path (see the module docstring).
+LLM_MECHANISMS = ("transport", "overlap-slowdown")
+
+#: Values of a transformer row that carry ``_low`` / ``_high`` companions
+#: (``tokens_per_s``: ``B s`` tokens per iteration, :func:`band_row` adds it).
+LLM_BAND_KEYS = ("iteration_s", "tflops_per_gpu", "tokens_per_s", "compute_s", "tp_comm_s",
+                 "pp_comm_s", "ep_comm_s", "bubble_s", "dp_exposed_s")
+
+
+def _at(cluster: Cluster, corner: str) -> Cluster:
+    """``cluster`` with this path's mechanisms at their ``"fast"`` or ``"slow"`` side."""
+    picks = tuple((m.name, m.fast if corner == "fast" else m.slow)
+                  for m in MECHANISMS if m.name in LLM_MECHANISMS)
+    return dataclasses.replace(cluster, runtime=dataclasses.replace(cluster.runtime,
+                                                                    sides=picks))
+
+
+def llm_corners(cluster: Cluster, layout: ParallelLayout,
+                ) -> list[tuple[str, Cluster, ParallelLayout]]:
+    """The corners the band is taken over (see the module docstring).
+
+    Parameters
+    ----------
+    cluster : Cluster
+        The machine at its central values.
+    layout : ParallelLayout
+        The layout as asked.
+
+    Returns
+    -------
+    list of (str, Cluster, ParallelLayout)
+        ``("fast", ...)``, ``("slow", ...)`` and, where the gradient exchange may
+        overlap the backward pass (``dp > 1``, ``dp_overlap``), ``("serial", ...)``.
+    """
+    slow = _at(cluster, "slow")
+    out = [("fast", _at(cluster, "fast"), layout), ("slow", slow, layout)]
+    if layout.dp > 1 and layout.dp_overlap:
+        out.append(("serial", slow, dataclasses.replace(layout, dp_overlap=False)))
+    return out
+
+
+def _values(cluster: Cluster, model: TransformerSpec, layout: ParallelLayout,
+            ) -> dict[str, float]:
+    """The banded values at one corner: its links, its slowdown of the hidden compute."""
+    r = llm_iteration(with_transport(cluster), model, layout)
+    hidden = r.dp_comm_s - r.dp_exposed_s
+    extra = cluster.runtime.slowdown(cluster.node.device.kind) * hidden
+    iteration = r.iteration_s + extra
+    out = _central(r, model)
+    out.update(iteration_s=iteration, compute_s=r.compute_s + extra,
+               tflops_per_gpu=r.flops / (iteration * r.gpus) / 1e12,
+               tokens_per_s=layout.global_batch * model.seq / iteration)
+    return out
+
+
+def _central(r: LLMIteration, model: TransformerSpec) -> dict[str, float]:
+    row = r.to_row()
+    row["tokens_per_s"] = r.layout.global_batch * model.seq / r.iteration_s
+    return {k: float(row[k]) for k in LLM_BAND_KEYS}
+
+
+def llm_band(cluster: Cluster, model: TransformerSpec, layout: ParallelLayout,
+             ) -> tuple[LLMIteration, dict[str, tuple[float, float]]]:
+    """The central iteration and the (low, high) of every value of :data:`LLM_BAND_KEYS`.
+
+    Parameters
+    ----------
+    cluster : Cluster
+    model : TransformerSpec
+    layout : ParallelLayout
+
+    Returns
+    -------
+    (LLMIteration, dict)
+        The central answer, exactly :func:`llm_iteration`'s; key -> (low, high).
+    """
+    central = llm_iteration(cluster, model, layout)
+    mid = _central(central, model)
+    corners = [_values(c, model, lay) for _name, c, lay in llm_corners(cluster, layout)]
+    band = {}
+    for k in LLM_BAND_KEYS:
+        low, high = band_of(np.array([mid[k]]),
+                            [np.array([v[k]]) for v in corners])
+        band[k] = (float(low[0]), float(high[0]))
+    return central, band
+
+
+def band_row(central: LLMIteration, model: TransformerSpec,
+             band: dict[str, tuple[float, float]]) -> dict[str, object]:
+    """``central``'s row, ``tokens_per_s`` after its TFLOP/s, and ``KEY_low`` and
+    ``KEY_high`` after each banded key.
+
+    Parameters
+    ----------
+    central : LLMIteration
+    model : TransformerSpec
+        The model it trained (its sequence length).
+    band : dict
+        From :func:`llm_band`.
+
+    Returns
+    -------
+    dict
+        The row (:meth:`LLMIteration.to_row`), its banded values followed by their band.
+    """
+    row = central.to_row()
+    out: dict[str, object] = {}
+    for k in row:
+        keys = (k, "tokens_per_s") if k == "tflops_per_gpu" else (k,)
+        for key in keys:
+            out[key] = row[key] if key in row else _central(central, model)[key]
+            if key in band:
+                out[f"{key}_low"], out[f"{key}_high"] = band[key]
+    return out

@@ -1,0 +1,112 @@
+"""The band of the transformer path (issue 29): low and high beside every time, rate
+and TFLOP/s, from the cited ranges that act on it; the central answer unchanged."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+import json
+
+import pytest
+
+from dlscale.cli import main
+from dlscale.perfmodel.catalog import get_cluster
+from dlscale.perfmodel.catalog.models_llm import get_llm
+from dlscale.perfmodel.machine.runtime import transport_efficiency, with_transport
+from dlscale.perfmodel.training.llm_ranges import (
+    LLM_BAND_KEYS,
+    band_row,
+    llm_band,
+    llm_corners,
+)
+from dlscale.perfmodel.training.parallel import ParallelLayout
+from dlscale.perfmodel.training.parallel_time import llm_iteration
+
+POD = get_cluster("dgx-h100-superpod")
+LAYOUTS = [
+    ("gpt3-175b", ParallelLayout(tp=8, pp=8, dp=2, global_batch=64, recompute="full")),
+    ("gpt-1.7b", ParallelLayout(tp=1, pp=1, dp=64, global_batch=128)),
+    ("gpt-39.1b", ParallelLayout(tp=8, pp=2, dp=4, global_batch=64, zero=1,
+                                 schedule="interleaved", virtual=2)),
+    ("mixtral-8x7b", ParallelLayout(tp=2, dp=32, global_batch=64, sp=True, ep=8)),
+]
+
+
+def _fields(r):
+    return {f.name: getattr(r, f.name) for f in dataclasses.fields(r)}
+
+
+@pytest.mark.parametrize("name,lay", LAYOUTS, ids=[n for n, _ in LAYOUTS])
+def test_central_is_unchanged_and_inside_its_band(name, lay):
+    model = get_llm(name)
+    central, band = llm_band(POD, model, lay)
+    assert _fields(central) == _fields(llm_iteration(POD, model, lay))
+    row = band_row(central, model, band)
+    for k in LLM_BAND_KEYS:
+        assert row[f"{k}_low"] <= row[k] <= row[f"{k}_high"], k
+    assert row["tokens_per_s"] == lay.global_batch * model.seq / central.iteration_s
+
+
+def test_transport_range_lengthens_the_inter_node_exchange():
+    """The central answer charges the NICs' rated rate; the corners the cited RDMA
+    range (0.96-0.976): the pipeline's hand-overs across nodes take 1/0.96 as long
+    at the slow corner, at most."""
+    name, lay = LAYOUTS[0]
+    central, band = llm_band(POD, get_llm(name), lay)
+    low, high = band["pp_comm_s"]
+    assert low == central.pp_comm_s < high
+    assert high <= central.pp_comm_s / transport_efficiency("rdma", "low") * (1 + 1e-9)
+
+
+def test_hidden_exchange_slows_compute_and_serial_corner_exposes_it():
+    """Data parallel over 8 nodes: the exchange hidden behind the last backward pass
+    slows it by up to 40 % (arXiv 2507.03114), and the serial corner exposes it all."""
+    model = get_llm("gpt-1.7b")
+    lay = ParallelLayout(tp=1, pp=1, dp=64, global_batch=128)
+    central, band = llm_band(POD, model, lay)
+    names = [n for n, _c, _l in llm_corners(POD, lay)]
+    assert names == ["fast", "slow", "serial"]
+    slow = dataclasses.replace(POD, runtime=dataclasses.replace(
+        POD.runtime, sides=(("transport", "low"), ("overlap-slowdown", "high"))))
+    at_slow = llm_iteration(with_transport(slow), model, lay)
+    hidden = at_slow.dp_comm_s - at_slow.dp_exposed_s
+    assert hidden > 0
+    serial = llm_iteration(with_transport(slow), model,
+                           dataclasses.replace(lay, dp_overlap=False))
+    assert band["dp_exposed_s"][1] == serial.dp_exposed_s == serial.dp_comm_s
+    assert band["compute_s"][1] == pytest.approx(at_slow.compute_s + 0.40 * hidden, rel=1e-12)
+    assert band["tflops_per_gpu"][0] < central.tflops_per_gpu
+
+
+def test_no_serial_corner_without_overlap():
+    lay = ParallelLayout(tp=8, pp=1, dp=1, global_batch=4)
+    assert [n for n, _c, _l in llm_corners(POD, lay)] == ["fast", "slow"]
+
+
+def _run(argv, capsys):
+    capsys.readouterr()
+    try:
+        rc = main(argv)
+    except SystemExit as exc:
+        rc = int(exc.code or 0)
+    return rc, capsys.readouterr().out
+
+
+def test_table_json_and_csv_carry_the_band(capsys, tmp_path):
+    argv = ["predict", "dgx-h100-superpod", "gpt3-175b", "--tp", "8", "--pp", "8",
+            "--global-batch", "64", "--recompute", "full", "--nodes", "16"]
+    rc, table = _run(argv, capsys)
+    assert rc == 0
+    head, line = table.splitlines()[2:4]
+    assert "iteration_s_low" not in head and "tokens_per_s" in head
+    assert line.count("[") >= 3                       # e.g. 76.35 [76.35-76.44]
+    rc, out = _run([*argv, "--format", "json"], capsys)
+    row = json.loads(out)["rows"][0]
+    lay = ParallelLayout(tp=8, pp=8, dp=2, global_batch=64, recompute="full")
+    want = llm_iteration(POD, get_llm("gpt3-175b"), lay)
+    assert row["iteration_s"] == want.iteration_s          # the central value, exactly
+    assert row["iteration_s_low"] <= row["iteration_s"] <= row["iteration_s_high"]
+    rc, out = _run([*argv, "--format", "csv"], capsys)
+    got = next(csv.DictReader(io.StringIO(out)))
+    assert {"tflops_per_gpu_low", "tflops_per_gpu_high", "tokens_per_s_high"} <= set(got)

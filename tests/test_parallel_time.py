@@ -7,12 +7,12 @@ import dataclasses
 import pytest
 
 from dlscale.perfmodel.catalog.models_llm import get_llm
-from dlscale.perfmodel.compute.roofline import layer_times
+from dlscale.perfmodel.compute.gemm import gemm_time_s
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.network.model import collective_time_s
 from dlscale.perfmodel.training.parallel import ParallelLayout
 from dlscale.perfmodel.training.parallel_time import llm_iteration
-from dlscale.perfmodel.training.transformer_layers import elementwise_bytes, layer_gemms
+from dlscale.perfmodel.training.transformer_layers import elementwise_bytes, layer_gemm_shapes
 from dlscale.validation.megatron_selene import SELENE
 
 GPT = get_llm("gpt-145.6b")
@@ -43,13 +43,23 @@ def test_tp_communication_is_six_allreduces_per_layer_with_full_recompute():
     assert r.tp_comm_s == pytest.approx(lay.microbatches * one * (6 * GPT.layers + 2))
 
 
-def test_compute_is_the_roofline_of_the_gemms_plus_elementwise_bytes():
+def _layer_gemm_s(dev, bw, tp, micro):
+    rate = dev.sustained_flops("fp16")
+    f = b = 0.0
+    for fwd, pair in layer_gemm_shapes(GPT, tp, micro):
+        f += gemm_time_s(*fwd, rate, bw, dev.cores)
+        b += sum(gemm_time_s(*sh, rate, bw, dev.cores) for sh in pair)
+    return f, b
+
+
+def test_compute_is_the_gemms_by_shape_plus_elementwise_bytes():
     lay = _lay(pp=1, dp=1, global_batch=4, schedule="1f1b", virtual=1, recompute="none")
     r = llm_iteration(SELENE, GPT, lay)
     dev = SELENE.node.device.for_gemms()          # the GEMMs at the device's matmul ceiling
-    lt = layer_times(layer_gemms(GPT, 8), dev, "fp16", 2)
-    ew = elementwise_bytes(GPT, 2, 8).total_B / dev.memory_bandwidth_Bps
-    per_layer = float(lt.total_s) + 3 * ew
+    bw = dev.memory_bandwidth_Bps
+    f, b = _layer_gemm_s(dev, bw, 8, 2)
+    ew = elementwise_bytes(GPT, 2, 8).total_B / bw
+    per_layer = f + b + 3 * ew
     body = lay.microbatches * GPT.layers * per_layer
     assert body < r.compute_s < body * 1.05          # the embedding and logits on top
 

@@ -3,10 +3,12 @@
 The iteration of one data-parallel replica, in the terms of Narayanan et al. SC'21
 (arXiv 2104.04473) Sec. 2-3, each priced by the model that prices it elsewhere:
 
-- **compute** of one microbatch on one stage: the stage's layers' GEMMs by the
-  roofline (:func:`~dlscale.perfmodel.compute.roofline.layer_times` on
-  :func:`~dlscale.perfmodel.training.transformer_layers.layer_gemms`; the backward
-  is two forward passes), the elementwise kernels' bytes
+- **compute** of one microbatch on one stage: each of the stage's layers' GEMMs by
+  its shape (:func:`~dlscale.perfmodel.training.transformer_layers.layer_gemm_shapes`:
+  the forward product, and the backward's input- and weight-gradient products, each
+  priced by :func:`~dlscale.perfmodel.compute.gemm.gemm_time_s`: the device's
+  best-shape matmul ceiling times the shape's tile and wave quantization, or its
+  bytes at the memory bandwidth where those take longer), the elementwise kernels' bytes
   (:func:`~dlscale.perfmodel.training.transformer_layers.elementwise_bytes`) at the
   device's memory bandwidth (twice the forward bytes backward: read the saved
   input and the output gradient, write the input gradient; an assumption of this
@@ -50,26 +52,28 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from dlscale.perfmodel.compute.gemm import gemm_time_s
 from dlscale.perfmodel.compute.llm_memory import (
     LLMMemory,
     largest_microbatch,
     llm_memory,
     stage_params,
 )
-from dlscale.perfmodel.compute.roofline import layer_times
 from dlscale.perfmodel.errors import ConfigError
-from dlscale.perfmodel.machine.hardware import Cluster
+from dlscale.perfmodel.machine.hardware import Cluster, Device
 from dlscale.perfmodel.network.model import collective_time_s, path_hockney
 from dlscale.perfmodel.network.msgfactors import message_time_s
 from dlscale.perfmodel.training.parallel import ParallelLayout
 from dlscale.perfmodel.training.transformer import TransformerSpec
 from dlscale.perfmodel.training.transformer_layers import (
+    Shape,
     elementwise_bytes,
-    layer_gemms,
-    logit_gemm,
+    layer_gemm_shapes,
+    logit_gemm_shapes,
 )
 
 __all__ = ["ADAM_STEP_BYTES", "LLMIteration", "llm_iteration"]
@@ -187,17 +191,30 @@ def _tp_collective(cluster: Cluster, layout: ParallelLayout, n_bytes: float) -> 
     return _group_time(cluster, "allreduce", n_bytes, t, 1)
 
 
+def _gemm_s(shape: Shape, dev: Device, bw: float) -> float:
+    m, n, k, batch = shape
+    return gemm_time_s(m, n, k, batch, dev.sustained_flops("fp16"), bw, dev.cores)
+
+
+def _gemm_times(shapes: Sequence[tuple[Shape, tuple[Shape, Shape]]], dev: Device,
+                bw: float) -> tuple[list[float], list[float]]:
+    """Forward and backward seconds of each product (:mod:`~dlscale.perfmodel.compute.gemm`)."""
+    fwd = [_gemm_s(f, dev, bw) for f, _ in shapes]
+    bwd = [_gemm_s(dg, dev, bw) + _gemm_s(wg, dev, bw) for _, (dg, wg) in shapes]
+    return fwd, bwd
+
+
 def _stage_compute(cluster: Cluster, model: TransformerSpec, layout: ParallelLayout,
                    ) -> tuple[float, float, float, float]:
     """Per microbatch, one stage: (forward s, backward s, TP comm s, last stage's extra)."""
     dev, t, b = cluster.node.device.for_gemms(), layout.tp, layout.micro
     bw = dev.training_memory_bandwidth_Bps
-    lt = layer_times(layer_gemms(model, t), dev, "fp16", b)
-    gemm_f, gemm_b = float(lt.forward_s.sum()), float(lt.backward_s.sum())
+    f_s, b_s = _gemm_times(layer_gemm_shapes(model, t, b), dev, bw)
+    gemm_f, gemm_b = sum(f_s), sum(b_s)
     eb = elementwise_bytes(model, b, t, layout.sp)
     ew_f = eb.total_B / bw
     recompute = {"none": 0.0, "full": gemm_f + ew_f,
-                 "selective": float(lt.forward_s[1:3].sum()) + eb.core_B / bw}[layout.recompute]
+                 "selective": f_s[1] + f_s[2] + eb.core_B / bw}[layout.recompute]
     sbh = float(model.seq) * b * model.hidden
     coll = _tp_collective(cluster, layout, _E * sbh)
     n_tp = 4 + (2 if layout.recompute == "full" else 0)
@@ -209,9 +226,9 @@ def _stage_compute(cluster: Cluster, model: TransformerSpec, layout: ParallelLay
     # one allreduce forward; the logits and loss (last stage): the product, fp16 read
     # and fp32 write each way; one allreduce of the logit layer's input gradient
     emb = (5.0 * sbh / bw) * 3
-    lg = layer_times(logit_gemm(model, t), dev, "fp16", b)
+    lf, lb = _gemm_times((logit_gemm_shapes(model, t, b),), dev, bw)
     loss = 2 * 6.0 * model.seq * b * model.vocab / t / bw
-    last = float(lg.forward_s.sum() + lg.backward_s.sum()) + loss
+    last = lf[0] + lb[0] + loss
     if layout.pp > 1:
         return fwd, bwd, tp + coll, max(emb, last)
     return fwd, bwd, tp + 2 * coll, emb + last

@@ -35,7 +35,8 @@ from dataclasses import dataclass
 from dlscale.perfmodel.training.transformer import TransformerSpec
 from dlscale.perfmodel.training.workload import Layer, Model
 
-__all__ = ["ElementwiseBytes", "elementwise_bytes", "layer_gemms", "logit_gemm"]
+__all__ = ["ElementwiseBytes", "Shape", "elementwise_bytes", "layer_gemm_shapes", "layer_gemms",
+           "logit_gemm", "logit_gemm_shapes"]
 
 
 def layer_gemms(spec: TransformerSpec, tp: int) -> Model:
@@ -159,3 +160,68 @@ def elementwise_bytes(spec: TransformerSpec, micro: int, tp: int = 1,
     norms_dropouts = (2 * 4.0 + 2 * 7.0) * sbh / (tp if sp else 1)
     core = 9.0 * a * s * s * micro / tp
     return ElementwiseBytes(core, norms_dropouts + act / tp)
+
+
+#: GEMM shapes ``(m, n, k, batch)`` per sequence-microbatch of one layer's products
+#: on one rank: forward, then the backward's two (input gradient, weight gradient).
+Shape = tuple[int, int, int, int]
+
+
+def layer_gemm_shapes(spec: TransformerSpec, tp: int,
+                      micro: int) -> tuple[tuple[Shape, tuple[Shape, Shape]], ...]:
+    """The products of :func:`layer_gemms` as cuBLAS runs them, forward and backward.
+
+    With ``T = s b`` tokens of a microbatch (Megatron multiplies the ``[s, b, h]``
+    activations as a ``T x h`` matrix; Shoeybi et al. 2019 Sec. 3 split): a linear
+    layer ``y = x W`` of ``W: k x n`` is ``(T, n, k)`` forward, ``(T, k, n)`` for the
+    input gradient and ``(k, n, T)`` for the weight gradient; the attention core
+    is ``b a / t`` batched products per head, ``Q K^T`` ``(s, s, d)`` and the scores
+    times ``V`` ``(s, d, s)``, whose gradients are ``(s, d, s)`` twice and
+    ``(s, s, d)`` plus ``(s, d, s)``.
+
+    Parameters
+    ----------
+    spec : TransformerSpec
+    tp : int
+    micro : int
+        Sequences per microbatch.
+
+    Returns
+    -------
+    tuple
+        Per layer of :func:`layer_gemms` (same order): ``(forward, (dgrad, wgrad))``.
+
+    Examples
+    --------
+    >>> from dlscale.perfmodel.catalog.models_llm import get_llm
+    >>> g = get_llm("gpt3-175b")
+    >>> sh = layer_gemm_shapes(g, 8, 1)
+    >>> fl = sum(2 * m * n * k * b for (m, n, k, b), _ in sh)
+    >>> fl == layer_gemms(g, 8).forward_flops
+    True
+    """
+    s, h, f, t, b = spec.seq, spec.hidden, spec.ffn, tp, micro
+    tok = s * b
+    kv_out = h + 2 * spec.kv * spec.head_dim
+    up = (2 if spec.gated_mlp else 1) * f
+    mtok = tok * (spec.top_k if spec.moe else 1)
+    d, heads = spec.head_dim, b * spec.heads // t
+
+    def linear(m: int, n: int, k: int) -> tuple[Shape, tuple[Shape, Shape]]:
+        return (m, n, k, 1), ((m, k, n, 1), (k, n, m, 1))
+
+    return (
+        linear(tok, kv_out // t, h),
+        ((s, s, d, heads), ((s, d, s, heads), (s, d, s, heads))),
+        ((s, d, s, heads), ((s, s, d, heads), (s, d, s, heads))),
+        linear(tok, h, h // t),
+        linear(mtok, up // t, h),
+        linear(mtok, h, f // t),
+    )
+
+
+def logit_gemm_shapes(spec: TransformerSpec, tp: int,
+                      micro: int) -> tuple[Shape, tuple[Shape, Shape]]:
+    """The output layer's product as :func:`layer_gemm_shapes` gives a linear layer."""
+    tok, h, v = spec.seq * micro, spec.hidden, spec.vocab // tp
+    return (tok, v, h, 1), ((tok, h, v, 1), (h, v, tok, 1))

@@ -10,7 +10,7 @@ The iteration of one data-parallel replica, in the terms of Narayanan et al. SC'
   best-shape matmul ceiling times the shape's tile and wave quantization, or its
   bytes at the memory bandwidth where those take longer), the elementwise kernels' bytes
   (:func:`~dlscale.perfmodel.training.transformer_layers.elementwise_bytes`) at the
-  device's memory bandwidth (twice the forward bytes backward: read the saved
+  bandwidth a streaming kernel reaches (:data:`HBM_ACHIEVABLE_FRACTION` of the peak) (twice the forward bytes backward: read the saved
   input and the output gradient, write the input gradient; an assumption of this
   module), recomputation (full: the layer's forward again; selective: the attention
   core's), the embedding on the first stage and the logits and loss on the last;
@@ -41,7 +41,7 @@ The iteration of one data-parallel replica, in the terms of Narayanan et al. SC'
   complete only then), the rest **exposed**; the all-gathers are always exposed;
 - **the optimizer step**: Adam streams 28 bytes per parameter it updates (reads fp32
   weights, momentum, variance and the fp16 gradient: 14; writes the three and the
-  fp16 copy: 14) at the memory bandwidth, over the ZeRO shard.
+  fp16 copy: 14) at the achievable memory bandwidth, over the ZeRO shard.
 
 Not modelled: the embedding's gradient allreduce between first and last stages, the
 vocabulary-parallel loss's small allreduces, stragglers and noise, kernel launch
@@ -76,13 +76,27 @@ from dlscale.perfmodel.training.transformer_layers import (
     logit_gemm_shapes,
 )
 
-__all__ = ["ADAM_STEP_BYTES", "LLMIteration", "llm_iteration"]
+__all__ = ["ADAM_STEP_BYTES", "HBM_ACHIEVABLE_FRACTION", "LLMIteration", "llm_iteration"]
 
 #: Bytes Adam reads and writes per parameter it updates (see the module docstring).
 ADAM_STEP_BYTES = 28.0
 
 #: Mixed precision: 2-byte activations, gradients on the wire and weights gathered.
 _E = 2.0
+
+#: Share of the HBM's peak bandwidth that a streaming kernel reaches: an A100 SXM4
+#: 80 GB read kernel measured 1.80 of the datasheet's 2.04 TB/s, Nsight Compute
+#: agreeing at 88% of peak, and "the maximum memory bandwidth achieved by any kernel
+#: was around 90%" in the GTC talk it cites (NVIDIA developer forum, "Trouble to
+#: reach peak bandwidth of A100"). Every memory-bound kernel of the transformer
+#: path (elementwise, loss, optimizer, a GEMM's operands) moves its bytes at this
+#: share, on every device (an assumption beyond the A100).
+HBM_ACHIEVABLE_FRACTION = 1.80 / 2.04
+
+
+def _hbm_Bps(dev: Device) -> float:
+    """The bandwidth memory-bound kernels reach (:data:`HBM_ACHIEVABLE_FRACTION`)."""
+    return dev.training_memory_bandwidth_Bps * HBM_ACHIEVABLE_FRACTION
 
 
 @dataclass(frozen=True)
@@ -208,7 +222,7 @@ def _stage_compute(cluster: Cluster, model: TransformerSpec, layout: ParallelLay
                    ) -> tuple[float, float, float, float]:
     """Per microbatch, one stage: (forward s, backward s, TP comm s, last stage's extra)."""
     dev, t, b = cluster.node.device.for_gemms(), layout.tp, layout.micro
-    bw = dev.training_memory_bandwidth_Bps
+    bw = _hbm_Bps(dev)
     f_s, b_s = _gemm_times(layer_gemm_shapes(model, t, b), dev, bw)
     gemm_f, gemm_b = sum(f_s), sum(b_s)
     eb = elementwise_bytes(model, b, t, layout.sp)
@@ -303,7 +317,7 @@ def llm_iteration(cluster: Cluster, model: TransformerSpec,
     dp_total, dp_exposed = _dp_times(cluster, model, layout, (bwd + tp) / v)
     shard = layout.dp if layout.zero >= 1 else 1
     params = max(stage_params(model, layout, "first"), stage_params(model, layout, "last"))
-    opt = ADAM_STEP_BYTES * params / shard / cluster.node.device.training_memory_bandwidth_Bps
+    opt = ADAM_STEP_BYTES * params / shard / _hbm_Bps(cluster.node.device)
     total = slots * slot + dp_exposed + opt
     capacity = cluster.node.device.training_memory_bytes
     return LLMIteration(

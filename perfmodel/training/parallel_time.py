@@ -76,7 +76,8 @@ from dlscale.perfmodel.training.transformer_layers import (
     logit_gemm_shapes,
 )
 
-__all__ = ["ADAM_STEP_BYTES", "HBM_ACHIEVABLE_FRACTION", "LLMIteration", "llm_iteration"]
+__all__ = ["ADAM_STEP_BYTES", "HBM_ACHIEVABLE_FRACTION", "NCCL_NVLINK_FRACTION", "LLMIteration",
+           "llm_iteration"]
 
 #: Bytes Adam reads and writes per parameter it updates (see the module docstring).
 ADAM_STEP_BYTES = 28.0
@@ -92,6 +93,23 @@ _E = 2.0
 #: path (elementwise, loss, optimizer, a GEMM's operands) moves its bytes at this
 #: share, on every device (an assumption beyond the A100).
 HBM_ACHIEVABLE_FRACTION = 1.80 / 2.04
+
+
+#: Share of the intra-node link's rate per direction that NCCL's collectives reach
+#: as bus bandwidth on an NVSwitch node: "the nccl tests show a busbw of ~200 GB/s"
+#: for 8 A100-SXM4-80GB over NVLink 3 (300 GB/s each way) with all_reduce_perf up to
+#: 1 GB (NVIDIA/nccl-tests issue #149, NCCL 2.18); 208 GB/s in issue #178 on A100
+#: NV12 pairs. The tensor-parallel collectives, which stay inside a node, run at
+#: this share of the link (applied to every device: an assumption beyond A100).
+NCCL_NVLINK_FRACTION = 200.0 / 300.0
+
+
+def _nccl_node(cluster: Cluster) -> Cluster:
+    """``cluster`` with its intra-node link at the rate NCCL reaches on it."""
+    link = cluster.node.intra_link
+    slower = dataclasses.replace(link, bandwidth_Bps=link.bandwidth_Bps * NCCL_NVLINK_FRACTION)
+    return dataclasses.replace(cluster, node=dataclasses.replace(cluster.node,
+                                                                 intra_link=slower))
 
 
 def _hbm_Bps(dev: Device) -> float:
@@ -199,6 +217,7 @@ def _tp_collective(cluster: Cluster, layout: ParallelLayout, n_bytes: float) -> 
     t = layout.tp
     if t == 1:
         return 0.0
+    cluster = _nccl_node(cluster)
     if layout.sp:
         return (_group_time(cluster, "reduce-scatter", n_bytes, t, 1)
                 + _group_time(cluster, "allgather", n_bytes, t, 1))

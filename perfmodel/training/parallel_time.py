@@ -39,9 +39,19 @@ The iteration of one data-parallel replica, in the terms of Narayanan et al. SC'
   the ``tp x pp`` groups sharing each node's NICs; overlapped, when
   ``dp_overlap``, with the last microbatch's backward only (the gradients are
   complete only then), the rest **exposed**; the all-gathers are always exposed;
-- **the optimizer step**: Adam streams 28 bytes per parameter it updates (reads fp32
-  weights, momentum, variance and the fp16 gradient: 14; writes the three and the
-  fp16 copy: 14) at the achievable memory bandwidth, over the ZeRO shard.
+- **the optimizer step** of Megatron-LM's mixed-precision optimizer
+  (``Float16OptimizerWithFloat16Params.step``, ``megatron/optimizer/optimizer.py``),
+  :data:`ADAM_STEP_BYTES` per parameter it updates at the achievable memory
+  bandwidth, over the ZeRO shard: the fp16 gradients copied to fp32
+  (``_copy_model_grads_to_main_grads``: read 2, write 4), unscaled with the
+  inf/NaN check (read 4, write 4), their norm for clipping (read 4), Adam over fp32
+  weights, gradient, momentum and variance (read 16, write 12) and the updated
+  weights copied back to fp16 (``_copy_main_params_to_model_params``: read 4,
+  write 2): 52;
+- **gradient accumulation**: every microbatch adds its fp16 weight gradients into
+  the accumulated ones (Megatron's local DDP hook ``param.main_grad.add_(param.grad)``,
+  ``megatron/model/distributed.py``; PyTorch's ``AccumulateGrad`` the same): read
+  2 + 2, write 2 bytes per parameter of the stage, at the achievable bandwidth.
 
 Not modelled: the embedding's gradient allreduce between first and last stages, the
 vocabulary-parallel loss's small allreduces, stragglers and noise, kernel launch
@@ -76,11 +86,17 @@ from dlscale.perfmodel.training.transformer_layers import (
     logit_gemm_shapes,
 )
 
-__all__ = ["ADAM_STEP_BYTES", "HBM_ACHIEVABLE_FRACTION", "NCCL_NVLINK_FRACTION", "LLMIteration",
+__all__ = ["ADAM_STEP_BYTES", "GRAD_ACCUMULATE_BYTES", "HBM_ACHIEVABLE_FRACTION",
+           "LOSS_BYTES_PER_LOGIT", "NCCL_NVLINK_FRACTION", "LLMIteration",
            "llm_iteration"]
 
-#: Bytes Adam reads and writes per parameter it updates (see the module docstring).
-ADAM_STEP_BYTES = 28.0
+#: Bytes the mixed-precision optimizer step reads and writes per parameter it
+#: updates (see the module docstring: 6 + 8 + 4 + 28 + 6).
+ADAM_STEP_BYTES = 52.0
+
+#: Bytes per parameter that adding one microbatch's fp16 weight gradients into the
+#: accumulated ones moves (read both, write one).
+GRAD_ACCUMULATE_BYTES = 6.0
 
 #: Mixed precision: 2-byte activations, gradients on the wire and weights gathered.
 _E = 2.0
@@ -110,6 +126,17 @@ def _nccl_node(cluster: Cluster) -> Cluster:
     slower = dataclasses.replace(link, bandwidth_Bps=link.bandwidth_Bps * NCCL_NVLINK_FRACTION)
     return dataclasses.replace(cluster, node=dataclasses.replace(cluster.node,
                                                                  intra_link=slower))
+
+
+#: Bytes per logit element (of ``s b V / t`` on a rank) that Megatron-LM's loss moves,
+#: forward and backward: the GPT model casts the fp16 logits to fp32 unless
+#: ``--fp16-lm-cross-entropy`` (``output.float()``: read 2, write 4), and the
+#: vocabulary-parallel cross entropy (``megatron/mpu/cross_entropy.py``,
+#: ``_VocabParallelCrossEntropy``) runs unfused: the max over the vocabulary (read
+#: 4), ``sub_`` of it (read 4, write 4), ``torch.exp(out=)`` (4, 4), the sum (4) and
+#: ``div_`` (4, 4): 38 forward; backward ``grad_input.mul_`` (4, 4) and the cast's
+#: gradient back to fp16 (read 4, write 2): 14.
+LOSS_BYTES_PER_LOGIT = 38.0 + 14.0
 
 
 def _hbm_Bps(dev: Device) -> float:
@@ -253,15 +280,18 @@ def _stage_compute(cluster: Cluster, model: TransformerSpec, layout: ParallelLay
     n_tp = 4 + (2 if layout.recompute == "full" else 0)
     n = layout.stage_layers(model)
     fwd = n * (gemm_f + ew_f)
-    bwd = n * (gemm_b + 2 * ew_f + recompute)
+    accumulate = GRAD_ACCUMULATE_BYTES * model.layer_params / t / bw
+    bwd = n * (gemm_b + 2 * ew_f + recompute + accumulate)
     tp = n * n_tp * coll
     # embedding (first stage): gather, dropout: read, write, mask, and its backward;
-    # one allreduce forward; the logits and loss (last stage): the product, fp16 read
-    # and fp32 write each way; one allreduce of the logit layer's input gradient
-    emb = (5.0 * sbh / bw) * 3
+    # one allreduce forward; the logits and loss (last stage): the product and the
+    # unfused fp32 loss (LOSS_BYTES_PER_LOGIT); one allreduce of the logit layer's
+    # input gradient
+    table = GRAD_ACCUMULATE_BYTES * model.vocab * model.hidden / t / bw
+    emb = (5.0 * sbh / bw) * 3 + table
     lf, lb = _gemm_times((logit_gemm_shapes(model, t, b),), dev, bw)
-    loss = 2 * 6.0 * model.seq * b * model.vocab / t / bw
-    last = lf[0] + lb[0] + loss
+    loss = LOSS_BYTES_PER_LOGIT * model.seq * b * model.vocab / t / bw
+    last = lf[0] + lb[0] + loss + table
     if layout.pp > 1:
         return fwd, bwd, tp + coll, max(emb, last)
     return fwd, bwd, tp + 2 * coll, emb + last

@@ -61,8 +61,9 @@ def test_compute_is_the_gemms_by_shape_plus_elementwise_bytes():
     dev = SELENE.node.device.for_gemms()          # the GEMMs at the device's matmul ceiling
     bw = dev.memory_bandwidth_Bps * HBM_ACHIEVABLE_FRACTION     # 1.80 of 2.04 TB/s
     f, b = _layer_gemm_s(dev, bw, 8, 2)
-    ew = elementwise_bytes(GPT, 2, 8).total_B / bw
-    per_layer = f + b + 3 * ew
+    eb = elementwise_bytes(GPT, 2, 8)
+    accumulate = 6.0 * GPT.layer_params / 8       # the weight gradients added, per microbatch
+    per_layer = f + b + (eb.total_B + eb.backward_B + accumulate) / bw
     body = lay.microbatches * GPT.layers * per_layer
     assert body < r.compute_s < body * 1.05          # the embedding and logits on top
 

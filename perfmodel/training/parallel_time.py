@@ -8,11 +8,11 @@ The iteration of one data-parallel replica, in the terms of Narayanan et al. SC'
   the forward product, and the backward's input- and weight-gradient products, each
   priced by :func:`~dlscale.perfmodel.compute.gemm.gemm_time_s`: the device's
   best-shape matmul ceiling times the shape's tile and wave quantization, or its
-  bytes at the memory bandwidth where those take longer), the elementwise kernels' bytes
-  (:func:`~dlscale.perfmodel.training.transformer_layers.elementwise_bytes`) at the
-  bandwidth a streaming kernel reaches (:data:`HBM_ACHIEVABLE_FRACTION` of the peak) (twice the forward bytes backward: read the saved
-  input and the output gradient, write the input gradient; an assumption of this
-  module), recomputation (full: the layer's forward again; selective: the attention
+  bytes at the memory bandwidth where those take longer), the elementwise kernels'
+  bytes forward and backward, kernel by kernel
+  (:func:`~dlscale.perfmodel.training.transformer_layers.elementwise_bytes`), at
+  the bandwidth a streaming kernel reaches (:data:`HBM_ACHIEVABLE_FRACTION` of the
+  peak), recomputation (full: the layer's forward again; selective: the attention
   core's), the embedding on the first stage and the logits and loss on the last;
 - **tensor-parallel communication** per layer and microbatch (Megatron, Shoeybi et
   al. 2019 Sec. 3): two allreduces of ``2 s b h`` bytes forward, two backward, two
@@ -20,8 +20,9 @@ The iteration of one data-parallel replica, in the terms of Narayanan et al. SC'
   each is a reduce-scatter plus an all-gather of the same tensor (Korthikanti et al.
   2022 Sec. 4.2.2), one allreduce for the embedding forward and one for the logit
   layer's input gradient; priced by :func:`~dlscale.perfmodel.network.model.collective_time_s`
-  (ring, as NCCL runs inside a node) on the ranks of the group: inside a node when
-  ``tp`` divides its GPUs; not overlapped (Megatron-LM of 2021 waits for each);
+  (ring, as NCCL runs inside a node) on the ranks of the group (inside a node when
+  ``tp`` divides its GPUs), the intra-node link at NCCL's measured bus bandwidth
+  (:data:`NCCL_NVLINK_FRACTION`); not overlapped (Megatron-LM of 2021 waits for each);
 - **pipeline point-to-point**: the ``2 s b h`` bytes of activations (forward) and
   of their gradient (backward) between stages, per model chunk, ``/ t`` per rank
   with scatter/gather followed by an all-gather inside the receiving node
@@ -272,7 +273,7 @@ def _stage_compute(cluster: Cluster, model: TransformerSpec, layout: ParallelLay
     f_s, b_s = _gemm_times(layer_gemm_shapes(model, t, b), dev, bw)
     gemm_f, gemm_b = sum(f_s), sum(b_s)
     eb = elementwise_bytes(model, b, t, layout.sp)
-    ew_f = eb.total_B / bw
+    ew_f, ew_b = eb.total_B / bw, eb.backward_B / bw
     recompute = {"none": 0.0, "full": gemm_f + ew_f,
                  "selective": f_s[1] + f_s[2] + eb.core_B / bw}[layout.recompute]
     sbh = float(model.seq) * b * model.hidden
@@ -281,7 +282,7 @@ def _stage_compute(cluster: Cluster, model: TransformerSpec, layout: ParallelLay
     n = layout.stage_layers(model)
     fwd = n * (gemm_f + ew_f)
     accumulate = GRAD_ACCUMULATE_BYTES * model.layer_params / t / bw
-    bwd = n * (gemm_b + 2 * ew_f + recompute + accumulate)
+    bwd = n * (gemm_b + ew_b + recompute + accumulate)
     tp = n * n_tp * coll
     # embedding (first stage): gather, dropout: read, write, mask, and its backward;
     # one allreduce forward; the logits and loss (last stage): the product and the

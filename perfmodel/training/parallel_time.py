@@ -116,8 +116,9 @@ HBM_ACHIEVABLE_FRACTION = 1.80 / 2.04
 #: as bus bandwidth on an NVSwitch node: "the nccl tests show a busbw of ~200 GB/s"
 #: for 8 A100-SXM4-80GB over NVLink 3 (300 GB/s each way) with all_reduce_perf up to
 #: 1 GB (NVIDIA/nccl-tests issue #149, NCCL 2.18); 208 GB/s in issue #178 on A100
-#: NV12 pairs. The tensor-parallel collectives, which stay inside a node, run at
-#: this share of the link (applied to every device: an assumption beyond A100).
+#: NV12 pairs. Every collective of this path (tensor-parallel, the pipeline's
+#: all-gather, the data-parallel exchange) runs its intra-node part at this share of
+#: the link (applied to every device: an assumption beyond A100).
 NCCL_NVLINK_FRACTION = 200.0 / 300.0
 
 
@@ -227,6 +228,7 @@ def _group_time(cluster: Cluster, op: str, n_bytes: float, size: int, stride: in
     """
     if size < 2:
         return 0.0
+    cluster = _nccl_node(cluster)
     dpn = cluster.node.devices_per_node
     per_node = max(1, min(size, dpn // stride)) if stride < dpn else 1
     nodes = math.ceil(size / per_node)
@@ -245,7 +247,6 @@ def _tp_collective(cluster: Cluster, layout: ParallelLayout, n_bytes: float) -> 
     t = layout.tp
     if t == 1:
         return 0.0
-    cluster = _nccl_node(cluster)
     if layout.sp:
         return (_group_time(cluster, "reduce-scatter", n_bytes, t, 1)
                 + _group_time(cluster, "allgather", n_bytes, t, 1))

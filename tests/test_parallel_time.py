@@ -136,3 +136,29 @@ def test_the_gemm_ceiling_moves_the_transformer_time():
         slower.compute_s
     with pytest.raises(ConfigError, match="gemm_fraction_fp16: must be in"):
         dataclasses.replace(a100, gemm_fraction_fp16=1.5)
+
+
+def test_table_1_rates_count_flops_as_the_paper_does():
+    """Narayanan et al. eq. (3), full recomputation, over the iteration and the GPUs:
+    the model's achieved TFLOP/s per GPU counts the same FLOPs as Table 1's."""
+    from dlscale.validation.case_megatron_sc21 import ROWS, layout
+
+    for name, row in ROWS.items():
+        g, lay = get_llm(name), layout(name)
+        assert g.flops(lay.global_batch, "full") == pytest.approx(
+            g.flops_narayanan(lay.global_batch, "full"), rel=1e-12)
+        r = llm_iteration(SELENE, g, lay)
+        assert r.flops == g.flops(lay.global_batch, "full")
+        assert r.tflops_per_gpu == pytest.approx(
+            g.flops_narayanan(row[3], "full") / (r.iteration_s * row[2]) / 1e12, rel=1e-12)
+
+
+def test_the_optimizer_step_streams_megatrons_mixed_precision_bytes():
+    from dlscale.perfmodel.compute.llm_memory import stage_params
+
+    lay = _lay()
+    r = llm_iteration(SELENE, GPT, lay)
+    params = max(stage_params(GPT, lay, "first"), stage_params(GPT, lay, "last"))
+    bw = SELENE.node.device.memory_bandwidth_Bps * HBM_ACHIEVABLE_FRACTION
+    # grads to fp32 6, unscale 8, norm 4, Adam 28, weights back to fp16 6
+    assert r.optimizer_s == pytest.approx((6 + 8 + 4 + 28 + 6) * params / bw, rel=1e-12)

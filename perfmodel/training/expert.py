@@ -15,7 +15,8 @@ this module gives, per rank of an expert-parallel group of ``ep`` data-parallel 
   Routing is taken as balanced: each rank's ``E / ep`` experts receive, on
   average, as many token-expert pairs as the rank sends (``s b k`` per microbatch),
   so a rank's expert GEMMs are the ``k`` experts' worth of its own tokens, on the
-  weights of its ``E / ep`` experts (:func:`local_expert_gemms`). The load
+  weights of its ``E / ep`` experts, one product per local expert
+  (:func:`local_expert_shapes`). The load
   imbalance of a real router and the capacity factor's padding (Fedus et al. Sec.
   2.2: 1.0 to 1.25) are not modelled;
 - **two all-to-alls per MoE layer forward, two backward** over the ``ep`` ranks:
@@ -51,18 +52,20 @@ True
 
 from __future__ import annotations
 
-import dataclasses
+from collections.abc import Sequence
 
 from dlscale.perfmodel.training.parallel import ParallelLayout
 from dlscale.perfmodel.training.transformer import TransformerSpec
-from dlscale.perfmodel.training.workload import Model
+from dlscale.perfmodel.training.transformer_layers import Shape
 
 __all__ = ["EXPERT_GEMMS", "alltoalls_per_layer", "dispatch_bytes", "expert_flops_per_token",
-           "expert_layer_params", "local_expert_gemms", "local_expert_params"]
+           "expert_layer_params", "local_expert_params", "local_expert_shapes"]
 
 #: The layers of :func:`~dlscale.perfmodel.training.transformer_layers.layer_gemms`
-#: that are the experts' products in an MoE layer.
+#: that are the experts' products in an MoE layer, and their positions in it (and in
+#: :func:`~dlscale.perfmodel.training.transformer_layers.layer_gemm_shapes`).
 EXPERT_GEMMS = ("mlp_up", "mlp_down")
+EXPERT_POSITIONS = (4, 5)
 
 #: 16-bit activations and gradients on the wire (mixed precision).
 _E = 2.0
@@ -158,26 +161,51 @@ def alltoalls_per_layer(layout: ParallelLayout) -> int:
     return 4 + (2 if layout.recompute == "full" else 0)
 
 
-def local_expert_gemms(gemms: Model, model: TransformerSpec, layout: ParallelLayout) -> Model:
-    """One layer's products on one rank, with only its ``E / ep`` experts' weights.
+def local_expert_shapes(shapes: Sequence[tuple[Shape, tuple[Shape, Shape]]],
+                        model: TransformerSpec,
+                        layout: ParallelLayout) -> tuple[tuple[Shape, tuple[Shape, Shape]], ...]:
+    """One layer's products on one rank: each expert product as ``E / ep`` products,
+    one per local expert, of the tokens routed to it.
 
-    The FLOPs stay those of ``k`` experts per token (balanced routing, see the
-    module docstring); the weights the expert products read shrink by ``ep``.
-    ``ep = 1`` or a dense model returns ``gemms`` itself.
+    Balanced routing (module docstring): the rank's ``s b k`` token-expert pairs are
+    spread evenly over its ``E / ep`` experts, so each expert multiplies
+    ``s b k ep / E`` tokens by its own weights (a grouped GEMM, batch ``E / ep``):
+    the FLOPs stay those of ``k`` experts per token, the weights read are those of
+    the rank's experts. A dense model returns ``shapes`` as given.
 
     Parameters
     ----------
-    gemms : Model
-        :func:`~dlscale.perfmodel.training.transformer_layers.layer_gemms` of the layer.
+    shapes : sequence
+        :func:`~dlscale.perfmodel.training.transformer_layers.layer_gemm_shapes` of the
+        layer: per product ``(forward, (dgrad, wgrad))``, each ``(m, n, k, batch)``.
     model : TransformerSpec
     layout : ParallelLayout
 
     Returns
     -------
-    Model
+    tuple
+        The same products, the experts' split per local expert.
+
+    Examples
+    --------
+    >>> from dlscale.perfmodel.catalog.models_llm import get_llm
+    >>> from dlscale.perfmodel.training.transformer_layers import layer_gemm_shapes
+    >>> m = get_llm("mixtral-8x7b")
+    >>> sh = layer_gemm_shapes(m, 1, 1)
+    >>> local_expert_shapes(sh, m, ParallelLayout(dp=8, ep=8, global_batch=8))[4][0]
+    (8192, 28672, 4096, 1)
+    >>> local_expert_shapes(sh, m, ParallelLayout(dp=8, ep=1, global_batch=8))[4][0]
+    (1024, 28672, 4096, 8)
     """
-    if layout.ep == 1 or not model.moe:
-        return gemms
-    layers = tuple(dataclasses.replace(la, params=la.params // layout.ep)
-                   if la.name in EXPERT_GEMMS else la for la in gemms.layers)
-    return dataclasses.replace(gemms, layers=layers)
+    out = tuple(shapes)
+    if not model.moe:
+        return out
+    local = model.experts // layout.ep
+    split = list(out)
+    for i in EXPERT_POSITIONS:
+        (m, n, k, _), ((_, dn, dk, _), (wm, wn, _, _)) = out[i]
+        per = max(1, m // local)
+        split[i] = ((per, n, k, local), ((per, dn, dk, local), (wm, wn, per, local)))
+    return tuple(split)
+
+

@@ -3,14 +3,16 @@
 The iteration of one data-parallel replica, in the terms of Narayanan et al. SC'21
 (arXiv 2104.04473) Sec. 2-3, each priced by the model that prices it elsewhere:
 
-- **compute** of one microbatch on one stage: the stage's layers' GEMMs by the
-  roofline (:func:`~dlscale.perfmodel.compute.roofline.layer_times` on
-  :func:`~dlscale.perfmodel.training.transformer_layers.layer_gemms`; the backward
-  is two forward passes), the elementwise kernels' bytes
-  (:func:`~dlscale.perfmodel.training.transformer_layers.elementwise_bytes`) at the
-  device's memory bandwidth (twice the forward bytes backward: read the saved
-  input and the output gradient, write the input gradient; an assumption of this
-  module), recomputation (full: the layer's forward again; selective: the attention
+- **compute** of one microbatch on one stage: each of the stage's layers' GEMMs by
+  its shape (:func:`~dlscale.perfmodel.training.transformer_layers.layer_gemm_shapes`:
+  the forward product, and the backward's input- and weight-gradient products, each
+  priced by :func:`~dlscale.perfmodel.compute.gemm.gemm_time_s`: the device's
+  best-shape matmul ceiling times the shape's tile and wave quantization, or its
+  bytes at the memory bandwidth where those take longer), the elementwise kernels'
+  bytes forward and backward, kernel by kernel
+  (:func:`~dlscale.perfmodel.training.transformer_layers.elementwise_bytes`), at
+  the bandwidth a streaming kernel reaches (:data:`HBM_ACHIEVABLE_FRACTION` of the
+  peak), recomputation (full: the layer's forward again; selective: the attention
   core's), the embedding on the first stage and the logits and loss on the last;
 - **tensor-parallel communication** per layer and microbatch (Megatron, Shoeybi et
   al. 2019 Sec. 3): two allreduces of ``2 s b h`` bytes forward, two backward, two
@@ -18,8 +20,9 @@ The iteration of one data-parallel replica, in the terms of Narayanan et al. SC'
   each is a reduce-scatter plus an all-gather of the same tensor (Korthikanti et al.
   2022 Sec. 4.2.2), one allreduce for the embedding forward and one for the logit
   layer's input gradient; priced by :func:`~dlscale.perfmodel.network.model.collective_time_s`
-  (ring, as NCCL runs inside a node) on the ranks of the group: inside a node when
-  ``tp`` divides its GPUs; not overlapped (Megatron-LM of 2021 waits for each);
+  (ring, as NCCL runs inside a node) on the ranks of the group (inside a node when
+  ``tp`` divides its GPUs), the intra-node link at NCCL's measured bus bandwidth
+  (:data:`NCCL_NVLINK_FRACTION`); not overlapped (Megatron-LM of 2021 waits for each);
 - **pipeline point-to-point**: the ``2 s b h`` bytes of activations (forward) and
   of their gradient (backward) between stages, per model chunk, ``/ t`` per rank
   with scatter/gather followed by an all-gather inside the receiving node
@@ -37,9 +40,19 @@ The iteration of one data-parallel replica, in the terms of Narayanan et al. SC'
   the ``tp x pp`` groups sharing each node's NICs; overlapped, when
   ``dp_overlap``, with the last microbatch's backward only (the gradients are
   complete only then), the rest **exposed**; the all-gathers are always exposed;
-- **the optimizer step**: Adam streams 28 bytes per parameter it updates (reads fp32
-  weights, momentum, variance and the fp16 gradient: 14; writes the three and the
-  fp16 copy: 14) at the memory bandwidth, over the ZeRO shard;
+- **the optimizer step** of Megatron-LM's mixed-precision optimizer
+  (``Float16OptimizerWithFloat16Params.step``, ``megatron/optimizer/optimizer.py``),
+  :data:`ADAM_STEP_BYTES` per parameter it updates at the achievable memory
+  bandwidth, over the ZeRO shard: the fp16 gradients copied to fp32
+  (``_copy_model_grads_to_main_grads``: read 2, write 4), unscaled with the
+  inf/NaN check (read 4, write 4), their norm for clipping (read 4), Adam over fp32
+  weights, gradient, momentum and variance (read 16, write 12) and the updated
+  weights copied back to fp16 (``_copy_main_params_to_model_params``: read 4,
+  write 2): 52;
+- **gradient accumulation**: every microbatch adds its fp16 weight gradients into
+  the accumulated ones (Megatron's local DDP hook ``param.main_grad.add_(param.grad)``,
+  ``megatron/model/distributed.py``; PyTorch's ``AccumulateGrad`` the same): read
+  2 + 2, write 2 bytes per parameter of the stage, at the achievable bandwidth;
 - **expert parallelism** (a mixture of experts with ``ep > 1``,
   :mod:`dlscale.perfmodel.training.expert`): each rank's expert products read its
   ``E / ep`` experts' weights; every MoE layer's dispatch and combine all-to-alls
@@ -58,41 +71,93 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from dlscale.perfmodel.compute.gemm import gemm_time_s
 from dlscale.perfmodel.compute.llm_memory import (
     LLMMemory,
     largest_microbatch,
     llm_memory,
     stage_params,
 )
-from dlscale.perfmodel.compute.roofline import layer_times
 from dlscale.perfmodel.errors import ConfigError
-from dlscale.perfmodel.machine.hardware import Cluster
+from dlscale.perfmodel.machine.hardware import Cluster, Device
 from dlscale.perfmodel.network.model import collective_time_s, path_hockney
 from dlscale.perfmodel.network.msgfactors import message_time_s
 from dlscale.perfmodel.training.expert import (
     alltoalls_per_layer,
     dispatch_bytes,
-    local_expert_gemms,
     local_expert_params,
+    local_expert_shapes,
 )
 from dlscale.perfmodel.training.parallel import ParallelLayout
 from dlscale.perfmodel.training.transformer import TransformerSpec
 from dlscale.perfmodel.training.transformer_layers import (
+    Shape,
     elementwise_bytes,
-    layer_gemms,
-    logit_gemm,
+    layer_gemm_shapes,
+    logit_gemm_shapes,
 )
 
-__all__ = ["ADAM_STEP_BYTES", "LLMIteration", "llm_iteration"]
+__all__ = ["ADAM_STEP_BYTES", "GRAD_ACCUMULATE_BYTES", "HBM_ACHIEVABLE_FRACTION",
+           "LOSS_BYTES_PER_LOGIT", "NCCL_NVLINK_FRACTION", "LLMIteration",
+           "llm_iteration"]
 
-#: Bytes Adam reads and writes per parameter it updates (see the module docstring).
-ADAM_STEP_BYTES = 28.0
+#: Bytes the mixed-precision optimizer step reads and writes per parameter it
+#: updates (see the module docstring: 6 + 8 + 4 + 28 + 6).
+ADAM_STEP_BYTES = 52.0
+
+#: Bytes per parameter that adding one microbatch's fp16 weight gradients into the
+#: accumulated ones moves (read both, write one).
+GRAD_ACCUMULATE_BYTES = 6.0
 
 #: Mixed precision: 2-byte activations, gradients on the wire and weights gathered.
 _E = 2.0
+
+#: Share of the HBM's peak bandwidth that a streaming kernel reaches: an A100 SXM4
+#: 80 GB read kernel measured 1.80 of the datasheet's 2.04 TB/s, Nsight Compute
+#: agreeing at 88% of peak, and "the maximum memory bandwidth achieved by any kernel
+#: was around 90%" in the GTC talk it cites (NVIDIA developer forum, "Trouble to
+#: reach peak bandwidth of A100"). Every memory-bound kernel of the transformer
+#: path (elementwise, loss, optimizer, a GEMM's operands) moves its bytes at this
+#: share, on every device (an assumption beyond the A100).
+HBM_ACHIEVABLE_FRACTION = 1.80 / 2.04
+
+
+#: Share of the intra-node link's rate per direction that NCCL's collectives reach
+#: as bus bandwidth on an NVSwitch node: "the nccl tests show a busbw of ~200 GB/s"
+#: for 8 A100-SXM4-80GB over NVLink 3 (300 GB/s each way) with all_reduce_perf up to
+#: 1 GB (NVIDIA/nccl-tests issue #149, NCCL 2.18); 208 GB/s in issue #178 on A100
+#: NV12 pairs. Every collective of this path (tensor-parallel, the pipeline's
+#: all-gather, the data-parallel exchange) runs its intra-node part at this share of
+#: the link (applied to every device: an assumption beyond A100).
+NCCL_NVLINK_FRACTION = 200.0 / 300.0
+
+
+def _nccl_node(cluster: Cluster) -> Cluster:
+    """``cluster`` with its intra-node link at the rate NCCL reaches on it."""
+    link = cluster.node.intra_link
+    slower = dataclasses.replace(link, bandwidth_Bps=link.bandwidth_Bps * NCCL_NVLINK_FRACTION)
+    return dataclasses.replace(cluster, node=dataclasses.replace(cluster.node,
+                                                                 intra_link=slower))
+
+
+#: Bytes per logit element (of ``s b V / t`` on a rank) that Megatron-LM's loss moves,
+#: forward and backward: the GPT model casts the fp16 logits to fp32 unless
+#: ``--fp16-lm-cross-entropy`` (``output.float()``: read 2, write 4), and the
+#: vocabulary-parallel cross entropy (``megatron/mpu/cross_entropy.py``,
+#: ``_VocabParallelCrossEntropy``) runs unfused: the max over the vocabulary (read
+#: 4), ``sub_`` of it (read 4, write 4), ``torch.exp(out=)`` (4, 4), the sum (4) and
+#: ``div_`` (4, 4): 38 forward; backward ``grad_input.mul_`` (4, 4) and the cast's
+#: gradient back to fp16 (read 4, write 2): 14.
+LOSS_BYTES_PER_LOGIT = 38.0 + 14.0
+
+
+def _hbm_Bps(dev: Device) -> float:
+    """The bandwidth memory-bound kernels reach (:data:`HBM_ACHIEVABLE_FRACTION`)."""
+    return dev.training_memory_bandwidth_Bps * HBM_ACHIEVABLE_FRACTION
 
 
 @dataclass(frozen=True)
@@ -182,6 +247,7 @@ def _group_time(cluster: Cluster, op: str, n_bytes: float, size: int, stride: in
     """
     if size < 2:
         return 0.0
+    cluster = _nccl_node(cluster)
     dpn = cluster.node.devices_per_node
     per_node = max(1, min(size, dpn // stride)) if stride < dpn else 1
     nodes = math.ceil(size / per_node)
@@ -206,31 +272,48 @@ def _tp_collective(cluster: Cluster, layout: ParallelLayout, n_bytes: float) -> 
     return _group_time(cluster, "allreduce", n_bytes, t, 1)
 
 
+def _gemm_s(shape: Shape, dev: Device, bw: float) -> float:
+    m, n, k, batch = shape
+    return gemm_time_s(m, n, k, batch, dev.sustained_flops("fp16"), bw, dev.cores)
+
+
+def _gemm_times(shapes: Sequence[tuple[Shape, tuple[Shape, Shape]]], dev: Device,
+                bw: float) -> tuple[list[float], list[float]]:
+    """Forward and backward seconds of each product (:mod:`~dlscale.perfmodel.compute.gemm`)."""
+    fwd = [_gemm_s(f, dev, bw) for f, _ in shapes]
+    bwd = [_gemm_s(dg, dev, bw) + _gemm_s(wg, dev, bw) for _, (dg, wg) in shapes]
+    return fwd, bwd
+
+
 def _stage_compute(cluster: Cluster, model: TransformerSpec, layout: ParallelLayout,
                    ) -> tuple[float, float, float, float]:
     """Per microbatch, one stage: (forward s, backward s, TP comm s, last stage's extra)."""
     dev, t, b = cluster.node.device.for_gemms(), layout.tp, layout.micro
-    bw = dev.training_memory_bandwidth_Bps
-    lt = layer_times(local_expert_gemms(layer_gemms(model, t), model, layout), dev, "fp16", b)
-    gemm_f, gemm_b = float(lt.forward_s.sum()), float(lt.backward_s.sum())
+    bw = _hbm_Bps(dev)
+    shapes = local_expert_shapes(layer_gemm_shapes(model, t, b), model, layout)
+    f_s, b_s = _gemm_times(shapes, dev, bw)
+    gemm_f, gemm_b = sum(f_s), sum(b_s)
     eb = elementwise_bytes(model, b, t, layout.sp)
-    ew_f = eb.total_B / bw
+    ew_f, ew_b = eb.total_B / bw, eb.backward_B / bw
     recompute = {"none": 0.0, "full": gemm_f + ew_f,
-                 "selective": float(lt.forward_s[1:3].sum()) + eb.core_B / bw}[layout.recompute]
+                 "selective": f_s[1] + f_s[2] + eb.core_B / bw}[layout.recompute]
     sbh = float(model.seq) * b * model.hidden
     coll = _tp_collective(cluster, layout, _E * sbh)
     n_tp = 4 + (2 if layout.recompute == "full" else 0)
     n = layout.stage_layers(model)
     fwd = n * (gemm_f + ew_f)
-    bwd = n * (gemm_b + 2 * ew_f + recompute)
+    accumulate = GRAD_ACCUMULATE_BYTES * model.layer_params / t / bw
+    bwd = n * (gemm_b + ew_b + recompute + accumulate)
     tp = n * n_tp * coll
     # embedding (first stage): gather, dropout: read, write, mask, and its backward;
-    # one allreduce forward; the logits and loss (last stage): the product, fp16 read
-    # and fp32 write each way; one allreduce of the logit layer's input gradient
-    emb = (5.0 * sbh / bw) * 3
-    lg = layer_times(logit_gemm(model, t), dev, "fp16", b)
-    loss = 2 * 6.0 * model.seq * b * model.vocab / t / bw
-    last = float(lg.forward_s.sum() + lg.backward_s.sum()) + loss
+    # one allreduce forward; the logits and loss (last stage): the product and the
+    # unfused fp32 loss (LOSS_BYTES_PER_LOGIT); one allreduce of the logit layer's
+    # input gradient
+    table = GRAD_ACCUMULATE_BYTES * model.vocab * model.hidden / t / bw
+    emb = (5.0 * sbh / bw) * 3 + table
+    lf, lb = _gemm_times((logit_gemm_shapes(model, t, b),), dev, bw)
+    loss = LOSS_BYTES_PER_LOGIT * model.seq * b * model.vocab / t / bw
+    last = lf[0] + lb[0] + loss + table
     if layout.pp > 1:
         return fwd, bwd, tp + coll, max(emb, last)
     return fwd, bwd, tp + 2 * coll, emb + last
@@ -329,7 +412,7 @@ def llm_iteration(cluster: Cluster, model: TransformerSpec,
     if layout.ep > 1 and layout.zero >= 1:       # the experts' shard is over dp / ep
         expert = local_expert_params(model, layout)
         params, shard = params - expert + expert * layout.ep, layout.dp
-    opt = ADAM_STEP_BYTES * params / shard / cluster.node.device.training_memory_bandwidth_Bps
+    opt = ADAM_STEP_BYTES * params / shard / _hbm_Bps(cluster.node.device)
     total = slots * slot + dp_exposed + opt
     capacity = cluster.node.device.training_memory_bytes
     return LLMIteration(

@@ -10,12 +10,14 @@ MLP's first matrix by columns and the attention output and the MLP's second matr
 by rows, each rank computing ``1 / t`` of every product and ``a / t`` heads.
 
 The elementwise work (layer norms, softmax, dropouts, the MLP's activation, the
-residual additions) does a few FLOPs per byte, so it is priced at the device's
-memory bandwidth from the bytes it reads and writes (:func:`elementwise_bytes`);
-the tensors and their sizes are those of Korthikanti et al. 2022 (arXiv 2205.05198)
+residual additions, a bias and a transpose) does a few FLOPs per byte, so it is
+priced at the memory bandwidth from the bytes it reads and writes, forward and
+backward, kernel by kernel as Megatron-LM runs it (:func:`elementwise_bytes`); the
+tensors and their sizes are those of Korthikanti et al. 2022 (arXiv 2205.05198)
 Sec. 4.1, 16-bit values and 1-byte dropout masks, each fused kernel of Megatron
 (bias + GeLU, bias + dropout + add, scale + mask + softmax) reading its inputs once
-and writing its outputs once.
+and writing its outputs once. The products are also given as cuBLAS runs them
+(:func:`layer_gemm_shapes`), for :mod:`dlscale.perfmodel.compute.gemm`.
 
 Examples
 --------
@@ -35,7 +37,8 @@ from dataclasses import dataclass
 from dlscale.perfmodel.training.transformer import TransformerSpec
 from dlscale.perfmodel.training.workload import Layer, Model
 
-__all__ = ["ElementwiseBytes", "elementwise_bytes", "layer_gemms", "logit_gemm"]
+__all__ = ["ElementwiseBytes", "Shape", "elementwise_bytes", "layer_gemm_shapes", "layer_gemms",
+           "logit_gemm", "logit_gemm_shapes"]
 
 
 def layer_gemms(spec: TransformerSpec, tp: int) -> Model:
@@ -94,43 +97,75 @@ def logit_gemm(spec: TransformerSpec, tp: int) -> Model:
 
 @dataclass(frozen=True)
 class ElementwiseBytes:
-    """Bytes the elementwise kernels of one layer move forward, per microbatch.
+    """Bytes the elementwise kernels of one layer move, per microbatch and rank.
 
     Attributes
     ----------
     core_B : float
-        Softmax and its dropout (the attention core that selective recomputation
-        recomputes).
+        Forward: softmax and its dropout (the attention core that selective
+        recomputation recomputes).
     rest_B : float
-        Layer norms, dropouts with residual additions, the MLP's activation.
+        Forward: layer norms, dropouts with residual additions, the MLP's
+        activation, the query/key/value bias, the attention output's transpose.
+    core_bwd_B, rest_bwd_B : float
+        The same kernels' backward.
     """
 
     core_B: float
     rest_B: float
+    core_bwd_B: float
+    rest_bwd_B: float
 
     @property
     def total_B(self) -> float:
-        """Both."""
+        """Forward, both parts."""
         return self.core_B + self.rest_B
+
+    @property
+    def backward_B(self) -> float:
+        """Backward, both parts."""
+        return self.core_bwd_B + self.rest_bwd_B
 
 
 def elementwise_bytes(spec: TransformerSpec, micro: int, tp: int = 1,
                       sp: bool = False) -> ElementwiseBytes:
-    """Forward bytes read and written by one layer's elementwise kernels on one rank.
+    """Bytes read and written by one layer's elementwise kernels on one rank.
 
-    Per microbatch, ``sbh = s b h`` (Korthikanti et al. 2022 Sec. 4.1 tensors):
+    Kernel by kernel as Megatron-LM runs a GPT layer (``megatron/model/transformer.py``,
+    ``fused_softmax.py``, ``fused_bias_gelu.py``, ``mpu/layers.py``), 2-byte values
+    and 1-byte dropout masks, the tensors of Korthikanti et al. 2022 Sec. 4.1; per
+    microbatch, ``X = s b h`` elements (``/ t`` where tensor parallelism splits
+    them), ``A = a s^2 b / t`` the attention scores, ``F = s b f / t``:
 
-    - each layer norm reads its 2-byte input and writes its output: ``4 sbh``, two
-      per layer;
-    - each dropout + residual add reads the product and the residual and writes the
-      sum and a 1-byte mask: ``7 sbh``, two per layer;
-    - the MLP activation reads and writes the ``s b f`` tensor (``4 s b f``; SwiGLU
-      reads two: ``6 s b f``);
-    - the softmax reads and writes the ``a s^2 b`` scores (``4 a s^2 b``) and its
-      dropout writes the output and a mask (``5 a s^2 b``).
+    Forward:
 
-    Tensor parallelism splits the activation and the attention core by ``t``;
-    sequence parallelism the norms and the dropouts too.
+    - two layer norms (apex's fused kernel), each reading and writing ``X``: 8 X;
+    - two fused bias + dropout + residual adds, each reading the product and the
+      residual and writing the sum and a mask: 14 X;
+    - the fused scale + mask + softmax reading and writing ``A`` (4 A) and its
+      dropout writing the output and a mask (5 A);
+    - the fused bias + GeLU reading and writing ``F`` (4 F; SwiGLU reads two and
+      writes one: 6 F);
+    - the query/key/value projection's bias, added by ``F.linear`` (PyTorch's
+      ``addmm`` copies the broadcast bias into the output, which the GEMM then
+      reads): 4 bytes per output element, ``(h + 2 kv d) / t`` per token;
+    - the context's ``permute(2, 0, 1, 3).contiguous()`` before the output
+      projection: reads and writes ``X / t``.
+
+    Backward: each fused bias + dropout + add reads the gradient and the mask,
+    writes the product's gradient and reads it again for the bias gradient (7 X,
+    twice); each layer norm reads the gradient and its input, writes the input
+    gradient and reads both again for the scale and shift gradients (10 X, twice);
+    the two residual branches' gradients are added (read 2, write 1: 6 X, twice);
+    GeLU's backward reads the gradient and the saved input, writes the gradient and
+    reads it for the bias gradient (8 F; SwiGLU 10 F); softmax's backward reads the
+    gradient and the saved output and writes the gradient (6 A), dropout's reads
+    the gradient and the mask and writes one (5 A); the transpose's gradient is a
+    copy (``X / t`` each way) and the query/key/value bias gradient reads the
+    output gradient.
+
+    Sequence parallelism splits the norms and the dropouts (and their gradients)
+    by ``t`` too.
 
     Parameters
     ----------
@@ -149,13 +184,85 @@ def elementwise_bytes(spec: TransformerSpec, micro: int, tp: int = 1,
     >>> from dlscale.perfmodel.catalog.models_llm import get_llm
     >>> g = get_llm("gpt-1.7b")
     >>> e = elementwise_bytes(g, 1)
-    >>> sbh = g.seq * g.hidden
-    >>> e.rest_B / sbh, e.core_B / (g.heads * g.seq**2)
-    (38.0, 9.0)
+    >>> sbh, a_s2 = g.seq * g.hidden, g.heads * g.seq**2
+    >>> e.rest_B / sbh, e.core_B / a_s2, e.rest_bwd_B / sbh, e.core_bwd_B / a_s2
+    (54.0, 9.0, 88.0, 11.0)
     """
-    s, h, a, f = float(spec.seq), spec.hidden, spec.heads, spec.ffn
+    s, h, a, f, t = float(spec.seq), spec.hidden, spec.heads, spec.ffn, tp
     sbh = s * micro * h
-    act = (6.0 if spec.gated_mlp else 4.0) * s * micro * f * (spec.top_k if spec.moe else 1)
-    norms_dropouts = (2 * 4.0 + 2 * 7.0) * sbh / (tp if sp else 1)
-    core = 9.0 * a * s * s * micro / tp
-    return ElementwiseBytes(core, norms_dropouts + act / tp)
+    split = t if sp else 1
+    moe = spec.top_k if spec.moe else 1
+    sbf = s * micro * f * moe / t
+    act_f, act_b = (6.0, 10.0) if spec.gated_mlp else (4.0, 8.0)
+    qkv = s * micro * (h + 2 * spec.kv * spec.head_dim) / t if spec.biases else 0.0
+    transpose = 4.0 * sbh / t
+    scores = a * s * s * micro / t
+    rest_f = (2 * 4.0 + 2 * 7.0) * sbh / split + act_f * sbf + 4.0 * qkv + transpose
+    rest_b = ((2 * 7.0 + 2 * 10.0 + 2 * 6.0) * sbh / split + act_b * sbf + 2.0 * qkv
+              + transpose)
+    return ElementwiseBytes(9.0 * scores, rest_f, 11.0 * scores, rest_b)
+
+
+#: GEMM shapes ``(m, n, k, batch)`` per sequence-microbatch of one layer's products
+#: on one rank: forward, then the backward's two (input gradient, weight gradient).
+Shape = tuple[int, int, int, int]
+
+
+def layer_gemm_shapes(spec: TransformerSpec, tp: int,
+                      micro: int) -> tuple[tuple[Shape, tuple[Shape, Shape]], ...]:
+    """The products of :func:`layer_gemms` as cuBLAS runs them, forward and backward.
+
+    With ``T = s b`` tokens of a microbatch (Megatron multiplies the ``[s, b, h]``
+    activations as a ``T x h`` matrix; Shoeybi et al. 2019 Sec. 3 split): a linear
+    layer ``y = x W`` of ``W: k x n`` is ``(T, n, k)`` forward, ``(T, k, n)`` for the
+    input gradient and ``(k, n, T)`` for the weight gradient; the attention core
+    is ``b a / t`` batched products per head, ``Q K^T`` ``(s, s, d)`` and the scores
+    times ``V`` ``(s, d, s)``, whose gradients are ``(s, d, s)`` twice and
+    ``(s, s, d)`` plus ``(s, d, s)``.
+
+    Parameters
+    ----------
+    spec : TransformerSpec
+    tp : int
+    micro : int
+        Sequences per microbatch.
+
+    Returns
+    -------
+    tuple
+        Per layer of :func:`layer_gemms` (same order): ``(forward, (dgrad, wgrad))``.
+
+    Examples
+    --------
+    >>> from dlscale.perfmodel.catalog.models_llm import get_llm
+    >>> g = get_llm("gpt3-175b")
+    >>> sh = layer_gemm_shapes(g, 8, 1)
+    >>> fl = sum(2 * m * n * k * b for (m, n, k, b), _ in sh)
+    >>> fl == layer_gemms(g, 8).forward_flops
+    True
+    """
+    s, h, f, t, b = spec.seq, spec.hidden, spec.ffn, tp, micro
+    tok = s * b
+    kv_out = h + 2 * spec.kv * spec.head_dim
+    up = (2 if spec.gated_mlp else 1) * f
+    mtok = tok * (spec.top_k if spec.moe else 1)
+    d, heads = spec.head_dim, b * spec.heads // t
+
+    def linear(m: int, n: int, k: int) -> tuple[Shape, tuple[Shape, Shape]]:
+        return (m, n, k, 1), ((m, k, n, 1), (k, n, m, 1))
+
+    return (
+        linear(tok, kv_out // t, h),
+        ((s, s, d, heads), ((s, d, s, heads), (s, d, s, heads))),
+        ((s, d, s, heads), ((s, s, d, heads), (s, d, s, heads))),
+        linear(tok, h, h // t),
+        linear(mtok, up // t, h),
+        linear(mtok, h, f // t),
+    )
+
+
+def logit_gemm_shapes(spec: TransformerSpec, tp: int,
+                      micro: int) -> tuple[Shape, tuple[Shape, Shape]]:
+    """The output layer's product as :func:`layer_gemm_shapes` gives a linear layer."""
+    tok, h, v = spec.seq * micro, spec.hidden, spec.vocab // tp
+    return (tok, v, h, 1), ((tok, h, v, 1), (h, v, tok, 1))

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from dlscale.perfmodel.layoutmemo import layout_memo
 from dlscale.perfmodel.training.parallel import ParallelLayout
 from dlscale.perfmodel.training.transformer import TransformerSpec, activation_bytes_per_layer
 
@@ -99,6 +100,7 @@ class LLMMemory:
         return self.total_B <= capacity_B
 
 
+@layout_memo(1, "tp", "pp")
 def stage_params(model: TransformerSpec, layout: ParallelLayout, stage: str) -> float:
     """Parameters one rank of the ``"first"`` or ``"last"`` stage holds (before ZeRO).
 
@@ -160,6 +162,7 @@ def _buffers(model: TransformerSpec, layout: ParallelLayout, grads: float) -> fl
     return p2p + zero
 
 
+@layout_memo(1, exclude=())
 def llm_memory(model: TransformerSpec, layout: ParallelLayout) -> LLMMemory:
     """Memory per GPU of ``model`` under ``layout`` (see the module docstring).
 
@@ -188,6 +191,7 @@ def llm_memory(model: TransformerSpec, layout: ParallelLayout) -> LLMMemory:
     return best
 
 
+@layout_memo(1, exclude=("micro",))
 def largest_microbatch(model: TransformerSpec, layout: ParallelLayout,
                        capacity_B: float) -> int:
     """The largest microbatch of a valid layout like ``layout`` that fits ``capacity_B``.

@@ -61,6 +61,7 @@ from dlscale.perfmodel.compute.llm_memory import (
 )
 from dlscale.perfmodel.compute.roofline import layer_times
 from dlscale.perfmodel.errors import ConfigError
+from dlscale.perfmodel.layoutmemo import args_memo, layout_memo
 from dlscale.perfmodel.machine.hardware import Cluster
 from dlscale.perfmodel.network.model import collective_time_s, path_hockney
 from dlscale.perfmodel.network.msgfactors import message_time_s
@@ -154,6 +155,7 @@ def _nodes(cluster: Cluster, gpus: int) -> int:
     return nodes
 
 
+@args_memo(1)
 def _group_time(cluster: Cluster, op: str, n_bytes: float, size: int, stride: int) -> float:
     """``op`` over ``size`` ranks ``stride`` apart, the node's other groups beside it.
 
@@ -187,6 +189,7 @@ def _tp_collective(cluster: Cluster, layout: ParallelLayout, n_bytes: float) -> 
     return _group_time(cluster, "allreduce", n_bytes, t, 1)
 
 
+@layout_memo(2, "tp", "micro", "sp", "recompute", "pp")
 def _stage_compute(cluster: Cluster, model: TransformerSpec, layout: ParallelLayout,
                    ) -> tuple[float, float, float, float]:
     """Per microbatch, one stage: (forward s, backward s, TP comm s, last stage's extra)."""
@@ -217,6 +220,7 @@ def _stage_compute(cluster: Cluster, model: TransformerSpec, layout: ParallelLay
     return fwd, bwd, tp + 2 * coll, emb + last
 
 
+@layout_memo(2, "pp", "tp", "micro", "scatter_gather", "dp")
 def _pp_transfer(cluster: Cluster, model: TransformerSpec, layout: ParallelLayout,
                  nodes: int) -> float:
     """One activation (or gradient) hand-over between neighbouring stages."""
@@ -236,6 +240,7 @@ def _pp_transfer(cluster: Cluster, model: TransformerSpec, layout: ParallelLayou
     return time
 
 
+@layout_memo(2, "dp", "tp", "pp", "micro", "global_batch", "zero", "dp_overlap")
 def _dp_times(cluster: Cluster, model: TransformerSpec, layout: ParallelLayout,
               bwd_s: float) -> tuple[float, float]:
     """(all data-parallel communication s, the part exposed)."""

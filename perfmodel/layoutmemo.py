@@ -178,7 +178,7 @@ def _memoized(fn: Callable[P, R], name: str, objects: int,
         try:
             out: R = memo.answers[k]
         except KeyError:
-            out = fn(*args)
+            out = fn(*args, **kwargs)
             memo.answers[k] = out
             for a in args[:objects]:
                 memo.keep[id(a)] = a

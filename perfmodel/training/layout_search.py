@@ -18,7 +18,8 @@ inputs give the same ranking.
 
 The **limiting resource** of a layout (:func:`limiting_resource`) is ``memory`` when a
 layout one step away (one of ``tp``, ``pp``, ``micro``, the schedule, ``zero``,
-recompute, ``sp`` changed, ``dp`` following) would be faster but does not fit;
+recompute, ``sp`` changed, ``dp`` following) would be faster but does not fit, and
+no layout one step away that fits is faster (memory is what keeps it there);
 otherwise the largest term of its iteration: ``compute`` (with recomputation),
 ``TP communication``, ``PP bubble`` (the bubble and the stage-to-stage transfers),
 ``DP communication`` (the exposed part) or ``optimizer``.
@@ -47,7 +48,7 @@ from dlscale.perfmodel.training.parallel import ParallelLayout
 from dlscale.perfmodel.training.parallel_time import LLMIteration, llm_iteration
 from dlscale.perfmodel.training.transformer import RECOMPUTE, TransformerSpec
 
-__all__ = ["DIMENSIONS", "LayoutSearch", "describe", "limiting_resource", "pareto",
+__all__ = ["DIMENSIONS", "LayoutSearch", "describe", "limiting_resource", "overhead", "pareto",
            "search_layouts", "terms", "why_lines"]
 
 #: The searched dimensions, as (name, the layout's fields that make its value).
@@ -204,22 +205,33 @@ def pareto(search: LayoutSearch) -> list[LLMIteration]:
     return out
 
 
-def _faster_too_big(search: LayoutSearch, it: LLMIteration) -> LLMIteration | None:
-    """The fastest neighbour of ``it`` that would beat it and does not fit."""
-    best = None
+def _faster(search: LayoutSearch, it: LLMIteration) -> tuple[LLMIteration | None, bool]:
+    """The fastest neighbour of ``it`` that would beat it and does not fit, and
+    whether a neighbour that fits beats it."""
+    best, fitting = None, False
     for lay in search.neighbours(it.layout):
-        if search.memory[lay].total_B <= search.capacity_B:
-            continue
         other = search.price(lay)
-        if other.iteration_s < it.iteration_s and (best is None
-                                                   or other.iteration_s < best.iteration_s):
+        if other.iteration_s >= it.iteration_s:
+            continue
+        if search.memory[lay].total_B <= search.capacity_B:
+            fitting = True
+        elif best is None or other.iteration_s < best.iteration_s:
             best = other
-    return best
+    return best, fitting
+
+
+def overhead(it: LLMIteration) -> tuple[str, float]:
+    """The largest term but compute, and its share of the iteration."""
+    parts = terms(it)
+    del parts["compute"]
+    name = max(parts, key=lambda k: parts[k])
+    return name, parts[name] / it.iteration_s
 
 
 def limiting_resource(search: LayoutSearch, it: LLMIteration) -> str:
     """``memory`` or the largest term of the iteration (module docstring)."""
-    if _faster_too_big(search, it) is not None:
+    too_big, fitting = _faster(search, it)
+    if too_big is not None and not fitting:
         return "memory"
     parts = terms(it)
     return max(parts, key=lambda k: parts[k])
@@ -253,7 +265,7 @@ def why_lines(search: LayoutSearch, it: LLMIteration) -> list[str]:
         slower = alt.iteration_s / it.iteration_s - 1
         lines.append(f"{label}: the best with another {name} ({describe(alt.layout)}) is "
                      f"{slower:.1%} slower; its {grow} {a[grow]:.3g} s against {b[grow]:.3g} s")
-    big = _faster_too_big(search, it)
+    big = _faster(search, it)[0]
     if big is not None:
         lines.append(f"faster but too big: {describe(big.layout)} would take "
                      f"{1 - big.iteration_s / it.iteration_s:.1%} less time but needs "

@@ -39,7 +39,10 @@ from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.training.parallel import SCHEDULES, ZERO_STAGES, ParallelLayout
 from dlscale.perfmodel.training.transformer import RECOMPUTE, TransformerSpec
 
-__all__ = ["LayoutSpace", "divisors", "layouts", "tp_sizes"]
+__all__ = ["DP_OVERLAP", "LayoutSpace", "divisors", "layouts", "tp_sizes"]
+
+#: When the layouts' gradient exchange overlaps the last backward (:class:`LayoutSpace`).
+DP_OVERLAP = ("always", "never", "without-pipeline")
 
 
 def divisors(n: int) -> list[int]:
@@ -66,6 +69,10 @@ class LayoutSpace:
         tries every ``v`` that divides the layers per stage.
     tp_across_nodes : bool
         Let a tensor-parallel group span nodes (a what-if; default inside a node).
+    dp_overlap : {"always", "never", "without-pipeline"}
+        The layouts' ``dp_overlap``: the gradient exchange beside the last
+        backward always (PyTorch DDP, the layout's default), never, or only without
+        a pipeline (Megatron-LM of 2021: its own DDP after the pipeline's flush).
     """
 
     tp: tuple[int, ...] | None = None
@@ -76,8 +83,12 @@ class LayoutSpace:
     sp: tuple[bool, ...] = (False, True)
     schedules: tuple[str, ...] = ("1f1b", "interleaved")
     tp_across_nodes: bool = False
+    dp_overlap: str = "always"
 
     def __post_init__(self) -> None:
+        if self.dp_overlap not in DP_OVERLAP:
+            raise ConfigError(f"search.dp_overlap: must be one of {', '.join(DP_OVERLAP)}, "
+                              f"got {self.dp_overlap!r}")
         for name in ("tp", "pp", "micro"):
             vals = getattr(self, name)
             if vals is not None and (not vals or any(
@@ -157,6 +168,8 @@ def layouts(model: TransformerSpec, gpus: int, devices_per_node: int, global_bat
                       if space.micro is None or b in space.micro]
             zeros = [z for z in space.zero if p == 1 or z <= 1]
             sps = [s for s in space.sp if not s or (t > 1 and model.seq % t == 0)]
+            overlap = space.dp_overlap == "always" or (
+                space.dp_overlap == "without-pipeline" and p == 1)
             for b in micros:
                 for sched, v in _schedules(model, p, per_replica // b, space):
                     for z in zeros:
@@ -165,4 +178,5 @@ def layouts(model: TransformerSpec, gpus: int, devices_per_node: int, global_bat
                                 yield ParallelLayout(tp=t, pp=p, dp=d, micro=b,
                                                      global_batch=global_batch,
                                                      schedule=sched, virtual=v, zero=z,
-                                                     sp=s, recompute=r)
+                                                     sp=s, recompute=r,
+                                                     dp_overlap=overlap)

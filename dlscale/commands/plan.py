@@ -62,12 +62,13 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "plan",
         help=SUMMARIES["plan"],
-        description="Search the clusters on offer over node counts, training and allreduce "
-                    "algorithms; print the plans that meet every limit, best first. For a "
-                    "transformer (dlscale catalog transformers), search its parallel layouts "
+        description="Search the clusters on offer over node counts, training and allreduce\n"
+                    "algorithms; print the plans that meet every limit, best first. For a\n"
+                    "transformer (dlscale catalog transformers), search its parallel layouts\n"
                     "and the machine size instead.",
-        epilog="example (a transformer): dlscale plan gpt-1.7b --cluster dgx1-v100 "
-               "--global-batch 16 --nodes 1",
+        epilog="example (a transformer):\n"
+               "  dlscale plan gpt-1.7b --cluster dgx1-v100 --global-batch 16 --nodes 1",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("workload", help="workload preset name or TOML file")
     p.add_argument("--cluster", action="append", metavar="NAME|FILE",

@@ -57,7 +57,10 @@ def add_llm_args(p: argparse.ArgumentParser) -> None:
     """The transformer path's target and search restrictions."""
     from dlscale.perfmodel.training.parallel import SCHEDULES
 
-    g = p.add_argument_group("transformer layouts (a model of dlscale catalog transformers)")
+    g = p.add_argument_group(
+        "transformer layouts (a model of dlscale catalog transformers)",
+        "--cluster and --global-batch (sequences per iteration) are needed; --nodes, "
+        "--deadline-h, --max-nodes, --top and -o act as for a data-parallel plan")
     g.add_argument("--tokens-per-day", type=float, metavar="X",
                    help="target: the fewest GPUs that train X tokens per day")
     g.add_argument("--tokens", type=float, metavar="T",
@@ -157,7 +160,8 @@ def run_llm(args: argparse.Namespace) -> int:
     _refuse_dp_flags(args)
     if args.top < 0:
         raise ConfigError(f"--top: must be an integer >= 0, got {args.top}")
-    res = plan_layouts(args.workload, list(args.cluster), **_options(args))
+    options = _options(args)
+    res = plan_layouts(args.workload, list(args.cluster), **options)
     if args.output:
         res.to_json(args.output)
     for line in report(res, args.top, args.output):

@@ -8,6 +8,7 @@ the model rates within 5% of it.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import pytest
@@ -80,6 +81,9 @@ def test_the_memo_changes_no_answer():
               LayoutSpace(micro=(1, 2), recompute=("selective", "full")))]
     for cluster, model, gpus, batch, space in cases:
         lays = list(layouts(model, gpus, cluster.node.devices_per_node, batch, space))
+        # the fields no search varies, varied here too, in the same block
+        lays += [dataclasses.replace(lay, dp_overlap=False) for lay in lays[::3]]
+        lays += [dataclasses.replace(lay, scatter_gather=False) for lay in lays[::5]]
         plain = [llm_iteration(cluster, model, lay) for lay in lays]
         with pricing_memo() as stats:
             kept = [llm_iteration(cluster, model, lay) for lay in lays]

@@ -121,3 +121,14 @@ def test_help_shows_a_runnable_example(capsys):
     assert example in " ".join(text.split())
     rc, text, _ = _run(example.split()[1:], capsys)
     assert rc == 0 and text.startswith("plan for gpt-1.7b")
+
+
+def test_max_nodes_and_tokens_act_on_the_transformer_path():
+    kw = dict(global_batch=64, nodes=[1, 2, 4, 8], recompute=["selective"], zero=[1])
+    res = api.plan_layouts("gpt-1.7b", ["perlmutter"], max_nodes=2, **kw)
+    assert {m["nodes"] for m in res.meta["machines"]} <= {1, 2}
+    days = api.plan_layouts("gpt-1.7b", ["perlmutter"], tokens=1e10, **kw)
+    b = days.meta["best"]
+    assert b["days"] == 1e10 / b["tokens_per_s"] / 86400
+    with pytest.raises(ConfigError, match="no node count"):
+        api.plan_layouts("gpt-1.7b", ["dgx1-v100"], global_batch=16, nodes=[2])

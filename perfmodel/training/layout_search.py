@@ -264,7 +264,7 @@ def why_lines(search: LayoutSearch, it: LLMIteration) -> list[str]:
         grow = max(a, key=lambda k: a[k] - b[k])
         slower = alt.iteration_s / it.iteration_s - 1
         lines.append(f"{label}: the best with another {name} ({describe(alt.layout)}) is "
-                     f"{slower:.1%} slower; its {grow} {a[grow]:.3g} s against {b[grow]:.3g} s")
+                     f"{slower:.2%} slower; its {grow} {a[grow]:.3g} s against {b[grow]:.3g} s")
     big = _faster(search, it)[0]
     if big is not None:
         lines.append(f"faster but too big: {describe(big.layout)} would take "

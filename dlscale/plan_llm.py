@@ -133,6 +133,22 @@ def _no_fit(searches: list[LayoutSearch], model: TransformerSpec) -> str:
             f"{s.capacity_B / 1e9:.0f} GB")
 
 
+def _check_sizes(spec: TransformerSpec, cl: list[Cluster], space: LayoutSpace) -> None:
+    """A tensor- or pipeline-parallel size asked that no cluster can take: one line."""
+    from dlscale.perfmodel.training.layout_space import divisors, tp_sizes
+
+    valid = sorted({t for c in cl for t in tp_sizes(spec, c.node.devices_per_node)})
+    bad = [t for t in space.tp or () if t not in valid]
+    if bad:
+        raise ConfigError(f"tp: {bad[0]} does not split {spec.name} inside a node (it must "
+                          f"divide the {spec.heads} heads, the MLP and the node's GPUs); "
+                          f"valid: {', '.join(map(str, valid))}")
+    bad = [p for p in space.pp or () if spec.layers % p]
+    if bad:
+        raise ConfigError(f"pp: {bad[0]} must divide the {spec.layers} layers of {spec.name}; "
+                          f"valid: {', '.join(map(str, divisors(spec.layers)))}")
+
+
 def plan_layouts(model: str | TransformerSpec, clusters: Sequence[str | Path | Cluster], *,
                  global_batch: int, nodes: Sequence[int] | None = None,
                  tokens_per_day: float | None = None, tokens: float | None = None,
@@ -191,6 +207,7 @@ def plan_layouts(model: str | TransformerSpec, clusters: Sequence[str | Path | C
         sp=tuple(sp) if sp else base.sp,
         schedules=tuple(schedules) if schedules else base.schedules, dp_overlap=dp_overlap)
     cl = [load_cluster(c) for c in clusters]
+    _check_sizes(spec, cl, space)
     plan = [(c, _counts(c, nodes, max_nodes)) for c in cl]
     if not any(counts for _c, counts in plan):
         raise ConfigError(f"nodes: no node count within the clusters' sizes and max_nodes "

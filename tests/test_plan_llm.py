@@ -78,6 +78,7 @@ def test_a_target_nothing_meets_exits_1_with_one_line(capsys):
     (["--epochs", "3"], "--epochs"), (["--price", "dgx1-v100=3"], "--price"),
     (["--rank-by", "nodes"], "--rank-by"), (["--batch", "4"], "--batch"),
     (["--tp", "x"], "--tp"), (["--recompute", "some"], "--recompute"),
+    (["--tp", "3"], "tp: 3 does not split gpt-1.7b"), (["--pp", "5"], "pp: 5 must divide"),
     (["--schedule", "zigzag"], "--schedule"), (["--tokens-per-day", "-1"], "tokens_per_day"),
     (["--deadline-h", "10"], "deadline"), (["--top", "-1"], "--top"),
     (["--tokens", "1e9", "--deadline-h", "1", "--tokens-per-day", "1e9"], "tokens_per_day"),

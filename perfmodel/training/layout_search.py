@@ -59,7 +59,16 @@ DIMENSIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 
 def describe(lay: ParallelLayout) -> str:
-    """``tp 8, pp 16, dp 8, micro 1, 1f1b, zero 1, recompute full, sp``."""
+    """``tp 8, pp 16, dp 8, micro 1, 1f1b, zero 1, recompute full, sp``.
+
+    Parameters
+    ----------
+    lay : ParallelLayout
+
+    Returns
+    -------
+    str
+    """
     sched = lay.schedule + (f" v {lay.virtual}" if lay.virtual > 1 else "")
     return (f"tp {lay.tp}, pp {lay.pp}, dp {lay.dp}, micro {lay.micro}, {sched}, "
             f"zero {lay.zero}, recompute {lay.recompute}{', sp' if lay.sp else ''}")
@@ -75,7 +84,18 @@ def _value(lay: ParallelLayout, name: str) -> str:
 
 
 def terms(it: LLMIteration) -> dict[str, float]:
-    """The iteration's time by resource (seconds; they sum to ``iteration_s``)."""
+    """The iteration's time by resource (seconds; they sum to ``iteration_s``).
+
+    Parameters
+    ----------
+    it : LLMIteration
+
+    Returns
+    -------
+    dict
+        ``compute``, ``TP communication``, ``PP bubble``, ``DP communication``,
+        ``optimizer`` -> seconds.
+    """
     return {"compute": it.compute_s, "TP communication": it.tp_comm_s,
             "PP bubble": it.bubble_s + it.pp_comm_s, "DP communication": it.dp_exposed_s,
             "optimizer": it.optimizer_s}
@@ -195,7 +215,17 @@ def search_layouts(cluster: Cluster, model: TransformerSpec, gpus: int, global_b
 
 
 def pareto(search: LayoutSearch) -> list[LLMIteration]:
-    """The fitting layouts no other beats in both time and memory, fastest first."""
+    """The fitting layouts no other beats in both time and memory, fastest first.
+
+    Parameters
+    ----------
+    search : LayoutSearch
+
+    Returns
+    -------
+    list of LLMIteration
+        The fastest, then each that needs less memory than every faster one.
+    """
     out: list[LLMIteration] = []
     least = float("inf")
     for it in search.ranked:
@@ -221,7 +251,17 @@ def _faster(search: LayoutSearch, it: LLMIteration) -> tuple[LLMIteration | None
 
 
 def overhead(it: LLMIteration) -> tuple[str, float]:
-    """The largest term but compute, and its share of the iteration."""
+    """The largest term but compute, and its share of the iteration.
+
+    Parameters
+    ----------
+    it : LLMIteration
+
+    Returns
+    -------
+    (str, float)
+        The term's name (:func:`terms`) and its fraction of ``iteration_s``.
+    """
     parts = terms(it)
     del parts["compute"]
     name = max(parts, key=lambda k: parts[k])
@@ -229,7 +269,19 @@ def overhead(it: LLMIteration) -> tuple[str, float]:
 
 
 def limiting_resource(search: LayoutSearch, it: LLMIteration) -> str:
-    """``memory`` or the largest term of the iteration (module docstring)."""
+    """``memory`` or the largest term of the iteration (module docstring).
+
+    Parameters
+    ----------
+    search : LayoutSearch
+        The search ``it`` comes from (its neighbours are priced with its memo).
+    it : LLMIteration
+
+    Returns
+    -------
+    str
+        ``memory`` or a name of :func:`terms`.
+    """
     too_big, fitting = _faster(search, it)
     if too_big is not None and not fitting:
         return "memory"
@@ -244,6 +296,16 @@ def why_lines(search: LayoutSearch, it: LLMIteration) -> list[str]:
     layout with another value, how much slower it is and the term that grows most;
     or that none with another value fits. Then the fastest layout one step away
     that would be faster and does not fit, if any.
+
+    Parameters
+    ----------
+    search : LayoutSearch
+    it : LLMIteration
+        Usually ``search.best``.
+
+    Returns
+    -------
+    list of str
     """
     lines = []
     gb = 1e9

@@ -48,6 +48,16 @@ DP_OVERLAP = ("always", "never", "without-pipeline")
 def divisors(n: int) -> list[int]:
     """The divisors of ``n``, ascending.
 
+    Parameters
+    ----------
+    n : int
+
+    Returns
+    -------
+    list of int
+
+    Examples
+    --------
     >>> divisors(12)
     [1, 2, 3, 4, 6, 12]
     """
@@ -106,6 +116,20 @@ class LayoutSpace:
 def tp_sizes(model: TransformerSpec, devices_per_node: int, across: bool = False) -> list[int]:
     """Tensor-parallel sizes the model splits into (inside a node unless ``across``).
 
+    Parameters
+    ----------
+    model : TransformerSpec
+    devices_per_node : int
+    across : bool
+        Allow sizes that span nodes.
+
+    Returns
+    -------
+    list of int
+        Ascending.
+
+    Examples
+    --------
     >>> from dlscale.perfmodel.catalog.models_llm import get_llm
     >>> tp_sizes(get_llm("gpt3-175b"), 8), tp_sizes(get_llm("llama2-70b"), 8)
     ([1, 2, 4, 8], [1, 2, 4, 8])

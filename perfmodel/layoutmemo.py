@@ -111,7 +111,9 @@ def layout_memo(position: int, *fields: str,
     *fields : str
         The layout's fields the part reads (directly or through its methods).
     exclude : tuple of str
-        Instead of ``fields``: every field but these (``fields`` empty).
+        Instead of ``fields``: every field but these (``fields`` empty), the safer
+        form: a field added to the layout later is in the key until it is listed
+        here.
 
     Returns
     -------
@@ -125,8 +127,12 @@ def layout_memo(position: int, *fields: str,
 
         def project(layout: Any) -> Any:
             if not getters:
-                names = fields or tuple(f.name for f in dataclasses.fields(layout)
-                                        if f.name not in exclude)
+                have = [f.name for f in dataclasses.fields(layout)]
+                unknown = [f for f in (*fields, *exclude) if f not in have]
+                if unknown:
+                    raise TypeError(f"{name}: layout_memo names {unknown}, not fields of "
+                                    f"{type(layout).__name__}")
+                names = fields or tuple(f for f in have if f not in exclude)
                 getters.append(operator.attrgetter(*names))
             return getters[0](layout)
 

@@ -183,3 +183,15 @@ def test_memory_first_prices_only_what_fits(monkeypatch):
     _lay, mem = none.leanest()
     assert mem.total_B > none.capacity_B
     assert all(m.total_B >= mem.total_B for m in none.memory.values())
+
+
+def test_a_memo_naming_no_field_of_the_layout_is_an_error():
+    from dlscale.perfmodel.layoutmemo import layout_memo
+
+    @layout_memo(0, exclude=("no_such_field",))
+    def part(lay):
+        return lay.tp
+
+    assert part(ParallelLayout()) == 1            # outside a block: the function itself
+    with pricing_memo(), pytest.raises(TypeError, match="no_such_field"):
+        part(ParallelLayout())

@@ -100,7 +100,8 @@ class LLMMemory:
         return self.total_B <= capacity_B
 
 
-@layout_memo(1, "tp", "pp")
+@layout_memo(1, exclude=("dp", "micro", "global_batch", "schedule", "virtual", "zero", "sp",
+                         "recompute", "scatter_gather", "dp_overlap"))
 def stage_params(model: TransformerSpec, layout: ParallelLayout, stage: str) -> float:
     """Parameters one rank of the ``"first"`` or ``"last"`` stage holds (before ZeRO).
 

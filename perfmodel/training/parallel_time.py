@@ -189,7 +189,8 @@ def _tp_collective(cluster: Cluster, layout: ParallelLayout, n_bytes: float) -> 
     return _group_time(cluster, "allreduce", n_bytes, t, 1)
 
 
-@layout_memo(2, "tp", "micro", "sp", "recompute", "pp")
+@layout_memo(2, exclude=("dp", "global_batch", "schedule", "virtual", "zero", "scatter_gather",
+                         "dp_overlap"))
 def _stage_compute(cluster: Cluster, model: TransformerSpec, layout: ParallelLayout,
                    ) -> tuple[float, float, float, float]:
     """Per microbatch, one stage: (forward s, backward s, TP comm s, last stage's extra)."""
@@ -220,7 +221,8 @@ def _stage_compute(cluster: Cluster, model: TransformerSpec, layout: ParallelLay
     return fwd, bwd, tp + 2 * coll, emb + last
 
 
-@layout_memo(2, "pp", "tp", "micro", "scatter_gather", "dp")
+@layout_memo(2, exclude=("global_batch", "schedule", "virtual", "zero", "sp", "recompute",
+                         "dp_overlap"))
 def _pp_transfer(cluster: Cluster, model: TransformerSpec, layout: ParallelLayout,
                  nodes: int) -> float:
     """One activation (or gradient) hand-over between neighbouring stages."""
@@ -240,7 +242,7 @@ def _pp_transfer(cluster: Cluster, model: TransformerSpec, layout: ParallelLayou
     return time
 
 
-@layout_memo(2, "dp", "tp", "pp", "micro", "global_batch", "zero", "dp_overlap")
+@layout_memo(2, exclude=("schedule", "virtual", "sp", "recompute", "scatter_gather"))
 def _dp_times(cluster: Cluster, model: TransformerSpec, layout: ParallelLayout,
               bwd_s: float) -> tuple[float, float]:
     """(all data-parallel communication s, the part exposed)."""

@@ -9,7 +9,10 @@ and ``meta``, with ``to_rows()`` (a pandas-free list of dicts), ``to_csv(path)``
 - :func:`predict`: the analytical model over node counts -> :class:`PredictResult`.
 - :func:`simulate`: the discrete-event simulator -> :class:`SimulateResult`.
 - :func:`sweep`: a study file or table -> :class:`dlscale.sweep.SweepResult`.
-- :func:`plan`: capacity planning -> :class:`dlscale.plan.PlanResult`.
+- :func:`plan`: capacity planning -> :class:`dlscale.plan.PlanResult`; a transformer
+  model goes to :func:`plan_layouts`.
+- :func:`plan_layouts`: a transformer's parallel layouts and machine size ->
+  :class:`dlscale.plan_llm.LayoutPlanResult`.
 - :func:`validate`: the published cases, or this machine under ``mpiexec`` ->
   :class:`dlscale.measure.ValidateResult`.
 - :func:`calibrate`: measure and fit this machine under ``mpiexec`` ->
@@ -47,7 +50,7 @@ if TYPE_CHECKING:
 
 __all__ = ["CalibrateResult", "PlanResult", "PredictResult", "ResultTable", "SimulateResult",
            "SweepResult", "ValidateResult", "calibrate", "fit", "load_cluster", "load_workload",
-           "plan", "predict", "simulate", "sweep", "validate"]
+           "plan", "plan_layouts", "predict", "simulate", "sweep", "validate"]
 
 
 def load_cluster(spec: str | Path | Cluster, overrides: Mapping[str, Any] | None = None,
@@ -374,8 +377,10 @@ def sweep(study: str | Path | Study | Mapping[str, Any], out_dir: str | Path | N
 
 
 def plan(workload: str | Path | Workload, clusters: Sequence[str | Path | Cluster],
-         **options: Any) -> PlanResult:
-    """Capacity planning; the options are those of :func:`dlscale.plan.plan`.
+         **options: Any) -> Any:
+    """Capacity planning; the options are those of :func:`dlscale.plan.plan`, or for a
+    transformer of the catalog (``dlscale catalog transformers``) those of
+    :func:`plan_layouts`, which it then asks.
 
     Parameters
     ----------
@@ -388,15 +393,19 @@ def plan(workload: str | Path | Workload, clusters: Sequence[str | Path | Cluste
 
     Returns
     -------
-    PlanResult
+    PlanResult or LayoutPlanResult
 
     Raises
     ------
     ConfigError
         A bad workload, cluster or option.
     """
+    from dlscale.perfmodel.catalog.models_llm import LLMS
     from dlscale.plan import plan as _plan
 
+    if isinstance(workload, str) and workload in LLMS:
+        return plan_layouts(workload, clusters, **_checked_options("plan", _plan_layouts(),
+                                                                   options))
     return _plan(workload, list(clusters), **options)
 
 
@@ -650,3 +659,50 @@ def fit(cluster: str | Path | Cluster, workload: str | Path | Workload,
         save_profile(prof, output)
         result.profile = prof
     return result
+
+
+def _plan_layouts() -> Callable[..., Any]:
+    from dlscale.plan_llm import plan_layouts as fn
+
+    return fn
+
+
+def plan_layouts(model: str | Any, clusters: Sequence[str | Path | Cluster],
+                 **options: Any) -> Any:
+    """A transformer's parallel layouts and machine size: ``dlscale plan TRANSFORMER``.
+
+    Every layout ``tp x pp x dp x micro x schedule x zero x recompute x sp`` on each
+    cluster and node count, memory first, then the time :func:`predict`'s transformer
+    path gives; the fastest that fits, or the fewest GPUs that meet
+    ``tokens_per_day`` (or ``tokens`` by ``deadline_s``).
+
+    Parameters
+    ----------
+    model : str or TransformerSpec
+        A transformer of the catalog (``dlscale catalog transformers``).
+    clusters : sequence of str, Path or Cluster
+        The machines on offer.
+    **options
+        Keyword arguments of :func:`dlscale.plan_llm.plan_layouts` (``global_batch``
+        required; ``nodes``, the targets, the dimensions' values to try).
+
+    Returns
+    -------
+    dlscale.plan_llm.LayoutPlanResult
+        The chosen machine's Pareto layouts (``rows``), every machine tried and why
+        (``meta``).
+
+    Raises
+    ------
+    ConfigError
+        A bad model, cluster or option, before any work.
+
+    Examples
+    --------
+    >>> res = plan_layouts("gpt-1.7b", ["dgx1-v100"], global_batch=16, nodes=[1],
+    ...                    recompute=["none"], zero=[0])
+    >>> res.feasible, res.meta["gpus"]
+    (True, 8)
+    """
+    return _plan_layouts()(model, list(clusters), **_checked_options("plan_layouts",
+                                                                     _plan_layouts(), options))

@@ -63,6 +63,7 @@ SIMC = ["simulate", "stampede2-skx", "--nodes", "4"]
 WIDE = ["simulate", "stampede2-skx", "--nodes", "64", "--size-bytes", "1e7"]
 SWEEP = ["sweep", "s.toml", "--executor", "serial", "--quiet"]
 PLAN = ["plan", "resnet50", "--cluster", "summit", "--nodes", "1-64"]
+LLM_PLAN = ["plan", "gpt-1.7b", "--cluster", "dgx1-v100", "--global-batch", "16", "--nodes", "1"]
 # analytical only: you-sc17's simulated fidelity co-simulates its orderings (minutes)
 PUBLISHED = ["validate", "published", "--case", "you-sc17", "--fidelity", "analytical"]
 CALIBRATE = ["calibrate", "--quick"]
@@ -484,6 +485,15 @@ CHECKS: dict[tuple[str, str], Any] = {
         "--measured-samples-per-s": ["--measured-samples-per-s", "500@32"],
         "--trace": ["--trace", f"{TRACE}@64"], "--top": ["--top", "1"],
         "--output": ["-o", "other.json"], "--plan-on": ["--plan-on", "low"],
+    }.items()},
+    # plan TRANSFORMER: the layout search (each refused on the data-parallel path:
+    # tests/test_plan_llm.py)
+    **{("plan", f): Acts(LLM_PLAN, extra) for f, extra in {
+        "--tokens-per-day": ["--tokens-per-day", "1e9"], "--tokens": ["--tokens", "1e10"],
+        "--tp": ["--tp", "1"], "--pp": ["--pp", "2"], "--microbatch": ["--microbatch", "1"],
+        "--zero": ["--zero", "0"], "--recompute": ["--recompute", "none"],
+        "--sp": ["--sp", "off"], "--schedule": ["--schedule", "1f1b"],
+        "--dp-overlap": ["--dp-overlap", "never"],
     }.items()},
     ("plan", "--horovod-timeline"): Acts([*PLAN, "--measured-samples-per-s", "500@64"],
                                          ["--horovod-timeline", f"{TIMELINE}@64"]),

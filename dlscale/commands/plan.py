@@ -1,5 +1,9 @@
 """``dlscale plan WORKLOAD``: which cluster, node count and algorithm meet a target.
 
+A transformer of the catalog (``dlscale catalog transformers``) is planned by its
+parallel layouts instead (:mod:`dlscale.commands.plan_llm`), e.g.
+``dlscale plan gpt-1.7b --cluster dgx1-v100 --global-batch 16 --nodes 1``.
+
 Prints the ranked feasible plans (time, efficiency, cost, bottleneck), the best of them,
 and what produced them (:mod:`dlscale.provenance`); ``-o FILE`` writes them as JSON
 (nothing is written without it). When nothing is feasible, prints which limit makes
@@ -58,8 +62,13 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "plan",
         help=SUMMARIES["plan"],
-        description="Search the clusters on offer over node counts, training and allreduce "
-                    "algorithms; print the plans that meet every limit, best first.",
+        description="Search the clusters on offer over node counts, training and allreduce\n"
+                    "algorithms; print the plans that meet every limit, best first. For a\n"
+                    "transformer (dlscale catalog transformers), search its parallel layouts\n"
+                    "and the machine size instead.",
+        epilog="example (a transformer):\n"
+               "  dlscale plan gpt-1.7b --cluster dgx1-v100 --global-batch 16 --nodes 1",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("workload", help="workload preset name or TOML file")
     p.add_argument("--cluster", action="append", metavar="NAME|FILE",
@@ -98,6 +107,9 @@ def add_parser(sub: Any) -> None:
                         "cost), central (default) or high")
     add_runtime_arg(p)
     add_measured_args(p)
+    from dlscale.commands.plan_llm import add_llm_args
+
+    add_llm_args(p)
     p.add_argument("--top", type=int, default=10, metavar="N", help="plans to print (default 10)")
     p.add_argument("-o", "--output", default=None, metavar="FILE",
                    help="also write the plans, the request and the provenance as JSON to FILE")
@@ -107,9 +119,14 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from dlscale.api import plan
     from dlscale.commands.common import parse_nodes
+    from dlscale.commands.plan_llm import refuse_llm_flags, run_llm
     from dlscale.commands.predict import workload_overrides
+    from dlscale.commands.predict_llm import is_transformer
     from dlscale.sweep_points import analytical_one_device
 
+    if is_transformer(args.workload):
+        return run_llm(args)
+    refuse_llm_flags(args)
     if args.top < 0:
         raise ConfigError(f"--top: must be an integer >= 0, got {args.top}")
 

@@ -52,6 +52,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from dlscale.perfmodel.layoutmemo import layout_memo
 from dlscale.perfmodel.training.expert import (
     dispatch_bytes,
     expert_layer_params,
@@ -110,6 +111,8 @@ class LLMMemory:
         return self.total_B <= capacity_B
 
 
+@layout_memo(1, exclude=("dp", "micro", "global_batch", "schedule", "virtual", "zero", "sp",
+                         "recompute", "scatter_gather", "dp_overlap"))
 def stage_params(model: TransformerSpec, layout: ParallelLayout, stage: str) -> float:
     """Parameters one rank of the ``"first"`` or ``"last"`` stage holds (before ZeRO).
 
@@ -187,6 +190,7 @@ def _buffers(model: TransformerSpec, layout: ParallelLayout, grads: float) -> fl
     return p2p + zero
 
 
+@layout_memo(1, exclude=())
 def llm_memory(model: TransformerSpec, layout: ParallelLayout) -> LLMMemory:
     """Memory per GPU of ``model`` under ``layout`` (see the module docstring).
 
@@ -216,6 +220,7 @@ def llm_memory(model: TransformerSpec, layout: ParallelLayout) -> LLMMemory:
     return best
 
 
+@layout_memo(1, exclude=("micro",))
 def largest_microbatch(model: TransformerSpec, layout: ParallelLayout,
                        capacity_B: float) -> int:
     """The largest microbatch of a valid layout like ``layout`` that fits ``capacity_B``.

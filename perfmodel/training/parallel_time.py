@@ -83,6 +83,7 @@ from dlscale.perfmodel.compute.llm_memory import (
     stage_params,
 )
 from dlscale.perfmodel.errors import ConfigError
+from dlscale.perfmodel.layoutmemo import args_memo, layout_memo
 from dlscale.perfmodel.machine.hardware import Cluster, Device
 from dlscale.perfmodel.network.model import collective_time_s, path_hockney
 from dlscale.perfmodel.network.msgfactors import message_time_s
@@ -237,6 +238,7 @@ def _nodes(cluster: Cluster, gpus: int) -> int:
     return nodes
 
 
+@args_memo(1)
 def _group_time(cluster: Cluster, op: str, n_bytes: float, size: int, stride: int,
                 algorithm: str = "ring") -> float:
     """``op`` over ``size`` ranks ``stride`` apart, the node's other groups beside it.
@@ -285,6 +287,8 @@ def _gemm_times(shapes: Sequence[tuple[Shape, tuple[Shape, Shape]]], dev: Device
     return fwd, bwd
 
 
+@layout_memo(2, exclude=("dp", "global_batch", "schedule", "virtual", "zero", "scatter_gather",
+                         "dp_overlap"))
 def _stage_compute(cluster: Cluster, model: TransformerSpec, layout: ParallelLayout,
                    ) -> tuple[float, float, float, float]:
     """Per microbatch, one stage: (forward s, backward s, TP comm s, last stage's extra)."""
@@ -319,6 +323,8 @@ def _stage_compute(cluster: Cluster, model: TransformerSpec, layout: ParallelLay
     return fwd, bwd, tp + 2 * coll, emb + last
 
 
+@layout_memo(2, exclude=("global_batch", "schedule", "virtual", "zero", "sp", "recompute",
+                         "dp_overlap"))
 def _pp_transfer(cluster: Cluster, model: TransformerSpec, layout: ParallelLayout,
                  nodes: int) -> float:
     """One activation (or gradient) hand-over between neighbouring stages."""
@@ -359,6 +365,7 @@ def _dp_op(cluster: Cluster, model: TransformerSpec, layout: ParallelLayout, op:
             + _group_time(cluster, op, _E * expert, d // layout.ep, t * layout.ep))
 
 
+@layout_memo(2, exclude=("schedule", "virtual", "sp", "recompute", "scatter_gather"))
 def _dp_times(cluster: Cluster, model: TransformerSpec, layout: ParallelLayout,
               bwd_s: float) -> tuple[float, float]:
     """(all data-parallel communication s, the part exposed)."""

@@ -1,0 +1,255 @@
+"""Capacity planning of a transformer: the parallel layout and the machine size.
+
+:func:`plan_layouts` searches, for each cluster on offer and node count, every
+parallel layout of the model (:func:`~dlscale.perfmodel.training.layout_search.search_layouts`:
+``tp x pp x dp x micro x schedule x zero x recompute x sp``, memory first, then the
+time ``predict`` gives) and picks:
+
+- with no target, the fastest layout that fits (at a single node count: the highest
+  throughput on that machine);
+- with a target (``tokens_per_day``, or ``tokens`` to train by ``deadline_s``), the
+  cheapest machine that meets it: the fewest GPUs whose best layout reaches the
+  rate, ties by the higher throughput, then by the clusters' order.
+
+``rows`` are the chosen machine's Pareto layouts (throughput against memory per GPU:
+the fastest, then each layout that needs less memory than every faster one), each
+naming its limiting resource; ``meta["machines"]`` the best layout of every
+(cluster, node count) tried, ``meta["why"]`` why the chosen layout beats the best
+layout with another value of each dimension.
+
+Examples
+--------
+>>> res = plan_layouts("gpt-1.7b", ["dgx1-v100"], global_batch=16, nodes=[1],
+...                    recompute=("none",), sp=(False,))
+>>> res.meta["best"]["tp"] >= 1, res.rows[0]["rank"], res.feasible
+(True, 1, True)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from dlscale.perfmodel.errors import ConfigError
+from dlscale.perfmodel.layoutmemo import pricing_memo
+from dlscale.perfmodel.machine.config import load_cluster
+from dlscale.perfmodel.machine.hardware import Cluster
+from dlscale.perfmodel.training.layout_search import (
+    LayoutSearch,
+    describe,
+    limiting_resource,
+    overhead,
+    pareto,
+    search_layouts,
+    why_lines,
+)
+from dlscale.perfmodel.training.layout_space import LayoutSpace
+from dlscale.perfmodel.training.parallel_time import LLMIteration
+from dlscale.perfmodel.training.transformer import TransformerSpec
+from dlscale.results import ResultTable
+
+__all__ = ["LayoutPlanResult", "layout_row", "plan_layouts"]
+
+_DAY = 86400.0
+
+
+class LayoutPlanResult(ResultTable):
+    """The chosen machine's Pareto layouts (``rows``), every machine tried, and why."""
+
+    @property
+    def feasible(self) -> bool:
+        """Whether a layout fits and meets the target."""
+        return not self.meta.get("infeasible")
+
+
+def layout_row(search: LayoutSearch, it: LLMIteration, tokens: float | None) -> dict[str, Any]:
+    """One row: the layout, its rate, memory, limiting resource and largest overhead."""
+    row = it.to_row()
+    rate = search.tokens_per_s(it)
+    name, share = overhead(it)
+    out = {k: row[k] for k in ("cluster", "gpus", "tp", "pp", "dp", "micro", "schedule",
+                               "virtual", "zero", "recompute", "sp", "microbatches")}
+    out.update(nodes=max(1, it.gpus // search.cluster.node.devices_per_node),
+               tokens_per_s=rate, tokens_per_day=rate * _DAY,
+               tflops_per_gpu=it.tflops_per_gpu, iteration_s=it.iteration_s,
+               memory_GB=it.memory.total_B / 1e9,
+               headroom_GB=(search.capacity_B - it.memory.total_B) / 1e9,
+               limit=limiting_resource(search, it), overhead=f"{name} {share:.0%}")
+    if tokens is not None:
+        out["days"] = tokens / rate / _DAY
+    return out
+
+
+def _target(tokens_per_day: float | None, tokens: float | None,
+            deadline_s: float | None) -> float | None:
+    """The tokens per second a target needs (None: no target), the inputs checked."""
+    for name, v in (("tokens_per_day", tokens_per_day), ("tokens", tokens),
+                    ("deadline_s", deadline_s)):
+        if v is not None and not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+            raise ConfigError(f"{name}: must be a finite number > 0, got {v!r}")
+    if deadline_s is not None and tokens is None:
+        raise ConfigError("deadline: a time-to-train target needs the tokens to train (--tokens)")
+    if deadline_s is not None and tokens_per_day is not None:
+        raise ConfigError("tokens_per_day: give one target, tokens per day or tokens by a "
+                          "deadline, not both")
+    if tokens_per_day is not None:
+        return tokens_per_day / _DAY
+    if deadline_s is not None and tokens is not None:
+        return tokens / deadline_s
+    return None
+
+
+def _counts(cluster: Cluster, nodes: Sequence[int] | None, max_nodes: int | None) -> list[int]:
+    top = min(cluster.max_nodes, max_nodes or cluster.max_nodes)
+    if nodes is not None:
+        return sorted(n for n in set(nodes) if n <= top)
+    out, n = [], 1
+    while n < top:
+        out.append(n)
+        n *= 2
+    return [*out, top]
+
+
+def _model(model: str | TransformerSpec) -> TransformerSpec:
+    from dlscale.perfmodel.catalog.models_llm import get_llm
+
+    return model if isinstance(model, TransformerSpec) else get_llm(model)
+
+
+def _no_fit(searches: list[LayoutSearch], model: TransformerSpec) -> str:
+    """One line: no layout fits; the leanest layout tried, what it needs and of what."""
+    lean = [(s, *s.leanest()) for s in searches if s.leanest() is not None]  # type: ignore[misc]
+    if not lean:
+        return (f"layouts: no layout of {model.name} splits over the GPUs tried with this "
+                f"global batch (tp must divide {model.heads} heads, pp {model.layers} "
+                f"layers, dp the global batch)")
+    s, lay, mem = min(lean, key=lambda x: x[2].total_B / x[0].capacity_B)
+    return (f"memory: no layout of {model.name} fits; the closest, {describe(lay)} on "
+            f"{s.gpus} GPUs of {s.cluster.name}, needs {mem.total_B / 1e9:.1f} GB per GPU "
+            f"(weights, gradients and optimizer state {mem.states_B / 1e9:.1f}, activations "
+            f"{mem.activations_B / 1e9:.1f}, buffers {mem.buffers_B / 1e9:.1f}) of "
+            f"{s.capacity_B / 1e9:.0f} GB")
+
+
+def _check_sizes(spec: TransformerSpec, cl: list[Cluster], space: LayoutSpace) -> None:
+    """A tensor- or pipeline-parallel size asked that no cluster can take: one line."""
+    from dlscale.perfmodel.training.layout_space import divisors, tp_sizes
+
+    valid = sorted({t for c in cl for t in tp_sizes(spec, c.node.devices_per_node)})
+    bad = [t for t in space.tp or () if t not in valid]
+    if bad:
+        raise ConfigError(f"tp: {bad[0]} does not split {spec.name} inside a node (it must "
+                          f"divide the {spec.heads} heads, the MLP and the node's GPUs); "
+                          f"valid: {', '.join(map(str, valid))}")
+    bad = [p for p in space.pp or () if spec.layers % p]
+    if bad:
+        raise ConfigError(f"pp: {bad[0]} must divide the {spec.layers} layers of {spec.name}; "
+                          f"valid: {', '.join(map(str, divisors(spec.layers)))}")
+
+
+def plan_layouts(model: str | TransformerSpec, clusters: Sequence[str | Path | Cluster], *,
+                 global_batch: int, nodes: Sequence[int] | None = None,
+                 tokens_per_day: float | None = None, tokens: float | None = None,
+                 deadline_s: float | None = None, max_nodes: int | None = None,
+                 tp: Sequence[int] | None = None, pp: Sequence[int] | None = None,
+                 micro: Sequence[int] | None = None, zero: Sequence[int] | None = None,
+                 recompute: Sequence[str] | None = None, sp: Sequence[bool] | None = None,
+                 schedules: Sequence[str] | None = None,
+                 dp_overlap: str = "always") -> LayoutPlanResult:
+    """Search layouts and machine sizes for a transformer (module docstring).
+
+    Parameters
+    ----------
+    model : str or TransformerSpec
+        A transformer of the catalog (``dlscale catalog transformers``).
+    clusters : sequence of str, Path or Cluster
+        The machines on offer.
+    global_batch : int
+        Sequences per iteration (a training choice every layout keeps).
+    nodes : sequence of int, optional
+        Node counts to try (default: doubling up to each cluster's size).
+    tokens_per_day : float, optional
+        Target rate.
+    tokens, deadline_s : float, optional
+        Tokens to train (each row then says the days it takes) and, with a deadline,
+        the time-to-train target.
+    max_nodes : int, optional
+        At most this many nodes.
+    tp, pp, micro, zero, recompute, sp, schedules : sequence, optional
+        The values of each dimension to try (default: every valid one; schedules
+        1f1b and interleaved).
+    dp_overlap : {"always", "never", "without-pipeline"}
+        Whether the gradient exchange overlaps the last backward
+        (:class:`~dlscale.perfmodel.training.layout_space.LayoutSpace`).
+
+    Returns
+    -------
+    LayoutPlanResult
+    """
+    spec = _model(model)
+    if not clusters:
+        raise ConfigError("clusters: give at least one cluster")
+    if not (isinstance(global_batch, int) and not isinstance(global_batch, bool)
+            and global_batch > 0):
+        raise ConfigError(f"global_batch: must be a positive integer of sequences, "
+                          f"got {global_batch!r}")
+    if max_nodes is not None and max_nodes < 1:
+        raise ConfigError(f"max_nodes: must be a positive integer, got {max_nodes!r}")
+    need = _target(tokens_per_day, tokens, deadline_s)
+    base = LayoutSpace()
+    space = LayoutSpace(
+        tp=tuple(tp) if tp else None, pp=tuple(pp) if pp else None,
+        micro=tuple(micro) if micro else None,
+        zero=tuple(zero) if zero else base.zero,
+        recompute=tuple(recompute) if recompute else base.recompute,
+        sp=tuple(sp) if sp else base.sp,
+        schedules=tuple(schedules) if schedules else base.schedules, dp_overlap=dp_overlap)
+    cl = [load_cluster(c) for c in clusters]
+    _check_sizes(spec, cl, space)
+    plan = [(c, _counts(c, nodes, max_nodes)) for c in cl]
+    if not any(counts for _c, counts in plan):
+        raise ConfigError(f"nodes: no node count within the clusters' sizes and max_nodes "
+                          f"({', '.join(f'{c.name} {c.max_nodes}' for c in cl)})")
+    searches: list[LayoutSearch] = []
+    with pricing_memo():
+        for c, counts in plan:
+            dpn = c.node.devices_per_node
+            searches += [search_layouts(c, spec, n * dpn, global_batch, space) for n in counts]
+        return _result(spec, searches, need, tokens, global_batch)
+
+
+def _result(spec: TransformerSpec, searches: list[LayoutSearch], need: float | None,
+            tokens: float | None, global_batch: int) -> LayoutPlanResult:
+    done = [s for s in searches if s.best is not None]
+    machines = [layout_row(s, s.best, tokens) for s in done if s.best is not None]
+    meta: dict[str, Any] = {
+        "model": spec.name, "global_batch": global_batch, "seq": spec.seq,
+        "clusters": sorted({s.cluster.name for s in searches}),
+        "tried": sum(s.tried for s in searches), "fit": sum(len(s.ranked) for s in searches),
+        "target_tokens_per_s": need, "tokens": tokens, "machines": machines,
+        "objective": "fewest GPUs meeting the target" if need else "highest throughput"}
+    if not done:
+        meta["infeasible"] = [_no_fit(searches, spec)]
+        return LayoutPlanResult([], meta)
+    if need is None:
+        pick = min(range(len(done)), key=lambda i: (-machines[i]["tokens_per_s"],
+                                                    machines[i]["gpus"], i))
+    else:
+        ok = [i for i, m in enumerate(machines) if m["tokens_per_s"] >= need]
+        if not ok:
+            top = max(machines, key=lambda m: m["tokens_per_s"])
+            meta["infeasible"] = [
+                f"target: the fastest layout tried ({top['cluster']}, {top['gpus']} GPUs) "
+                f"trains {top['tokens_per_day']:.4g} tokens per day against the "
+                f"{need * _DAY:.4g} asked ({1 - top['tokens_per_s'] / need:.0%} short)"]
+            return LayoutPlanResult([], meta)
+        pick = min(ok, key=lambda i: (machines[i]["gpus"], -machines[i]["tokens_per_s"], i))
+    s = done[pick]
+    best = s.best
+    assert best is not None
+    rows = [{"rank": i + 1, **layout_row(s, it, tokens)} for i, it in enumerate(pareto(s))]
+    meta.update(best=rows[0], cluster=s.cluster.name, gpus=s.gpus,
+                layouts_tried=s.tried, layouts_fit=len(s.ranked), why=why_lines(s, best))
+    return LayoutPlanResult(rows, meta)

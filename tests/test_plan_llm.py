@@ -1,0 +1,135 @@
+"""``dlscale plan TRANSFORMER``: the layout search from the command line and the API."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from dlscale import api
+from dlscale.cli import main
+from dlscale.perfmodel.errors import ConfigError
+
+BASE = ["plan", "gpt-1.7b", "--cluster", "dgx1-v100", "--global-batch", "16", "--nodes", "1"]
+
+
+def _run(argv, capsys):
+    capsys.readouterr()
+    try:
+        rc = main(argv)
+    except SystemExit as exc:
+        rc = int(exc.code or 0)
+    cap = capsys.readouterr()
+    return rc, cap.out, cap.err
+
+
+def test_plans_best_row_is_predicts_answer(tmp_path, capsys):
+    out = tmp_path / "p.json"
+    rc, text, _ = _run([*BASE, "-o", str(out)], capsys)
+    assert rc == 0 and "best: " in text and "why this layout:" in text
+    b = json.loads(out.read_text())["meta"]["best"]
+    argv = ["predict", "dgx1-v100", "gpt-1.7b", "--nodes", "1", "--tp", str(b["tp"]),
+            "--pp", str(b["pp"]), "--microbatch", str(b["micro"]), "--global-batch", "16",
+            "--schedule", b["schedule"], "--zero", str(b["zero"]), "--recompute",
+            b["recompute"], "--format", "json"]
+    argv += ["--virtual", str(b["virtual"])] if b["virtual"] > 1 else []
+    argv += ["--sp"] if b["sp"] else []
+    rc, text, _ = _run(argv, capsys)
+    row = json.loads(text)["rows"][0]
+    assert rc == 0 and row["iteration_s"] == b["iteration_s"]
+    assert row["tflops_per_gpu"] == b["tflops_per_gpu"] and row["memory_GB"] == b["memory_GB"]
+
+
+def test_no_layout_fits_says_the_closest_in_one_line(capsys):
+    rc, text, err = _run(["plan", "gpt3-175b", "--cluster", "dgx1-v100", "--global-batch",
+                          "16", "--nodes", "1"], capsys)
+    bad = [ln for ln in text.splitlines() if ln.startswith("infeasible")]
+    assert rc == 1 and err == "" and len(bad) == 1
+    assert bad[0].startswith("infeasible: memory: no layout of gpt3-175b fits; the closest, tp ")
+    assert "GB per GPU" in bad[0] and "of 16 GB" in bad[0]
+
+
+def test_the_fewest_gpus_that_meet_a_target():
+    kw = dict(global_batch=64, nodes=[1, 2, 4, 8], recompute=["selective"], zero=[1])
+    free = api.plan_layouts("gpt-1.7b", ["perlmutter"], **kw)
+    rates = {m["gpus"]: m["tokens_per_day"] for m in free.meta["machines"]}
+    assert free.meta["gpus"] == max(rates, key=lambda g: rates[g])   # no target: fastest
+    need = (rates[8] + rates[16]) / 2
+    res = api.plan_layouts("gpt-1.7b", ["perlmutter"], tokens_per_day=need, **kw)
+    assert res.feasible and res.meta["gpus"] == 16
+    assert res.rows[0]["tokens_per_day"] >= need
+    # the same target as tokens by a deadline
+    days = 3.0
+    same = api.plan_layouts("gpt-1.7b", ["perlmutter"], tokens=need * days,
+                            deadline_s=days * 86400, **kw)
+    assert same.meta["gpus"] == 16 and same.rows[0]["days"] <= days
+    far = api.plan_layouts("gpt-1.7b", ["perlmutter"], tokens_per_day=10 * max(rates.values()),
+                           **kw)
+    assert not far.feasible and far.meta["infeasible"][0].startswith("target: the fastest")
+
+
+def test_a_target_nothing_meets_exits_1_with_one_line(capsys):
+    rc, text, _ = _run([*BASE, "--tokens-per-day", "1e15"], capsys)
+    bad = [ln for ln in text.splitlines() if ln.startswith("infeasible")]
+    assert rc == 1 and len(bad) == 1 and "short" in bad[0]
+
+
+@pytest.mark.parametrize("extra,flag", [
+    (["--epochs", "3"], "--epochs"), (["--price", "dgx1-v100=3"], "--price"),
+    (["--rank-by", "nodes"], "--rank-by"), (["--batch", "4"], "--batch"),
+    (["--tp", "x"], "--tp"), (["--recompute", "some"], "--recompute"),
+    (["--tp", "3"], "tp: 3 does not split gpt-1.7b"), (["--pp", "5"], "pp: 5 must divide"),
+    (["--schedule", "zigzag"], "--schedule"), (["--tokens-per-day", "-1"], "tokens_per_day"),
+    (["--deadline-h", "10"], "deadline"), (["--top", "-1"], "--top"),
+    (["--tokens", "1e9", "--deadline-h", "1", "--tokens-per-day", "1e9"], "tokens_per_day"),
+])
+def test_bad_inputs_are_one_line_before_any_work(extra, flag, capsys):
+    rc, text, err = _run([*BASE, *extra], capsys)
+    assert rc == 2 and text == "" and err.count("\n") == 1 and flag in err, err
+
+
+def test_global_batch_and_cluster_are_needed(capsys):
+    rc, _, err = _run(["plan", "gpt-1.7b", "--cluster", "dgx1-v100"], capsys)
+    assert rc == 2 and "--global-batch" in err
+    rc, _, err = _run(["plan", "gpt-1.7b", "--global-batch", "16"], capsys)
+    assert rc == 2 and "--cluster" in err
+
+
+@pytest.mark.parametrize("flag,value", [
+    ("--tokens-per-day", "1e9"), ("--tokens", "1e9"), ("--tp", "2"), ("--pp", "2"),
+    ("--microbatch", "2"), ("--zero", "1"), ("--recompute", "full"), ("--sp", "on"),
+    ("--schedule", "1f1b"), ("--dp-overlap", "never")])
+def test_layout_flags_are_refused_on_the_data_parallel_path(flag, value, capsys):
+    rc, text, err = _run(["plan", "resnet50", "--cluster", "summit", "--nodes", "1",
+                          flag, value], capsys)
+    assert rc == 2 and text == "" and err.count("\n") == 1 and flag in err
+
+
+def test_api_plan_sends_a_transformer_to_the_layout_search():
+    res = api.plan("gpt-1.7b", ["dgx1-v100"], global_batch=16, nodes=[1], recompute=["none"],
+                   zero=[0])
+    assert res.feasible and res.meta["objective"] == "highest throughput"
+    assert res.rows == api.plan_layouts("gpt-1.7b", ["dgx1-v100"], global_batch=16,
+                                        nodes=[1], recompute=["none"], zero=[0]).rows
+    with pytest.raises(ConfigError, match="unknown option epochs"):
+        api.plan("gpt-1.7b", ["dgx1-v100"], global_batch=16, epochs=3)
+
+
+def test_help_shows_a_runnable_example(capsys):
+    rc, text, _ = _run(["plan", "--help"], capsys)
+    assert rc == 0
+    example = "dlscale plan gpt-1.7b --cluster dgx1-v100 --global-batch 16 --nodes 1"
+    assert example in " ".join(text.split())
+    rc, text, _ = _run(example.split()[1:], capsys)
+    assert rc == 0 and text.startswith("plan for gpt-1.7b")
+
+
+def test_max_nodes_and_tokens_act_on_the_transformer_path():
+    kw = dict(global_batch=64, nodes=[1, 2, 4, 8], recompute=["selective"], zero=[1])
+    res = api.plan_layouts("gpt-1.7b", ["perlmutter"], max_nodes=2, **kw)
+    assert {m["nodes"] for m in res.meta["machines"]} <= {1, 2}
+    days = api.plan_layouts("gpt-1.7b", ["perlmutter"], tokens=1e10, **kw)
+    b = days.meta["best"]
+    assert b["days"] == 1e10 / b["tokens_per_s"] / 86400
+    with pytest.raises(ConfigError, match="no node count"):
+        api.plan_layouts("gpt-1.7b", ["dgx1-v100"], global_batch=16, nodes=[2])

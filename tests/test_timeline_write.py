@@ -3,6 +3,7 @@ project's own reader (``dlscale fit --horovod-timeline``) parses, with the spans
 recorded; bad values refused in one line before any work."""
 
 import json
+import os
 
 import pytest
 
@@ -125,3 +126,25 @@ def test_a_recorded_two_rank_run_reads_back(tmp_path):
     per_rank = [sum(it[3] - it[2] for it in rank) / 8 for rank in got["marks"]]
     assert 0 < h.allreduce_s <= sum(per_rank) + 1e-9
     assert h.exposed_s == pytest.approx(h.allreduce_s)
+
+
+def test_an_unwritable_timeline_is_refused_before_any_measurement(capsys, monkeypatch, tmp_path):
+    import argparse
+
+    from dlscale.validation import mpi_env, validate_local
+    from tests.test_flags import _Rank, _restore
+
+    ran = []
+    monkeypatch.setattr(mpi_env, "get_mpi", lambda: argparse.Namespace(COMM_WORLD=_Rank()))
+    monkeypatch.setattr(validate_local, "validate_local", lambda *a, **k: ran.append(1))
+    (tmp_path / "afile").write_text("")
+    bad = tmp_path / "afile" / "t.json"          # a folder that is a file
+    monkeypatch.chdir(tmp_path)
+    keep = dict(os.environ)
+    try:
+        assert main(["validate", "local", "--quick", "--plot", "none", "--timeline",
+                     str(bad)]) == 2
+    finally:
+        _restore(keep)     # the MPI settings start_mpi made (os.environ)
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "--timeline" in err and not ran

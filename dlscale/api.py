@@ -431,7 +431,8 @@ def validate(what: str = "published", **options: Any) -> ValidateResult:
         500), ``rounds`` (default 8), ``algorithms`` (default all), ``oversubscribe``,
         ``yield_mode`` (``"auto"``, ``"on"``, ``"off"``), ``progress`` (lines on
         stderr), ``argv`` (recorded), ``comm`` (an mpi4py communicator; default: MPI
-        started here and its ``COMM_WORLD``).
+        started here and its ``COMM_WORLD``), ``timeline`` (record the first
+        ``sgd-allreduce`` run as a Horovod-format timeline, on ``.timeline``).
 
     Returns
     -------

@@ -53,6 +53,15 @@ class ValidateResult(ResultTable):
     """
 
     raw: Any = None
+    #: ``validate("local", timeline=True)``: the Horovod-format timeline of the first
+    #: ``sgd-allreduce`` run (:func:`dlscale.validation.timeline.horovod_timeline`), to
+    #: write with :func:`~dlscale.validation.timeline.write_timeline`; else None.
+    timeline: Any = None
+
+
+#: The training run ``validate("local", timeline=True)`` records: synchronous SGD whose
+#: gradient is summed by ``MPI_Allreduce``, what Horovod's ``MPI_ALLREDUCE`` runs.
+TIMELINE_ALGORITHM = "sgd-allreduce"
 
 
 class CalibrateResult(ResultTable):
@@ -137,9 +146,11 @@ def validate_local(*, comm: Any = None, min_size: int = 1024, max_size: int = 64
                    budget_s: float = 60.0, iterations: int = 500, rounds: int = 8,
                    algorithms: Sequence[str] | None = None, oversubscribe: bool = False,
                    yield_mode: str = "auto", progress: bool = False,
-                   argv: list[str] | None = None) -> ValidateResult:
+                   argv: list[str] | None = None, timeline: bool = False) -> ValidateResult:
     """:func:`dlscale.validation.validate_local.validate_local` on ``comm`` (default:
-    MPI started here), its report as a :class:`ValidateResult`."""
+    MPI started here), its report as a :class:`ValidateResult`; with ``timeline``, the
+    first :data:`TIMELINE_ALGORITHM` run's Horovod-format timeline on rank 0's result
+    (``.timeline``)."""
     from dlscale.validation.mpi_abort import abort_on_signal
     from dlscale.validation.mpi_training import TRAINING_ALGORITHMS
     from dlscale.validation.validate_local import validate_local as _validate_local
@@ -148,6 +159,11 @@ def validate_local(*, comm: Any = None, min_size: int = 1024, max_size: int = 64
     bad = [a for a in algos if a not in TRAINING_ALGORITHMS]
     if bad:
         raise ConfigError(f"algorithms: unknown {bad}; valid: {', '.join(TRAINING_ALGORITHMS)}")
+    if not isinstance(timeline, bool):
+        raise ConfigError(f"timeline: must be True or False, got {timeline!r}")
+    if timeline and TIMELINE_ALGORITHM not in algos:
+        raise ConfigError(f"timeline: records the first {TIMELINE_ALGORITHM} run; algorithms "
+                          f"{', '.join(algos)} has none (add {TIMELINE_ALGORITHM})")
     budget = _positive("budget_s", budget_s)
     for name, value in (("iterations", iterations), ("rounds", rounds)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -156,14 +172,24 @@ def validate_local(*, comm: Any = None, min_size: int = 1024, max_size: int = 64
     with abort_on_signal(comm, "dlscale validate"):  # a signal on any rank ends the job
         report = _validate_local(comm, min_size, max_size, budget, iterations, algos,
                                  progress=progress, argv=argv, rounds=rounds,
-                                 oversubscribe=oversubscribe)
+                                 oversubscribe=oversubscribe,
+                                 **({"timeline": TIMELINE_ALGORITHM} if timeline else {}))
     if report is None:
         return ValidateResult([], {"kind": "local", "rank": comm.Get_rank()})
+    spans = report.pop("timeline", None)
     prov = local_provenance(report)
     out = ValidateResult(report["rows"], {"kind": "local", "rank": 0,
                                           **{k: v for k, v in report.items() if k != "rows"},
                                           **prov.meta()})
     out.raw = report
+    if timeline:
+        from dlscale.validation.timeline import horovod_timeline
+
+        if spans is None:
+            raise RuntimeError("validate local: asked for a timeline, and the run recorded none")
+        out.timeline = horovod_timeline(spans, source=(
+            f"dlscale {prov.version} validate local: the first {TIMELINE_ALGORITHM} run of "
+            f"{rounds} round(s), {iterations} timed iterations"))
     return out
 
 

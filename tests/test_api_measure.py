@@ -95,7 +95,7 @@ argv = {"calibrate": ["calibrate", "--quick", "--budget-s", "2", "--max-size", "
                       "--no-kernels", "--quiet", "-o", out],
         "validate": ["validate", "local", "--quick", "--budget-s", "3", "--max-size", "16384",
                      "--iterations", "20", "--algorithms", "sgd-allreduce", "--quiet",
-                     "-o", out, "--plot", "none"]}[name]
+                     "-o", out, "--plot", "none", "--timeline", out + ".timeline"]}[name]
 status = cli.main(argv)
 from mpi4py import MPI
 res, = kept
@@ -147,3 +147,9 @@ def test_validate_local_command_writes_what_the_api_returns(tmp_path):
     assert all(written[k] == got["meta"][k] for k in ("summary", "profile", "notes"))
     assert {r["kind"] for r in got["rows"]} == {"allreduce", "training"}
     assert f"wrote {out}" in stdout
+    # the first sgd-allreduce run as a Horovod timeline, which fit's reader takes
+    from dlscale.perfmodel.compute.horovod import read_horovod_timeline
+
+    h = read_horovod_timeline(f"{out}.timeline")
+    assert (h.ranks, h.iterations, h.tensors) == (2, 20, 4) and h.allreduce_s > 0
+    assert f"wrote {out}.timeline" in stdout and "timeline" not in written

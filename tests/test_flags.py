@@ -321,6 +321,37 @@ def _other_study_here(folder: Path) -> None:
         os.chdir(here)
 
 
+def _timeline_acts(tmp_path, capsys, monkeypatch):
+    """``validate local --timeline FILE``: the measurement is asked to record, and the
+    command writes its timeline, which the Horovod reader parses (without the flag:
+    neither)."""
+    from dlscale.perfmodel.compute.horovod import read_horovod_timeline
+    from dlscale.validation import mpi_env, validate_local
+
+    asked = []
+    spans = {"algorithm": "sgd-allreduce", "hosts": ["h", "h"], "clock_refs": [0.0, 0.0],
+             "tensors": [("fc1.weight", 32768)],
+             "marks": [[(1.0, 1.0001, 1.0001, 1.0003, 1.00031)],
+                       [(1.0, 1.0002, 1.0002, 1.0003, 1.00031)]]}
+
+    def fake(comm, *args, **kwargs):
+        asked.append(kwargs.get("timeline"))
+        return {**_report(), **({"timeline": spans} if kwargs.get("timeline") else {})}
+
+    monkeypatch.setattr(mpi_env, "get_mpi", lambda: argparse.Namespace(COMM_WORLD=_Rank()))
+    monkeypatch.setattr(validate_local, "validate_local", fake)
+    keep = dict(os.environ)
+    try:
+        plain = run_in(tmp_path / "a", [*LOCAL, "--plot", "none"], capsys)
+        got = run_in(tmp_path / "b", [*LOCAL, "--plot", "none", "--timeline", "t.json"], capsys)
+    finally:
+        _restore(keep)
+    assert plain.rc == got.rc == 0 and asked == [None, "sgd-allreduce"]
+    assert "t.json" not in plain.files and "wrote t.json" in got.out
+    h = read_horovod_timeline(tmp_path / "b" / "t.json")
+    assert (h.ranks, h.iterations) == (2, 1) and h.allreduce_s == pytest.approx(100e-6)
+
+
 def _write_readme_acts(tmp_path, capsys, monkeypatch):
     """``--write-readme`` rewrites the results block (here of one analytical-only case,
     for speed)."""
@@ -540,6 +571,7 @@ CHECKS: dict[tuple[str, str], Any] = {
         "--plot": (LOCAL, ["--plot", "none"]), "--quiet": (LOCAL, ["--quiet"]),
         "--oversubscribe": (LOCAL, ["--oversubscribe"]), "--yield": (LOCAL, ["--yield", "on"]),
     }.items()},
+    ("validate local", "--timeline"): Custom(_timeline_acts),
     # validate published
     ("validate published", "--case"): Acts(PUBLISHED, ["--case", "cavdar-isc19"]),
     ("validate published", "--format"): Acts(PUBLISHED, ["--format", "json"]),

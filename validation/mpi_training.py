@@ -29,7 +29,7 @@ of the final model (the center for EASGD, rank 0's parameters for SGD).
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -39,7 +39,7 @@ from dlscale.validation.kernelbench import TRAINING_MODEL, draw_batch
 from dlscale.validation.mpi_env import get_mpi, one_blas_thread
 from dlscale.validation.mpi_ring import ring_allreduce
 
-__all__ = ["TRAINING_ALGORITHMS", "TrainingResult", "train"]
+__all__ = ["TRAINING_ALGORITHMS", "TrainingResult", "gradient_tensors", "train"]
 
 #: Algorithms :func:`train` runs.
 TRAINING_ALGORITHMS = ("sgd-ring", "sgd-allreduce", "sync-easgd", "async-easgd")
@@ -71,6 +71,13 @@ class TrainingResult:
         Parameters of the model and bytes of each allreduce / exchange message.
     accuracy, loss : float
         Test-set accuracy of the final model and the last training loss.
+    spans : dict or None
+        With ``record``: what :func:`dlscale.validation.timeline.horovod_timeline`
+        turns into a timeline: per rank (``"marks"``) each timed iteration's five
+        :func:`time.perf_counter` readings (start, gradient computed, allreduce
+        called, allreduce returned, update done), each rank's reading at the exit of
+        the barrier before the timed iterations (``"clock_refs"``), the ranks' host
+        names, the tensors of the gradient and the algorithm. Not in :meth:`to_dict`.
     """
 
     algorithm: str
@@ -85,10 +92,13 @@ class TrainingResult:
     message_bytes: int
     accuracy: float
     loss: float
+    spans: dict[str, Any] | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dictionary."""
-        return asdict(self)
+        """JSON-ready dictionary (without ``spans``)."""
+        out = asdict(self)
+        del out["spans"]
+        return out
 
 
 def _setup(comm: Any, seed: int) -> dict[str, Any]:
@@ -112,7 +122,7 @@ def _batch(s: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _sync(comm: Any, s: dict[str, Any], algorithm: str, iterations: int, warmup: int,
-          lr: float, rho: float) -> dict[str, Any]:
+          lr: float, rho: float, record: bool = False) -> dict[str, Any]:
     from mpi4py import MPI
 
     from dlscale.kernels.easgd import easgd_center_update_sync, easgd_worker_update
@@ -125,6 +135,7 @@ def _sync(comm: Any, s: dict[str, Any], algorithm: str, iterations: int, warmup:
     center = x.copy()
     scratch = np.empty(x.size // p + 1, dtype=x.dtype)
     times, comp, comm_t = [], 0.0, 0.0
+    marks: list[tuple[float, float, float, float, float]] = []
     loss = 0.0
     for it in range(warmup + iterations):
         if it == warmup:
@@ -154,11 +165,14 @@ def _sync(comm: Any, s: dict[str, Any], algorithm: str, iterations: int, warmup:
         comm_t += t3 - t2
         if it >= warmup:
             times.append(t4 - t0)
+            if record:
+                marks.append((t0, t1, t2, t3, t4))
     comm.Barrier()
     wall = time.perf_counter() - start
     final = center if algorithm == "sync-easgd" else x
     return {"wall_per_iter": wall / iterations, "times": times, "compute": comp / iterations,
-            "comm": comm_t / iterations, "final": final, "loss": loss}
+            "comm": comm_t / iterations, "final": final, "loss": loss, "marks": marks,
+            "clock_ref": start}
 
 
 def _async(comm: Any, s: dict[str, Any], iterations: int, warmup: int, lr: float,
@@ -213,11 +227,14 @@ def _async(comm: Any, s: dict[str, Any], iterations: int, warmup: int, lr: float
 
 
 def train(comm: Any, algorithm: str, iterations: int = 300, warmup: int = 20,
-          lr: float = 0.1, rho: float = 0.5, seed: int = 0) -> TrainingResult | None:
+          lr: float = 0.1, rho: float = 0.5, seed: int = 0,
+          record: bool = False) -> TrainingResult | None:
     """Run one training on every rank of ``comm``; the result on rank 0, ``None`` elsewhere.
 
     Same inputs and seed give the same model for the synchronous algorithms (the
-    asynchronous one depends on arrival order, as it does on a real machine).
+    asynchronous one depends on arrival order, as it does on a real machine). With
+    ``record`` (a synchronous algorithm only) every rank keeps the clock readings of
+    each timed iteration, and rank 0's result holds them all (``spans``).
     """
     if algorithm not in TRAINING_ALGORITHMS:
         raise unknown_name("algorithm", algorithm, TRAINING_ALGORITHMS)
@@ -226,6 +243,9 @@ def train(comm: Any, algorithm: str, iterations: int = 300, warmup: int = 20,
     if not (isinstance(warmup, int) and warmup >= 0):
         raise ConfigError(f"warmup: must be an integer >= 0, got {warmup!r}")
     p = comm.Get_size()
+    if record and algorithm == "async-easgd":
+        raise ConfigError("record: only the synchronous algorithms are recorded (async-easgd "
+                          "has no collective to put on a timeline)")
     if algorithm == "async-easgd" and p < 2:
         raise ConfigError("algorithm: async-easgd needs at least 2 ranks (a master and a worker)")
     get_mpi()
@@ -234,8 +254,18 @@ def train(comm: Any, algorithm: str, iterations: int = 300, warmup: int = 20,
         if algorithm == "async-easgd":
             out = _async(comm, s, iterations, warmup, lr, rho)
         else:
-            out = _sync(comm, s, algorithm, iterations, warmup, lr, rho)
+            out = _sync(comm, s, algorithm, iterations, warmup, lr, rho, record)
     gathered = comm.gather((out["wall_per_iter"], out["times"], out["compute"], out["comm"]), root=0)
+    spans = None
+    if record:
+        import socket
+
+        mine = (socket.gethostname(), out["clock_ref"], out["marks"])
+        every = comm.gather(mine, root=0)
+        if every is not None:
+            spans = {"algorithm": algorithm, "hosts": [e[0] for e in every],
+                     "clock_refs": [e[1] for e in every], "marks": [e[2] for e in every],
+                     "tensors": gradient_tensors(s["shape"])}
     if comm.Get_rank() != 0:
         return None
     from dlscale.kernels.model import accuracy
@@ -256,5 +286,21 @@ def train(comm: Any, algorithm: str, iterations: int = 300, warmup: int = 20,
         comm_s=float(np.mean([w[3] for w in workers])),
         n_params=int(s["params"].size), message_bytes=int(s["params"].nbytes),
         accuracy=float(accuracy(out["final"], data.X_test, data.y_test, s["shape"])),
-        loss=float(out["loss"]),
+        loss=float(out["loss"]), spans=spans,
     )
+
+
+def gradient_tensors(shape: Any) -> list[tuple[str, int]]:
+    """The model's parameter tensors as they lie in its flat gradient (weights then bias
+    of each layer, :func:`dlscale.kernels.model.init_params`): ``(name, bytes)``, float32.
+
+    Examples
+    --------
+    >>> from dlscale.kernels.model import ModelShape
+    >>> gradient_tensors(ModelShape(64, 128, 10))
+    [('fc1.weight', 32768), ('fc1.bias', 512), ('fc2.weight', 5120), ('fc2.bias', 40)]
+    """
+    n_in, h, n_out = shape.n_in, shape.n_hidden, shape.n_out
+    sizes = [("fc1.weight", n_in * h), ("fc1.bias", h), ("fc2.weight", h * n_out),
+             ("fc2.bias", n_out)] if h else [("fc1.weight", n_in * n_out), ("fc1.bias", n_out)]
+    return [(name, 4 * n) for name, n in sizes]

@@ -226,8 +226,14 @@ def validate_local(comm: Any, min_bytes: int = 1024, max_bytes: int = 64 << 20,
                    budget_s: float = 60.0, iterations: int = 500,
                    algorithms: tuple[str, ...] = TRAINING_ALGORITHMS, progress: bool = True,
                    argv: list[str] | None = None, rounds: int = 8,
-                   oversubscribe: bool = False) -> dict[str, Any] | None:
+                   oversubscribe: bool = False,
+                   timeline: str | None = None) -> dict[str, Any] | None:
     """Run the whole validation; the report on rank 0, ``None`` on the other ranks.
+
+    ``timeline`` (an algorithm among ``algorithms``): its first run is recorded, and
+    the report's ``"timeline"`` holds the clock readings
+    (:attr:`~dlscale.validation.mpi_training.TrainingResult.spans`, for
+    :func:`dlscale.validation.timeline.horovod_timeline`).
 
     Every training algorithm runs ``rounds`` times (``iterations`` each), the
     algorithms taking turns, so that all see the same stretches of a shared host.
@@ -236,6 +242,9 @@ def validate_local(comm: Any, min_bytes: int = 1024, max_bytes: int = 64 << 20,
     measures the scheduler, not the model.
     """
     fit_sizes, held_sizes = _checked_launch(comm, min_bytes, max_bytes, rounds, oversubscribe)
+    if timeline is not None and timeline not in algorithms:
+        raise ConfigError(f"timeline: records a run of {timeline!r}, which is not among the "
+                          f"algorithms run ({', '.join(algorithms)})")
     p = comm.Get_size()
     fit_counts = sorted({2, p})
     counts = list(range(2, p + 1))
@@ -247,7 +256,7 @@ def validate_local(comm: Any, min_bytes: int = 1024, max_bytes: int = 64 << 20,
                                  progress)
     cores = comm.bcast(profile.provenance.get("cores") if profile is not None else None, root=0)
     runs, snaps = _training_rounds(comm, algorithms, rounds, iterations, budget_s, cores,
-                                   progress)
+                                   progress, timeline)
     if comm.Get_rank() != 0:
         return None
     assert profile is not None
@@ -275,6 +284,8 @@ def validate_local(comm: Any, min_bytes: int = 1024, max_bytes: int = 64 << 20,
         "profile": profile.to_dict(),
         "notes": profile.notes,
         "elapsed_s": round(time.perf_counter() - start, 3),
+        **({"timeline": next(r.spans for r in runs if r is not None and r.spans)}
+           if timeline is not None else {}),
     }
 
 
@@ -318,10 +329,11 @@ def _allreduce_rounds(comm: Any, counts: list[int], all_sizes: list[int], budget
 
 
 def _training_rounds(comm: Any, algorithms: tuple[str, ...], rounds: int, iterations: int,
-                     budget_s: float, cores: int | None,
-                     progress: bool) -> tuple[list[Any], list[dict[str, Any] | None]]:
+                     budget_s: float, cores: int | None, progress: bool,
+                     record: str | None = None) -> tuple[list[Any], list[dict[str, Any] | None]]:
     """Rounds of every algorithm in turn, each run between two snapshots of the
-    compute figures (see :mod:`.compute_snapshot`)."""
+    compute figures (see :mod:`.compute_snapshot`); the first run of ``record`` (an
+    algorithm) keeps its clock readings (``spans``)."""
     p = comm.Get_size()
     snap_s = min(0.25, max(0.05, 0.002 * budget_s))  # about as long as one run
     with one_blas_thread():
@@ -332,7 +344,8 @@ def _training_rounds(comm: Any, algorithms: tuple[str, ...], rounds: int, iterat
             for algo in algorithms:
                 _say(comm, progress, f"training {algo} on {p} ranks, {iterations} iterations "
                                      f"(round {r + 1} of {rounds})")
-                runs.append(train(comm, algo, iterations=iterations))
+                runs.append(train(comm, algo, iterations=iterations,
+                                  record=r == 0 and algo == record))
                 snaps.append(compute_snapshot(comm, step, snap_s, cores))
     return runs, snaps
 

@@ -54,6 +54,10 @@ def _add_local(sub: Any) -> None:
     p.add_argument("--plot", default="validate-local.png", metavar="FILE.png",
                    help="predicted-versus-measured plot (default: validate-local.png; "
                         "'none' for no plot)")
+    p.add_argument("--timeline", metavar="FILE",
+                   help="write the first sgd-allreduce run as a Horovod timeline (Chrome "
+                        "trace JSON, what HOROVOD_TIMELINE writes, plus each rank's compute, "
+                        "allreduce and update spans), for dlscale fit --horovod-timeline")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.add_argument("--oversubscribe", action="store_true",
                    help="allow more ranks than this host's cores (refused by default: an "
@@ -163,6 +167,8 @@ def _check_outputs(args: argparse.Namespace) -> str | None:
 
     try:
         check_output_path(args.output, "-o")
+        if args.timeline is not None:
+            check_output_path(args.timeline, "--timeline")
         if args.plot != "none":
             check_output_path(args.plot, "--plot")
             plot_format(args.plot)
@@ -176,9 +182,10 @@ def run_local(args: argparse.Namespace) -> int:
     on every rank once it has, then :func:`dlscale.api.validate` (``"local"``) on
     this launch's ranks; rank 0 prints the report and writes the files."""
     from dlscale.api import validate
-    from dlscale.measure import start_mpi
+    from dlscale.measure import TIMELINE_ALGORITHM, start_mpi
     from dlscale.perfmodel.errors import ConfigError
     from dlscale.validation.mpi_training import TRAINING_ALGORITHMS
+    from dlscale.validation.timeline import write_timeline
     from dlscale.validation.validate_local import plot_validation, write_report
 
     algos = tuple(a.strip() for a in args.algorithms.split(",") if a.strip())
@@ -195,12 +202,16 @@ def run_local(args: argparse.Namespace) -> int:
         rounds = min(rounds, 2)
     if not budget > 0:
         raise ConfigError(f"--budget-s: must be > 0, got {budget!r}")
+    if args.timeline is not None and TIMELINE_ALGORITHM not in algos:
+        raise ConfigError(f"--timeline: records the first {TIMELINE_ALGORITHM} run; "
+                          f"--algorithms {','.join(algos)} has none (add {TIMELINE_ALGORITHM})")
     comm = start_mpi(yield_mode=args.yield_mode)
     if not outputs_ok_on_all_ranks(comm, lambda: _check_outputs(args)):
         return 2                # every rank stops, rank 0 says why
     result = validate("local", comm=comm, min_size=lo, max_size=hi, budget_s=budget,
                       iterations=iters, algorithms=algos, progress=not args.quiet,
-                      argv=sys.argv, rounds=rounds, oversubscribe=args.oversubscribe)
+                      argv=sys.argv, rounds=rounds, oversubscribe=args.oversubscribe,
+                      timeline=args.timeline is not None)
     if result.meta["rank"] != 0:
         return 0
     report, prov = result.raw, local_provenance(result.raw)
@@ -208,6 +219,9 @@ def run_local(args: argparse.Namespace) -> int:
         print(line)
     write_report({**report, **prov.meta()}, args.output)
     print(f"wrote {args.output}")
+    if args.timeline is not None:
+        write_timeline(result.timeline, args.timeline)
+        print(f"wrote {args.timeline}")
     if args.plot != "none":
         plot_validation(report, args.plot, prov.subtitle())
         print(f"wrote {args.plot}")

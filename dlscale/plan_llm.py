@@ -118,6 +118,14 @@ def _model(model: str | TransformerSpec) -> TransformerSpec:
     return model if isinstance(model, TransformerSpec) else get_llm(model)
 
 
+def _no_layout(s: LayoutSearch) -> str:
+    """One line for a node count asked that no layout can use, and why."""
+    nodes = s.gpus // s.cluster.node.devices_per_node
+    why = (f"none of its {s.tried} layouts fits in {s.capacity_B / 1e9:.0f} GB per GPU"
+           if s.tried else "no layout splits its GPUs with this global batch")
+    return f"{s.cluster.name} at {nodes} nodes ({s.gpus} GPUs): {why}"
+
+
 def _no_fit(searches: list[LayoutSearch], model: TransformerSpec) -> str:
     """One line: no layout fits; the leanest layout tried, what it needs and of what."""
     lean = [(s, *s.leanest()) for s in searches if s.leanest() is not None]  # type: ignore[misc]
@@ -212,12 +220,18 @@ def plan_layouts(model: str | TransformerSpec, clusters: Sequence[str | Path | C
     if not any(counts for _c, counts in plan):
         raise ConfigError(f"nodes: no node count within the clusters' sizes and max_nodes "
                           f"({', '.join(f'{c.name} {c.max_nodes}' for c in cl)})")
+    beyond = [f"{c.name} at {n} nodes: beyond its {min(c.max_nodes, max_nodes or c.max_nodes)}"
+              f" ({'max_nodes' if max_nodes and max_nodes < c.max_nodes else 'its size'}); "
+              f"not tried" for c, _ in plan for n in sorted(set(nodes or ()))
+              if n > min(c.max_nodes, max_nodes or c.max_nodes)]
     searches: list[LayoutSearch] = []
     with pricing_memo():
         for c, counts in plan:
             dpn = c.node.devices_per_node
             searches += [search_layouts(c, spec, n * dpn, global_batch, space) for n in counts]
-        return _result(spec, searches, need, tokens, global_batch)
+        out = _result(spec, searches, need, tokens, global_batch)
+    out.meta["without_layout"] += beyond
+    return out
 
 
 def _result(spec: TransformerSpec, searches: list[LayoutSearch], need: float | None,
@@ -229,7 +243,8 @@ def _result(spec: TransformerSpec, searches: list[LayoutSearch], need: float | N
         "clusters": sorted({s.cluster.name for s in searches}),
         "tried": sum(s.tried for s in searches), "fit": sum(len(s.ranked) for s in searches),
         "target_tokens_per_s": need, "tokens": tokens, "machines": machines,
-        "objective": "fewest GPUs meeting the target" if need else "highest throughput"}
+        "objective": "fewest GPUs meeting the target" if need else "highest throughput",
+        "without_layout": [_no_layout(s) for s in searches if s.best is None]}
     if not done:
         meta["infeasible"] = [_no_fit(searches, spec)]
         return LayoutPlanResult([], meta)

@@ -133,3 +133,21 @@ def test_max_nodes_and_tokens_act_on_the_transformer_path():
     assert b["days"] == 1e10 / b["tokens_per_s"] / 86400
     with pytest.raises(ConfigError, match="no node count"):
         api.plan_layouts("gpt-1.7b", ["dgx1-v100"], global_batch=16, nodes=[2])
+
+
+def test_a_node_count_no_layout_can_use_is_named_not_dropped(capsys):
+    """Every node count asked is planned or named with its reason: one beyond the
+    machine (dgx1-v100 is one node), one whose GPUs no layout splits (Llama-2-70B's 64
+    heads and 80 layers over 1,016 GPUs with 1,024 sequences)."""
+    rc, text, _ = _run(["plan", "gpt-1.7b", "--cluster", "dgx1-v100", "--global-batch", "3",
+                        "--nodes", "1,2"], capsys)
+    lines = [ln for ln in text.splitlines() if ln.startswith("no layout: ")]
+    res = api.plan_layouts("gpt-1.7b", ["dgx1-v100"], global_batch=3, nodes=[1, 2])
+    assert lines == [f"no layout: {ln}" for ln in res.meta["without_layout"]]
+    assert lines == ["no layout: dgx1-v100 at 2 nodes: beyond its 1 (its size); not tried"]
+    assert [m["nodes"] for m in res.meta["machines"]] == [1]
+    res = api.plan_layouts("llama2-70b", ["dgx-h100-superpod"], global_batch=1024,
+                           nodes=[32, 127], recompute=["selective"], zero=[1])
+    assert res.meta["without_layout"] == [
+        "dgx-h100-superpod at 127 nodes (1016 GPUs): no layout splits its GPUs with this "
+        "global batch"]

@@ -185,6 +185,8 @@ def report(res: Any, top: int, output: str | None) -> list[str]:
     cols = [c for c in _MACHINE_COLUMNS if c != "days" or m["tokens"]]
     if len(m["machines"]) > 1:
         lines += ["machines (the best layout of each):", format_table(m["machines"], cols)]
+    if m["machines"]:   # where nothing fits at all, the infeasible line says why
+        lines += [f"no layout: {ln}" for ln in m["without_layout"]]
     if not res.feasible:
         return [*lines, *(f"infeasible: {ln}" for ln in m["infeasible"]), *written]
     b = m["best"]

@@ -141,6 +141,7 @@ def test_a_node_count_no_layout_can_use_is_named_not_dropped(capsys):
     heads and 80 layers over 1,016 GPUs with 1,024 sequences)."""
     rc, text, _ = _run(["plan", "gpt-1.7b", "--cluster", "dgx1-v100", "--global-batch", "3",
                         "--nodes", "1,2"], capsys)
+    assert rc == 0
     lines = [ln for ln in text.splitlines() if ln.startswith("no layout: ")]
     res = api.plan_layouts("gpt-1.7b", ["dgx1-v100"], global_batch=3, nodes=[1, 2])
     assert lines == [f"no layout: {ln}" for ln in res.meta["without_layout"]]

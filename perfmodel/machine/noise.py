@@ -67,7 +67,8 @@ def _log_cdf_grid() -> np.ndarray:
     grid: ``Phi(-10) = 7.6e-24`` is far from underflow). Computed once; no scipy
     import (the band prices a noise model in every predict, and ``scipy.special``
     takes 0.2 s to import)."""
-    return np.log(np.array([0.5 * math.erfc(-z / math.sqrt(2.0)) for z in _Z.tolist()]))
+    grid: np.ndarray = np.log(np.array([0.5 * math.erfc(-z / math.sqrt(2.0)) for z in _Z.tolist()]))
+    return grid
 
 
 @dataclass(frozen=True)

@@ -67,6 +67,7 @@ def _log_cdf_grid() -> np.ndarray:
     grid: ``Phi(-10) = 7.6e-24`` is far from underflow). Computed once; no scipy
     import (the band prices a noise model in every predict, and ``scipy.special``
     takes 0.2 s to import)."""
+    # definition: the standard normal distribution function, Phi(z) = erfc(-z / sqrt 2) / 2
     grid: np.ndarray = np.log(np.array([0.5 * math.erfc(-z / math.sqrt(2.0)) for z in _Z.tolist()]))
     return grid
 

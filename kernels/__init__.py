@@ -2,7 +2,8 @@
 
 Public wrappers check shapes, dtypes (float32/float64), contiguity and scalar ranges,
 raising ``TypeError``/``ValueError`` before any work, then call private ``@njit``
-kernels compiled with ``cache=True`` (a second process loads them from disk).
+kernels compiled with numba's on-disk cache where it can be written (a second process
+loads them from disk; :mod:`.jit`).
 
 Modules: :mod:`.easgd` (EASGD family), :mod:`.sgd` (SGD baselines),
 :mod:`.hogwild` (lock-free multi-threaded updates with real lost updates),

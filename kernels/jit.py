@@ -23,14 +23,17 @@ Examples
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import numba
 
 __all__ = ["njit"]
 
+#: The decorated function's type, which the dispatcher stands for (called alike).
+F = TypeVar("F", bound=Callable[..., Any])
 
-def njit(**options: Any) -> Callable[[Callable[..., Any]], Any]:
+
+def njit(**options: Any) -> Callable[[F], F]:
     """``numba.njit(cache=True, **options)`` where numba has a folder to cache the
     function in, else ``numba.njit(**options)`` (module docstring).
 
@@ -42,17 +45,18 @@ def njit(**options: Any) -> Callable[[Callable[..., Any]], Any]:
     Returns
     -------
     callable
-        The decorator.
+        The decorator (typed as returning the function it is given: the dispatcher
+        is called as the function is).
     """
     if "cache" in options:
         raise TypeError("njit: the cache is this decorator's to set; do not pass cache")
 
-    def decorate(fn: Callable[..., Any]) -> Any:
+    def decorate(fn: F) -> F:
         try:
-            return numba.njit(cache=True, **options)(fn)
+            return cast(F, numba.njit(cache=True, **options)(fn))
         except RuntimeError as exc:
             if "no locator available" not in str(exc):
                 raise
-            return numba.njit(**options)(fn)
+            return cast(F, numba.njit(**options)(fn))
 
     return decorate

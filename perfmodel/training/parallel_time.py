@@ -72,7 +72,7 @@ from dlscale.perfmodel.training.transformer_layers import (
     logit_gemm,
 )
 
-__all__ = ["ADAM_STEP_BYTES", "LLMIteration", "llm_iteration"]
+__all__ = ["ADAM_STEP_BYTES", "LLMIteration", "llm_iteration", "stage_microbatch_s"]
 
 #: Bytes Adam reads and writes per parameter it updates (see the module docstring).
 ADAM_STEP_BYTES = 28.0
@@ -294,3 +294,21 @@ def llm_iteration(cluster: Cluster, model: TransformerSpec,
         m * tp, m * pp, (slots - m) * slot, dp_total, dp_exposed, opt,
         model.flops(layout.global_batch, layout.recompute), llm_memory(model, layout),
         capacity, largest_microbatch(model, layout, capacity))
+
+
+def stage_microbatch_s(cluster: Cluster, model: TransformerSpec, layout: ParallelLayout,
+                       ) -> tuple[float, float, float, float]:
+    """What :func:`llm_iteration` charges one stage per microbatch, part by part.
+
+    The simulator (:mod:`dlscale.simulator.training.pipeline`) runs these as events,
+    with its own routed tensor-parallel collectives in place of the third.
+
+    Returns
+    -------
+    tuple of float
+        ``(forward s, backward s with recomputation, tensor-parallel communication
+        s, the first or last stage's extra s)`` of all the stage's layers (its ``v``
+        chunks together), as :func:`llm_iteration` adds them into a slot.
+    """
+    layout.check(model)
+    return _stage_compute(cluster, model, layout)

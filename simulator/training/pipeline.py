@@ -74,7 +74,7 @@ from dlscale.simulator.training.pipeline_schedule import (
 )
 from dlscale.simulator.training.stragglers import make_noise
 
-__all__ = ["PipelineResult", "simulate_pipeline"]
+__all__ = ["PipelineResult", "check_layout", "simulate_pipeline"]
 
 #: Mixed precision: 2-byte activations and gradients (as parallel_time prices them).
 _E = 2.0
@@ -128,7 +128,8 @@ class PipelineResult:
         }
 
 
-def _check(cluster: Cluster, layout: ParallelLayout) -> None:
+def check_layout(cluster: Cluster, layout: ParallelLayout) -> None:
+    """Raise one line if the simulation cannot run ``layout`` on ``cluster``."""
     if layout.zero >= 2:
         raise ConfigError(f"parallel.zero: the simulation runs ZeRO 0 and 1; ZeRO "
                           f"{layout.zero}'s per-microbatch reduce-scatters and gathers are "
@@ -143,7 +144,7 @@ class _Run:
     """The processes of one iteration (see the module docstring)."""
 
     def __init__(self, cluster: Cluster, model: TransformerSpec, layout: ParallelLayout,
-                 factors: np.ndarray, every_flow: bool) -> None:
+                 factors: np.ndarray, every_flow: bool, bundle: bool | None) -> None:
         self.layout = lay = layout
         self.t, self.p, self.d, self.v = lay.tp, lay.pp, lay.dp, lay.virtual
         nodes = max(1, math.ceil(lay.gpus / cluster.node.devices_per_node))
@@ -151,7 +152,11 @@ class _Run:
         self.env = simpy.Environment()
         full = _E * model.seq * lay.micro * model.hidden
         self.pp_bytes = full / self.t if lay.scatter_gather else full
-        self.flows = GroupFlows(self.env, self.net, bundling_exact(self.net, self._pairs()),
+        exact = bundling_exact(self.net, self._pairs())
+        if bundle and not exact:
+            raise ConfigError("bundle: the tp ranks' messages can be one flow per rail only "
+                              "where that changes no rate (pipeline_net.bundling_exact)")
+        self.flows = GroupFlows(self.env, self.net, exact if bundle is None else bundle,
                                 every_flow)
         fwd, bwd, _tp, extra = stage_microbatch_s(cluster, model, lay)
         n = lay.stage_layers(model)
@@ -166,6 +171,7 @@ class _Run:
                      (bwd + back_tp * coll + extra + ends * coll) / self.v)
         self.factors = factors
         self._events: dict[tuple, simpy.Event] = {}
+        self._groups: dict[tuple, Any] = {}
         self.ops_end = np.zeros((self.p, self.d))
         self.end = np.zeros((self.p, self.d))
         self.busy = np.zeros((self.p, self.d))
@@ -219,9 +225,16 @@ class _Run:
         return ev
 
     def _send(self, src: list[int], dst: list[int], nbytes: float, key: tuple) -> simpy.Event:
-        done = self.flows.send(self.flows.group(src, dst, nbytes))
-        arrived = self._event(key)
-        done.callbacks.append(lambda _e: arrived.succeed())
+        gkey = (src[0], dst[0], nbytes)
+        g = self._groups.get(gkey)
+        if g is None:
+            g = self._groups[gkey] = self.flows.group(src, dst, nbytes)
+        done = self.flows.send(g)
+        waiting = self._events.get(key)
+        if waiting is None:                 # the receiver waits on the delivery itself
+            self._events[key] = done
+        else:
+            done.callbacks.append(lambda _e: waiting.succeed())
         return done
 
     def _consumer(self, op: Op, s: int) -> tuple[int, Op] | None:
@@ -235,6 +248,7 @@ class _Run:
         env, f = self.env, float(self.factors[s, d])
         dp_done: simpy.Event | None = None
         last_b = max(i for i, op in enumerate(ops) if op[0] == BACKWARD)
+        ranks = [self._ranks(st, d) for st in range(self.p)]
         for i, op in enumerate(ops):
             prod = producer(op, s, self.p, self.v)
             wait = self.ag if prod is not None and prod[0] != s else 0.0
@@ -248,8 +262,7 @@ class _Run:
             cons = self._consumer(op, s)
             if cons is not None and cons[0] != s:
                 cs, cop = cons
-                yield self._send(self._ranks(s, d), self._ranks(cs, d), self.pp_bytes,
-                                 ("pp", cs, d, cop))
+                yield self._send(ranks[s], ranks[cs], self.pp_bytes, ("pp", cs, d, cop))
             self.busy[s, d] += env.now - t0
         self.ops_end[s, d] = env.now
         self._event(("flushed", s, d)).succeed()
@@ -299,7 +312,7 @@ def _stage_params(model: TransformerSpec, layout: ParallelLayout) -> tuple[float
 
 def simulate_pipeline(cluster: Cluster, model: TransformerSpec, layout: ParallelLayout, *,
                       noise: str | None = None, seed: int = 0,
-                      every_flow: bool = False) -> PipelineResult:
+                      every_flow: bool = False, bundle: bool | None = None) -> PipelineResult:
     """Simulate one iteration of ``model`` trained with ``layout`` on ``cluster``.
 
     Parameters
@@ -317,6 +330,10 @@ def simulate_pipeline(cluster: Cluster, model: TransformerSpec, layout: Parallel
         Seed of the noise draws (the same seed, the same answer bit for bit).
     every_flow : bool
         Put every message group into the flow model, alone or not (tests).
+    bundle : bool, optional
+        Send a group's ``tp`` messages as one flow per rail; None: where that is
+        exact (:func:`~dlscale.simulator.training.pipeline_net.bundling_exact`);
+        False: never (tests).
 
     Returns
     -------
@@ -324,13 +341,13 @@ def simulate_pipeline(cluster: Cluster, model: TransformerSpec, layout: Parallel
         The simulated iteration and ``predict``'s answer (:func:`llm_iteration`).
     """
     layout.check(model)
-    _check(cluster, layout)
+    check_layout(cluster, layout)
     analytical = llm_iteration(cluster, model, layout)
     nz = make_noise(cluster.noise if noise is None else noise)
     draws = nz.draw(np.random.default_rng(seed), (layout.gpus,))
     # a tensor-parallel group waits for its slowest rank at every layer's collective
     factors = draws.reshape(layout.pp, layout.dp, layout.tp).max(axis=2)
-    run = _Run(cluster, model, layout, factors, every_flow)
+    run = _Run(cluster, model, layout, factors, every_flow, bundle)
     run.run()
     iteration = float(run.end.max())
     flush = float(run.ops_end.max())

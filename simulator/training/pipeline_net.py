@@ -58,8 +58,8 @@ class Group:
         Each subflow's rate alone: its slowest link's bandwidth.
     disjoint : bool
         No two subflows share a link.
-    all_links : tuple of int
-        Every link of the group.
+    all_links : ndarray of int64
+        Every link of the group, once each.
     alone_s : float
         Seconds the group takes alone (its slowest subflow).
     """
@@ -69,7 +69,7 @@ class Group:
     latency_s: np.ndarray
     rate_Bps: np.ndarray
     disjoint: bool
-    all_links: tuple[int, ...]
+    all_links: np.ndarray
     alone_s: float
 
 
@@ -124,20 +124,41 @@ class GroupFlows:
         self.every_flow = every_flow
         self.flows = FlowNetwork(env, net.table.bandwidth_Bps)
         self._intra = net.table.level == "intra"
-        self._busy: dict[int, int] = {}
-        self._alone: dict[int, _Alone] = {}
-        self._cache: dict[tuple, Group] = {}
+        # per group id: the groups sharing a link with it (itself too), how many of
+        # it are in flight, and which of those run alone
+        self._groups: list[Group] = []
+        self._conflicts: list[list[int]] = []
+        self._in_flight: list[int] = []
+        self._alone: list[list[_Alone]] = []
+        self._on_link: dict[int, list[int]] = {}
+        self._cache: dict[tuple, int] = {}
         #: Groups sent, groups that ran alone throughout, groups that met another.
         self.sent = 0
         self.met = 0
 
-    def group(self, src: Sequence[int], dst: Sequence[int], nbytes: float) -> Group:
-        """The routed group of messages ``src[i] -> dst[i]`` of ``nbytes`` each (cached)."""
+    def group(self, src: Sequence[int], dst: Sequence[int], nbytes: float) -> int:
+        """The id of the routed group of messages ``src[i] -> dst[i]`` of ``nbytes``
+        each (built once)."""
         key = (tuple(src), tuple(dst), float(nbytes))
-        g = self._cache.get(key)
-        if g is None:
-            g = self._cache[key] = self._build(np.asarray(src), np.asarray(dst), float(nbytes))
-        return g
+        gid = self._cache.get(key)
+        if gid is None:
+            g = self._build(np.asarray(src), np.asarray(dst), float(nbytes))
+            gid = self._cache[key] = len(self._groups)
+            self._groups.append(g)
+            self._in_flight.append(0)
+            self._alone.append([])
+            mine = {gid}
+            for link in g.all_links.tolist():
+                others = self._on_link.setdefault(link, [])
+                mine.update(others)
+                others.append(gid)
+            for h in mine - {gid}:
+                self._conflicts[h].append(gid)
+            self._conflicts.append(sorted(mine))
+        return gid
+
+    def __getitem__(self, gid: int) -> Group:
+        return self._groups[gid]
 
     def _build(self, src: np.ndarray, dst: np.ndarray, nbytes: float) -> Group:
         net, table = self.net, self.net.table
@@ -172,67 +193,55 @@ class GroupFlows:
         every = np.concatenate(rows) if rows else np.zeros(0, np.int64)
         uniq = np.unique(every)
         alone = float(np.max(la + np.where(np.isfinite(rate), nb / rate, 0.0), initial=0.0))
-        return Group(tuple(rows), nb, la, rate, len(uniq) == len(every),
-                     tuple(int(x) for x in uniq), alone)
+        return Group(tuple(rows), nb, la, rate, len(uniq) == len(every), uniq, alone)
 
-    def send(self, g: Group) -> simpy.Event:
-        """Start group ``g`` now; the event fires when its last byte has arrived."""
+    def send(self, gid: int) -> simpy.Event:
+        """Start group ``gid`` now; the event fires when its last byte has arrived."""
         done = self.env.event()
         self.sent += 1
-        meets = any(link in self._busy for link in g.all_links)
-        for link in g.all_links:
-            self._busy[link] = self._busy.get(link, 0) + 1
+        g = self._groups[gid]
+        conflicts = self._conflicts[gid]
+        flying = self._in_flight
+        meets = any(flying[h] for h in conflicts)
+        flying[gid] += 1
         if g.disjoint and not meets and not self.every_flow:
-            rec = _Alone(g, self.env.now, done)
-            for link in g.all_links:
-                self._alone[link] = rec
+            rec = _Alone(gid, self.env.now, done)
+            self._alone[gid].append(rec)
             self.env.timeout(g.alone_s).callbacks.append(lambda _e: self._alone_end(rec))
             return done
         if meets:
             self.met += 1
-            for link in g.all_links:
-                other = self._alone.get(link)
-                if other is not None:
+            for h in conflicts:
+                for other in list(self._alone[h]):
                     self._into_flows(other)
-        self._flows(g, done, g.latency_s, g.nbytes)
+        self._flows(gid, done, g.latency_s, g.nbytes)
         return done
-
-    def _release(self, g: Group) -> None:
-        for link in g.all_links:
-            left = self._busy[link] - 1
-            if left:
-                self._busy[link] = left
-            else:
-                del self._busy[link]
 
     def _alone_end(self, rec: _Alone) -> None:
         if rec.moved:
             return
-        for link in rec.group.all_links:
-            if self._alone.get(link) is rec:
-                del self._alone[link]
-        self._release(rec.group)
+        self._alone[rec.gid].remove(rec)
+        self._in_flight[rec.gid] -= 1
         rec.done.succeed()
 
     def _into_flows(self, rec: _Alone) -> None:
         """What is left of an alone group, into the flow model from now on."""
         rec.moved = True
-        g = rec.group
-        for link in g.all_links:
-            if self._alone.get(link) is rec:
-                del self._alone[link]
+        self._alone[rec.gid].remove(rec)
+        g = self._groups[rec.gid]
         elapsed = self.env.now - rec.start - g.latency_s
         wait = np.maximum(-elapsed, 0.0)
         left = np.where(elapsed > 0, g.nbytes - g.rate_Bps * np.maximum(elapsed, 0.0),
                         g.nbytes)
-        self._flows(g, rec.done, wait, np.maximum(left, 0.0))
+        self._flows(rec.gid, rec.done, wait, np.maximum(left, 0.0))
 
-    def _flows(self, g: Group, done: simpy.Event, wait: np.ndarray, left: np.ndarray) -> None:
+    def _flows(self, gid: int, done: simpy.Event, wait: np.ndarray, left: np.ndarray) -> None:
+        g = self._groups[gid]
         parts = [self.flows.transfer(g.links[i], float(left[i]), float(wait[i]))
                  for i in range(len(left)) if left[i] > 0 and len(g.links[i])]
 
         def finish(_e: simpy.Event) -> None:
-            self._release(g)
+            self._in_flight[gid] -= 1
             done.succeed()
 
         simpy.AllOf(self.env, parts).callbacks.append(finish)
@@ -240,7 +249,7 @@ class GroupFlows:
 
 @dataclass
 class _Alone:
-    group: Group
+    gid: int
     start: float
     done: simpy.Event
     moved: bool = field(default=False)

@@ -100,6 +100,8 @@ class PipelineResult:
     groups_met: int
     bundled: bool
     stage_end_s: np.ndarray = field(repr=False)
+    #: ``(group id, sent s, delivered s)`` of every message group, with ``keep_log``.
+    log: list[tuple[int, float, float]] | None = field(default=None, repr=False)
 
     @property
     def tflops_per_gpu(self) -> float:
@@ -144,7 +146,8 @@ class _Run:
     """The processes of one iteration (see the module docstring)."""
 
     def __init__(self, cluster: Cluster, model: TransformerSpec, layout: ParallelLayout,
-                 factors: np.ndarray, every_flow: bool, bundle: bool | None) -> None:
+                 factors: np.ndarray, every_flow: bool, bundle: bool | None,
+                 keep_log: bool) -> None:
         self.layout = lay = layout
         self.t, self.p, self.d, self.v = lay.tp, lay.pp, lay.dp, lay.virtual
         nodes = max(1, math.ceil(lay.gpus / cluster.node.devices_per_node))
@@ -157,7 +160,7 @@ class _Run:
             raise ConfigError("bundle: the tp ranks' messages can be one flow per rail only "
                               "where that changes no rate (pipeline_net.bundling_exact)")
         self.flows = GroupFlows(self.env, self.net, exact if bundle is None else bundle,
-                                every_flow)
+                                every_flow, keep_log)
         fwd, bwd, _tp, extra = stage_microbatch_s(cluster, model, lay)
         n = lay.stage_layers(model)
         self._tp_cache: dict[tuple, float] = {}
@@ -312,7 +315,8 @@ def _stage_params(model: TransformerSpec, layout: ParallelLayout) -> tuple[float
 
 def simulate_pipeline(cluster: Cluster, model: TransformerSpec, layout: ParallelLayout, *,
                       noise: str | None = None, seed: int = 0,
-                      every_flow: bool = False, bundle: bool | None = None) -> PipelineResult:
+                      every_flow: bool = False, bundle: bool | None = None,
+                      keep_log: bool = False) -> PipelineResult:
     """Simulate one iteration of ``model`` trained with ``layout`` on ``cluster``.
 
     Parameters
@@ -334,6 +338,8 @@ def simulate_pipeline(cluster: Cluster, model: TransformerSpec, layout: Parallel
         Send a group's ``tp`` messages as one flow per rail; None: where that is
         exact (:func:`~dlscale.simulator.training.pipeline_net.bundling_exact`);
         False: never (tests).
+    keep_log : bool
+        Keep when each message group was sent and delivered (tests).
 
     Returns
     -------
@@ -347,11 +353,11 @@ def simulate_pipeline(cluster: Cluster, model: TransformerSpec, layout: Parallel
     draws = nz.draw(np.random.default_rng(seed), (layout.gpus,))
     # a tensor-parallel group waits for its slowest rank at every layer's collective
     factors = draws.reshape(layout.pp, layout.dp, layout.tp).max(axis=2)
-    run = _Run(cluster, model, layout, factors, every_flow, bundle)
+    run = _Run(cluster, model, layout, factors, every_flow, bundle, keep_log)
     run.run()
     iteration = float(run.end.max())
     flush = float(run.ops_end.max())
     return PipelineResult(
         analytical, iteration, flush, float(run.busy.max()),
         float((run.end - run.ops_end).max()), run.opt_s, run.tp_coll, nz.spec or "sample",
-        seed, run.flows.sent, run.flows.met, run.flows.bundle, run.end.copy())
+        seed, run.flows.sent, run.flows.met, run.flows.bundle, run.end.copy(), run.flows.log)

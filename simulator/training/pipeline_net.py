@@ -109,10 +109,12 @@ class GroupFlows:
         :func:`bundling_exact`).
     every_flow : bool
         Put every group into the flow model (for tests: the answer must not change).
+    keep_log : bool
+        Keep ``(group id, sent s, delivered s)`` of every group in :attr:`log` (tests).
     """
 
     def __init__(self, env: simpy.Environment, net: SimulatedNetwork, bundle: bool,
-                 every_flow: bool = False) -> None:
+                 every_flow: bool = False, keep_log: bool = False) -> None:
         f = net.message_factors
         if f is not None and (f.cross_traffic or f.weight_S_bytes):
             raise ConfigError(f"network.message_factors: {f.name!r} has SimGrid's cross-"
@@ -135,6 +137,7 @@ class GroupFlows:
         #: Groups sent, groups that ran alone throughout, groups that met another.
         self.sent = 0
         self.met = 0
+        self.log: list[tuple[int, float, float]] | None = [] if keep_log else None
 
     def group(self, src: Sequence[int], dst: Sequence[int], nbytes: float) -> int:
         """The id of the routed group of messages ``src[i] -> dst[i]`` of ``nbytes``
@@ -199,6 +202,9 @@ class GroupFlows:
         """Start group ``gid`` now; the event fires when its last byte has arrived."""
         done = self.env.event()
         self.sent += 1
+        if self.log is not None:
+            log, now = self.log, self.env.now
+            done.callbacks.append(lambda _e: log.append((gid, now, self.env.now)))
         g = self._groups[gid]
         conflicts = self._conflicts[gid]
         flying = self._in_flight

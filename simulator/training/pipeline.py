@@ -254,12 +254,13 @@ class _Run:
         ranks = [self._ranks(st, d) for st in range(self.p)]
         for i, op in enumerate(ops):
             prod = producer(op, s, self.p, self.v)
-            wait = self.ag if prod is not None and prod[0] != s else 0.0
-            if wait:
+            gather = 0.0
+            if prod is not None and prod[0] != s:      # wait for the input to arrive
                 yield self._event(("pp", s, d, op))
+                gather = self.ag
             if i == last_b and self.layout.dp_overlap:
                 dp_done = env.process(self.exchange(s, d))
-            dur = wait + self.op_s[op[0]] * f
+            dur = gather + self.op_s[op[0]] * f
             t0 = env.now
             yield env.timeout(dur)
             cons = self._consumer(op, s)

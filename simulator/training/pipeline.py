@@ -247,25 +247,36 @@ class _Run:
             return None if k == last else ((k + 1) % self.p, (FORWARD, j, (k + 1) // self.p))
         return None if k == 0 else ((k - 1) % self.p, (BACKWARD, j, (k - 1) // self.p))
 
-    def stage(self, s: int, d: int, ops: list[Op]) -> Any:
+    def plan(self, s: int) -> list[tuple[int, Op, bool, int, Op | None]]:
+        """Stage ``s``'s operations as ``(kind, op, waits for an input, consumer stage
+        (-1: none on another stage), consumer op)``, the same for every replica."""
+        out: list[tuple[int, Op, bool, int, Op | None]] = []
+        for op in stage_order(self.layout.schedule, s, self.p, self.layout.microbatches,
+                              self.v):
+            prod = producer(op, s, self.p, self.v)
+            cons = self._consumer(op, s)
+            far = cons is not None and cons[0] != s
+            out.append((op[0], op, prod is not None and prod[0] != s,
+                        cons[0] if far and cons else -1, cons[1] if far and cons else None))
+        return out
+
+    def stage(self, s: int, d: int, plan: list[tuple[int, Op, bool, int, Op | None]]) -> Any:
         env, f = self.env, float(self.factors[s, d])
         dp_done: simpy.Event | None = None
-        last_b = max(i for i, op in enumerate(ops) if op[0] == BACKWARD)
+        last_b = max(i for i, step in enumerate(plan) if step[0] == BACKWARD)
         ranks = [self._ranks(st, d) for st in range(self.p)]
-        for i, op in enumerate(ops):
-            prod = producer(op, s, self.p, self.v)
+        op_s = (self.op_s[0] * f, self.op_s[1] * f)
+        overlap = self.layout.dp_overlap
+        for i, (kind, op, waits, cs, cop) in enumerate(plan):
             gather = 0.0
-            if prod is not None and prod[0] != s:      # wait for the input to arrive
+            if waits:                                  # wait for the input to arrive
                 yield self._event(("pp", s, d, op))
                 gather = self.ag
-            if i == last_b and self.layout.dp_overlap:
+            if i == last_b and overlap:
                 dp_done = env.process(self.exchange(s, d))
-            dur = gather + self.op_s[op[0]] * f
             t0 = env.now
-            yield env.timeout(dur)
-            cons = self._consumer(op, s)
-            if cons is not None and cons[0] != s:
-                cs, cop = cons
+            yield env.timeout(gather + op_s[kind])
+            if cs >= 0:
                 yield self._send(ranks[s], ranks[cs], self.pp_bytes, ("pp", cs, d, cop))
             self.busy[s, d] += env.now - t0
         self.ops_end[s, d] = env.now
@@ -301,10 +312,9 @@ class _Run:
 
     def run(self) -> None:
         for s in range(self.p):
-            ops = stage_order(self.layout.schedule, s, self.p, self.layout.microbatches,
-                              self.v)
+            plan = self.plan(s)
             for d in range(self.d):
-                self.env.process(self.stage(s, d, ops))
+                self.env.process(self.stage(s, d, plan))
         self.env.run()
 
 

@@ -29,7 +29,7 @@ thousands of ranks and a million messages short without changing the answer:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import simpy
@@ -211,9 +211,9 @@ class GroupFlows:
         meets = any(flying[h] for h in conflicts)
         flying[gid] += 1
         if g.disjoint and not meets and not self.every_flow:
-            rec = _Alone(gid, self.env.now, done)
+            rec = _Alone(self, gid, self.env.now, done)
             self._alone[gid].append(rec)
-            self.env.timeout(g.alone_s).callbacks.append(lambda _e: self._alone_end(rec))
+            self.env.timeout(g.alone_s).callbacks.append(rec)
             return done
         if meets:
             self.met += 1
@@ -253,9 +253,14 @@ class GroupFlows:
         simpy.AllOf(self.env, parts).callbacks.append(finish)
 
 
-@dataclass
 class _Alone:
-    gid: int
-    start: float
-    done: simpy.Event
-    moved: bool = field(default=False)
+    """A group in flight alone; called when its time alone is up."""
+
+    __slots__ = ("done", "gid", "moved", "owner", "start")
+
+    def __init__(self, owner: GroupFlows, gid: int, start: float, done: simpy.Event) -> None:
+        self.owner, self.gid, self.start, self.done = owner, gid, start, done
+        self.moved = False
+
+    def __call__(self, _event: simpy.Event) -> None:
+        self.owner._alone_end(self)

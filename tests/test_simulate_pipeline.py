@@ -141,5 +141,5 @@ def test_noise_is_seeded_and_slows_the_iteration():
 
 def test_zero_2_and_3_are_refused_in_one_line():
     lay = ParallelLayout(tp=8, pp=1, dp=2, micro=1, global_batch=2, zero=2)
-    with pytest.raises(ConfigError, match="parallel.zero"):
+    with pytest.raises(ConfigError, match=r"parallel\.zero"):
         simulate_pipeline(SELENE, M39, lay)

@@ -237,7 +237,10 @@ class _Run:
         if waiting is None:                 # the receiver waits on the delivery itself
             self._events[key] = done
         else:
-            done.callbacks.append(lambda _e: waiting.succeed())
+            def arrived(_e: simpy.Event) -> None:
+                waiting.succeed()
+
+            done.callbacks.append(arrived)
         return done
 
     def _consumer(self, op: Op, s: int) -> tuple[int, Op] | None:

@@ -654,7 +654,7 @@ def simulate_transformer(cluster: str | Path | Cluster, model: str,
                          pp: int = 1, microbatch: int = 1, global_batch: int | None = None,
                          schedule: str = "1f1b", virtual: int = 1, zero: int = 0,
                          recompute: str = "none", sp: bool = False, noise: str | None = None,
-                         seed: int = 0,
+                         seed: int = 0, trace: str | Path | None = None,
                          cluster_overrides: Mapping[str, Any] | None = None,
                          ) -> SimulateResult:
     """Simulate one iteration of a transformer's parallel layout as events, per node count.
@@ -680,6 +680,9 @@ def simulate_transformer(cluster: str | Path | Cluster, model: str,
         Per-rank compute noise (``lognormal:SIGMA``, ...); None: the cluster's.
     seed : int, optional
         Seed of the noise draws (same seed, same result, bit for bit).
+    trace : str or Path, optional
+        Write the Chrome trace of the last node count's run there (the first and last
+        replicas' stages: passes, sends, exchange, optimizer step).
     cluster_overrides : mapping, optional
         Dotted-path overrides of the cluster.
 
@@ -726,10 +729,15 @@ def simulate_transformer(cluster: str | Path | Cluster, model: str,
         check_layout(c, lay)
         layouts.append((int(n), lay))
     raws, rows = [], []
-    for n, lay in layouts:
-        res = simulate_pipeline(c, spec, lay, noise=noise, seed=seed)
+    for i, (n, lay) in enumerate(layouts):
+        res = simulate_pipeline(c, spec, lay, noise=noise, seed=seed,
+                                trace=trace is not None and i == len(layouts) - 1)
         raws.append(res)
         rows.append({"nodes": n, **res.to_row()})
+    if trace is not None:
+        from dlscale.simulator.network.trace import write_json_atomic
+
+        write_json_atomic(raws[-1].trace, trace)
     out = SimulateResult(rows, {"cluster": c.name, "model": spec.name, "fidelity": "simulated",
                                 "path": "transformer", "seed": seed, "source": spec.source})
     out.raw = raws

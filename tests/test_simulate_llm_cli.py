@@ -74,6 +74,15 @@ def test_the_flags_it_reads_act(extra, base, capsys):
     assert _run([*BASE, *base, *extra], capsys) != plain
 
 
+def test_trace_out_writes_the_stages_passes(capsys, tmp_path):
+    path = tmp_path / "t.json"
+    rc, _, _ = _run([*BASE, "--pp", "2", "--global-batch", "8", "--trace-out", str(path)],
+                    capsys)
+    events = json.loads(path.read_text())["traceEvents"]
+    names = {e["name"].split()[0] for e in events if e["ph"] == "X"}
+    assert rc == 0 and {"F", "B", "send", "optimizer"} <= names
+
+
 def test_nodes_acts(capsys):
     one = _run(["simulate", MULTI, "gpt-1.7b", "--tp", "8"], capsys)
     two = _run(["simulate", MULTI, "gpt-1.7b", "--tp", "8", "--nodes", "2"], capsys)
@@ -95,6 +104,8 @@ def test_the_command_prints_and_writes_the_api_rows(capsys, tmp_path):
 @pytest.mark.parametrize("argv,field", [
     (["--zero", "2"], "parallel.zero"), (["--tp", "3"], "nodes"), (["--sp"], "parallel.sp"),
     (["--noise", "gauss:1"], "noise"), (["--nodes", "0"], "nodes"),
+    (["-o", "/nonexistent/dir/r.json"], "-o"),
+    (["--trace-out", "/nonexistent/dir/t.json"], "--trace-out"),
 ])
 def test_bad_input_is_one_line_before_any_work(argv, field, capsys):
     rc, out, err = _run([*BASE, *argv], capsys)

@@ -2,7 +2,8 @@
 
 The transformer path of ``simulate`` (:func:`dlscale.api.simulate_transformer`, the
 one front end): the layout flags of ``predict``'s transformer path, the node counts,
-``--global-batch``, ``--noise`` and ``--seed``, ``--format`` and ``-o``. Every other
+``--global-batch``, ``--noise`` and ``--seed``, ``--format``, ``-o`` and
+``--trace-out`` (a Chrome trace of the last node count's run). Every other
 flag of ``simulate`` is refused in one line, before any work: it sets the one
 collective, the data-parallel training loop or its network, none of which this
 simulation reads.
@@ -18,7 +19,7 @@ __all__ = ["ACTS", "run_llm_sim"]
 
 #: dests this path reads (the layout flags, and these).
 ACTS = ("cluster", "workload", "nodes", "global_batch", "noise", "seed", "format", "output",
-        "tp", "pp", "microbatch", "schedule", "virtual", "zero", "recompute", "sp")
+        "trace_out", "tp", "pp", "microbatch", "schedule", "virtual", "zero", "recompute", "sp")
 
 #: Why a flag of ``simulate`` does not act here, by dest (the rest: _OTHER).
 _WHY = {
@@ -28,7 +29,6 @@ _WHY = {
                "routed network",
     "placement": "ranks are placed in Megatron's order (tensor, data, pipeline)",
     "profile": "the transformer path prices the catalog's figures (as predict's)",
-    "trace_out": "the transformer simulation writes no Chrome trace yet",
     "old_trace": "simulate writes its Chrome trace with --trace-out",
     "precision": "the transformer path models mixed precision only",
     "batch": "a transformer's batch is --microbatch and --global-batch",
@@ -65,7 +65,11 @@ def run_llm_sim(args: argparse.Namespace) -> int:
     from dlscale.commands.common import emit
     from dlscale.provenance import load_cluster
 
+    from dlscale.perfmodel.output.atomicio import check_output_path
+
     refuse_other_flags(args)
+    check_output_path(args.output, "-o")
+    check_output_path(args.trace_out, "--trace-out")
     cluster, prov = load_cluster(args.cluster, None)
     res = simulate_transformer(
         cluster, args.workload, args.nodes, tp=1 if args.tp is None else args.tp,
@@ -74,7 +78,7 @@ def run_llm_sim(args: argparse.Namespace) -> int:
         global_batch=args.global_batch, schedule=args.schedule or "1f1b",
         virtual=1 if args.virtual is None else args.virtual,
         zero=0 if args.zero is None else args.zero, recompute=args.recompute or "none",
-        sp=bool(args.sp), noise=args.noise, seed=args.seed)
+        sp=bool(args.sp), noise=args.noise, seed=args.seed, trace=args.trace_out)
     first = res.raw[0]
     lay = first.analytical.layout
     header = (f"{first.analytical.model} on {cluster.name}, simulated (one iteration as "

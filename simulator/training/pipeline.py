@@ -72,6 +72,7 @@ from dlscale.simulator.training.pipeline_schedule import (
     producer,
     stage_order,
 )
+from dlscale.simulator.training.pipeline_trace import PipelineTrace
 from dlscale.simulator.training.stragglers import make_noise
 
 __all__ = ["PipelineResult", "check_layout", "simulate_pipeline"]
@@ -102,6 +103,8 @@ class PipelineResult:
     stage_end_s: np.ndarray = field(repr=False)
     #: ``(group id, sent s, delivered s)`` of every message group, with ``keep_log``.
     log: list[tuple[int, float, float]] | None = field(default=None, repr=False)
+    #: The Chrome trace dict, with ``trace``.
+    trace: dict[str, Any] | None = field(default=None, repr=False)
 
     @property
     def tflops_per_gpu(self) -> float:
@@ -147,7 +150,7 @@ class _Run:
 
     def __init__(self, cluster: Cluster, model: TransformerSpec, layout: ParallelLayout,
                  factors: np.ndarray, every_flow: bool, bundle: bool | None,
-                 keep_log: bool) -> None:
+                 keep_log: bool, trace: bool) -> None:
         self.layout = lay = layout
         self.t, self.p, self.d, self.v = lay.tp, lay.pp, lay.dp, lay.virtual
         nodes = max(1, math.ceil(lay.gpus / cluster.node.devices_per_node))
@@ -175,6 +178,7 @@ class _Run:
         self.factors = factors
         self._events: dict[tuple, simpy.Event] = {}
         self._groups: dict[tuple, Any] = {}
+        self.trace = (PipelineTrace(sorted({0, self.d - 1})) if trace else None)
         self.ops_end = np.zeros((self.p, self.d))
         self.end = np.zeros((self.p, self.d))
         self.busy = np.zeros((self.p, self.d))
@@ -279,9 +283,14 @@ class _Run:
                 dp_done = env.process(self.exchange(s, d))
             t0 = env.now
             yield env.timeout(gather + op_s[kind])
+            t1 = env.now
             if cs >= 0:
                 yield self._send(ranks[s], ranks[cs], self.pp_bytes, ("pp", cs, d, cop))
             self.busy[s, d] += env.now - t0
+            if self.trace is not None:
+                self.trace.add(d, s, f"{'FB'[kind]} {op[1]}.{op[2]}", t0, t1)
+                if env.now > t1:
+                    self.trace.add(d, s, "send", t1, env.now)
         self.ops_end[s, d] = env.now
         self._event(("flushed", s, d)).succeed()
         if dp_done is None:
@@ -291,14 +300,25 @@ class _Run:
 
     def exchange(self, s: int, d: int) -> Any:
         """Stage ``s``'s data-parallel exchange on replica ``d``, then its optimizer step."""
+        env, t0 = self.env, self.env.now
         if self.d > 1 and self.layout.zero == 0:
             yield from self._ring(s, d, "allreduce")
         elif self.d > 1:
             yield from self._ring(s, d, "reduce-scatter")
+        t1 = env.now
         yield self._event(("flushed", s, d))         # the step needs every gradient
-        yield self.env.timeout(self.opt_s)
+        t2 = env.now
+        yield env.timeout(self.opt_s)
+        t3 = env.now
         if self.d > 1 and self.layout.zero >= 1:
             yield from self._ring(s, d, "allgather")
+        if self.trace is not None:
+            if t1 > t0:
+                self.trace.add(d, s, "data-parallel " + ("allreduce" if self.layout.zero == 0
+                                                         else "reduce-scatter"), t0, t1)
+            self.trace.add(d, s, "optimizer step", t2, t3)
+            if env.now > t3:
+                self.trace.add(d, s, "data-parallel allgather", t3, env.now)
 
     def _ring(self, s: int, d: int, op: str) -> Any:
         step = 0
@@ -330,7 +350,7 @@ def _stage_params(model: TransformerSpec, layout: ParallelLayout) -> tuple[float
 def simulate_pipeline(cluster: Cluster, model: TransformerSpec, layout: ParallelLayout, *,
                       noise: str | None = None, seed: int = 0,
                       every_flow: bool = False, bundle: bool | None = None,
-                      keep_log: bool = False) -> PipelineResult:
+                      keep_log: bool = False, trace: bool = False) -> PipelineResult:
     """Simulate one iteration of ``model`` trained with ``layout`` on ``cluster``.
 
     Parameters
@@ -354,6 +374,9 @@ def simulate_pipeline(cluster: Cluster, model: TransformerSpec, layout: Parallel
         False: never (tests).
     keep_log : bool
         Keep when each message group was sent and delivered (tests).
+    trace : bool
+        Record a Chrome trace of the first and last replicas' stages
+        (:mod:`~dlscale.simulator.training.pipeline_trace`) in the result's ``trace``.
 
     Returns
     -------
@@ -367,11 +390,12 @@ def simulate_pipeline(cluster: Cluster, model: TransformerSpec, layout: Parallel
     draws = nz.draw(np.random.default_rng(seed), (layout.gpus,))
     # a tensor-parallel group waits for its slowest rank at every layer's collective
     factors = draws.reshape(layout.pp, layout.dp, layout.tp).max(axis=2)
-    run = _Run(cluster, model, layout, factors, every_flow, bundle, keep_log)
+    run = _Run(cluster, model, layout, factors, every_flow, bundle, keep_log, trace)
     run.run()
     iteration = float(run.end.max())
     flush = float(run.ops_end.max())
     return PipelineResult(
         analytical, iteration, flush, float(run.busy.max()),
         float((run.end - run.ops_end).max()), run.opt_s, run.tp_coll, nz.spec or "sample",
-        seed, run.flows.sent, run.flows.met, run.flows.bundle, run.end.copy(), run.flows.log)
+        seed, run.flows.sent, run.flows.met, run.flows.bundle, run.end.copy(), run.flows.log,
+        run.trace.build() if run.trace is not None else None)

@@ -104,9 +104,10 @@ def test_the_command_prints_and_writes_the_api_rows(capsys, tmp_path):
 @pytest.mark.parametrize("argv,field", [
     (["--zero", "2"], "parallel.zero"), (["--tp", "3"], "nodes"), (["--sp"], "parallel.sp"),
     (["--noise", "gauss:1"], "noise"), (["--nodes", "0"], "nodes"),
-    (["-o", "/nonexistent/dir/r.json"], "-o"),
-    (["--trace-out", "/nonexistent/dir/t.json"], "--trace-out"),
+    (["-o", "{file}/r.json"], "-o"), (["--trace-out", "{file}/t.json"], "--trace-out"),
 ])
-def test_bad_input_is_one_line_before_any_work(argv, field, capsys):
+def test_bad_input_is_one_line_before_any_work(argv, field, capsys, tmp_path):
+    (tmp_path / "file").write_text("a regular file, not a folder\n")
+    argv = [a.format(file=tmp_path / "file") for a in argv]
     rc, out, err = _run([*BASE, *argv], capsys)
     assert rc == 2 and out == "" and err.count("\n") == 1 and field in err, err

@@ -63,9 +63,8 @@ def run_llm_sim(args: argparse.Namespace) -> int:
     """Simulate the layout at every node count; print and write the rows."""
     from dlscale.api import simulate_transformer
     from dlscale.commands.common import emit
-    from dlscale.provenance import load_cluster
-
     from dlscale.perfmodel.output.atomicio import check_output_path
+    from dlscale.provenance import load_cluster
 
     refuse_other_flags(args)
     check_output_path(args.output, "-o")

@@ -143,3 +143,17 @@ def test_zero_2_and_3_are_refused_in_one_line():
     lay = ParallelLayout(tp=8, pp=1, dp=2, micro=1, global_batch=2, zero=2)
     with pytest.raises(ConfigError, match=r"parallel\.zero"):
         simulate_pipeline(SELENE, M39, lay)
+
+
+def test_bundling_only_where_no_device_link_can_limit_a_flow():
+    from dlscale.simulator.network import SimulatedNetwork
+    from dlscale.simulator.training.pipeline_net import bundling_exact
+
+    net = SimulatedNetwork.from_cluster(SELENE, 4)
+    assert bundling_exact(net, np.array([[0, 8], [8, 16]]))
+    assert not bundling_exact(net, np.array([[0, 8], [0, 1]]))     # one stays in its node
+    link = dataclasses.replace(SELENE.node.intra_link, bandwidth_Bps=100e9)  # < 8 x 25 GB/s
+    slow = dataclasses.replace(SELENE, node=dataclasses.replace(SELENE.node, intra_link=link))
+    assert not bundling_exact(SimulatedNetwork.from_cluster(slow, 4), np.array([[0, 8]]))
+    lay = ParallelLayout(tp=8, pp=4, dp=1, micro=1, global_batch=8)
+    assert not simulate_pipeline(slow, M17, lay).bundled

@@ -85,15 +85,20 @@ def bundling_exact(net: SimulatedNetwork, pairs: np.ndarray) -> bool:
     intra = t.level == "intra"
     if not intra.any():
         return False
-    # capacity of each host's links into the network, against its devices' links
+    # capacity of each host's links into and out of the network, against its devices'
     host_nodes = {int(h) for h in t.node_index(np.unique(net.rank_host).tolist())}
     out_bw: dict[int, float] = {}
+    in_bw: dict[int, float] = {}
     for i in np.flatnonzero(~intra):
-        s = int(t.src[i])
+        s, d = int(t.src[i]), int(t.dst[i])
         if s in host_nodes:
             out_bw[s] = out_bw.get(s, 0.0) + float(t.bandwidth_Bps[i])
+        if d in host_nodes:
+            in_bw[d] = in_bw.get(d, 0.0) + float(t.bandwidth_Bps[i])
+    if not out_bw or not in_bw:
+        return False
     slowest_device = float(t.bandwidth_Bps[intra].min())
-    return bool(out_bw) and slowest_device >= max(out_bw.values())
+    return slowest_device >= max(*out_bw.values(), *in_bw.values())
 
 
 class GroupFlows:

@@ -675,7 +675,7 @@ def simulate_transformer(cluster: str | Path | Cluster, model: str,
         Node counts; None: the fewest nodes that hold ``tp x pp`` GPUs.
     tp, pp, microbatch, global_batch, schedule, virtual, zero, recompute, sp
         The layout (:class:`dlscale.perfmodel.training.parallel.ParallelLayout`);
-        ``global_batch`` None: one microbatch per replica. ZeRO 0 or 1.
+        ``global_batch`` None: one microbatch per replica.
     noise : str, optional
         Per-rank compute noise (``lognormal:SIGMA``, ...); None: the cluster's.
     seed : int, optional

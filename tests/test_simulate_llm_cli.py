@@ -102,7 +102,7 @@ def test_the_command_prints_and_writes_the_api_rows(capsys, tmp_path):
 
 
 @pytest.mark.parametrize("argv,field", [
-    (["--zero", "2"], "parallel.zero"), (["--tp", "3"], "nodes"), (["--sp"], "parallel.sp"),
+    (["--zero", "4"], "parallel.zero"), (["--tp", "3"], "nodes"), (["--sp"], "parallel.sp"),
     (["--noise", "gauss:1"], "noise"), (["--nodes", "0"], "nodes"),
     (["-o", "{file}/r.json"], "-o"), (["--trace-out", "{file}/t.json"], "--trace-out"),
 ])

@@ -27,7 +27,10 @@ schedule's operations (:mod:`~dlscale.simulator.training.pipeline_schedule`: gpi
   replica's; a send blocks its stage until delivered (Megatron-LM's 2021
   point-to-point calls wait for their requests), a pass waits for its input;
 - **data-parallel exchange** of each stage's gradients (a ring allreduce; ZeRO 1: a
-  ring reduce-scatter, the optimizer step on the shard, a ring all-gather) between
+  ring reduce-scatter, the optimizer step on the shard, a ring all-gather; ZeRO 2:
+  also a reduce-scatter after every microbatch's backward but the last, which waits
+  for it; ZeRO 3: also an all-gather of the weights before every pass, as ``predict``
+  prices them, Rajbhandari et al. SC'20 Sec. 7) between
   the real ranks of each data-parallel group, on the same network as the pipelines'
   messages; it starts with the stage's last backward pass when the layout overlaps
   it (``dp_overlap``), else after it; then the optimizer step (Adam's bytes at the
@@ -40,7 +43,7 @@ iteration, :mod:`~dlscale.simulator.training.stragglers`) a group runs at its
 slowest rank's factor, since every layer's collective waits for it. The ``tp``
 ranks' messages between two nodes travel as one flow per rail only where
 :func:`~dlscale.simulator.training.pipeline_net.bundling_exact` says that changes no
-rate. ZeRO 2 and 3 (per-microbatch reduce-scatters and gathers) are not simulated.
+rate.
 """
 
 from __future__ import annotations
@@ -135,10 +138,6 @@ class PipelineResult:
 
 def check_layout(cluster: Cluster, layout: ParallelLayout) -> None:
     """Raise one line if the simulation cannot run ``layout`` on ``cluster``."""
-    if layout.zero >= 2:
-        raise ConfigError(f"parallel.zero: the simulation runs ZeRO 0 and 1; ZeRO "
-                          f"{layout.zero}'s per-microbatch reduce-scatters and gathers are "
-                          f"priced by predict only, got zero {layout.zero}")
     dpn = cluster.node.devices_per_node
     if layout.gpus > dpn and layout.gpus % dpn:
         raise ConfigError(f"parallel: tp x pp x dp = {layout.gpus} GPUs must fill whole "
@@ -182,6 +181,7 @@ class _Run:
         self.ops_end = np.zeros((self.p, self.d))
         self.end = np.zeros((self.p, self.d))
         self.busy = np.zeros((self.p, self.d))
+        self._rings = np.zeros((self.p, self.d), dtype=np.int64)
         self.dp_bytes = _E * max(_stage_params(model, lay))
         shard = self.d if lay.zero >= 1 else 1
         self.opt_s = (ADAM_STEP_BYTES * max(_stage_params(model, lay)) / shard
@@ -273,12 +273,14 @@ class _Run:
         last_b = max(i for i, step in enumerate(plan) if step[0] == BACKWARD)
         ranks = [self._ranks(st, d) for st in range(self.p)]
         op_s = (self.op_s[0] * f, self.op_s[1] * f)
-        overlap = self.layout.dp_overlap
+        overlap, zero = self.layout.dp_overlap, self.layout.zero
         for i, (kind, op, waits, cs, cop) in enumerate(plan):
             gather = 0.0
             if waits:                                  # wait for the input to arrive
                 yield self._event(("pp", s, d, op))
                 gather = self.ag
+            if zero == 3 and op[2] == 0 and self.d > 1:   # gather this pass's weights
+                yield from self._ring(s, d, "allgather")
             if i == last_b and overlap:
                 dp_done = env.process(self.exchange(s, d))
             t0 = env.now
@@ -286,6 +288,8 @@ class _Run:
             t1 = env.now
             if cs >= 0:
                 yield self._send(ranks[s], ranks[cs], self.pp_bytes, ("pp", cs, d, cop))
+            if zero >= 2 and kind == BACKWARD and op[2] == 0 and i != last_b and self.d > 1:
+                yield from self._ring(s, d, "reduce-scatter")  # this microbatch's gradients
             self.busy[s, d] += env.now - t0
             if self.trace is not None:
                 self.trace.add(d, s, f"{'FB'[kind]} {op[1]}.{op[2]}", t0, t1)
@@ -321,15 +325,19 @@ class _Run:
                 self.trace.add(d, s, "data-parallel allgather", t3, env.now)
 
     def _ring(self, s: int, d: int, op: str) -> Any:
+        """One ring ``op`` of stage ``s``'s data-parallel group, as replica ``d`` runs it
+        (every replica runs the same rings in the same order: the k-th meets the k-th)."""
+        k = self._rings[s, d]
+        self._rings[s, d] += 1
         step = 0
         for ph in build_schedule(op, "ring", self.d, self.dp_bytes):
             sends = np.flatnonzero(ph.src == d)
             recvs = np.flatnonzero(ph.dst == d)
             for _ in range(ph.repeat):
                 waits = [self._send(self._ranks(s, d), self._ranks(s, int(ph.dst[m])),
-                                    float(ph.nbytes[m]), (op, s, step, int(m)))
+                                    float(ph.nbytes[m]), (op, s, k, step, int(m)))
                          for m in sends]
-                waits += [self._event((op, s, step, int(m))) for m in recvs]
+                waits += [self._event((op, s, k, step, int(m))) for m in recvs]
                 yield simpy.AllOf(self.env, waits)
                 step += 1
 
@@ -360,7 +368,7 @@ def simulate_pipeline(cluster: Cluster, model: TransformerSpec, layout: Parallel
         placed in order (Megatron's numbering, one rank per device).
     model : TransformerSpec
     layout : ParallelLayout
-        Checked against the model and the machine first (one line); ZeRO 0 or 1.
+        Checked against the model and the machine first (one line).
     noise : str, optional
         Per-rank compute noise (``none``, ``lognormal:SIGMA``, ``empirical:FILE``);
         None: the cluster's.

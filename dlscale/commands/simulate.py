@@ -35,7 +35,8 @@ def add_parser(sub: Any) -> None:
         help=SUMMARIES["simulate"],
         description="With CLUSTER and WORKLOAD: simulate training iterations rank by rank "
                     "(stragglers, master queueing, link contention; --cosim runs the real "
-                    "kernels on a small model). With CLUSTER alone: simulate one collective "
+                    "kernels on a small model); with a transformer WORKLOAD, one iteration "
+                    "of its --tp/--pp/... layout as events. With CLUSTER alone: simulate one collective "
                     "on the routed topology (per-step times, bytes per link). Both can write "
                     "a Chrome trace.",
     )

@@ -50,6 +50,7 @@ __all__ = [
     "STEPS_BYTES",
     "CollectivePlan",
     "StepFlows",
+    "keep_steps",
     "packed_curve",
     "plan_collective",
     "plan_curve",
@@ -519,3 +520,18 @@ def _keep_steps(key: tuple[object, ...], plan: CollectivePlan) -> None:
     """Leave ``plan``'s step arrays for :func:`plan_steps` (if not there yet)."""
     if _steps.get(key) is None:
         _steps.put(key, _steps_of(plan))
+
+
+def keep_steps(key: tuple[object, ...], plan: CollectivePlan) -> None:
+    """Leave a plan's step arrays, built without its flows (for instance by
+    :func:`dlscale.perfmodel.network.fatwalk.fat_walk`), for :func:`plan_steps`.
+
+    Parameters
+    ----------
+    key : tuple
+        ``(topology, nodes, ranks_per_node, device_links, collective, algorithm,
+        inter_algorithm)``, as :func:`plan_steps` takes them.
+    plan : CollectivePlan
+        The plan's step arrays.
+    """
+    _keep_steps(key, plan)

@@ -122,3 +122,12 @@ def test_a_plain_predict_keeps_the_same_rows_with_the_fused_walk(monkeypatch):
     monkeypatch.setattr(netmodel, "FUSED_MESSAGES", 0)
     _empty_caches()
     assert predict.predict(c, w, nodes).to_rows() == packed
+
+
+@pytest.mark.parametrize("p", [*range(2, 40), 1000, 4662, 27648])
+def test_the_compiled_doubling_is_build_schedules(p):
+    src, dst, at, red = fatwalk._kernel("_doubling")(p)
+    ref = fatwalk._schedule("allreduce", "recursive-doubling", p, "ring")
+    for got, want in zip((src, dst, at, red), (ref[0], ref[1], ref[4], ref[5]), strict=True):
+        assert np.array_equal(got, want)
+    assert (ref[2] == 1).all() and (ref[3] == 1).all() and (ref[6] == 1).all()

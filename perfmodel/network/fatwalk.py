@@ -49,7 +49,7 @@ from dlscale.perfmodel.network.schedules import build_schedule
 
 __all__ = ["applies", "fat_walk"]
 
-_COMPILED: list[Callable[..., Any]] = []
+_COMPILED: list[dict[str, Callable[..., Any]]] = []
 
 
 def applies(topology: Topology, collective: str, algorithm: str) -> bool:
@@ -113,6 +113,29 @@ def fat_walk(topology: Topology, nodes: int, ranks_per_node: int, device_links: 
         :func:`dlscale.perfmodel.network.plan.plan_steps` gives it).
     """
     p = nodes * ranks_per_node
+    if collective == "allreduce" and algorithm == "recursive-doubling":
+        src, dst, at, red = _kernel("_doubling")(p)       # build_schedule's, compiled
+        sizes = np.ones(len(red))
+        nb = wt = np.ones(len(src))
+    else:
+        src, dst, nb, wt, at, red, sizes = _schedule(collective, algorithm, p, inter_algorithm)
+    m, w = _tree(topology, nodes)
+    names = _levels(topology, len(m))
+    ranks = int(max(src.max(), dst.max())) + 1
+    args = _cases(clusters, device_links, names, n, g, sizes)
+    value, load, hops, inter, recv, uneven = _kernel("_walk")(
+        src, dst, wt, nb, at, red, sizes, ranks_per_node, device_links, m, w, ranks, *args)
+    plan = _plan(names, load, hops, inter, recv, red, sizes, device_links)
+    if not uneven:
+        return None, plan
+    return value.reshape(len(clusters), len(n)), plan
+
+
+def _schedule(collective: str, algorithm: str, p: int, inter_algorithm: str
+              ) -> tuple[np.ndarray, ...]:
+    """The schedule's messages, one step after another: ranks, bytes (in units of the
+    vector), the same over the step's largest message, step bounds, reduction flags
+    and largest messages."""
     phases = [ph for ph in build_schedule(collective, algorithm, p, 1.0,
                                           inter_algorithm=inter_algorithm) if len(ph.nbytes)]
     if any(ph.repeat != 1 for ph in phases):
@@ -124,16 +147,48 @@ def fat_walk(topology: Topology, nodes: int, ranks_per_node: int, device_links: 
     wt = np.concatenate([ph.nbytes / sz for ph, sz in zip(phases, sizes, strict=True)])
     at = np.cumsum([0] + [len(ph.src) for ph in phases]).astype(np.int64)
     red = np.array([ph.reduce for ph in phases], dtype=np.bool_)
-    m, w = _tree(topology, nodes)
-    names = _levels(topology, len(m))
-    ranks = int(max(src.max(), dst.max())) + 1
-    args = _cases(clusters, device_links, names, n, g, sizes)
-    value, load, hops, inter, recv, uneven = _kernel()(
-        src, dst, wt, nb, at, red, sizes, ranks_per_node, device_links, m, w, ranks, *args)
-    plan = _plan(names, load, hops, inter, recv, red, sizes, device_links)
-    if not uneven:
-        return None, plan
-    return value.reshape(len(clusters), len(n)), plan
+    return src, dst, nb, wt, at, red, sizes
+
+
+def _doubling(p: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Recursive doubling's messages as :func:`dlscale.perfmodel.network.schedules.build_schedule`
+    gives them (MPICH's: the first ``2 r`` ranks fold pairwise onto the odd ones, the
+    ``2^k`` core ranks exchange at distances 1, 2, 4, ..., the folded ranks get the
+    result back; every message one vector): ranks, step bounds, reduction flags."""
+    pp = 1
+    while pp * 2 <= p:
+        pp *= 2
+    r = p - pp
+    steps = 0
+    while (1 << steps) < pp:
+        steps += 1
+    S = steps + (2 if r else 0)
+    src = np.empty(2 * r + steps * pp, np.int64)
+    dst = np.empty(2 * r + steps * pp, np.int64)
+    at, red = np.zeros(S + 1, np.int64), np.ones(S, np.bool_)
+    core = np.empty(pp, np.int64)
+    for i in range(pp):
+        core[i] = 2 * i + 1 if i < r else i + r
+    f, s = 0, 0
+    if r:
+        for i in range(r):
+            src[f], dst[f] = 2 * i, 2 * i + 1
+            f += 1
+        s += 1
+        at[s] = f
+    for k in range(steps):
+        for i in range(pp):
+            src[f], dst[f] = core[i], core[i ^ (1 << k)]
+            f += 1
+        s += 1
+        at[s] = f
+    if r:
+        for i in range(r):
+            src[f], dst[f] = 2 * i + 1, 2 * i
+            f += 1
+        red[S - 1] = False
+        at[S] = f
+    return src, dst, at, red
 
 
 def _cases(clusters: Sequence[Cluster], device_links: bool, names: list[str], n: np.ndarray,
@@ -179,17 +234,18 @@ def _plan(names: list[str], load: np.ndarray, hops: np.ndarray, inter: np.ndarra
         device_links, 0, size=sizes.astype(float))
 
 
-def _kernel() -> Callable[..., Any]:
-    """:func:`_walk` compiled by numba (from its cache on disk), once per process: its
-    helpers first, put in its globals, where the compiled walk finds them."""
+def _kernel(name: str) -> Callable[..., Any]:
+    """:func:`_walk` or :func:`_doubling` compiled by numba (from its cache on disk), once
+    per process: the walk's helpers first, put in its globals, where the compiled walk
+    finds them."""
     if not _COMPILED:
         from numba import njit
 
         space = globals()
-        for name in ("_tables", "_count", "_step"):
-            space[name] = njit(cache=True)(space[name])
-        _COMPILED.append(njit(cache=True)(_walk))
-    return _COMPILED[0]
+        for helper in ("_tables", "_count", "_step"):
+            space[helper] = njit(cache=True)(space[helper])
+        _COMPILED.append({nm: njit(cache=True)(space[nm]) for nm in ("_walk", "_doubling")})
+    return _COMPILED[0][name]
 
 
 def _walk(src: np.ndarray, dst: np.ndarray, wt: np.ndarray, nb: np.ndarray, at: np.ndarray,
@@ -205,7 +261,7 @@ def _walk(src: np.ndarray, dst: np.ndarray, wt: np.ndarray, nb: np.ndarray, at: 
     K = h + 1
     host, grp, base, bsel, links = _tables(p, rpn, m, w)
     cnt = np.zeros((5, p))                  # rank out, rank in, recv raw; host out, in
-    clock, new = np.zeros((B, p)), np.zeros((B, p))
+    clock, new = np.zeros((p, B)), np.zeros((p, B))     # rank-major: a message's cases together
     load, first = np.zeros((S, K)), np.zeros(K + 3)
     hops, inter, recv = np.zeros(S, np.int64), np.zeros(S, np.bool_), np.zeros(S)
     row, uneven = np.zeros(K + 3), False
@@ -219,13 +275,13 @@ def _walk(src: np.ndarray, dst: np.ndarray, wt: np.ndarray, nb: np.ndarray, at: 
         if red[s]:
             for b in range(B):
                 for r in range(p):
-                    new[b, r] = new[b, r] + kk[b] * cnt[2, r]
+                    new[r, b] = new[r, b] + kk[b] * cnt[2, r]
         clock, new = new, clock
         cnt[:, :] = 0.0
         links[:, :] = 0.0
     value = np.zeros(B)
     for b in range(B):
-        value[b] = clock[b].max()
+        value[b] = clock[:, b].max()
     return value, load, hops, inter, recv, uneven
 
 
@@ -292,6 +348,7 @@ def _step(src: np.ndarray, dst: np.ndarray, f0: int, f1: int, dev: bool, h: int,
     the step's maxima, its cost per case and the clocks; whether they differ."""
     K, B = h + 1, len(nn)
     uneven = False
+    prev, costs = np.zeros(K + 3), np.zeros(B)
     for f in range(f0, f1):
         a, d = src[f], dst[f]
         for k in range(K + 3):
@@ -319,19 +376,26 @@ def _step(src: np.ndarray, dst: np.ndarray, f0: int, f1: int, dev: bool, h: int,
             if f == f0:
                 first[k] = row[k]
             uneven = uneven or row[k] != first[k]
+        same = f > f0                       # the message before's row: its costs
+        for k in range(K + 3):
+            same = same and row[k] == prev[k]
+        if not same:
+            for k in range(K + 3):
+                prev[k] = row[k]
+            for b in range(B):
+                costs[b] = 0.0
+                if row[K + 2] > 0:
+                    lat = lat0[b] + (nic[b] if row[K + 1] > 0 else 0.0) + hp * hop[b]
+                    busy = 0.0
+                    for k in range(K):
+                        busy = max(busy, row[k] * size * betas[b, k])
+                    if plain[b]:
+                        costs[b] = lat + nn[b] * busy
+                    else:
+                        costs[b] = fl[b] * lat + nn[b] * busy / fb[b]
         for b in range(B):
-            cost = 0.0
-            if row[K + 2] > 0:
-                lat = lat0[b] + (nic[b] if row[K + 1] > 0 else 0.0) + hp * hop[b]
-                busy = 0.0
-                for k in range(K):
-                    busy = max(busy, row[k] * size * betas[b, k])
-                if plain[b]:
-                    cost = lat + nn[b] * busy
-                else:
-                    cost = fl[b] * lat + nn[b] * busy / fb[b]
-            t = max(clock[b, a], clock[b, d])
-            arrive = t + cost
-            new[b, a] = max(new[b, a], arrive)
-            new[b, d] = max(new[b, d], arrive)
+            t = max(clock[a, b], clock[d, b])
+            arrive = t + costs[b]
+            new[a, b] = max(new[a, b], arrive)
+            new[d, b] = max(new[d, b], arrive)
     return uneven

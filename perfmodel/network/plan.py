@@ -29,6 +29,7 @@ Examples
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -40,6 +41,8 @@ from dlscale.perfmodel.network.linkload import CrossTraffic, StepLoad, step_load
 from dlscale.perfmodel.network.packedflows import PackedFlows, pack_flows
 from dlscale.perfmodel.network.rowclasses import unique_rows
 from dlscale.perfmodel.network.schedules import Phase, build_schedule, double_binary_tree_edges
+from dlscale.perfmodel.network.treekernel import applies as tree_applies
+from dlscale.perfmodel.network.treekernel import tree_steps
 from dlscale.perfmodel.network.treewindows import windowed
 from dlscale.perfmodel.sizedcache import SizedCache
 
@@ -265,6 +268,9 @@ def _plan_collective(topology: Topology, nodes: int, ranks_per_node: int, device
     else:
         ids = np.arange(nodes * ranks_per_node if ranks is None else ranks, dtype=np.int64)
     p = len(ids)
+    if (collective == "allreduce" and algorithm == "double-binary-tree" and ranks is None
+            and _compiled_tree(topology, p)):
+        return _tree_plan(topology, nodes, ranks_per_node, device_links, segments)
     if collective == "allreduce" and algorithm == "double-binary-tree" and not segments:
         child, parent, depth = double_binary_tree_edges(p)
         child, parent = ids[child], ids[parent]
@@ -319,6 +325,28 @@ def _plan_collective(topology: Topology, nodes: int, ranks_per_node: int, device
     return dataclasses.replace(plan, flows=flows)
 
 
+
+
+#: Ranks from which the double binary tree's plans are counted compiled
+#: (:mod:`dlscale.perfmodel.network.treekernel`; the same loads), or once numba is loaded.
+TREE_RANKS = 4096
+
+
+def _compiled_tree(topology: Topology, p: int) -> bool:
+    return p >= 2 and tree_applies(topology) and (p >= TREE_RANKS or "numba" in sys.modules)
+
+
+def _tree_plan(topology: Topology, nodes: int, ranks_per_node: int, device_links: bool,
+               segments: int) -> CollectivePlan:
+    """The double binary tree's steady plan (``segments`` 0) or pipeline by
+    :func:`dlscale.perfmodel.network.treekernel.tree_steps`, assembled as the numpy
+    path assembles it."""
+    steps, depth = tree_steps(topology, nodes, ranks_per_node, device_links, segments)
+    if not segments:
+        return _assemble(steps, [1, 1], [True, False], [1.0, 1.0], device_links, depth)
+    half, chunk = len(steps) // 2, 1.0 / 2 / max(1, int(segments))
+    return _assemble(steps, [1] * len(steps), [True] * half + [False] * half,
+                     [chunk] * len(steps), device_links)
 
 
 def _pattern_sample(ph: Phase) -> tuple[int, bytes]:

@@ -350,9 +350,10 @@ _FLOWLESS = float("nan")
 
 #: Messages (about ``p log2 p`` per plan) from which a curve's plans on a fat tree are
 #: walked by :func:`dlscale.perfmodel.network.fatwalk.fat_walk` (compiled, no plan
-#: built) instead of packed: below, loading its compiled kernel costs more than the
-#: plans (the same answers either way).
-FUSED_MESSAGES = 1 << 21
+#: built) instead of packed, where numba is not loaded yet: below, loading it (about
+#: 0.9 s of CPU) costs more than building the plans (about 12 ms more per Summit
+#: node count of 2,304 nodes: 75 such counts); the same answers either way.
+FUSED_MESSAGES = 1 << 24
 
 
 def _fused(topology: Topology, collective: str, algorithm: str, todo: tuple[int, ...],

@@ -327,13 +327,11 @@ def _plan_collective(topology: Topology, nodes: int, ranks_per_node: int, device
 
 
 
-#: Ranks from which the double binary tree's plans are counted compiled
-#: (:mod:`dlscale.perfmodel.network.treekernel`; the same loads), or once numba is loaded.
-TREE_RANKS = 4096
-
-
 def _compiled_tree(topology: Topology, p: int) -> bool:
-    return p >= 2 and tree_applies(topology) and (p >= TREE_RANKS or "numba" in sys.modules)
+    """Whether the double binary tree's plan is counted compiled
+    (:mod:`dlscale.perfmodel.network.treekernel`; the same loads): once numba is loaded
+    (by a long curve's walks), never loading it for one plan (about 0.9 s of CPU)."""
+    return p >= 2 and tree_applies(topology) and "numba" in sys.modules
 
 
 def _tree_plan(topology: Topology, nodes: int, ranks_per_node: int, device_links: bool,

@@ -239,12 +239,12 @@ def _kernel(name: str) -> Callable[..., Any]:
     per process: the walk's helpers first, put in its globals, where the compiled walk
     finds them."""
     if not _COMPILED:
-        from numba import njit
+        from dlscale.kernels.jit import njit
 
         space = globals()
         for helper in ("_tables", "_count", "_step"):
-            space[helper] = njit(cache=True)(space[helper])
-        _COMPILED.append({nm: njit(cache=True)(space[nm]) for nm in ("_walk", "_doubling")})
+            space[helper] = njit()(space[helper])
+        _COMPILED.append({nm: njit()(space[nm]) for nm in ("_walk", "_doubling")})
     return _COMPILED[0][name]
 
 

@@ -92,12 +92,12 @@ def _kernel() -> Callable[..., Any]:
     """:func:`_count` compiled by numba (from its cache on disk), once per process: its
     helpers first, put in its globals, where the compiled count finds them."""
     if not _COMPILED:
-        from numba import njit
+        from dlscale.kernels.jit import njit
 
         space = globals()
         for helper in ("_trees", "_window_max", "_by_coord"):
-            space[helper] = njit(cache=True)(space[helper])
-        _COMPILED.append({"_count": njit(cache=True)(_count)})
+            space[helper] = njit()(space[helper])
+        _COMPILED.append({"_count": njit()(_count)})
     return _COMPILED[0]["_count"]
 
 

@@ -2,7 +2,8 @@
 
 :func:`plan_layouts` searches, for each cluster on offer and node count, every
 parallel layout of the model (:func:`~dlscale.perfmodel.training.layout_search.search_layouts`:
-``tp x pp x dp x micro x schedule x zero x recompute x sp``, memory first, then the
+``tp x pp x dp x ep x micro x schedule x zero x recompute x sp``, ``ep`` for a
+mixture of experts only, memory first, then the
 time ``predict`` gives) and picks:
 
 - with no target, the fastest layout that fits (at a single node count: the highest
@@ -69,7 +70,7 @@ def layout_row(search: LayoutSearch, it: LLMIteration, tokens: float | None) -> 
     row = it.to_row()
     rate = search.tokens_per_s(it)
     name, share = overhead(it)
-    out = {k: row[k] for k in ("cluster", "gpus", "tp", "pp", "dp", "micro", "schedule",
+    out = {k: row[k] for k in ("cluster", "gpus", "tp", "pp", "dp", "ep", "micro", "schedule",
                                "virtual", "zero", "recompute", "sp", "microbatches")}
     out.update(nodes=max(1, it.gpus // search.cluster.node.devices_per_node),
                tokens_per_s=rate, tokens_per_day=rate * _DAY,
@@ -155,6 +156,15 @@ def _check_sizes(spec: TransformerSpec, cl: list[Cluster], space: LayoutSpace) -
     if bad:
         raise ConfigError(f"pp: {bad[0]} must divide the {spec.layers} layers of {spec.name}; "
                           f"valid: {', '.join(map(str, divisors(spec.layers)))}")
+    if space.ep is not None and not spec.moe:
+        raise ConfigError(f"ep: {spec.name} is a dense model (no experts); expert "
+                          f"parallelism searches a mixture of experts (dlscale catalog "
+                          f"transformers lists their experts), got {space.ep[0]}")
+    bad = [e for e in space.ep or () if spec.experts % e]
+    if bad:
+        raise ConfigError(f"ep: {bad[0]} must divide the {spec.experts} experts of "
+                          f"{spec.name}; valid: {', '.join(map(str, divisors(spec.experts)))}"
+                          f" (those that also divide dp)")
 
 
 def plan_layouts(model: str | TransformerSpec, clusters: Sequence[str | Path | Cluster], *,
@@ -165,7 +175,8 @@ def plan_layouts(model: str | TransformerSpec, clusters: Sequence[str | Path | C
                  micro: Sequence[int] | None = None, zero: Sequence[int] | None = None,
                  recompute: Sequence[str] | None = None, sp: Sequence[bool] | None = None,
                  schedules: Sequence[str] | None = None,
-                 dp_overlap: str = "always") -> LayoutPlanResult:
+                 dp_overlap: str = "always",
+                 ep: Sequence[int] | None = None) -> LayoutPlanResult:
     """Search layouts and machine sizes for a transformer (module docstring).
 
     Parameters
@@ -191,6 +202,9 @@ def plan_layouts(model: str | TransformerSpec, clusters: Sequence[str | Path | C
     dp_overlap : {"always", "never", "without-pipeline"}
         Whether the gradient exchange overlaps the last backward
         (:class:`~dlscale.perfmodel.training.layout_space.LayoutSpace`).
+    ep : sequence of int, optional
+        Expert-parallel sizes to try, a mixture of experts only (default: every
+        divisor of ``dp`` that divides the experts); refused for a dense model.
 
     Returns
     -------
@@ -213,7 +227,8 @@ def plan_layouts(model: str | TransformerSpec, clusters: Sequence[str | Path | C
         zero=tuple(zero) if zero else base.zero,
         recompute=tuple(recompute) if recompute else base.recompute,
         sp=tuple(sp) if sp else base.sp,
-        schedules=tuple(schedules) if schedules else base.schedules, dp_overlap=dp_overlap)
+        schedules=tuple(schedules) if schedules else base.schedules, dp_overlap=dp_overlap,
+        ep=tuple(ep) if ep else None)
     cl = [load_cluster(c) for c in clusters]
     _check_sizes(spec, cl, space)
     plan = [(c, _counts(c, nodes, max_nodes)) for c in cl]
@@ -240,6 +255,7 @@ def _result(spec: TransformerSpec, searches: list[LayoutSearch], need: float | N
     machines = [layout_row(s, s.best, tokens) for s in done if s.best is not None]
     meta: dict[str, Any] = {
         "model": spec.name, "global_batch": global_batch, "seq": spec.seq,
+        "experts": spec.experts,
         "clusters": sorted({s.cluster.name for s in searches}),
         "tried": sum(s.tried for s in searches), "fit": sum(len(s.ranked) for s in searches),
         "target_tokens_per_s": need, "tokens": tokens, "machines": machines,

@@ -9,6 +9,7 @@ say so; and ``dlscale predict PRESET resnet50 --nodes 1,8`` answers and fits.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -196,3 +197,20 @@ def test_predict_on_each_new_machine_answers_and_fits(name, capsys):
     # a column with a [low-high] band is two tokens: index from the right (after fits,
     # allreduce and network_limit are one token each)
     assert all(r[fits - len(header)] == "yes" for r in rows), out
+
+
+def test_frontier_runs_rccl_listed_with_its_source(capsys):
+    """Frontier's MI250X run RCCL, ROCm's port of NCCL: predict's header names it and
+    the runtime catalog lists it with its sources."""
+    f = get_cluster("frontier")
+    assert f.runtime.name == "rccl" and f.runtime.fusion_cap_bytes == 25 * 1024**2
+    capsys.readouterr()
+    assert main(["predict", "frontier", "resnet50", "--nodes", "1,64"]) == 0
+    head = capsys.readouterr().out.splitlines()[0]
+    assert head.endswith("on frontier, runtime rccl"), head
+    assert main(["catalog", "runtimes", "--format", "json"]) == 0
+    rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)["rows"]}
+    rccl = rows["rccl"]
+    assert "ROCm/rccl docs/index.rst" in rccl["source"] and "2507.03114" in rccl["source"]
+    assert rccl["auto_rule"] == "model fastest of ring, double-binary-tree"
+    assert rccl["compute_slowdown"] == rows["nccl"]["compute_slowdown"]

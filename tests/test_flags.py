@@ -542,6 +542,9 @@ CHECKS: dict[tuple[str, str], Any] = {
         "--sp": ["--sp", "off"], "--schedule": ["--schedule", "1f1b"],
         "--dp-overlap": ["--dp-overlap", "never"],
     }.items()},
+    ("plan", "--ep"): Acts(["plan", "mixtral-8x7b", "--cluster", "dgx-h100-superpod",
+                            "--global-batch", "32", "--nodes", "4", "--recompute",
+                            "selective", "--sp", "on"], ["--ep", "8"]),
     ("plan", "--horovod-timeline"): Acts([*PLAN, "--measured-samples-per-s", "500@64"],
                                          ["--horovod-timeline", f"{TIMELINE}@64"]),
     # a budget drops plans below the table's top rows: the file of every plan shows it

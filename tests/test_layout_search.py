@@ -33,9 +33,10 @@ V100 = CLUSTERS["dgx1-v100"]
 SMALL = get_llm("gpt-1.7b")
 
 
-def _brute_force(cluster, model, gpus, batch):
+def _brute_force(cluster, model, gpus, batch, recomputes=RECOMPUTE, sps=(False, True)):
     """Every layout ParallelLayout accepts on ``gpus`` GPUs, tp inside a node, by trying
-    each combination (no use of layout_space), with its unmemoized price."""
+    each combination (no use of layout_space; ep every size up to dp), with its
+    unmemoized price."""
     dpn = cluster.node.devices_per_node
     out = {}
     for tp in range(1, dpn + 1):
@@ -43,28 +44,36 @@ def _brute_force(cluster, model, gpus, batch):
             if gpus % (tp * pp) or dpn % tp:
                 continue
             dp = gpus // (tp * pp)
-            for micro in range(1, batch + 1):
+            for ep, micro in itertools.product(range(1, dp + 1), range(1, batch + 1)):
                 for sched, vs in (("1f1b", [1]), ("interleaved", range(2, model.layers + 1))):
-                    for v in vs:
-                        for zero in range(4):
-                            for rec in RECOMPUTE:
-                                for sp in (False, True):
-                                    try:
-                                        lay = ParallelLayout(
-                                            tp=tp, pp=pp, dp=dp, micro=micro,
-                                            global_batch=batch, schedule=sched, virtual=v,
-                                            zero=zero, sp=sp, recompute=rec)
-                                        lay.check(model)
-                                    except ConfigError:
-                                        continue
-                                    if sched == "1f1b" or pp > 1:   # no chunks without stages
-                                        out[lay] = llm_iteration(cluster, model, lay)
+                    for v, zero, rec, sp in itertools.product(vs, range(4), recomputes, sps):
+                        try:
+                            lay = ParallelLayout(
+                                tp=tp, pp=pp, dp=dp, micro=micro, global_batch=batch,
+                                schedule=sched, virtual=v, zero=zero, sp=sp, recompute=rec,
+                                ep=ep)
+                            lay.check(model)
+                        except ConfigError:
+                            continue
+                        if sched == "1f1b" or pp > 1:   # no chunks without stages
+                            out[lay] = llm_iteration(cluster, model, lay)
     return out
 
 
-def test_search_finds_the_brute_force_best_and_tries_every_valid_layout():
-    brute = _brute_force(V100, SMALL, 8, 16)
-    s = search_layouts(V100, SMALL, 8, 16)
+H100 = CLUSTERS["dgx-h100-superpod"]
+MOE = get_llm("mixtral-8x7b")
+#: Mixtral 8x7B on 2 DGX H100 nodes, selective recomputation with sp (what fits in 80 GB).
+MOE_SPACE = LayoutSpace(recompute=("selective",), sp=(True,))
+
+
+@pytest.mark.parametrize("cluster, model, gpus, batch, space, brute", [
+    (V100, SMALL, 8, 16, None, {}),
+    (H100, MOE, 16, 16, MOE_SPACE, dict(recomputes=("selective",), sps=(True,)))],
+    ids=["gpt-1.7b", "mixtral-8x7b"])
+def test_search_finds_the_brute_force_best_and_tries_every_valid_layout(
+        cluster, model, gpus, batch, space, brute):
+    brute = _brute_force(cluster, model, gpus, batch, **brute)
+    s = search_layouts(cluster, model, gpus, batch, space)
     assert set(s.memory) == set(brute)                      # no layout missed, none extra
     fit = [it for it in brute.values() if it.fits]
     assert len(fit) == len(s.ranked)
@@ -72,18 +81,21 @@ def test_search_finds_the_brute_force_best_and_tries_every_valid_layout():
     assert s.best is not None and s.best.iteration_s == fastest
     assert s.best == brute[s.best.layout]                   # the predict answer, bit for bit
     assert all(it.iteration_s >= s.best.iteration_s for it in s.ranked)
+    assert {lay.ep for lay in s.memory} == ({1, 2, 4, 8} if model.moe else {1})
 
 
 def test_the_memo_changes_no_answer():
-    """Every layout of two searches, priced inside a memo block and outside one."""
+    """Every layout of three searches (one of a mixture of experts), priced inside a memo block and outside one."""
     cases = [(V100, SMALL, 8, 16, LayoutSpace()),
              (CLUSTERS["perlmutter"], get_llm("gpt-7.5b"), 16, 64,
-              LayoutSpace(micro=(1, 2), recompute=("selective", "full")))]
+              LayoutSpace(micro=(1, 2), recompute=("selective", "full"))),
+             (H100, MOE, 32, 32, LayoutSpace(micro=(1, 2), recompute=("selective", "full")))]
     for cluster, model, gpus, batch, space in cases:
         lays = list(layouts(model, gpus, cluster.node.devices_per_node, batch, space))
         # the fields no search varies, varied here too, in the same block
         lays += [dataclasses.replace(lay, dp_overlap=False) for lay in lays[::3]]
         lays += [dataclasses.replace(lay, scatter_gather=False) for lay in lays[::5]]
+        assert model.moe == any(lay.ep > 1 for lay in lays)   # the MoE search varies ep
         plain = [llm_iteration(cluster, model, lay) for lay in lays]
         with pricing_memo() as stats:
             kept = [llm_iteration(cluster, model, lay) for lay in lays]
@@ -129,12 +141,20 @@ def test_a_restricted_space_and_bad_values():
         search_layouts(V100, SMALL, 12, 16)
 
 
-def test_why_lines_name_each_dimension_with_another_value():
-    s = search_layouts(V100, SMALL, 8, 16)
+@pytest.mark.parametrize("cluster, model, gpus, batch, space", [
+    (V100, SMALL, 8, 16, None), (H100, MOE, 16, 16, MOE_SPACE)], ids=["dense", "moe"])
+def test_why_lines_name_each_dimension_with_another_value(cluster, model, gpus, batch, space):
+    s = search_layouts(cluster, model, gpus, batch, space)
     assert s.best is not None
     lines = why_lines(s, s.best)
     heads = [ln.split(":")[0] for ln in lines if not ln.startswith("faster but")]
-    assert [h.split()[0] for h in heads] == [n for n, _ in DIMENSIONS]
+    # a dense model has one ep, a search of one recompute and one sp no line for them
+    fixed = {"ep"} if not model.moe else {"recompute", "sp"}
+    assert [h.split()[0] for h in heads] == [n for n, _ in DIMENSIONS if n not in fixed]
+    if model.moe:
+        ep = next(ln for ln in lines if ln.startswith("ep "))
+        assert ep.startswith(f"ep {s.best.layout.ep}: the best with another ep (")
+        assert ", ep " in ep or s.best.layout.ep > 1    # the other layout's ep is named
     assert all("slower" in ln or "fits" in ln for ln in lines[:len(heads)])
 
 

@@ -40,6 +40,44 @@ def test_plans_best_row_is_predicts_answer(tmp_path, capsys):
     assert row["tflops_per_gpu"] == b["tflops_per_gpu"] and row["memory_GB"] == b["memory_GB"]
 
 
+def test_plans_best_moe_row_is_predicts_answer_with_its_ep(tmp_path, capsys):
+    """Mixtral 8x7B on 4 DGX H100 nodes: the search tries ep (here the best splits the
+    experts over 2 ranks), prints its column and why line, and predict with that --ep
+    gives the row's numbers bit for bit."""
+    out = tmp_path / "p.json"
+    rc, text, _ = _run(["plan", "mixtral-8x7b", "--cluster", "dgx-h100-superpod",
+                        "--global-batch", "32", "--nodes", "4", "--recompute", "selective",
+                        "--sp", "on", "-o", str(out)], capsys)
+    b = json.loads(out.read_text())["meta"]["best"]
+    assert rc == 0 and b["ep"] > 1
+    assert f", dp {b['dp']}, ep {b['ep']}, micro" in text
+    assert any(ln.startswith(f"  ep {b['ep']}: the best with another ep") for ln in
+               text.splitlines())
+    assert " ep " in next(ln for ln in text.splitlines() if ln.startswith("rank"))
+    argv = ["predict", "dgx-h100-superpod", "mixtral-8x7b", "--nodes", "4", "--tp",
+            str(b["tp"]), "--pp", str(b["pp"]), "--ep", str(b["ep"]), "--microbatch",
+            str(b["micro"]), "--global-batch", "32", "--schedule", b["schedule"], "--zero",
+            str(b["zero"]), "--recompute", b["recompute"], "--format", "json"]
+    argv += ["--virtual", str(b["virtual"])] if b["virtual"] > 1 else []
+    argv += ["--sp"] if b["sp"] else []
+    rc, text, _ = _run(argv, capsys)
+    row = json.loads(text)["rows"][0]
+    assert rc == 0 and row["ep"] == b["ep"] and row["iteration_s"] == b["iteration_s"]
+    assert row["tflops_per_gpu"] == b["tflops_per_gpu"] and row["memory_GB"] == b["memory_GB"]
+
+
+def test_ep_restricts_a_moe_search_and_is_refused_for_a_dense_model(capsys):
+    kw = dict(global_batch=32, nodes=[4], recompute=["selective"], sp=[True])
+    res = api.plan_layouts("mixtral-8x7b", ["dgx-h100-superpod"], ep=[4, 8], **kw)
+    assert {m["ep"] for m in res.rows} <= {4, 8} and res.rows
+    rc, text, err = _run([*BASE, "--ep", "2"], capsys)
+    assert rc == 2 and text == "" and err.count("\n") == 1
+    assert "ep: gpt-1.7b is a dense model (no experts)" in err
+    rc, text, err = _run(["plan", "mixtral-8x7b", "--cluster", "dgx-h100-superpod",
+                          "--global-batch", "32", "--nodes", "4", "--ep", "3"], capsys)
+    assert rc == 2 and text == "" and "ep: 3 must divide the 8 experts of mixtral-8x7b" in err
+
+
 def test_no_layout_fits_says_the_closest_in_one_line(capsys):
     rc, text, err = _run(["plan", "gpt3-175b", "--cluster", "dgx1-v100", "--global-batch",
                           "16", "--nodes", "1"], capsys)
@@ -98,7 +136,7 @@ def test_global_batch_and_cluster_are_needed(capsys):
 @pytest.mark.parametrize("flag,value", [
     ("--tokens-per-day", "1e9"), ("--tokens", "1e9"), ("--tp", "2"), ("--pp", "2"),
     ("--microbatch", "2"), ("--zero", "1"), ("--recompute", "full"), ("--sp", "on"),
-    ("--schedule", "1f1b"), ("--dp-overlap", "never")])
+    ("--schedule", "1f1b"), ("--dp-overlap", "never"), ("--ep", "2")])
 def test_layout_flags_are_refused_on_the_data_parallel_path(flag, value, capsys):
     rc, text, err = _run(["plan", "resnet50", "--cluster", "summit", "--nodes", "1",
                           flag, value], capsys)

@@ -81,3 +81,17 @@ def test_lookup_names_the_valid_algorithms():
     with pytest.raises(KeyError, match="valid: ring, recursive-doubling"):
         registry.get("allreduce", "butterfly")
     assert registry.algorithms("no-such-operation") == ()
+
+
+def test_each_runtime_takes_its_algorithms_from_one_librarys_registry_list():
+    """The one-list rule for the stacks: every runtime's allreduce algorithms are the
+    list :data:`registry.LIBRARIES` registers for its library (RCCL too), and every
+    library lists only registered algorithms."""
+    for lib, names in registry.LIBRARIES.items():
+        assert set(names) <= set(registry.algorithms("allreduce")), lib
+    lists = set(registry.LIBRARIES.values()) | {("ring",)}   # the parameter server's ring
+    for rt in RUNTIMES.values():
+        assert rt.algorithms in lists, rt.name
+    assert RUNTIMES["rccl"].algorithms is registry.offered_by("rccl")
+    # RCCL implements NCCL's Ring and Tree (ROCm/rccl docs/index.rst)
+    assert registry.offered_by("rccl") == registry.offered_by("nccl")

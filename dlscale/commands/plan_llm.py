@@ -1,7 +1,8 @@
 """``dlscale plan TRANSFORMER --cluster C --global-batch B``: search parallel layouts.
 
 The transformer path of ``plan`` (:func:`dlscale.api.plan_layouts`): every layout
-``tp x pp x dp x micro x schedule x zero x recompute x sp`` of the model on each
+``tp x pp x dp x ep x micro x schedule x zero x recompute x sp`` (``ep`` for a
+mixture of experts) of the model on each
 cluster and node count, memory first, then the time ``predict`` gives; prints the
 machines tried (the best layout of each), the chosen machine's Pareto layouts
 (throughput against memory per GPU, each with its limiting resource), the best
@@ -31,7 +32,7 @@ LLM_FLAGS = {"tokens_per_day": "--tokens-per-day", "tokens": "--tokens",
              "search_tp": "--tp", "search_pp": "--pp", "search_micro": "--microbatch",
              "search_zero": "--zero", "search_recompute": "--recompute",
              "search_sp": "--sp", "search_schedule": "--schedule",
-             "dp_overlap": "--dp-overlap"}
+             "dp_overlap": "--dp-overlap", "search_ep": "--ep"}
 
 #: dest -> (flag, its default) of the data-parallel options the transformer path refuses.
 _DP_ONLY: dict[str, tuple[str, Any]] = {
@@ -45,10 +46,10 @@ _DP_ONLY: dict[str, tuple[str, Any]] = {
     "runtime": ("--runtime", None), "measured_samples_per_s": ("--measured-samples-per-s", None),
     "measured_trace": ("--trace", None), "horovod_timeline": ("--horovod-timeline", None)}
 
-_LAYOUT_COLUMNS = ("rank", "tp", "pp", "dp", "micro", "schedule", "virtual", "zero",
+_LAYOUT_COLUMNS = ("rank", "tp", "pp", "dp", "ep", "micro", "schedule", "virtual", "zero",
                    "recompute", "sp", "tokens_per_s", "tflops_per_gpu", "iteration_s",
                    "memory_GB", "headroom_GB", "days", "limit", "overhead")
-_MACHINE_COLUMNS = ("cluster", "nodes", "gpus", "tp", "pp", "dp", "micro", "schedule",
+_MACHINE_COLUMNS = ("cluster", "nodes", "gpus", "tp", "pp", "dp", "ep", "micro", "schedule",
                     "virtual", "zero", "recompute", "sp", "tokens_per_day", "tflops_per_gpu",
                     "memory_GB", "days", "limit")
 
@@ -82,6 +83,10 @@ def add_llm_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--schedule", dest="search_schedule", metavar="LIST",
                    help=f"pipeline schedules to try, of {', '.join(SCHEDULES)} "
                         f"(default 1f1b,interleaved)")
+    g.add_argument("--ep", dest="search_ep", metavar="LIST",
+                   help="expert-parallel sizes to try for a mixture of experts, e.g. 1,8 "
+                        "(default: every divisor of dp that divides the experts; refused "
+                        "for a dense model)")
     g.add_argument("--dp-overlap", choices=("always", "never", "without-pipeline"),
                    help="whether the gradient exchange overlaps the last backward: always "
                         "(default, PyTorch DDP), never, or without-pipeline (Megatron-LM "
@@ -150,7 +155,7 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
         recompute=_names(args.search_recompute, "--recompute", RECOMPUTE),
         sp=None if args.search_sp is None else [args.search_sp == "on"],
         schedules=_names(args.search_schedule, "--schedule", SCHEDULES),
-        dp_overlap=args.dp_overlap or "always")
+        dp_overlap=args.dp_overlap or "always", ep=_ints(args.search_ep, "--ep"))
 
 
 def run_llm(args: argparse.Namespace) -> int:
@@ -169,6 +174,13 @@ def run_llm(args: argparse.Namespace) -> int:
     return 0 if res.feasible else 1
 
 
+def _shown(meta: dict[str, Any]) -> Any:
+    """Whether a column is printed: ``days`` with tokens to train, ``ep`` for a
+    mixture of experts."""
+    return lambda c: ((c != "days" or bool(meta["tokens"]))
+                      and (c != "ep" or bool(meta.get("experts"))))
+
+
 def report(res: Any, top: int, output: str | None) -> list[str]:
     """The lines ``plan`` prints for a transformer."""
     from dlscale.output import format_table
@@ -182,7 +194,8 @@ def report(res: Any, top: int, output: str | None) -> list[str]:
              f"{m['seq']} tokens: {goal}; {m['tried']} layouts tried on "
              f"{', '.join(m['clusters'])}, {m['fit']} fit"]
     written = [f"written: {output}"] if output else []
-    cols = [c for c in _MACHINE_COLUMNS if c != "days" or m["tokens"]]
+    shown = _shown(m)
+    cols = [c for c in _MACHINE_COLUMNS if shown(c)]
     if len(m["machines"]) > 1:
         lines += ["machines (the best layout of each):", format_table(m["machines"], cols)]
     if m["machines"]:   # where nothing fits at all, the infeasible line says why
@@ -193,7 +206,7 @@ def report(res: Any, top: int, output: str | None) -> list[str]:
     lines.append(f"layouts on {m['cluster']} at {b['nodes']} node{'s' if b['nodes'] != 1 else ''} "
                  f"({m['gpus']} GPUs): the "
                  f"fastest, then each that needs less memory than every faster one")
-    cols = [c for c in _LAYOUT_COLUMNS if c != "days" or m["tokens"]]
+    cols = [c for c in _LAYOUT_COLUMNS if shown(c)]
     lines.append(format_table(res.rows[:top], cols) if top else "(--top 0: no layouts shown)")
     if len(res.rows) > top:
         lines.append(f"... {len(res.rows) - top} more"
@@ -201,7 +214,7 @@ def report(res: Any, top: int, output: str | None) -> list[str]:
     lay = ParallelLayout(tp=b["tp"], pp=b["pp"], dp=b["dp"], micro=b["micro"],
                          global_batch=m["global_batch"], schedule=b["schedule"],
                          virtual=b["virtual"], zero=b["zero"], sp=b["sp"],
-                         recompute=b["recompute"])
+                         recompute=b["recompute"], ep=b["ep"])
     days = f", {b['days']:.3g} days for {m['tokens']:.4g} tokens" if m["tokens"] else ""
     lines.append(f"best: {describe(lay)}: {b['tflops_per_gpu']:.4g} TFLOP/s per GPU, "
                  f"{b['tokens_per_day']:.4g} tokens per day{days}, {b['memory_GB']:.3g} GB "

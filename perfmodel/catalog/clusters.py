@@ -167,9 +167,11 @@ SUPERPOD_H100_NET = NetworkSpec(
     source="NVIDIA DGX SuperPOD RA (DGX H100) RA-11333-001, 2023")
 # Software: PyTorch DDP over NCCL, the stack NERSC documents for distributed training
 # on Perlmutter (docs.nersc.gov machine learning pages, assumed) and NVIDIA for DGX
-# (NGC PyTorch containers, assumed); on Frontier RCCL, AMD's NCCL port with the same
-# algorithms (ROCm RCCL docs; assumption: priced as NCCL).
+# (NGC PyTorch containers, assumed). On Frontier's MI250X the collectives are RCCL's,
+# ROCm's port of NCCL (ROCm/rccl docs/index.rst), under the same PyTorch DDP (assumed,
+# as on the NVIDIA machines).
 DDP_STACK = RUNTIMES["nccl"]
+AMD_DDP_STACK = RUNTIMES["rccl"]
 
 NETWORKS: dict[str, NetworkSpec] = {
     net.name: net for net in (SUMMIT_NET, CORI_NET, STAMPEDE2_FABRIC, GPU_EDR_NET,
@@ -227,7 +229,7 @@ CLUSTERS: dict[str, Cluster] = {
                                  "nodes)", runtime=DDP_STACK),
     "frontier": Cluster("frontier", NODES["frontier"], FRONTIER_NET,
                         source="OLCF Frontier user guide (9,856 nodes, 8 GCDs each)",
-                        runtime=DDP_STACK),
+                        runtime=AMD_DDP_STACK),
     "dgx-h100-superpod": Cluster("dgx-h100-superpod", NODES["dgx-h100"], SUPERPOD_H100_NET,
                                  source="NVIDIA DGX SuperPOD RA (DGX H100), 4 SU, 127 nodes",
                                  runtime=DDP_STACK),

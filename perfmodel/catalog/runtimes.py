@@ -21,6 +21,12 @@ Sources used below:
   "Massively scale your deep learning training with NCCL 2.4", Feb 2019); NCCL picks
   per size and rank count by its own latency/bandwidth model of each algorithm
   (src/graph/tuning.cc), which this project stands in for with its network model.
+- RCCL (``rccl``): ROCm's collective library implements NCCL's API with "Ring and
+  Tree algorithms" (ROCm/rccl docs/index.rst) and chooses between them per size by
+  the latency/bandwidth model it keeps from NCCL (src/graph/tuning.cc,
+  ``ncclTopoTuneModel``); registered as its own library
+  (:data:`~dlscale.perfmodel.network.registry.LIBRARIES`), the same two algorithms.
+  Driven by PyTorch DDP's 25 MB buckets, as ``nccl`` (assumed for the AMD machines).
 - MPICH allreduce selection: ``MPIR_CVAR_ALLREDUCE_SHORT_MSG_SIZE`` default 2048 bytes;
   recursive doubling at or below it (or with fewer elements than the largest power
   of two of ranks), Rabenseifner's reduce-scatter + allgather above
@@ -62,7 +68,9 @@ Sources used below:
   Distributed Deep Learning: Performance and Power Implications", arXiv 2507.03114
   (2025), abstract: compute overlapped with communication is slowed by 18.9 % on
   average and by 40.0 % at most against the same compute alone (4 x A100, H100,
-  MI250, MI210; GPT and LLaMA training). Central 0.189, high 0.40; low 0, the
+  MI250, MI210; GPT and LLaMA training). The abstract's figures pool the four GPUs;
+  the text read here gives no AMD-only figure, so RCCL on MI250X takes the same
+  range (MI250 is one of the four measured). Central 0.189, high 0.40; low 0, the
   interference-free case the paper measures against (its least slowdown is not
   stated). Agrawal et al., "Optimizing ML Concurrent Computation and Communication
   with GPU DMA Engines", arXiv 2412.14335, see the same interference (overlap reaches
@@ -79,7 +87,7 @@ Examples
 >>> get_runtime("hvd")
 Traceback (most recent call last):
 ...
-dlscale.perfmodel.errors.ConfigError: runtime: unknown name 'hvd'; valid: gloo, horovod-intel-mpi, horovod-legacy-mpi, horovod-legacy-nccl, horovod-mpi, horovod-nccl, mlsl, mpi, nccl, parameter-server
+dlscale.perfmodel.errors.ConfigError: runtime: unknown name 'hvd'; valid: gloo, horovod-intel-mpi, horovod-legacy-mpi, horovod-legacy-nccl, horovod-mpi, horovod-nccl, mlsl, mpi, nccl, parameter-server, rccl
 """
 
 from __future__ import annotations
@@ -105,6 +113,7 @@ INF = math.inf
 #: Horovod's background-loop cycle in the 2017-2019 releases (docs/tensor-fusion).
 HOROVOD_CYCLE_S = 5e-3
 NCCL_ALGS = offered_by("nccl")
+RCCL_ALGS = offered_by("rccl")
 MPICH_ALGS = offered_by("mpich")
 INTEL_MPI_ALGS = offered_by("intel-mpi")
 GLOO_ALGS = offered_by("gloo")
@@ -141,6 +150,13 @@ RUNTIMES: dict[str, Runtime] = {r.name: r for r in (
     Runtime("nccl", "framework-driven NCCL >= 2.4 (PyTorch DDP, 25 MB buckets)", "none",
             0.0, 25 * 1024**2, NCCL_ALGS, "model", "rdma",
             source=f"PyTorch DDP docs (bucket_cap_mb=25); {_NCCL}; {_OVERLAP}",
+            overlap_slowdown=NCCL_SLOWDOWN),
+    # RCCL on AMD GPUs (Frontier's MI250X), driven by PyTorch DDP's 25 MB buckets
+    Runtime("rccl", "framework-driven RCCL (ROCm's NCCL; PyTorch DDP, 25 MB buckets)",
+            "none", 0.0, 25 * 1024**2, RCCL_ALGS, "model", "rdma",
+            source="PyTorch DDP docs (bucket_cap_mb=25); ROCm/rccl docs/index.rst (Ring "
+                   "and Tree), src/graph/tuning.cc; arXiv 2507.03114 (18.9 % mean, 40 % "
+                   "max over A100, H100, MI250, MI210)",
             overlap_slowdown=NCCL_SLOWDOWN),
     Runtime("mpi", "MPI_Allreduce called by the application (MPICH, Cray MPICH, MVAPICH2)",
             "none", 0.0, INF, MPICH_ALGS, "mpich", "rdma", source=_MPICH),

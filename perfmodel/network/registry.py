@@ -140,9 +140,14 @@ FOLDING: tuple[str, ...] = tuple(
 #: the algorithms its I_MPI_ADJUST_ALLREDUCE setting names (recursive doubling,
 #: Rabenseifner, reduce + broadcast, ring, topology-aware variants; Intel MPI Library
 #: Developer Reference). Gloo: allreduce_ring and
-#: allreduce_halving_doubling (Goyal et al., arXiv 1706.02677, sec. 4).
+#: allreduce_halving_doubling (Goyal et al., arXiv 1706.02677, sec. 4). RCCL (ROCm's
+#: port of NCCL's API): "implemented using Ring and Tree algorithms" (ROCm/rccl
+#: docs/index.rst), its Tree NCCL's, chosen per size by the Tree/Ring
+#: latency-bandwidth model it keeps from NCCL (ROCm/rccl src/graph/tuning.cc,
+#: ncclTopoTuneModel; CollNet, the third, needs switch offload RCCL's AMD nodes lack).
 LIBRARIES: dict[str, tuple[str, ...]] = {
     "nccl": ("ring", "double-binary-tree"),
+    "rccl": ("ring", "double-binary-tree"),
     "mpich": ("recursive-doubling", "rabenseifner"),
     "intel-mpi": ("recursive-doubling", "rabenseifner", "binomial-tree", "ring",
                   "hierarchical"),

@@ -13,16 +13,17 @@ for bit.
 Ranking: the shortest iteration first (the global batch is fixed, so the highest
 throughput), ties by less memory per GPU, then by the order
 :func:`~dlscale.perfmodel.training.layout_space.layouts` lists them in (``tp``,
-``pp``, ``micro``, schedule, ``zero``, recompute, ``sp``, each ascending). The same
+``pp``, ``ep``, ``micro``, schedule, ``zero``, recompute, ``sp``, each ascending). The same
 inputs give the same ranking.
 
 The **limiting resource** of a layout (:func:`limiting_resource`) is ``memory`` when a
-layout one step away (one of ``tp``, ``pp``, ``micro``, the schedule, ``zero``,
+layout one step away (one of ``tp``, ``pp``, ``ep``, ``micro``, the schedule, ``zero``,
 recompute, ``sp`` changed, ``dp`` following) would be faster but does not fit, and
 no layout one step away that fits is faster (memory is what keeps it there);
 otherwise the largest term of its iteration: ``compute`` (with recomputation),
 ``TP communication``, ``PP bubble`` (the bubble and the stage-to-stage transfers),
-``DP communication`` (the exposed part) or ``optimizer``.
+``DP communication`` (the exposed part), ``optimizer`` or ``EP communication`` (the
+all-to-alls of expert parallelism).
 
 Examples
 --------
@@ -53,13 +54,15 @@ __all__ = ["DIMENSIONS", "LayoutSearch", "describe", "limiting_resource", "overh
 
 #: The searched dimensions, as (name, the layout's fields that make its value).
 DIMENSIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("tp", ("tp",)), ("pp", ("pp",)), ("micro", ("micro",)),
+    ("tp", ("tp",)), ("pp", ("pp",)), ("ep", ("ep",)), ("micro", ("micro",)),
     ("schedule", ("schedule", "virtual")), ("zero", ("zero",)),
     ("recompute", ("recompute",)), ("sp", ("sp",)))
 
 
 def describe(lay: ParallelLayout) -> str:
     """``tp 8, pp 16, dp 8, micro 1, 1f1b, zero 1, recompute full, sp``.
+
+    A mixture of experts split over ``ep > 1`` ranks adds ``, ep 4`` after ``dp``.
 
     Parameters
     ----------
@@ -70,7 +73,8 @@ def describe(lay: ParallelLayout) -> str:
     str
     """
     sched = lay.schedule + (f" v {lay.virtual}" if lay.virtual > 1 else "")
-    return (f"tp {lay.tp}, pp {lay.pp}, dp {lay.dp}, micro {lay.micro}, {sched}, "
+    ep = f", ep {lay.ep}" if lay.ep > 1 else ""
+    return (f"tp {lay.tp}, pp {lay.pp}, dp {lay.dp}{ep}, micro {lay.micro}, {sched}, "
             f"zero {lay.zero}, recompute {lay.recompute}{', sp' if lay.sp else ''}")
 
 
@@ -94,11 +98,12 @@ def terms(it: LLMIteration) -> dict[str, float]:
     -------
     dict
         ``compute``, ``TP communication``, ``PP bubble``, ``DP communication``,
-        ``optimizer`` -> seconds.
+        ``optimizer``, ``EP communication`` (the all-to-alls of a mixture of experts
+        split over ``ep > 1`` ranks; 0 otherwise, last so that it wins no tie) -> seconds.
     """
     return {"compute": it.compute_s, "TP communication": it.tp_comm_s,
             "PP bubble": it.bubble_s + it.pp_comm_s, "DP communication": it.dp_exposed_s,
-            "optimizer": it.optimizer_s}
+            "optimizer": it.optimizer_s, "EP communication": it.ep_comm_s}
 
 
 def _key(lay: ParallelLayout) -> tuple[object, ...]:
@@ -106,7 +111,7 @@ def _key(lay: ParallelLayout) -> tuple[object, ...]:
 
 
 def _order(lay: ParallelLayout) -> tuple[object, ...]:
-    return (lay.tp, lay.pp, lay.micro, lay.schedule != "1f1b", lay.schedule == "gpipe",
+    return (lay.tp, lay.pp, lay.ep, lay.micro, lay.schedule != "1f1b", lay.schedule == "gpipe",
             lay.virtual, lay.zero, RECOMPUTE.index(lay.recompute), lay.sp)
 
 

@@ -9,6 +9,10 @@ the model and the machine allow, in one stated order (the search's tie-break):
   (``tp`` divides the node's GPUs) unless ``tp_across_nodes``;
 - ``pp`` ascending over the divisors of the layers with ``tp x pp`` dividing the
   GPUs (``dp = gpus / (tp pp)``), the global batch a multiple of ``dp``;
+- ``ep`` ascending over the divisors of ``dp`` that divide the experts (a mixture of
+  experts; a dense model has the one value 1), the expert groups carved out of the
+  data-parallel ranks as :class:`~dlscale.perfmodel.training.parallel.ParallelLayout`
+  takes them;
 - ``micro`` ascending over the divisors of the sequences per replica ``B / dp``;
 - the schedule: ``1f1b``, then ``interleaved`` by ``v`` ascending (``pp x v``
   divides the layers, the microbatches a multiple of ``pp``), then ``gpipe``;
@@ -39,7 +43,7 @@ from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.training.parallel import SCHEDULES, ZERO_STAGES, ParallelLayout
 from dlscale.perfmodel.training.transformer import RECOMPUTE, TransformerSpec
 
-__all__ = ["DP_OVERLAP", "LayoutSpace", "divisors", "layouts", "tp_sizes"]
+__all__ = ["DP_OVERLAP", "LayoutSpace", "divisors", "ep_sizes", "layouts", "tp_sizes"]
 
 #: When the layouts' gradient exchange overlaps the last backward (:class:`LayoutSpace`).
 DP_OVERLAP = ("always", "never", "without-pipeline")
@@ -70,7 +74,9 @@ class LayoutSpace:
 
     Attributes
     ----------
-    tp, pp, micro : tuple of int or None
+    tp, pp, micro, ep : tuple of int or None
+        ``ep`` restricts the expert-parallel sizes of a mixture of experts (a dense
+        model has only ``ep = 1``).
     zero : tuple of int
     recompute : tuple of str
     sp : tuple of bool
@@ -94,12 +100,13 @@ class LayoutSpace:
     schedules: tuple[str, ...] = ("1f1b", "interleaved")
     tp_across_nodes: bool = False
     dp_overlap: str = "always"
+    ep: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.dp_overlap not in DP_OVERLAP:
             raise ConfigError(f"search.dp_overlap: must be one of {', '.join(DP_OVERLAP)}, "
                               f"got {self.dp_overlap!r}")
-        for name in ("tp", "pp", "micro"):
+        for name in ("tp", "pp", "micro", "ep"):
             vals = getattr(self, name)
             if vals is not None and (not vals or any(
                     not isinstance(v, int) or isinstance(v, bool) or v < 1 for v in vals)):
@@ -142,6 +149,36 @@ def tp_sizes(model: TransformerSpec, devices_per_node: int, across: bool = False
             continue
         out.append(t)
     return out
+
+
+def ep_sizes(model: TransformerSpec, dp: int) -> list[int]:
+    """Expert-parallel sizes of ``model`` with ``dp`` data-parallel ranks, ascending.
+
+    The divisors of ``dp`` that divide the experts (Lepikhin et al., "GShard", ICLR
+    2021, Sec. 2.2: the experts of a layer spread over the ranks; the groups come out
+    of the data-parallel ranks, :mod:`dlscale.perfmodel.training.parallel`); ``[1]``
+    for a dense model.
+
+    Parameters
+    ----------
+    model : TransformerSpec
+    dp : int
+
+    Returns
+    -------
+    list of int
+
+    Examples
+    --------
+    >>> from dlscale.perfmodel.catalog.models_llm import get_llm
+    >>> ep_sizes(get_llm("mixtral-8x7b"), 8), ep_sizes(get_llm("mixtral-8x7b"), 12)
+    ([1, 2, 4, 8], [1, 2, 4])
+    >>> ep_sizes(get_llm("gpt-1.7b"), 8)
+    [1]
+    """
+    if not model.moe:
+        return [1]
+    return [e for e in divisors(dp) if model.experts % e == 0]
 
 
 def _schedules(model: TransformerSpec, pp: int, m: int,
@@ -188,19 +225,21 @@ def layouts(model: TransformerSpec, gpus: int, devices_per_node: int, global_bat
             if global_batch % d:
                 continue
             per_replica = global_batch // d
+            eps = [e for e in ep_sizes(model, d) if space.ep is None or e in space.ep]
             micros = [b for b in divisors(per_replica)
                       if space.micro is None or b in space.micro]
             zeros = [z for z in space.zero if p == 1 or z <= 1]
             sps = [s for s in space.sp if not s or (t > 1 and model.seq % t == 0)]
             overlap = space.dp_overlap == "always" or (
                 space.dp_overlap == "without-pipeline" and p == 1)
-            for b in micros:
-                for sched, v in _schedules(model, p, per_replica // b, space):
-                    for z in zeros:
-                        for r in space.recompute:
-                            for s in sps:
-                                yield ParallelLayout(tp=t, pp=p, dp=d, micro=b,
-                                                     global_batch=global_batch,
-                                                     schedule=sched, virtual=v, zero=z,
-                                                     sp=s, recompute=r,
-                                                     dp_overlap=overlap)
+            for e in eps:
+                for b in micros:
+                    for sched, v in _schedules(model, p, per_replica // b, space):
+                        for z in zeros:
+                            for r in space.recompute:
+                                for s in sps:
+                                    yield ParallelLayout(tp=t, pp=p, dp=d, micro=b,
+                                                         global_batch=global_batch,
+                                                         schedule=sched, virtual=v, zero=z,
+                                                         sp=s, recompute=r,
+                                                         dp_overlap=overlap, ep=e)

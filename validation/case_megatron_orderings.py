@@ -124,11 +124,12 @@ _TABLE2: dict[str, tuple[TransformerSpec, int, int, tuple[int, ...]]] = {
 MISSES: dict[str, str] = {
     "fig16_best_micro_2_batch128": (
         "the model rates microbatch 1 2.2% above 2 at batch 128 (2 is its best at 512): "
-        "going from b = 1 to b = 2 gains only 2.7% of compute by its GEMM shapes, and "
-        "nothing per microbatch slot is priced beyond its bytes and FLOPs (kernel "
-        "launches, the pipeline's per-microbatch synchronisation); a fixed cost per "
-        "slot of about 6 ms (1.5 ms per layer) would rank 2 first; not added: no source "
-        "here measures it"),
+        "b = 2 saves only 2.7% of b = 1's compute by its GEMM shapes against 64 more "
+        "bubble slots; not a fixed cost per microbatch slot (kernel launches, the "
+        "pipeline's synchronisation): ranking 2 first at batch 128 needs one above 6.0 ms "
+        "a slot, keeping 2 above 4 at batch 512 one below 4.6 ms; what is left is b = 1's "
+        "GEMM efficiency (the paper: a larger microbatch raises the kernels' arithmetic "
+        "intensity), which no source here measures for Megatron-2021's shapes"),
     "fig17_recompute_best_beats_no_recompute_best": (
         "the model fits every run without recomputation (67 GB at batch 16-256: "
         "Korthikanti et al.'s s b h (10 + 24 / t + 5 a s / (h t)) bytes per layer, p "

@@ -8,6 +8,8 @@ and ``meta``, with ``to_rows()`` (a pandas-free list of dicts), ``to_csv(path)``
   object; change fields with ``overrides={"network.link.bandwidth_GBps": 25}``.
 - :func:`predict`: the analytical model over node counts -> :class:`PredictResult`.
 - :func:`simulate`: the discrete-event simulator -> :class:`SimulateResult`.
+- :func:`simulate_transformer`: one iteration of a transformer's tp x pp x dp layout
+  as events -> :class:`SimulateResult`.
 - :func:`sweep`: a study file or table -> :class:`dlscale.sweep.SweepResult`.
 - :func:`plan`: capacity planning -> :class:`dlscale.plan.PlanResult`; a transformer
   model goes to :func:`plan_layouts`.
@@ -50,7 +52,8 @@ if TYPE_CHECKING:
 
 __all__ = ["CalibrateResult", "PlanResult", "PredictResult", "ResultTable", "SimulateResult",
            "SweepResult", "ValidateResult", "calibrate", "fit", "load_cluster", "load_workload",
-           "plan", "plan_layouts", "predict", "simulate", "sweep", "validate"]
+           "plan", "plan_layouts", "predict", "simulate", "simulate_transformer", "sweep",
+           "validate"]
 
 
 def load_cluster(spec: str | Path | Cluster, overrides: Mapping[str, Any] | None = None,
@@ -707,3 +710,98 @@ def plan_layouts(model: str | Any, clusters: Sequence[str | Path | Cluster],
     """
     return _plan_layouts()(model, list(clusters), **_checked_options("plan_layouts",
                                                                      _plan_layouts(), options))
+
+
+def simulate_transformer(cluster: str | Path | Cluster, model: str,
+                         nodes: int | str | Sequence[int] | None = None, *, tp: int = 1,
+                         pp: int = 1, microbatch: int = 1, global_batch: int | None = None,
+                         schedule: str = "1f1b", virtual: int = 1, zero: int = 0,
+                         recompute: str = "none", sp: bool = False, noise: str | None = None,
+                         seed: int = 0, trace: str | Path | None = None,
+                         cluster_overrides: Mapping[str, Any] | None = None,
+                         ) -> SimulateResult:
+    """Simulate one iteration of a transformer's parallel layout as events, per node count.
+
+    ``dlscale simulate CLUSTER TRANSFORMER --tp T --pp P ...`` is this function behind
+    its parser. Each node count's GPUs split into ``tp x pp`` groups, ``dp`` the rest
+    (as ``predict``'s transformer path); each is one simulation
+    (:func:`dlscale.simulator.training.pipeline.simulate_pipeline`), every row beside
+    ``predict``'s answer to the same layout (``analytical_s``, ``vs_analytical``).
+
+    Parameters
+    ----------
+    cluster : str, Path or Cluster
+        As :func:`load_cluster` takes it.
+    model : str
+        A transformer of the catalog (``dlscale catalog transformers``).
+    nodes : int, str, sequence of int or None, optional
+        Node counts; None: the fewest nodes that hold ``tp x pp`` GPUs.
+    tp, pp, microbatch, global_batch, schedule, virtual, zero, recompute, sp
+        The layout (:class:`dlscale.perfmodel.training.parallel.ParallelLayout`);
+        ``global_batch`` None: one microbatch per replica.
+    noise : str, optional
+        Per-rank compute noise (``lognormal:SIGMA``, ...); None: the cluster's.
+    seed : int, optional
+        Seed of the noise draws (same seed, same result, bit for bit).
+    trace : str or Path, optional
+        Write the Chrome trace of the last node count's run there (the first and last
+        replicas' stages: passes, sends, exchange, optimizer step).
+    cluster_overrides : mapping, optional
+        Dotted-path overrides of the cluster.
+
+    Returns
+    -------
+    SimulateResult
+        One row per node count; ``.raw`` holds each
+        :class:`~dlscale.simulator.training.pipeline.PipelineResult`.
+
+    Raises
+    ------
+    ConfigError
+        A bad cluster, model, layout or node count, before any simulation.
+    """
+    from dlscale.node_counts import parse_nodes
+    from dlscale.perfmodel.catalog.models_llm import get_llm
+    from dlscale.perfmodel.training.parallel import ParallelLayout
+    from dlscale.simulator.training.pipeline import check_layout, simulate_pipeline
+    from dlscale.simulator.training.stragglers import make_noise
+
+    c = load_cluster(cluster, cluster_overrides)
+    spec = get_llm(model)
+    make_noise(c.noise if noise is None else noise)
+    for name, value in (("tp", tp), ("pp", pp)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ConfigError(f"{name}: must be a positive integer, got {value!r}")
+    dpn = c.node.devices_per_node
+    counts = ([max(1, -(-tp * pp // dpn))] if nodes is None else
+              parse_nodes(nodes) if isinstance(nodes, str) else
+              [nodes] if isinstance(nodes, int) else list(nodes))
+    layouts = []
+    for n in counts:
+        c.check_nodes(n)
+        gpus = int(n) * dpn
+        if gpus % (tp * pp):
+            raise ConfigError(f"nodes: {n} nodes of {dpn} GPUs do not split into tp x pp = "
+                              f"{tp} x {pp} groups")
+        dp = gpus // (tp * pp)
+        lay = ParallelLayout(tp=tp, pp=pp, dp=dp, micro=microbatch,
+                             global_batch=microbatch * dp if global_batch is None
+                             else global_batch, schedule=schedule, virtual=virtual, zero=zero,
+                             sp=sp, recompute=recompute)
+        lay.check(spec)
+        check_layout(c, lay)
+        layouts.append((int(n), lay))
+    raws, rows = [], []
+    for i, (n, lay) in enumerate(layouts):
+        res = simulate_pipeline(c, spec, lay, noise=noise, seed=seed,
+                                trace=trace is not None and i == len(layouts) - 1)
+        raws.append(res)
+        rows.append({"nodes": n, **res.to_row()})
+    if trace is not None:
+        from dlscale.simulator.network.trace import write_json_atomic
+
+        write_json_atomic(raws[-1].trace, trace)
+    out = SimulateResult(rows, {"cluster": c.name, "model": spec.name, "fidelity": "simulated",
+                                "path": "transformer", "seed": seed, "source": spec.source})
+    out.raw = raws
+    return out

@@ -28,9 +28,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
 from dlscale.kernels._checks import check_float_array, check_int, check_writeable
+from dlscale.kernels.jit import njit
 
 __all__ = ["CNNShape", "cnn_accuracy", "cnn_init_params", "cnn_loss_and_grad"]
 
@@ -72,7 +72,7 @@ class CNNShape:
         return f * 9 + f + self.n_features * h + h + h * self.n_out + self.n_out
 
 
-@njit(cache=True)
+@njit()
 def _cnn_forward(p: np.ndarray, x: np.ndarray, side: int, F: int, H: int, n_out: int,
                  Z: np.ndarray, P: np.ndarray, A: np.ndarray, L: np.ndarray) -> int:
     """One image ``x`` forward: feature maps ``Z``, pooled ``P``, hidden ``A``, logits ``L``; arg-max."""
@@ -114,7 +114,7 @@ def _cnn_forward(p: np.ndarray, x: np.ndarray, side: int, F: int, H: int, n_out:
     return best
 
 
-@njit(cache=True)
+@njit()
 def _cnn_backward(p: np.ndarray, g: np.ndarray, x: np.ndarray, side: int, F: int, H: int,
                   n_out: int, Z: np.ndarray, P: np.ndarray, A: np.ndarray, L: np.ndarray,
                   dA: np.ndarray) -> None:
@@ -154,7 +154,7 @@ def _cnn_backward(p: np.ndarray, g: np.ndarray, x: np.ndarray, side: int, F: int
                             g[f * 9 + u * 3 + v] += d * x[(r + u) * side + s2 + v]
 
 
-@njit(cache=True)
+@njit()
 def _cnn(p: np.ndarray, g: np.ndarray, X: np.ndarray, y: np.ndarray, side: int, F: int, H: int,
          n_out: int, tiny: float, grad: bool) -> tuple[float, int]:
     """Loss (sum over the batch) and hits; the batch-mean gradient into ``g`` if ``grad``."""

@@ -33,9 +33,9 @@ array([0.25, 0.5 ])
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from dlscale.kernels._checks import check_float_array, check_like, check_scalar, check_writeable
+from dlscale.kernels.jit import njit
 
 __all__ = [
     "easgd_center_update_async",
@@ -47,25 +47,25 @@ __all__ = [
 ]
 
 
-@njit(cache=True)
+@njit()
 def _worker(x: np.ndarray, g: np.ndarray, c: np.ndarray, lr: float, rho: float) -> None:
     for i in range(x.size):
         x[i] = x[i] - lr * (g[i] + rho * (x[i] - c[i]))
 
 
-@njit(cache=True)
+@njit()
 def _center_async(c: np.ndarray, x: np.ndarray, a: float) -> None:
     for i in range(c.size):
         c[i] = c[i] + a * (x[i] - c[i])
 
 
-@njit(cache=True)
+@njit()
 def _center_sync(c: np.ndarray, s: np.ndarray, a: float, p: float) -> None:
     for i in range(c.size):
         c[i] = c[i] + a * (s[i] - p * c[i])
 
 
-@njit(cache=True)
+@njit()
 def _exchange(x: np.ndarray, c: np.ndarray, alpha: float) -> None:
     for i in range(x.size):
         d = alpha * (x[i] - c[i])
@@ -73,7 +73,7 @@ def _exchange(x: np.ndarray, c: np.ndarray, alpha: float) -> None:
         c[i] = c[i] + d
 
 
-@njit(cache=True)
+@njit()
 def _measgd(x: np.ndarray, v: np.ndarray, g: np.ndarray, c: np.ndarray, lr: float, rho: float, mu: float) -> None:
     for i in range(x.size):
         vi = mu * v[i] - lr * g[i]
@@ -81,7 +81,7 @@ def _measgd(x: np.ndarray, v: np.ndarray, g: np.ndarray, c: np.ndarray, lr: floa
         x[i] = x[i] + vi - lr * rho * (x[i] - c[i])
 
 
-@njit(cache=True)
+@njit()
 def _lookahead(out: np.ndarray, x: np.ndarray, v: np.ndarray, mu: float) -> None:
     for i in range(x.size):
         out[i] = x[i] + mu * v[i]

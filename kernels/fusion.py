@@ -23,21 +23,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
 from dlscale.kernels._checks import check_float_array, check_int, check_writeable
+from dlscale.kernels.jit import njit
 
 __all__ = ["FusionPlan", "fusion_groups", "make_plan", "pack_group", "unpack_group"]
 
 
-@njit(cache=True)
+@njit()
 def _copy_in(buf: np.ndarray, offset: int, src: np.ndarray) -> None:
     dst = buf[offset: offset + src.size]  # a view: range(size) loops vectorize
     for i in range(src.size):
         dst[i] = src[i]
 
 
-@njit(cache=True)
+@njit()
 def _copy_out(dst: np.ndarray, buf: np.ndarray, offset: int) -> None:
     src = buf[offset: offset + dst.size]
     for i in range(dst.size):

@@ -23,28 +23,29 @@ from dataclasses import dataclass
 
 import numba
 import numpy as np
-from numba import njit, prange
+from numba import prange
 
 from dlscale.kernels._checks import check_float_array, check_int, check_scalar, check_writeable
+from dlscale.kernels.jit import njit
 
 __all__ = ["LostUpdates", "hogwild_easgd_center_update", "hogwild_lost_updates", "hogwild_sgd_update"]
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True)
 def _center(c: np.ndarray, workers: np.ndarray, a: float) -> None:
     for k in prange(workers.shape[0]):
         for i in range(c.size):
             c[i] = c[i] + a * (workers[k, i] - c[i])
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True)
 def _sgd(x: np.ndarray, grads: np.ndarray, lr: float) -> None:
     for k in prange(grads.shape[0]):
         for i in range(x.size):
             x[i] = x[i] - lr * grads[k, i]
 
 
-@njit(parallel=True, cache=True)
+@njit(parallel=True)
 def _increment(target: np.ndarray, n_threads: int, passes: int) -> None:
     for _k in prange(n_threads):
         for _s in range(passes):

@@ -32,9 +32,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
 from dlscale.kernels._checks import check_float_array, check_int, check_writeable
+from dlscale.kernels.jit import njit
 
 __all__ = ["ModelShape", "accuracy", "forward", "init_params", "loss_and_grad"]
 
@@ -64,7 +64,7 @@ class ModelShape:
         return self.n_in * self.n_hidden + self.n_hidden + self.n_hidden * self.n_out + self.n_out
 
 
-@njit(cache=True)
+@njit()
 def _affine(X: np.ndarray, W: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``X @ W + b`` (loops in i-k-j order, so the inner loop is contiguous)."""
     Z = np.empty((X.shape[0], W.shape[1]), dtype=X.dtype)
@@ -78,7 +78,7 @@ def _affine(X: np.ndarray, W: np.ndarray, b: np.ndarray) -> np.ndarray:
     return Z
 
 
-@njit(cache=True)
+@njit()
 def _mm_tn(A: np.ndarray, B: np.ndarray, out: np.ndarray) -> None:
     """``out[:] = (A.T @ B).ravel()`` for C-contiguous ``A (m, p)``, ``B (m, q)``."""
     p = A.shape[1]
@@ -92,7 +92,7 @@ def _mm_tn(A: np.ndarray, B: np.ndarray, out: np.ndarray) -> None:
                 out[i * q + j] += a * B[k, j]
 
 
-@njit(cache=True)
+@njit()
 def _mm_nt(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     """``A @ B.T`` for C-contiguous ``A (m, q)``, ``B (p, q)``."""
     C = np.empty((A.shape[0], B.shape[0]), dtype=A.dtype)
@@ -105,7 +105,7 @@ def _mm_nt(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     return C
 
 
-@njit(cache=True)
+@njit()
 def _colsum(D: np.ndarray, out: np.ndarray) -> None:
     for j in range(D.shape[1]):
         out[j] = 0.0
@@ -114,7 +114,7 @@ def _colsum(D: np.ndarray, out: np.ndarray) -> None:
             out[j] += D[i, j]
 
 
-@njit(cache=True)
+@njit()
 def _logits(p: np.ndarray, X: np.ndarray, n_in: int, h: int, n_out: int) -> tuple[np.ndarray, np.ndarray]:
     """Logits and the hidden pre-activation ``Z`` (``Z`` is empty for softmax regression)."""
     if h == 0:
@@ -134,7 +134,7 @@ def _logits(p: np.ndarray, X: np.ndarray, n_in: int, h: int, n_out: int) -> tupl
     return _affine(H, W2, b2), Z
 
 
-@njit(cache=True)
+@njit()
 def _loss_grad(p: np.ndarray, g: np.ndarray, X: np.ndarray, y: np.ndarray, n_in: int, h: int, n_out: int,
                tiny: float) -> float:
     B: int = X.shape[0]
@@ -178,7 +178,7 @@ def _loss_grad(p: np.ndarray, g: np.ndarray, X: np.ndarray, y: np.ndarray, n_in:
     return float(loss) / max(B, 1)
 
 
-@njit(cache=True)
+@njit()
 def _accuracy(p: np.ndarray, X: np.ndarray, y: np.ndarray, n_in: int, h: int, n_out: int) -> int:
     L, _ = _logits(p, X, n_in, h, n_out)
     hits = 0

@@ -22,9 +22,9 @@ Examples
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from dlscale.kernels._checks import check_float_array, check_int, check_writeable
+from dlscale.kernels.jit import njit
 
 __all__ = [
     "chunk_bounds",
@@ -55,19 +55,19 @@ def chunk_bounds(n: int, p: int) -> np.ndarray:
 # ----------------------------------------------------------------- step kernels
 # Loops run over 1-D views with ``range(view.size)`` (non-negative indices), which
 # LLVM vectorizes; ``range(lo, hi)`` on the full row does not vectorize.
-@njit(cache=True)
+@njit()
 def _add(dst: np.ndarray, src: np.ndarray) -> None:
     for i in range(dst.size):
         dst[i] += src[i]
 
 
-@njit(cache=True)
+@njit()
 def _copy(dst: np.ndarray, src: np.ndarray) -> None:
     for i in range(dst.size):
         dst[i] = src[i]
 
 
-@njit(cache=True)
+@njit()
 def _ring_rs(bufs: np.ndarray, ranks: np.ndarray, bounds: np.ndarray, step: int, sent: np.ndarray) -> None:
     p = ranks.size
     for r in range(p):
@@ -80,7 +80,7 @@ def _ring_rs(bufs: np.ndarray, ranks: np.ndarray, bounds: np.ndarray, step: int,
         sent[src] += hi - lo
 
 
-@njit(cache=True)
+@njit()
 def _ring_ag(bufs: np.ndarray, ranks: np.ndarray, bounds: np.ndarray, step: int, sent: np.ndarray) -> None:
     p = ranks.size
     for r in range(p):
@@ -93,7 +93,7 @@ def _ring_ag(bufs: np.ndarray, ranks: np.ndarray, bounds: np.ndarray, step: int,
         sent[src] += hi - lo
 
 
-@njit(cache=True)
+@njit()
 def _tree_reduce(bufs: np.ndarray, ranks: np.ndarray, mask: int, sent: np.ndarray) -> None:
     p = ranks.size
     n = bufs.shape[1]
@@ -104,7 +104,7 @@ def _tree_reduce(bufs: np.ndarray, ranks: np.ndarray, mask: int, sent: np.ndarra
         sent[src] += n
 
 
-@njit(cache=True)
+@njit()
 def _tree_bcast(bufs: np.ndarray, ranks: np.ndarray, mask: int, sent: np.ndarray) -> None:
     p = ranks.size
     n = bufs.shape[1]
@@ -115,7 +115,7 @@ def _tree_bcast(bufs: np.ndarray, ranks: np.ndarray, mask: int, sent: np.ndarray
         sent[src] += n
 
 
-@njit(cache=True)
+@njit()
 def _pair_full(bufs: np.ndarray, src: int, dst: int, add: bool, sent: np.ndarray) -> None:
     n = bufs.shape[1]
     if add:
@@ -125,7 +125,7 @@ def _pair_full(bufs: np.ndarray, src: int, dst: int, add: bool, sent: np.ndarray
     sent[src] += n
 
 
-@njit(cache=True)
+@njit()
 def _halving(bufs: np.ndarray, act: np.ndarray, lo: np.ndarray, hi: np.ndarray, mask: int, sent: np.ndarray) -> None:
     for v in range(act.size):
         u = v ^ mask
@@ -143,7 +143,7 @@ def _halving(bufs: np.ndarray, act: np.ndarray, lo: np.ndarray, hi: np.ndarray, 
             lo[u] = mid
 
 
-@njit(cache=True)
+@njit()
 def _doubling(bufs: np.ndarray, act: np.ndarray, lo: np.ndarray, hi: np.ndarray, mask: int, sent: np.ndarray) -> None:
     for v in range(act.size):
         u = v ^ mask

@@ -19,20 +19,20 @@ array([0.5, 0.5])
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from dlscale.kernels._checks import check_float_array, check_like, check_scalar, check_writeable
+from dlscale.kernels.jit import njit
 
 __all__ = ["momentum_sgd_update", "sgd_update"]
 
 
-@njit(cache=True)
+@njit()
 def _sgd(x: np.ndarray, g: np.ndarray, lr: float, wd: float) -> None:
     for i in range(x.size):
         x[i] = x[i] - lr * (g[i] + wd * x[i])
 
 
-@njit(cache=True)
+@njit()
 def _momentum(x: np.ndarray, v: np.ndarray, g: np.ndarray, lr: float, mu: float, wd: float, nesterov: bool) -> None:
     if nesterov:
         for i in range(x.size):

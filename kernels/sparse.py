@@ -22,14 +22,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from numba import njit
 
 from dlscale.kernels._checks import check_float_array, check_index_array, check_int, check_writeable
+from dlscale.kernels.jit import njit
 
 __all__ = ["dense_bytes", "densify", "indexed_slices_bytes", "scatter_add", "sparse_gather"]
 
 
-@njit(cache=True)
+@njit()
 def _scatter_add(dense: np.ndarray, indices: np.ndarray, values: np.ndarray) -> None:
     dim = dense.shape[1]
     for k in range(indices.size):
@@ -38,7 +38,7 @@ def _scatter_add(dense: np.ndarray, indices: np.ndarray, values: np.ndarray) -> 
             dense[row, j] += values[k, j]
 
 
-@njit(cache=True)
+@njit()
 def _copy_rows(out: np.ndarray, offset: int, values: np.ndarray) -> None:
     for k in range(values.shape[0]):
         for j in range(values.shape[1]):

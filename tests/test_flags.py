@@ -427,6 +427,19 @@ CHECKS: dict[tuple[str, str], Any] = {
         "--sp": ([*LLM, "--tp", "2"], ["--sp"]),
         "--ep": (["predict", "dgx-h100-superpod", "mixtral-8x7b", "--nodes", "1"],
                  ["--ep", "4"])}.items()},
+    # simulate, the transformer path (tests/test_simulate_llm_cli.py: its other flags)
+    **{("simulate CLUSTER WORKLOAD", f): Acts(["simulate", *LLM[1:], *base], extra)
+       for f, (base, extra) in {
+        "--tp": ([], ["--tp", "2"]), "--pp": ([], ["--pp", "2"]),
+        "--microbatch": ([], ["--microbatch", "2"]),
+        "--schedule": (["--pp", "2", "--global-batch", "16"], ["--schedule", "gpipe"]),
+        "--virtual": (["--pp", "2", "--global-batch", "16", "--schedule", "interleaved",
+                       "--virtual", "2"], ["--virtual", "4"]),
+        "--zero": ([], ["--zero", "1"]), "--recompute": ([], ["--recompute", "full"]),
+        "--sp": (["--tp", "2"], ["--sp"])}.items()},
+    **{("simulate CLUSTER", f): Refused([*SIMC, f, *v], f) for f, v in {
+        "--tp": ["2"], "--pp": ["2"], "--microbatch": ["2"], "--schedule": ["gpipe"],
+        "--virtual": ["2"], "--zero": ["1"], "--recompute": ["full"], "--sp": []}.items()},
     ("predict", "--data"): Acts(["predict", *LOADED], ["--data", "synthetic"]),
     ("predict", "--loader-rate"): Acts(PRED, ["--loader-rate", "100"]),
     ("predict", "--dispatch-us"): Acts(PRED, ["--dispatch-us", "500"]),

@@ -23,7 +23,8 @@ HOLDOUT = ROOT / "validation" / "holdout"
 CLUSTER_FILES = ("uber-horovod-pascal.toml", "uber-horovod-pascal-tcp.toml",
                  "big-basin-50gbe.toml", "mn1-p100-fdr.toml", "aws-p2-8xlarge-x8.toml",
                  "dell-c4130-p100-edr.toml", "ibm-minsky-s822lc.toml", "piz-daint-p100.toml")
-WORKLOAD_FILES = ("resnet50-chainermn.toml", "vgg16-no-overlap.toml", "alexnet-no-overlap.toml")
+WORKLOAD_FILES = ("resnet50-chainermn.toml", "vgg16-no-overlap.toml", "alexnet-no-overlap.toml",
+                  "tf-alexnet.toml")
 
 
 def _script():

@@ -34,6 +34,19 @@ TRAINED = [
     # TensorFlow r1 benchmarks, AWS p2.8xlarge (K80, 12 GB per GK210): batch 64.
     ("k80-8gpu", "resnet50", 64, "fp32", "TF benchmarks p2.8xlarge"),
     ("k80-8gpu", "inception-v3", 64, "fp32", "TF benchmarks p2.8xlarge"),
+    # The out-of-sample trial's cited runs (validation/holdout/README.md, sources table),
+    # each on the catalog machine with its GPU (16 GB P100 PCIe; 16 GB KNL MCDRAM):
+    # Horovod docs/benchmarks (2017/2018): batch 64 per Pascal GPU, Inception V3,
+    # ResNet-101, VGG-16 (the docs' tf_cnn_benchmarks command).
+    ("p100-cluster", "inception-v3", 64, "fp32", "Horovod benchmarks, batch 64 per GPU"),
+    ("p100-cluster", "resnet101", 64, "fp32", "Horovod benchmarks, batch 64 per GPU"),
+    ("p100-cluster", "vgg16", 64, "fp32", "Horovod benchmarks, batch 64 per GPU"),
+    # Akiba et al. 2017 (MN-1, ChainerMN): minibatch 32k over 1,024 P100 PCIe, 32 each.
+    ("pcie-8xp100", "resnet50", 32, "fp32", "Akiba et al. 2017, 32 per P100 PCIe"),
+    # Dell EMC 2016 (C4130, P100 PCIe): NV-Caffe GoogLeNet batch 128 per GPU (Table 2).
+    ("pcie-4xp100", "googlenet", 128, "fp32", "Dell EMC 2016 NV-Caffe, 128 per GPU"),
+    # You et al. 2018: batch 32K over 2,048 KNL 7250, 16 per KNL (assumption Y2).
+    ("stampede2-knl", "resnet50", 16, "fp32", "You et al. 2018, 16 per KNL"),
 ]
 
 # Configurations that do not fit a 16 GB V100 in any framework of these runs: the

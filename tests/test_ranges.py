@@ -235,7 +235,9 @@ def test_time_outside_the_step_moves_the_band():
     real = predict_range(c, w, [1]).band["samples_per_s"]
     synthetic = predict_range(c, dataclasses.replace(w, data="synthetic"), [1]).band[
         "samples_per_s"]
-    assert real[0][0] == 5600.0 < synthetic[0][0]      # the slow corner's loader binds
+    # the slow corner's loader binds (to round-off: that corner's 8 GPUs also wait for
+    # the slowest, compute.variability, under the loader's bound)
+    assert real[0][0] == pytest.approx(5600.0, rel=1e-12) and real[0][0] < synthetic[0][0]
     names = {name: cw for name, _, cw in corners(c, w)}
     assert names["slow"].loader_rate < names["fast"].loader_rate
     assert names["slow"].dispatch_per_op_s > names["fast"].dispatch_per_op_s

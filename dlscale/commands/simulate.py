@@ -2,8 +2,9 @@
 
 ``CLUSTER`` is a preset name, a cluster TOML file, or a GraphML topology
 (``*.graphml``: edges with ``bandwidth_Bps`` and ``latency_s``, endpoints marked
-``kind="host"`` or ``"device"``). A positional ``WORKLOAD`` is reserved for simulated
-training (a later addition); today the command simulates one collective.
+``kind="host"`` or ``"device"``). With a ``WORKLOAD`` it simulates training
+(:mod:`dlscale.commands.simulate_training`; a transformer's parallel layout:
+:mod:`dlscale.commands.simulate_llm`).
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ def add_parser(sub: Any) -> None:
         help=SUMMARIES["simulate"],
         description="With CLUSTER and WORKLOAD: simulate training iterations rank by rank "
                     "(stragglers, master queueing, link contention; --cosim runs the real "
-                    "kernels on a small model). With CLUSTER alone: simulate one collective "
+                    "kernels on a small model); with a transformer WORKLOAD, one iteration "
+                    "of its --tp/--pp/... layout as events. With CLUSTER alone: simulate one collective "
                     "on the routed topology (per-step times, bytes per link). Both can write "
                     "a Chrome trace.",
     )
@@ -94,6 +96,9 @@ def add_parser(sub: Any) -> None:
     from dlscale.commands.predict import add_outside_args
 
     add_outside_args(p)
+    from dlscale.commands.predict_llm import add_layout_args
+
+    add_layout_args(p)  # a transformer WORKLOAD's layout (commands/simulate_llm.py)
     p.set_defaults(run=run)
 
 
@@ -173,9 +178,21 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--trace {args.old_trace}: simulate writes its Chrome trace with "
                           f"--trace-out FILE.json (--trace reads a profiler trace in predict "
                           f"and plan; here that is --measured-trace FILE); nothing was written")
+    from dlscale.commands.predict_llm import LAYOUT_FLAGS, check_data_parallel, is_transformer
+
+    if args.workload is not None and is_transformer(args.workload):
+        from dlscale.commands.simulate_llm import run_llm_sim
+
+        return run_llm_sim(args)
+    if args.workload is None:
+        for dest, flag in LAYOUT_FLAGS.items():
+            if getattr(args, dest, None) is not None:
+                raise ConfigError(f"{flag}: a transformer's parallel layout; give a "
+                                  f"transformer WORKLOAD (simulate CLUSTER TRANSFORMER)")
     if args.workload is not None:
         from dlscale.commands.simulate_training import run_training
 
+        check_data_parallel(args)
         check_training_flags(args)
         _apply_workload_flags(args)
         return run_training(args)

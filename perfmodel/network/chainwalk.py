@@ -202,9 +202,9 @@ _COMPILED: list[Callable[..., np.ndarray]] = []
 def _compiled() -> Callable[..., np.ndarray]:
     """:func:`_chains` compiled by numba (from its cache on disk), once per process."""
     if not _COMPILED:
-        from numba import njit
+        from dlscale.kernels.jit import njit
 
-        _COMPILED.append(njit(cache=True)(_chains))
+        _COMPILED.append(njit()(_chains))
     return _COMPILED[0]
 
 

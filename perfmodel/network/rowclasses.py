@@ -90,9 +90,9 @@ def _by_lexsort(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _kernel() -> Callable[..., tuple[np.ndarray, np.ndarray]]:
     """:func:`_hash_classes` compiled by numba (from its cache on disk), once per process."""
     if not _COMPILED:
-        from numba import njit
+        from dlscale.kernels.jit import njit
 
-        _COMPILED.append(njit(cache=True)(_hash_classes))
+        _COMPILED.append(njit()(_hash_classes))
     return _COMPILED[0]
 
 

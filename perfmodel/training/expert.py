@@ -192,10 +192,12 @@ def local_expert_shapes(shapes: Sequence[tuple[Shape, tuple[Shape, Shape]]],
     >>> from dlscale.perfmodel.training.transformer_layers import layer_gemm_shapes
     >>> m = get_llm("mixtral-8x7b")
     >>> sh = layer_gemm_shapes(m, 1, 1)
+    >>> m.seq * m.top_k, sh[4][0]          # the rank's token-expert pairs, one product
+    (65536, (65536, 28672, 4096, 1))
     >>> local_expert_shapes(sh, m, ParallelLayout(dp=8, ep=8, global_batch=8))[4][0]
-    (8192, 28672, 4096, 1)
+    (65536, 28672, 4096, 1)
     >>> local_expert_shapes(sh, m, ParallelLayout(dp=8, ep=1, global_batch=8))[4][0]
-    (1024, 28672, 4096, 8)
+    (8192, 28672, 4096, 8)
     """
     out = tuple(shapes)
     if not model.moe:

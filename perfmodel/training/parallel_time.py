@@ -104,7 +104,7 @@ from dlscale.perfmodel.training.transformer_layers import (
 
 __all__ = ["ADAM_STEP_BYTES", "GRAD_ACCUMULATE_BYTES", "HBM_ACHIEVABLE_FRACTION",
            "LOSS_BYTES_PER_LOGIT", "NCCL_NVLINK_FRACTION", "LLMIteration",
-           "llm_iteration"]
+           "llm_iteration", "stage_microbatch_s"]
 
 #: Bytes the mixed-precision optimizer step reads and writes per parameter it
 #: updates (see the module docstring: 6 + 8 + 4 + 28 + 6).
@@ -427,3 +427,21 @@ def llm_iteration(cluster: Cluster, model: TransformerSpec,
         m * tp, m * pp, (slots - m) * slot, dp_total, dp_exposed, opt,
         model.flops(layout.global_batch, layout.recompute), llm_memory(model, layout),
         capacity, largest_microbatch(model, layout, capacity), m * ep)
+
+
+def stage_microbatch_s(cluster: Cluster, model: TransformerSpec, layout: ParallelLayout,
+                       ) -> tuple[float, float, float, float]:
+    """What :func:`llm_iteration` charges one stage per microbatch, part by part.
+
+    The simulator (:mod:`dlscale.simulator.training.pipeline`) runs these as events,
+    with its own routed tensor-parallel collectives in place of the third.
+
+    Returns
+    -------
+    tuple of float
+        ``(forward s, backward s with recomputation, tensor-parallel communication
+        s, the first or last stage's extra s)`` of all the stage's layers (its ``v``
+        chunks together), as :func:`llm_iteration` adds them into a slot.
+    """
+    layout.check(model)
+    return _stage_compute(cluster, model, layout)

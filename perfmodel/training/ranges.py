@@ -39,8 +39,9 @@ banded, one name in :data:`BAND_KEYS`).
 
 Examples
 --------
->>> [m.name for m in MECHANISMS]
-['transport', 'overlap-slowdown', 'input-pipeline', 'dispatch', 'evaluation', 'compute-rate']
+>>> [m.name for m in MECHANISMS]  # doctest: +NORMALIZE_WHITESPACE
+['transport', 'overlap-slowdown', 'input-pipeline', 'dispatch', 'evaluation', 'compute-rate',
+ 'device-variability']
 >>> band_of(np.array([1.0, 2.0]), [np.array([0.5, 2.5]), np.array([1.5, 1.0])])
 (array([0.5, 1. ]), array([1.5, 2.5]))
 >>> register_mechanism(Mechanism("transport", "high", "the same"))
@@ -172,20 +173,29 @@ register_mechanism(Mechanism(
     "compute-rate", "high",
     "compute.framework.COMPUTE_RATE (x the device's solved rate, GPUs); set on each "
     "corner's cluster by framework.cluster_for_band", "step"))
+# Device-to-device variability of GPUs (the slowest of the ranks sets each synchronous
+# step): each corner's cluster noise from compute.variability.cluster_for_band. Its part
+# is the exchange's: like the exchange it costs more the more ranks wait on each other
+# (nothing on one device), so it is slow where the efficiency is lowest.
+register_mechanism(Mechanism(
+    "device-variability", "low",
+    "compute.variability.DEVICE_SPREAD (log-standard deviation of a GPU's rate); set on "
+    "each corner's cluster (its noise) by variability.cluster_for_band"))
 
 
 def _at(cluster: Cluster, step: str, exchange: str) -> Cluster:
     """``cluster`` with every mechanism of the step at its ``step`` side and every one
     of the exchange at its ``exchange`` side (each ``"fast"`` or ``"slow"``), the
     compute rate's end applied to its device."""
-    from dlscale.perfmodel.compute.framework import cluster_for_band
+    from dlscale.perfmodel.compute import framework, variability
 
     def pick(m: Mechanism) -> str:
         return m.fast if (step if m.part == "step" else exchange) == "fast" else m.slow
     picks = tuple((m.name, pick(m)) for m in MECHANISMS)
     rate = next((pick(m) for m in MECHANISMS if m.name == "compute-rate"), "central")
-    return dataclasses.replace(cluster_for_band(cluster, rate),
-                               runtime=dataclasses.replace(cluster.runtime, sides=picks))
+    spread = next((pick(m) for m in MECHANISMS if m.name == "device-variability"), "central")
+    at = variability.cluster_for_band(framework.cluster_for_band(cluster, rate), spread)
+    return dataclasses.replace(at, runtime=dataclasses.replace(cluster.runtime, sides=picks))
 
 
 def corners(cluster: Cluster, workload: Workload) -> list[tuple[str, Cluster, Workload]]:

@@ -27,8 +27,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
+from dlscale.kernels.jit import njit
 from dlscale.perfmodel.network.msgfactors import MessageFactors
 from dlscale.perfmodel.network.rendezvous import advance_clocks
 from dlscale.simulator.network.schedules import Phase
@@ -212,7 +212,7 @@ def _rows_of(routed: _Routed, rows: np.ndarray, n_pairs: int, rails: int) -> _Ro
     return _Routed(sub, routed.valid[at])
 
 
-@njit(cache=True)
+@njit()
 def _link_sums(links: np.ndarray, rows: np.ndarray, weights: np.ndarray,
                n_links: int) -> np.ndarray:
     """``np.bincount(links[rows][links[rows] >= 0], weights of each row)``: the same
@@ -227,7 +227,7 @@ def _link_sums(links: np.ndarray, rows: np.ndarray, weights: np.ndarray,
     return out
 
 
-@njit(cache=True)
+@njit()
 def _message_s(links: np.ndarray, rows: np.ndarray, busy: np.ndarray, latency_s: np.ndarray,
                pair: np.ndarray, n_msg: int) -> np.ndarray:
     """Each message's seconds: the slowest of its subflows (``rows`` of ``links``), each

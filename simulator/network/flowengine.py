@@ -47,8 +47,9 @@ import heapq
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit, objmode
+from numba import objmode
 
+from dlscale.kernels.jit import njit
 from dlscale.simulator.network import flowwatch
 
 __all__ = ["CompiledSchedule", "message_durations", "run_compiled", "total_messages"]
@@ -161,7 +162,7 @@ def message_durations(sched: CompiledSchedule, n_ranks: int,
     return out
 
 
-@njit(cache=True)
+@njit()
 def _index_messages(step_phase, msg_off, sub_off, sub_msg, n_msgs):
     """Global message ids per step (``msg_base``) and each message's subflows (CSR)."""
     K = len(step_phase)
@@ -186,7 +187,7 @@ def _index_messages(step_phase, msg_off, sub_off, sub_msg, n_msgs):
     return msg_base, msub_off, msub
 
 
-@njit(cache=True)
+@njit()
 def _flow_table(pool, H, L):
     """The flow slots (``f_*``, free list) and the per-link lists of their entries."""
     f_sub, f_msg = np.zeros(pool, dtype=np.int64), np.zeros(pool, dtype=np.int64)
@@ -200,7 +201,7 @@ def _flow_table(pool, H, L):
             e_prev)
 
 
-@njit(cache=True, inline="always")
+@njit(inline="always")
 def _enter(r, k, now, heap, seq, n_free, K, R, step_phase, rank_off, rank_msg, msg_off,
            msg_base, msub_off, msub, posted, msg_left, rank_step, pending, free, f_sub, f_msg, f_ver, f_stamp,
            sub_lat):
@@ -238,7 +239,7 @@ def _enter(r, k, now, heap, seq, n_free, K, R, step_phase, rank_off, rank_msg, m
     return seq, n_free
 
 
-@njit(cache=True, inline="always")
+@njit(inline="always")
 def _component(dirty, n_dirty, stamp, l_stamp, lstack, l_local, comp_l, comp_f, c_cap, c_cnt,
                cap, head, e_next, e_prev, H, f_sub, f_msg, f_ver, f_stamp, sub_links):
     """The links and flows connected to the dirty links (marked with ``stamp``);
@@ -277,7 +278,7 @@ def _component(dirty, n_dirty, stamp, l_stamp, lstack, l_local, comp_l, comp_f, 
     return nf, nl
 
 
-@njit(cache=True, inline="always")
+@njit(inline="always")
 def _fill(nf, nl, now, comp_f, comp_l, l_local, c_cap, c_cnt, head, e_next, e_prev, H, f_sub, f_msg, f_ver, f_stamp, f_rem, f_rate, f_tupd,
           f_frozen, sub_links, sub_w, sub_pen):
     """Max-min fair rates of a component's flows by progressive filling (their bytes
@@ -319,7 +320,7 @@ def _fill(nf, nl, now, comp_f, comp_l, l_local, c_cap, c_cnt, head, e_next, e_pr
     return work
 
 
-@njit(cache=True, inline="always")
+@njit(inline="always")
 def _attach(x, s, now, sub_links, sub_bytes, head, e_next, e_prev, H, f_rem, f_rate, f_tupd, dirty, n_dirty, d_mark,
             d_gen):
     """A subflow whose latency has passed joins its links; returns ``(joined, dirty
@@ -349,7 +350,7 @@ def _attach(x, s, now, sub_links, sub_bytes, head, e_next, e_prev, H, f_rem, f_r
     return True, n_dirty
 
 
-@njit(cache=True, inline="always")
+@njit(inline="always")
 def _detach(x, s, sub_links, head, e_next, e_prev, H, dirty, n_dirty, d_mark, d_gen):
     """A finished subflow leaves its links; returns the dirty count."""
     for h in range(H):
@@ -369,7 +370,7 @@ def _detach(x, s, sub_links, head, e_next, e_prev, H, dirty, n_dirty, d_mark, d_
     return n_dirty
 
 
-@njit(cache=True, inline="always")
+@njit(inline="always")
 def _delivered(g, now, heap, seq, n_r, rstack, K, msg_base, step_phase, msg_off, msg_src,
                msg_dst, pending, reduce_s, step_end):
     """Message ``g`` is delivered: its sender and receiver may finish their step
@@ -401,7 +402,7 @@ def _delivered(g, now, heap, seq, n_r, rstack, K, msg_base, step_phase, msg_off,
     return seq, n_r
 
 
-@njit(cache=True)
+@njit()
 def _scratch(pool, L):
     """Per-link and per-flow work arrays of the component refills."""
     z = np.zeros
@@ -409,7 +410,7 @@ def _scratch(pool, L):
             z(L, np.int64), z(L), z(L), z(L, np.int64))
 
 
-@njit(cache=True)
+@njit()
 def _stop_requested(delivered):
     """Progress shown, and whether to stop (:func:`~dlscale.simulator.network.flowwatch.poll`)."""
     with objmode(stop="int64"):
@@ -417,7 +418,7 @@ def _stop_requested(delivered):
     return stop
 
 
-@njit(cache=True)
+@njit()
 def _run(step_phase, msg_off, msg_src, msg_dst, sub_off, sub_msg, sub_links, sub_w, sub_pen,
          sub_bytes, sub_lat, rank_off, rank_msg, reduce_s, R, cap, pool, poll_work, want_done):
     K, H, L = len(step_phase), sub_links.shape[1], len(cap)

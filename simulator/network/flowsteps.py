@@ -39,8 +39,9 @@ Examples
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, objmode
+from numba import objmode
 
+from dlscale.kernels.jit import njit
 from dlscale.simulator.network.flowwatch import poll
 
 __all__ = ["independent", "phase_ranks", "run_steps"]
@@ -78,7 +79,7 @@ def independent(msg_off: np.ndarray, msg_src: np.ndarray, msg_dst: np.ndarray,
     return bool(_compatible(pairs[0], pairs[1], msg_phase, msg_src, msg_dst, MAX_PER_LINK))
 
 
-@njit(cache=True)
+@njit()
 def _compatible(link, gm, msg_phase, msg_src, msg_dst, max_per_link):
     """Every two messages on one link: other phases and a rank in common."""
     n = len(link)
@@ -109,7 +110,7 @@ def phase_ranks(rank_off: np.ndarray, n_phases: int, R: int) -> tuple[np.ndarray
     return act_off, np.nonzero(per)[1].astype(np.int64)
 
 
-@njit(cache=True)
+@njit()
 def _step(p, E, F, msg_off, msg_src, msg_dst, duration, reduce_s, act_off, act):
     """One step of phase ``p`` (``E`` updated in place); returns its latest end."""
     for i in range(msg_off[p], msg_off[p + 1]):
@@ -125,7 +126,7 @@ def _step(p, E, F, msg_off, msg_src, msg_dst, duration, reduce_s, act_off, act):
     return end
 
 
-@njit(cache=True)
+@njit()
 def _shifted(E, prev):
     """``lam`` when ``E == prev + lam`` for every rank (to :data:`RTOL`), else -1."""
     lo, hi = np.inf, -np.inf
@@ -135,7 +136,7 @@ def _shifted(E, prev):
     return hi if hi > 0.0 and hi - lo <= RTOL * hi else -1.0
 
 
-@njit(cache=True)
+@njit()
 def run_steps(step_phase, msg_off, msg_src, msg_dst, duration, reduce_s, act_off, act,
               poll_work):
     """Each step's latest end by the recurrence of the module docstring.

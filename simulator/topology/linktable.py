@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 import networkx as nx
 import numpy as np
-from numba import njit
 
+from dlscale.kernels.jit import njit
 from dlscale.perfmodel.errors import ConfigError
 
 __all__ = ["LinkTable"]
@@ -171,7 +171,7 @@ class LinkTable:
         return str(x)
 
 
-@njit(cache=True)
+@njit()
 def _find_links(keys: np.ndarray, ids: np.ndarray, rows: np.ndarray, u: np.ndarray,
                 v: np.ndarray, n: int) -> np.ndarray:
     """Link id of each ``u[i] -> v[i]``: a binary search among ``u``'s own links (the
@@ -200,7 +200,7 @@ def _find_links(keys: np.ndarray, ids: np.ndarray, rows: np.ndarray, u: np.ndarr
 _PAIRWISE_BLOCK = 128
 
 
-@njit(cache=True)
+@njit()
 def _pairwise_sum(a: np.ndarray, n: int) -> float:
     """``a[:n].sum()`` in numpy's order for ``n <= 128``: one by one below eight terms,
     else eight accumulators, combined in pairs, then the rest one by one."""
@@ -228,7 +228,7 @@ def _pairwise_sum(a: np.ndarray, n: int) -> float:
     return res
 
 
-@njit(cache=True)
+@njit()
 def _path_links(keys: np.ndarray, ids: np.ndarray, rows: np.ndarray, paths: np.ndarray,
                 none: np.ndarray, latency: np.ndarray, n: int,
                 sums: bool) -> tuple[np.ndarray, np.ndarray, int]:

@@ -184,10 +184,12 @@ class ClusterRouter:
         mid = self.net.node_paths(hs, hd, rail)
         down = self._label(hd, self.tp[0, pd])
         inter = np.concatenate([up, mid, down], axis=1)
-        local = self._label(hs, self.tp[ps, pd])
-        local = np.concatenate([local, np.repeat(local[:, -1:], inter.shape[1] - local.shape[1],
-                                                 axis=1)], axis=1)
-        return np.where((hs == hd)[:, None], local, inter)
+        same = np.flatnonzero(hs == hd)       # pairs inside one node: its template path
+        if len(same):
+            local = self._label(hs[same], self.tp[ps[same], pd[same]])
+            inter[same] = np.concatenate([local, np.repeat(
+                local[:, -1:], inter.shape[1] - local.shape[1], axis=1)], axis=1)
+        return inter
 
 
 #: Routing family (``G.graph["routing"]["family"]``) -> router class: each topology

@@ -22,7 +22,7 @@ from dlscale.perfmodel.training.expert import (
     local_expert_params,
 )
 from dlscale.perfmodel.training.parallel import ParallelLayout
-from dlscale.perfmodel.training.parallel_time import _nccl_node, llm_iteration
+from dlscale.perfmodel.training.parallel_time import llm_iteration, nccl_node
 from dlscale.perfmodel.training.transformer_layers import layer_gemms
 
 MIX = get_llm("mixtral-8x7b")
@@ -75,7 +75,7 @@ def test_alltoalls_are_four_per_moe_layer_on_the_group_s_links():
     n = dispatch_bytes(MIX, lay)
     assert n == 2.0 * 2 * MIX.seq * MIX.hidden / 2
     # inside the node at NCCL's measured NVLink bus bandwidth, as every collective there
-    one = collective_time_s(_nccl_node(POD), "alltoall", "pairwise", n, 1, 4, ranks=4)
+    one = collective_time_s(nccl_node(POD), "alltoall", "pairwise", n, 1, 4, ranks=4)
     assert r.ep_comm_s == pytest.approx(lay.microbatches * MIX.layers * 4 * one, rel=1e-12)
     full = llm_iteration(POD, MIX, dataclasses.replace(lay, recompute="full"))
     assert full.ep_comm_s == pytest.approx(lay.microbatches * MIX.layers * 6 * one, rel=1e-12)

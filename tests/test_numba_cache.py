@@ -144,3 +144,19 @@ def test_nowhere_to_cache_compiles_each_time_without_a_word(read_only_site, refe
     assert err == ""
     assert answer == reference[2]
     assert _compiled(stats) > 0 and _loaded(stats) == 0
+
+
+def test_every_cached_compile_goes_through_kernels_jit():
+    """numba's own ``cache=True`` crashes an import where no cache folder can be
+    written; kernels/jit.njit falls back. No module may bypass it (the fused fat-tree
+    walk and the tree kernel did, from a branch merged beside the fix)."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    bad = [f"{p.relative_to(root)}:{i}" for folder in ("kernels", "perfmodel", "simulator",
+                                                       "dlscale", "validation")
+           for p in sorted((root / folder).rglob("*.py")) if p.name != "jit.py"
+           for i, line in enumerate(p.read_text().splitlines(), 1)
+           if re.search(r"cache\s*=\s*True", line.split("#")[0])]
+    assert bad == []

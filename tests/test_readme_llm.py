@@ -10,7 +10,7 @@ from pathlib import Path
 from dlscale.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
-SECTION = "### Quick start for a transformer: plan its parallel layout"
+SECTION = "## Quick start for a transformer: plan its parallel layout"
 
 
 def _blocks() -> list[tuple[str, str]]:

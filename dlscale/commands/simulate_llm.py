@@ -32,6 +32,8 @@ _WHY = {
     "old_trace": "simulate writes its Chrome trace with --trace-out",
     "precision": "the transformer path models mixed precision only",
     "batch": "a transformer's batch is --microbatch and --global-batch",
+    "ep": "expert parallelism is priced by predict (--ep) but its all-to-alls are not yet "
+          "simulated as events",
 }
 _OTHER = "sets the data-parallel training loop or the one collective, not a transformer's layout"
 

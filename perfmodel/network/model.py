@@ -38,6 +38,7 @@ True
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from functools import lru_cache
 
@@ -46,17 +47,19 @@ from numpy.typing import ArrayLike
 
 from dlscale.perfmodel.errors import ConfigError, unknown_name
 from dlscale.perfmodel.machine.hardware import Cluster, Topology
+from dlscale.perfmodel.network.fatwalk import applies, fat_walk
 from dlscale.perfmodel.network.packedflows import PackedFlows
 from dlscale.perfmodel.network.pipelined_tree import dbt_curve_time_s, dbt_segments, dbt_time_s
 from dlscale.perfmodel.network.plan import (
     CollectivePlan,
+    keep_steps,
     packed_curve,
     plan_collective,
     plan_curve,
     plan_key,
     plan_steps,
 )
-from dlscale.perfmodel.network.schedules import ALGORITHMS, FLAT_ALLREDUCE
+from dlscale.perfmodel.network.schedules import ALGORITHMS, FLAT_ALLREDUCE, build_schedule
 from dlscale.perfmodel.network.stepcost import (
     device_links,
     latency_s,
@@ -323,6 +326,10 @@ def _critical_paths(cluster: Cluster, dev: bool, nodes: tuple[int, ...], ranks_p
     if not todo:
         return
     others = [(o, figures(o)) for o in companions(cluster, dev, ranks_per_node)]
+    if _fused(plan_key(cluster), collective, algorithm, todo, ranks_per_node):
+        _walk_fused(cluster, others, (collective, algorithm, inter_algorithm), ranks_per_node,
+                    dev, todo, at, n, g, out)
+        return
     walked: set[int] = set()
     for packed, cols in packed_curve(plan_key(cluster), todo, ranks_per_node, dev,
                                      collective, algorithm, inter_algorithm):
@@ -340,6 +347,56 @@ def _critical_paths(cluster: Cluster, dev: bool, nodes: tuple[int, ...], ranks_p
 
 #: Kept for a node count whose plan has no flows (its steps are summed).
 _FLOWLESS = float("nan")
+
+#: Messages (about ``p log2 p`` per plan) from which a curve's plans on a fat tree are
+#: walked by :func:`dlscale.perfmodel.network.fatwalk.fat_walk` (compiled, no plan
+#: built) instead of packed, where numba is not loaded yet: below, loading it (about
+#: 0.9 s of CPU) costs more than building the plans (about 12 ms more per Summit
+#: node count of 2,304 nodes: 75 such counts); the same answers either way.
+FUSED_MESSAGES = 1 << 24
+
+
+def _fused(topology: Topology, collective: str, algorithm: str, todo: tuple[int, ...],
+           ranks_per_node: int) -> bool:
+    """Whether ``todo``'s plans are walked by :func:`~dlscale.perfmodel.network.fatwalk.fat_walk`."""
+    if not applies(topology, collective, algorithm):
+        return False
+    if any(ph.repeat != 1 for ph in build_schedule(collective, algorithm, 4, 1.0)):
+        return False                        # repeated steps: no flows, summed
+    work = sum(nd * ranks_per_node * (nd * ranks_per_node).bit_length() for nd in todo)
+    return work >= FUSED_MESSAGES or "numba" in sys.modules
+
+
+def _walk_fused(cluster: Cluster, others: list[tuple[Cluster, tuple[object, ...]]],
+                names: tuple[str, str, str], rpn: int, dev: bool, todo: tuple[int, ...],
+                at: dict[int, list[int]], n: np.ndarray, g: np.ndarray, out: np.ndarray) -> None:
+    """:func:`_critical_paths` by :func:`~dlscale.perfmodel.network.fatwalk.fat_walk`: each
+    node count's distinct (size, reduction cost) cases on this machine and its companions
+    at once; its step arrays left for :func:`~dlscale.perfmodel.network.plan.plan_steps`,
+    its answers kept as the packed walk keeps them."""
+    collective, algorithm, inter = names
+    topology = plan_key(cluster)
+    plans = (topology, rpn, dev, collective, algorithm, inter)
+    machines = [cluster] + [o for o, _ in others]
+    figs = [figures(cluster)] + [fo for _, fo in others]
+    for nd in todo:
+        cases = sorted({(float(x), float(g[j])) for j in at[nd] for x in n[..., j].ravel().tolist()})
+        xs = np.array([x for x, _ in cases])
+        gs = np.array([y for _, y in cases])
+        got, steps = fat_walk(topology, nd, rpn, dev, collective, algorithm, machines, xs, gs,
+                              inter)
+        keep_steps((topology, nd, rpn, dev, collective, algorithm, inter), steps)
+        if got is None:                   # no flows: summed, never walked
+            remember((plans, nd), _FLOWLESS)
+            continue
+        for k, fo in enumerate(figs):
+            value = {c: float(v) for c, v in zip(cases, got[k].tolist(), strict=True)}
+            for j in at[nd]:
+                col = [value[(float(x), float(g[j]))] for x in n[..., j].ravel().tolist()]
+                for x, v in zip(n[..., j].ravel().tolist(), col, strict=True):
+                    remember((fo, plans, nd, float(x), float(g[j])), v)
+                if k == 0:
+                    out[..., j] = np.array(col, dtype=float).reshape(n.shape[:-1])
 
 
 def _recalled(fig: tuple[object, ...], plans: tuple[object, ...], nd: int, cols: list[int],

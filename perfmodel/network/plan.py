@@ -29,6 +29,7 @@ Examples
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -40,6 +41,8 @@ from dlscale.perfmodel.network.linkload import CrossTraffic, StepLoad, step_load
 from dlscale.perfmodel.network.packedflows import PackedFlows, pack_flows
 from dlscale.perfmodel.network.rowclasses import unique_rows
 from dlscale.perfmodel.network.schedules import Phase, build_schedule, double_binary_tree_edges
+from dlscale.perfmodel.network.treekernel import applies as tree_applies
+from dlscale.perfmodel.network.treekernel import tree_steps
 from dlscale.perfmodel.network.treewindows import windowed
 from dlscale.perfmodel.sizedcache import SizedCache
 
@@ -50,6 +53,7 @@ __all__ = [
     "STEPS_BYTES",
     "CollectivePlan",
     "StepFlows",
+    "keep_steps",
     "packed_curve",
     "plan_collective",
     "plan_curve",
@@ -264,6 +268,9 @@ def _plan_collective(topology: Topology, nodes: int, ranks_per_node: int, device
     else:
         ids = np.arange(nodes * ranks_per_node if ranks is None else ranks, dtype=np.int64)
     p = len(ids)
+    if (collective == "allreduce" and algorithm == "double-binary-tree" and ranks is None
+            and _compiled_tree(topology, p)):
+        return _tree_plan(topology, nodes, ranks_per_node, device_links, segments)
     if collective == "allreduce" and algorithm == "double-binary-tree" and not segments:
         child, parent, depth = double_binary_tree_edges(p)
         child, parent = ids[child], ids[parent]
@@ -318,6 +325,26 @@ def _plan_collective(topology: Topology, nodes: int, ranks_per_node: int, device
     return dataclasses.replace(plan, flows=flows)
 
 
+
+
+def _compiled_tree(topology: Topology, p: int) -> bool:
+    """Whether the double binary tree's plan is counted compiled
+    (:mod:`dlscale.perfmodel.network.treekernel`; the same loads): once numba is loaded
+    (by a long curve's walks), never loading it for one plan (about 0.9 s of CPU)."""
+    return p >= 2 and tree_applies(topology) and "numba" in sys.modules
+
+
+def _tree_plan(topology: Topology, nodes: int, ranks_per_node: int, device_links: bool,
+               segments: int) -> CollectivePlan:
+    """The double binary tree's steady plan (``segments`` 0) or pipeline by
+    :func:`dlscale.perfmodel.network.treekernel.tree_steps`, assembled as the numpy
+    path assembles it."""
+    steps, depth = tree_steps(topology, nodes, ranks_per_node, device_links, segments)
+    if not segments:
+        return _assemble(steps, [1, 1], [True, False], [1.0, 1.0], device_links, depth)
+    half, chunk = len(steps) // 2, 1.0 / 2 / max(1, int(segments))
+    return _assemble(steps, [1] * len(steps), [True] * half + [False] * half,
+                     [chunk] * len(steps), device_links)
 
 
 def _pattern_sample(ph: Phase) -> tuple[int, bytes]:
@@ -519,3 +546,18 @@ def _keep_steps(key: tuple[object, ...], plan: CollectivePlan) -> None:
     """Leave ``plan``'s step arrays for :func:`plan_steps` (if not there yet)."""
     if _steps.get(key) is None:
         _steps.put(key, _steps_of(plan))
+
+
+def keep_steps(key: tuple[object, ...], plan: CollectivePlan) -> None:
+    """Leave a plan's step arrays, built without its flows (for instance by
+    :func:`dlscale.perfmodel.network.fatwalk.fat_walk`), for :func:`plan_steps`.
+
+    Parameters
+    ----------
+    key : tuple
+        ``(topology, nodes, ranks_per_node, device_links, collective, algorithm,
+        inter_algorithm)``, as :func:`plan_steps` takes them.
+    plan : CollectivePlan
+        The plan's step arrays.
+    """
+    _keep_steps(key, plan)

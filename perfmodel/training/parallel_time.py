@@ -104,7 +104,8 @@ from dlscale.perfmodel.training.transformer_layers import (
 
 __all__ = ["ADAM_STEP_BYTES", "GRAD_ACCUMULATE_BYTES", "HBM_ACHIEVABLE_FRACTION",
            "LOSS_BYTES_PER_LOGIT", "NCCL_NVLINK_FRACTION", "LLMIteration",
-           "llm_iteration", "stage_microbatch_s"]
+           "llm_iteration", "nccl_node", "optimizer_step_s",
+           "stage_microbatch_s"]
 
 #: Bytes the mixed-precision optimizer step reads and writes per parameter it
 #: updates (see the module docstring: 6 + 8 + 4 + 28 + 6).
@@ -137,8 +138,10 @@ HBM_ACHIEVABLE_FRACTION = 1.80 / 2.04
 NCCL_NVLINK_FRACTION = 200.0 / 300.0
 
 
-def _nccl_node(cluster: Cluster) -> Cluster:
-    """``cluster`` with its intra-node link at the rate NCCL reaches on it."""
+def nccl_node(cluster: Cluster) -> Cluster:
+    """``cluster`` with its intra-node link at the rate NCCL's collectives reach on it
+    (:data:`NCCL_NVLINK_FRACTION`): the machine every collective of this path runs on,
+    in ``predict`` and in ``simulate`` alike."""
     link = cluster.node.intra_link
     slower = dataclasses.replace(link, bandwidth_Bps=link.bandwidth_Bps * NCCL_NVLINK_FRACTION)
     return dataclasses.replace(cluster, node=dataclasses.replace(cluster.node,
@@ -249,7 +252,7 @@ def _group_time(cluster: Cluster, op: str, n_bytes: float, size: int, stride: in
     """
     if size < 2:
         return 0.0
-    cluster = _nccl_node(cluster)
+    cluster = nccl_node(cluster)
     dpn = cluster.node.devices_per_node
     per_node = max(1, min(size, dpn // stride)) if stride < dpn else 1
     nodes = math.ceil(size / per_node)
@@ -414,12 +417,7 @@ def llm_iteration(cluster: Cluster, model: TransformerSpec,
     m, v = layout.microbatches, layout.virtual
     slots = m * (1.0 + layout.bubble_fraction)           # m + (p - 1) / v slots
     dp_total, dp_exposed = _dp_times(cluster, model, layout, (bwd + tp) / v)
-    shard = layout.dp if layout.zero >= 1 else 1
-    params = max(stage_params(model, layout, "first"), stage_params(model, layout, "last"))
-    if layout.ep > 1 and layout.zero >= 1:       # the experts' shard is over dp / ep
-        expert = local_expert_params(model, layout)
-        params, shard = params - expert + expert * layout.ep, layout.dp
-    opt = ADAM_STEP_BYTES * params / shard / _hbm_Bps(cluster.node.device)
+    opt = optimizer_step_s(cluster, model, layout)
     total = slots * slot + dp_exposed + opt
     capacity = cluster.node.device.training_memory_bytes
     return LLMIteration(
@@ -427,6 +425,31 @@ def llm_iteration(cluster: Cluster, model: TransformerSpec,
         m * tp, m * pp, (slots - m) * slot, dp_total, dp_exposed, opt,
         model.flops(layout.global_batch, layout.recompute), llm_memory(model, layout),
         capacity, largest_microbatch(model, layout, capacity), m * ep)
+
+
+def optimizer_step_s(cluster: Cluster, model: TransformerSpec, layout: ParallelLayout) -> float:
+    """The mixed-precision optimizer step of the most loaded stage's rank:
+    :data:`ADAM_STEP_BYTES` per parameter it updates (its ZeRO shard; the experts' over
+    ``dp / ep``) at the achievable memory bandwidth; ``predict`` and ``simulate`` both
+    charge it so.
+
+    Parameters
+    ----------
+    cluster : Cluster
+    model : TransformerSpec
+    layout : ParallelLayout
+
+    Returns
+    -------
+    float
+        Seconds.
+    """
+    shard = layout.dp if layout.zero >= 1 else 1
+    params = max(stage_params(model, layout, "first"), stage_params(model, layout, "last"))
+    if layout.ep > 1 and layout.zero >= 1:       # the experts' shard is over dp / ep
+        expert = local_expert_params(model, layout)
+        params, shard = params - expert + expert * layout.ep, layout.dp
+    return ADAM_STEP_BYTES * params / shard / _hbm_Bps(cluster.node.device)
 
 
 def stage_microbatch_s(cluster: Cluster, model: TransformerSpec, layout: ParallelLayout,

@@ -59,9 +59,10 @@ from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.machine.hardware import Cluster
 from dlscale.perfmodel.training.parallel import ParallelLayout
 from dlscale.perfmodel.training.parallel_time import (
-    ADAM_STEP_BYTES,
     LLMIteration,
     llm_iteration,
+    nccl_node,
+    optimizer_step_s,
     stage_microbatch_s,
 )
 from dlscale.perfmodel.training.transformer import TransformerSpec
@@ -154,6 +155,8 @@ class _Run:
         self.t, self.p, self.d, self.v = lay.tp, lay.pp, lay.dp, lay.virtual
         nodes = max(1, math.ceil(lay.gpus / cluster.node.devices_per_node))
         self.net = SimulatedNetwork.from_cluster(cluster, nodes)
+        # the tensor-parallel collectives on the links at NCCL's rate, as predict's
+        self.coll_net = SimulatedNetwork.from_cluster(nccl_node(cluster), nodes)
         self.env = simpy.Environment()
         full = _E * model.seq * lay.micro * model.hidden
         self.pp_bytes = full / self.t if lay.scatter_gather else full
@@ -183,9 +186,7 @@ class _Run:
         self.busy = np.zeros((self.p, self.d))
         self._rings = np.zeros((self.p, self.d), dtype=np.int64)
         self.dp_bytes = _E * max(_stage_params(model, lay))
-        shard = self.d if lay.zero >= 1 else 1
-        self.opt_s = (ADAM_STEP_BYTES * max(_stage_params(model, lay)) / shard
-                      / cluster.node.device.training_memory_bandwidth_Bps)
+        self.opt_s = optimizer_step_s(cluster, model, lay)
 
     def rank(self, ti: int, di: int, pi: int) -> int:
         """Megatron's rank numbering (tensor fastest, then data, then pipeline)."""
@@ -215,7 +216,8 @@ class _Run:
                  if bool(np.all(host == host[0])) else tuple(ranks))
         key = (op, n_bytes, local)
         if key not in self._tp_cache:
-            self._tp_cache[key] = float(self.net.simulate(op, n_bytes, ranks, "ring").time_s)
+            self._tp_cache[key] = float(self.coll_net.simulate(op, n_bytes, ranks,
+                                                                "ring").time_s)
         return self._tp_cache[key]
 
     def _tp_time(self, s: int, d: int, full: float) -> float:

@@ -77,6 +77,7 @@ CASE_MODULES: dict[str, str] = {
     "laanait-summit": "case_laanait_summit",
     "megatron-sc21": "case_megatron_sc21",
     "megatron-korthikanti": "case_megatron_korthikanti",
+    "megatron-orderings": "case_megatron_orderings",
 }
 
 #: Fidelities a case may offer.

@@ -102,8 +102,13 @@ def _target(tokens_per_day: float | None, tokens: float | None,
     return None
 
 
+def _top(cluster: Cluster, max_nodes: int | None) -> int:
+    """The most nodes tried on ``cluster``: its size, or ``max_nodes`` if fewer."""
+    return min(cluster.max_nodes, max_nodes or cluster.max_nodes)
+
+
 def _counts(cluster: Cluster, nodes: Sequence[int] | None, max_nodes: int | None) -> list[int]:
-    top = min(cluster.max_nodes, max_nodes or cluster.max_nodes)
+    top = _top(cluster, max_nodes)
     if nodes is not None:
         return sorted(n for n in set(nodes) if n <= top)
     out, n = [], 1
@@ -235,10 +240,10 @@ def plan_layouts(model: str | TransformerSpec, clusters: Sequence[str | Path | C
     if not any(counts for _c, counts in plan):
         raise ConfigError(f"nodes: no node count within the clusters' sizes and max_nodes "
                           f"({', '.join(f'{c.name} {c.max_nodes}' for c in cl)})")
-    beyond = [f"{c.name} at {n} nodes: beyond its {min(c.max_nodes, max_nodes or c.max_nodes)}"
+    beyond = [f"{c.name} at {n} nodes: beyond its {_top(c, max_nodes)}"
               f" ({'max_nodes' if max_nodes and max_nodes < c.max_nodes else 'its size'}); "
               f"not tried" for c, _ in plan for n in sorted(set(nodes or ()))
-              if n > min(c.max_nodes, max_nodes or c.max_nodes)]
+              if n > _top(c, max_nodes)]
     searches: list[LayoutSearch] = []
     with pricing_memo():
         for c, counts in plan:

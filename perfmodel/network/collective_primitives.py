@@ -229,8 +229,8 @@ def alltoall_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: Param, beta_s_per_B: P
     >>> alltoall_s(4e6, 4, 1e-6, 1e-9)
     0.003003
     """
-    n, p = _check(n_bytes, p, alpha_s, beta_s_per_B)
-    return _out((p - 1) * alpha_s + (p - 1) / p * n * beta_s_per_B)
+    # the ring all-gather's terms: p - 1 steps, each moving n / p per rank
+    return allgather_s(n_bytes, p, alpha_s, beta_s_per_B)
 
 
 def gather_s(n_bytes: ArrayLike, p: ArrayLike, alpha_s: Param, beta_s_per_B: Param) -> Seconds:

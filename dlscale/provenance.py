@@ -172,7 +172,7 @@ class Provenance:
         lines = [self.source_line()]
         if self.profile is not None:
             lines.append("profile replaced: " + ("; ".join(self.profile.replaced)
-                                                  or "nothing this cluster has"))
+                                                  or "no figure of this cluster"))
         if self.baseline:
             lines.append(f"baseline: {self.baseline}")
         return [prefix + ln for ln in lines]

@@ -136,3 +136,14 @@ def test_replaced_figures_and_the_meta_round_trip():
     _, prov = load_cluster("stampede2-skx", PROFILE)
     again = Provenance.from_meta(prov.with_baseline("b").meta())
     assert again == prov.with_baseline("b")
+
+
+def test_a_profile_that_replaces_no_figure_says_so_in_words():
+    """The header of a profile that changed no figure of the cluster (a fit that held
+    every mechanism, or one that fitted only the workload's compute rate) says "no
+    figure of this cluster", not a phrase that reads as if the cluster had none."""
+    from dlscale.provenance import ProfileSource
+
+    src = ProfileSource(path="fit.json", hosts=(), ranks=None, date="", held_out_error=None)
+    lines = Provenance(version="1", profile=src).header_lines()
+    assert lines[1] == "profile replaced: no figure of this cluster"

@@ -52,6 +52,7 @@ __all__ = [
     "count_line",
     "distinct_rows",
     "miss_band",
+    "range_line",
     "summarize",
     "summary_text",
 ]
@@ -141,7 +142,29 @@ def summarize(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "exact": sum(e == 0 for e in eff),
         "bounds": len(bounds),
         "bounds_met": sum(r["within"] is True for r in bounds),
+        **_range_counts(counted),
     }
+
+
+def _range_counts(counted: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Distinct quantities with a printed range, those whose published value lies
+    inside it (every banded row of the quantity), and the median widths: points for
+    efficiencies and shares, relative to the central value for the rest."""
+    banded = [d for d in counted if any(r.get("in_range") is not None for r in d["rows"])]
+    inside = sum(all(r["in_range"] for r in d["rows"] if r.get("in_range") is not None)
+                 for d in banded)
+    rows = [r for d in banded for r in d["rows"] if r.get("in_range") is not None]
+    pp = sorted(100.0 * (r["high"] - r["low"]) for r in rows
+                if r["kind"] in ("efficiency", "efficiency-at-least", "fraction"))
+    rel = sorted(100.0 * (r["high"] - r["low"]) / abs(r["predicted"]) for r in rows
+                 if r["kind"] not in ("efficiency", "efficiency-at-least", "fraction")
+                 and r["predicted"])
+    return {"banded": len(banded), "inside": inside, "width_pp": _median(pp),
+            "width_pct": _median(rel)}
+
+
+def _median(v: Sequence[float]) -> float:
+    return (v[len(v) // 2] + v[(len(v) - 1) // 2]) / 2 if v else float("nan")
 
 
 def _pct(part: int, whole: int) -> str:
@@ -177,8 +200,20 @@ def bias_line(s: Mapping[str, Any]) -> str:
             f"bound{'s' if s['bounds'] != 1 else ''} ({s['bounds_met']} met) outside the bias.")
 
 
+def range_line(s: Mapping[str, Any]) -> str:
+    """How many distinct quantities lie inside the printed range, and its median width.
+
+    >>> range_line({"banded": 4, "inside": 1, "width_pp": 7.5, "width_pct": 20.0})
+    'Inside the printed range: 1 of 4 distinct quantities with a range (25%); median width 7.5 pp (efficiencies, shares), 20.0% (rates, times, speed-ups).'
+    """
+    return (f"Inside the printed range: {s['inside']} of {s['banded']} distinct quantities "
+            f"with a range ({_pct(s['inside'], s['banded'])}); median width "
+            f"{s['width_pp']:.1f} pp (efficiencies, shares), {s['width_pct']:.1f}% (rates, "
+            f"times, speed-ups).")
+
+
 def summary_text(rows: Sequence[Mapping[str, Any]]) -> str:
     """Count line, bias line and the row count, as printed after the results table."""
     s = summarize(rows)
-    return (f"{count_line(s)}\n{bias_line(s)}\n({s['within_rows']} of {s['compared_rows']} "
-            f"rows within: one row per quantity and fidelity.)")
+    return (f"{count_line(s)}\n{bias_line(s)}\n{range_line(s)}\n({s['within_rows']} of "
+            f"{s['compared_rows']} rows within: one row per quantity and fidelity.)")

@@ -61,7 +61,7 @@ from typing import Any
 import numpy as np
 
 from dlscale.perfmodel.catalog import get_cluster, get_runtime, get_workload
-from dlscale.perfmodel.training.predict import predict
+from dlscale.validation.banded import predict
 from dlscale.validation.fidelity import describe, simulate_case
 from dlscale.validation.published import CaseOutput, Curve, Quantity
 
@@ -69,6 +69,8 @@ __all__ = ["FIDELITIES", "MISSES", "MISS_ERRORS", "PAPER", "QUANTITIES", "run"]
 
 PAPER = "Codreanu, Podareanu, Saletore 2017 (ResNet-50 on ~100K x86 cores)"
 FIDELITIES = ("analytical", "simulated")
+#: The analytical rows carry the printed range (validation/banded.py).
+BANDED = True
 #: Quantities the simulated fidelity predicts (R5).
 SIMULATED_QUANTITIES = ("skx_64_nodes_images_per_s", "skx_448_nodes_images_per_s",
                         "skx_448_nodes_90_epochs_time", "knl_104k_cores_90_epochs_time",

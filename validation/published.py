@@ -53,6 +53,7 @@ from typing import Any
 from dlscale.perfmodel.errors import ConfigError, unknown_name
 
 __all__ = [
+    "BANDED_KINDS",
     "CASE_MODULES",
     "CHECKS",
     "FIDELITIES",
@@ -99,13 +100,20 @@ KINDS: dict[str, tuple[str, float, str]] = {
     "ordering": ("ordering", 0.0, "right"),
 }
 
+#: Kinds a case's printed range covers: the answers ``predict`` prints with a band
+#: (times, rates, efficiencies and what is derived from them), not memory, counts,
+#: node-count limits or orderings.
+BANDED_KINDS = ("efficiency", "efficiency-at-least", "fraction", "time", "throughput",
+                "speedup")
+
 #: What a quantity's row checks: the model ("published") or only arithmetic on a
 #: cited input ("consistency", outside the count).
 CHECKS = ("published", "consistency")
 
 #: Keys of a result row, in column order.
 ROW_KEYS = ("case", "paper", "quantity", "kind", "published", "predicted", "unit", "error",
-            "error_unit", "tolerance", "within", "fidelity", "note", "source", "group", "check")
+            "error_unit", "tolerance", "within", "fidelity", "note", "source", "group", "check",
+            "low", "high", "in_range")
 
 
 @dataclass(frozen=True)
@@ -223,6 +231,7 @@ def compare(case: str, paper: str, q: Quantity, predicted: Any, fidelity: str = 
         "predicted": None, "unit": q.unit, "error": None, "error_unit": measure,
         "tolerance": label, "within": False, "fidelity": fidelity, "note": note,
         "source": q.source, "group": q.group or q.name, "check": q.check,
+        "low": None, "high": None, "in_range": None,
     }
     if q.published is None:
         row.update(predicted=predicted, within=None, tolerance="",
@@ -272,11 +281,13 @@ def run_case(name: str, fidelity: str = "analytical") -> tuple[list[dict[str, An
         raise ConfigError(f"fidelity: case {name!r} offers {', '.join(mod.FIDELITIES)}, "
                           f"got {fidelity!r}")
     out: CaseOutput = mod.run(fidelity)
+    bands = _bands(mod, fidelity, out)
     rows = []
     for q in mod.QUANTITIES:
         if q.name not in out.predicted:
             continue
         row = compare(name, mod.PAPER, q, out.predicted[q.name], fidelity)
+        _with_band(row, q, bands.get(q.name))
         parts = [out.details.get(q.name, "")]
         key = miss_key(q.name, fidelity)
         if row["within"] is None:
@@ -288,6 +299,30 @@ def run_case(name: str, fidelity: str = "analytical") -> tuple[list[dict[str, An
         row["note"] = "; ".join(p for p in parts if p)
         rows.append(row)
     return rows, out
+
+
+def _bands(mod: Any, fidelity: str, out: CaseOutput) -> dict[str, tuple[float, float]]:
+    """The printed range of each quantity of a case that offers one (``BANDED``, the
+    analytical fidelity: :mod:`.banded`)."""
+    if fidelity != "analytical" or not getattr(mod, "BANDED", False):
+        return {}
+    from dlscale.validation.banded import case_bands
+
+    return case_bands(mod.run, fidelity, out.predicted)
+
+
+def _with_band(row: dict[str, Any], q: Quantity, band: tuple[float, float] | None) -> None:
+    """Set ``low``, ``high`` and ``in_range`` (the published value inside the range) of
+    a numeric row with a band."""
+    if band is None or row["predicted"] is None or q.kind not in BANDED_KINDS:
+        return
+    low, high = band
+    row.update(low=low, high=high)
+    if isinstance(q.published, (int, float)) and not isinstance(q.published, bool):
+        pub = float(q.published)
+        # a lower bound ("above 90%") is inside when the range reaches it
+        row["in_range"] = (high >= pub - 1e-12 if q.kind == "efficiency-at-least"
+                           else low - 1e-12 <= pub <= high + 1e-12)
 
 
 def run_cases(names: Iterable[str] | None = None, fidelities: Sequence[str] = FIDELITIES

@@ -53,6 +53,17 @@ def _fmt_error(row: Mapping[str, Any]) -> str:
     return str(err)
 
 
+def _fmt_range(row: Mapping[str, Any]) -> str:
+    """``[low-high]`` of a row with a printed range, and whether the published value
+    lies inside it ("-" for a row without one)."""
+    if row.get("low") is None:
+        return "-"
+    kind, unit = row["kind"], row["unit"]
+    where = {True: "in", False: "out", None: ""}[row.get("in_range")]
+    return (f"[{_fmt(row['low'], unit, kind)} - {_fmt(row['high'], unit, kind)}] "
+            f"{where}").rstrip()
+
+
 def table_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
     """Rows formatted for the text table (units, percentages, signs)."""
     out = []
@@ -63,7 +74,7 @@ def table_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
             "published": _fmt(r["published"], "bound" if kind == "efficiency-at-least"
                               else r["unit"], kind),
             "predicted": _fmt(r["predicted"], r["unit"], kind),
-            "error": _fmt_error(r), "tol": r["tolerance"],
+            "range": _fmt_range(r), "error": _fmt_error(r), "tol": r["tolerance"],
             "within": ({True: "yes", False: "MISS", None: "-"}[r["within"]]
                        + (" (consistency)" if r.get("check") == "consistency" else "")),
             "fidelity": r["fidelity"],

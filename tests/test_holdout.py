@@ -190,3 +190,43 @@ def test_cli_reports_the_device_error_with_status_2(tmp_path, capsys):
     assert main(["predict", str(path), "resnet50", "--nodes", "1"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "sustained_fraction" in err[0]
+
+
+def _sensitivity():
+    spec = importlib.util.spec_from_file_location("overlap_sensitivity",
+                                                  HOLDOUT / "overlap_sensitivity.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_overlap_sensitivity_rows_are_the_trials_rows():
+    """Round five's diagnostic (overlap_sensitivity.py) states its rows again: the same
+    published values as run_holdout.py's cases, and its central column the same
+    prediction as their commands (one Horovod and one DGX-1 row through the CLI)."""
+    sens, mod = _sensitivity(), _script()
+    cases = {c.name: c for c in mod.CASES}
+    for row in sens.ROWS:
+        case = cases[row[0]]
+        assert row[5] == pytest.approx(case.published, abs=1e-12)
+        assert case.nodes == row[4] and str(row[3]) in case.argv
+    for name in ("horovod-128-vgg16", "tf-dgx1-8-alexnet"):
+        row = next(r for r in sens.ROWS if r[0] == name)
+        live = mod.run_all((cases[name],))[0]["predicted"]
+        assert sens.efficiency(row, {}) == pytest.approx(live, abs=5e-4)
+
+
+def test_overlap_sensitivity_variants_act():
+    """Every variant of the diagnostic moves the Horovod VGG-16 row at 128 GPUs, down
+    (each makes the exchange slower or less hidden); the transport variants leave the
+    one-node DGX-1 row as it is (its links are inside the node)."""
+    sens = _sensitivity()
+    hvd = next(r for r in sens.ROWS if r[0] == "horovod-128-vgg16")
+    dgx = next(r for r in sens.ROWS if r[0] == "tf-dgx1-8-vgg16")
+    central = sens.efficiency(hvd, {})
+    for name, fields in sens.VARIANTS[1:]:
+        assert sens.efficiency(hvd, fields) < central - 0.01, name
+    for name, fields in sens.VARIANTS:
+        if name.startswith("tr-"):
+            assert sens.efficiency(dgx, fields) == sens.efficiency(dgx, {})

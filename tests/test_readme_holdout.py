@@ -39,3 +39,16 @@ def test_the_readme_quotes_the_live_summary(live):
     block = re.search(r"```text\n(.*?)\n```", section, re.S)
     assert block is not None
     assert block.group(1) == "\n".join(mod.summary(rows))
+
+
+def test_the_trials_readme_holds_the_live_overlap_table():
+    """Round five's table (validation/holdout/README.md) is the live output of
+    ``python validation/holdout/overlap_sensitivity.py``."""
+    spec = importlib.util.spec_from_file_location("overlap_sensitivity",
+                                                  HOLDOUT / "overlap_sensitivity.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.table() in (HOLDOUT / "README.md").read_text(), (
+        "validation/holdout/README.md: regenerate round five's table with "
+        "`python validation/holdout/overlap_sensitivity.py`")

@@ -125,3 +125,13 @@ def test_bad_storage_refused_naming_the_field(tmp_path, line, field):
     with pytest.raises(ConfigError, match=field) as err:
         load_cluster(str(f))
     assert "\n" not in str(err.value)
+
+
+def test_fit_does_not_fit_a_decode_rate_that_storage_alone_bounds():
+    from dlscale.perfmodel.fitting.scaling import candidates
+
+    w = get_workload("googlenet")
+    names = [p.name for p in candidates(_with_storage("p100-cluster", GBE), w)[0]]
+    assert "input-pipeline" not in names          # p100-cluster describes no host cores
+    names = [p.name for p in candidates(_with_storage("dgx1-v100", GBE), w)[0]]
+    assert "input-pipeline" in names              # 40 host cores: their decode rate is

@@ -22,7 +22,8 @@ HOLDOUT = ROOT / "validation" / "holdout"
 
 CLUSTER_FILES = ("uber-horovod-pascal.toml", "uber-horovod-pascal-tcp.toml",
                  "big-basin-50gbe.toml", "mn1-p100-fdr.toml", "aws-p2-8xlarge-x8.toml",
-                 "dell-c4130-p100-edr.toml", "ibm-minsky-s822lc.toml", "piz-daint-p100.toml")
+                 "dell-c4130-p100-edr.toml", "ibm-minsky-s822lc.toml", "piz-daint-p100.toml",
+                 "dell-c4130-storage-10gbe.toml")
 WORKLOAD_FILES = ("resnet50-chainermn.toml", "vgg16-no-overlap.toml", "alexnet-no-overlap.toml",
                   "tf-alexnet.toml")
 
@@ -230,3 +231,11 @@ def test_overlap_sensitivity_variants_act():
     for name, fields in sens.VARIANTS:
         if name.startswith("tr-"):
             assert sens.efficiency(dgx, fields) == sens.efficiency(dgx, {})
+
+
+def test_dell_storage_is_described_only_in_the_diagnostic_file():
+    # the source names its interfaces, not where its data lay: the trial's file has no
+    # storage bound; the what-if reads over the paper's 10 Gb/s Ethernet port
+    assert load_cluster(str(HOLDOUT / "dell-c4130-p100-edr.toml")).node.storage_read_Bps == 0
+    nfs = load_cluster(str(HOLDOUT / "dell-c4130-storage-10gbe.toml")).node
+    assert (nfs.storage_read_Bps, nfs.storage_path) == (1.25e9, "network")

@@ -149,6 +149,8 @@ CHECKS: dict[str, Check] = {
     "node.nic.latency_s": Check(GPU_SMALL_MSGS, lambda x: 100 * x, +1),
     "node.host_link.bandwidth_Bps": Check(EASGD_HOST, _half, +1),
     "node.host_link.latency_s": Check(EASGD_HOST, lambda x: 1e4 * x, +1),
+    # real data read over 1 Gb/s feeds 814 images/s, fewer than Summit's 6 V100 train
+    "node.storage_read_Bps": Check(GPU_ONE, 1e9 / 8, +1),
     # the fabric
     "network.link.bandwidth_Bps": Check(CPU_SPINE, _half, +1),
     "network.hop_latency_s": Check(Setup("summit", "resnet50", 64,
@@ -275,6 +277,8 @@ DESCRIPTIVE: dict[str, str] = {
     "devices_per_host_link": "parameter servers' staging over a shared host uplink, both "
                              "fidelities through ps_plan: test_host_uplink "
                              "(test_sharing_moves_eight_gpus_below_linear)",
+    "storage_path": "network file system or local disk, both fidelities: test_storage "
+                    "(test_local_disk_delivers_its_rated_rate)",
     "host_cores": "input-pipeline bound, both fidelities: test_outside "
                   "(test_host_cores_from_a_node_description, test_loader_bounds_the_step_...)",
     "data": "input-pipeline bound on or off: test_outside.test_loader_bounds_the_step_...",

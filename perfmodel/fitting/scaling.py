@@ -158,7 +158,12 @@ def candidates(cluster: Cluster, workload: Workload) -> tuple[list[Param], list[
         lo, hi = TRANSPORT_EFFICIENCY_RANGE[t]
         out.append(Param("transport", float(lo), float(TRANSPORT_EFFICIENCY[t]), float(hi),
                          f"TRANSPORT_EFFICIENCY_RANGE[{t!r}] (perfmodel/machine/runtime.py)"))
-    if (math.isfinite(loader_rate_per_node(cluster, workload)) and workload.loader_rate == 0):
+    # the decode rate per core is what is fitted: a loader bounded by storage alone
+    # (training.storage) has no decode rate to fit
+    decode_only = dataclasses.replace(cluster, node=dataclasses.replace(
+        cluster.node, storage_read_Bps=0.0))
+    if (math.isfinite(loader_rate_per_node(decode_only, workload))
+            and workload.loader_rate == 0):
         out.append(Param("input-pipeline", DECODE_RATE.low, DECODE_RATE.central,
                          DECODE_RATE.high, "DECODE_RATE (perfmodel/training/outside.py)"))
     else:

@@ -41,6 +41,7 @@ from dlscale.perfmodel.network.msgfactors import MessageFactors
 
 __all__ = [
     "PRECISIONS",
+    "STORAGE_PATHS",
     "TOPOLOGIES",
     "BuiltinTopology",
     "Cluster",
@@ -54,6 +55,9 @@ __all__ = [
     "Topology",
     "Torus",
 ]
+
+#: How a node's storage is read (:attr:`NodeSpec.storage_path`).
+STORAGE_PATHS = ("network", "local")
 
 #: Precisions a workload can train in. ``fp16`` means mixed precision: fp16 math
 #: (on tensor cores where the device has them) and fp16 gradient messages.
@@ -283,6 +287,16 @@ class NodeSpec:
         one PCIe switch: 2 on a DGX-1); 1: each device has its own. Where every
         device stages at once (parameter servers on the host), each gets
         ``host_link / min(this, devices_per_node)``.
+    storage_read_Bps : float
+        Bytes/s the node's storage read path carries at its rated speed: the link a
+        shared file system is read over (the node's Ethernet or InfiniBand port, at
+        its signalling rate), or a local disk's rated read rate; 0: not described (no
+        storage bound). Real data read at more than it delivers bounds the node's
+        samples/s (:mod:`dlscale.perfmodel.training.storage`).
+    storage_path : {"network", "local"}
+        ``"network"``: a shared file system over that link, delivered at the cited
+        file-system share of the wire (:data:`~dlscale.perfmodel.training.storage.FS_EFFICIENCY`);
+        ``"local"``: a disk in the node, delivered at its rated rate.
     """
 
     name: str
@@ -296,6 +310,8 @@ class NodeSpec:
     source: str = ""
     host_cores: int = 0
     devices_per_host_link: int = 1
+    storage_read_Bps: float = 0.0
+    storage_path: str = "network"
 
     def __post_init__(self) -> None:
         if not (isinstance(self.devices_per_host_link, int)
@@ -313,6 +329,13 @@ class NodeSpec:
                     f"node {self.name!r}.devices_per_node",
                     "the largest NVLink domain built, a DGX GH200, joins 256 GPUs")
         check_host_cores(self.host_cores, f"node {self.name!r}.host_cores")
+        _non_negative(f"node {self.name!r}", "storage_read_Bps", self.storage_read_Bps)
+        if self.storage_read_Bps > 0:
+            check_range(self.storage_read_Bps, BANDWIDTH_RANGE_BPS,
+                        f"node {self.name!r}.storage_read_Bps", "B/s")
+        if self.storage_path not in STORAGE_PATHS:
+            raise ConfigError(f"node {self.name!r}.storage_path: must be one of "
+                              f"{', '.join(STORAGE_PATHS)}, got {self.storage_path!r}")
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,12 @@ Three mechanisms that real runs pay and the roofline step does not:
   measurement (``workload.loader_rate``) or ``host_cores x`` :data:`DECODE_RATE` for a
   GPU node whose host cores are described (``node.host_cores``); on CPU nodes (KNL,
   Xeon) the decode shares the training cores and no cited per-core figure exists for
-  them, so only a measured ``loader_rate`` bounds them. ``workload.data =
-  "synthetic"`` (benchmarks that feed generated tensors) has no loader bound.
+  them, so only a measured ``loader_rate`` bounds them. The samples must also be read:
+  where the node's storage read path is described (``node.storage_read_Bps``), the
+  loader is no faster than it can feed
+  (:mod:`dlscale.perfmodel.training.storage`; the row's limit ``"storage"``).
+  ``workload.data = "synthetic"`` (benchmarks that feed generated tensors) has no
+  loader bound.
 - **Framework dispatch** (:mod:`dlscale.perfmodel.compute.dispatch`, where the
   roofline applies it). Each operator costs host time to dispatch (Python, the
   framework's dispatcher, the kernel launch). Frameworks issue kernels ahead of the
@@ -48,6 +52,7 @@ from numpy.typing import ArrayLike
 from dlscale.perfmodel.cited import CitedRange, at_end, register
 from dlscale.perfmodel.compute.dispatch import DISPATCH, dispatch_s_per_op
 from dlscale.perfmodel.machine.hardware import Cluster
+from dlscale.perfmodel.training.storage import storage_rate_per_node
 from dlscale.perfmodel.training.workload import Workload
 
 if TYPE_CHECKING:  # training imports this module
@@ -59,6 +64,7 @@ __all__ = [
     "EVALS_PER_EPOCH",
     "VALIDATION_SAMPLES",
     "evaluation_s",
+    "loader_bound",
     "loader_rate_per_node",
     "loader_s",
     "time_to_train_s",
@@ -98,27 +104,58 @@ VALIDATION_SAMPLES: dict[str, int] = {"imagenet-1k": 50_000}
 
 
 def loader_rate_per_node(cluster: Cluster, workload: Workload, end: str = "central") -> float:
-    """Samples/s one node's input pipeline delivers (``inf``: no bound).
+    """Samples/s one node's input pipeline delivers (``inf``: no bound): the lesser of
+    its host cores' decode rate and what its storage can feed
+    (:func:`~dlscale.perfmodel.training.storage.storage_rate_per_node`).
 
     Parameters
     ----------
     cluster : Cluster
-        Its node's host cores and device kind.
+        Its node's host cores, device kind and storage read path.
     workload : Workload
-        Its data (real or synthetic), data set and measured ``loader_rate``.
+        Its data (real or synthetic), data set and measured ``loader_rate`` (a measured
+        rate is the whole pipeline's, storage included, and replaces both bounds).
     end : {"central", "low", "high"}
-        Which end of :data:`DECODE_RATE` (a measured rate is the same at every end).
+        Which end of :data:`DECODE_RATE` and of the file system's delivered share (a
+        measured rate is the same at every end).
+    """
+    return loader_bound(cluster, workload, end)[0]
+
+
+def loader_bound(cluster: Cluster, workload: Workload, end: str = "central"
+                 ) -> tuple[float, str]:
+    """:func:`loader_rate_per_node` and what sets it: ``"storage"`` where the node's
+    storage is the lesser bound, else ``"input-pipeline"``.
+
+    Parameters
+    ----------
+    cluster, workload, end
+        As for :func:`loader_rate_per_node`.
+
+    Examples
+    --------
+    >>> import dataclasses
+    >>> from dlscale.perfmodel.catalog import get_cluster, get_workload
+    >>> c, w = get_cluster("dgx1-v100"), get_workload("resnet50")
+    >>> loader_bound(c, w)                          # 40 cores decode 7,840 images/s
+    (7840.0, 'input-pipeline')
+    >>> slow = dataclasses.replace(c.node, storage_read_Bps=125e6)    # NFS over 1 GbE
+    >>> rate, what = loader_bound(dataclasses.replace(c, node=slow), w)
+    >>> round(rate), what
+    (814, 'storage')
     """
     if workload.data == "synthetic":
-        return math.inf
+        return math.inf, "input-pipeline"
     if workload.loader_rate > 0:
-        return float(workload.loader_rate)
+        return float(workload.loader_rate), "input-pipeline"
     node = cluster.node
+    decode = math.inf
     if (workload.model.dataset in DECODED_DATASETS and node.host_cores > 0
             and node.device.kind == "gpu"):
         fit = cluster.runtime.fitted_value("input-pipeline") if end == "central" else None
-        return node.host_cores * (at_end(DECODE_RATE, end) if fit is None else fit)
-    return math.inf
+        decode = node.host_cores * (at_end(DECODE_RATE, end) if fit is None else fit)
+    store = storage_rate_per_node(cluster, workload, end)
+    return (store, "storage") if store < decode else (decode, "input-pipeline")
 
 
 def loader_s(cluster: Cluster, workload: Workload, samples_per_node: ArrayLike,
@@ -142,7 +179,8 @@ def with_loader(cluster: Cluster, workload: Workload, samples_per_node: ArrayLik
                 times: IterationTimes, end: str = "central") -> IterationTimes:
     """``times`` (an :class:`~dlscale.perfmodel.training.rank_layout.IterationTimes`) with the
     iteration no shorter than the loader's (:func:`loader_s`); where the loader is the
-    longer, the row's ``limit`` is ``"input-pipeline"``.
+    longer, the row's ``limit`` is ``"input-pipeline"``, or ``"storage"`` where the
+    node's storage is what holds the loader back.
     """
     import dataclasses
 
@@ -151,7 +189,8 @@ def with_loader(cluster: Cluster, workload: Workload, samples_per_node: ArrayLik
         return times
     it = np.maximum(times.iteration_s, load)
     limit = times.limit if times.limit is not None else np.full(it.shape, "", dtype=object)
-    limit = np.where(load > times.iteration_s, "input-pipeline", limit).astype(object)
+    limit = np.where(load > times.iteration_s, loader_bound(cluster, workload, end)[1],
+                     limit).astype(object)
     return dataclasses.replace(times, iteration_s=it,
                                samples_per_s=times.samples_per_s * times.iteration_s / it,
                                limit=limit)
@@ -210,8 +249,10 @@ def time_to_train_s(cluster: Cluster, workload: Workload, row: dict[str, Any],
 def workload_for_band(cluster: Cluster, workload: Workload, band: str) -> Workload:
     """The workload with this module's figures set to one end of the answer's band.
 
-    ``"slow"``: dispatch at :data:`DISPATCH` high, decode at :data:`DECODE_RATE` low,
-    evaluation at :data:`EVALS_PER_EPOCH` high; ``"fast"``: the other ends;
+    ``"slow"``: dispatch at :data:`DISPATCH` high, decode at :data:`DECODE_RATE` low and
+    the file system's share at its low (the loader's rate at that end, storage
+    included, becomes the corner's ``loader_rate``), evaluation at
+    :data:`EVALS_PER_EPOCH` high; ``"fast"``: the other ends;
     ``"central"``: the workload as given. A figure the user gave (a measured
     ``loader_rate``, ``dispatch_per_op_s``, ``evals_per_epoch``) is kept at every band.
     Predicting with the returned workload gives that end of the band for time outside

@@ -50,6 +50,7 @@ from dlscale.perfmodel.output.atomicio import atomic_write_text
 from dlscale.perfmodel.training.iteration import efficiency, layout_times
 from dlscale.perfmodel.training.rank_layout import IterationTimes, Layout, check_nodes, layout
 from dlscale.perfmodel.training.row_notes import row_notes
+from dlscale.perfmodel.training.storage import storage_note
 from dlscale.perfmodel.training.sync import collective_summary
 from dlscale.perfmodel.training.workload import Workload
 
@@ -403,6 +404,9 @@ def predict(cluster: Cluster, workload: Workload, nodes: ArrayLike,
     eff = node_eff if baseline == "node" else efficiency(sps, lay.devices, base_sps)
     notes = _faster_than_baseline(workload, eff, runs, baseline,
                                   row_notes(cluster, workload, lay, sps, node_eff, used, limit))
+    if np.any(bottleneck == "storage"):
+        notes = np.where((bottleneck == "storage") & (notes == ""),
+                         storage_note(cluster, workload), notes).astype(object)
     backward = _backward_s(cluster, workload, lay, times)
     return Prediction(
         cluster=cluster.name, workload=workload.name, algorithm=workload.algorithm,

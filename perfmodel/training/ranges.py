@@ -40,8 +40,8 @@ banded, one name in :data:`BAND_KEYS`).
 Examples
 --------
 >>> [m.name for m in MECHANISMS]  # doctest: +NORMALIZE_WHITESPACE
-['transport', 'overlap-slowdown', 'input-pipeline', 'dispatch', 'evaluation', 'compute-rate',
- 'device-variability']
+['transport', 'overlap-slowdown', 'input-pipeline', 'storage', 'dispatch', 'evaluation',
+ 'compute-rate', 'device-variability']
 >>> band_of(np.array([1.0, 2.0]), [np.array([0.5, 2.5]), np.array([1.5, 1.0])])
 (array([0.5, 1. ]), array([1.5, 2.5]))
 >>> register_mechanism(Mechanism("transport", "high", "the same"))
@@ -159,6 +159,13 @@ register_mechanism(Mechanism(
     "input-pipeline", "high",
     "training.outside.DECODE_RATE (images/s per host core), or the workload's measured "
     "loader_rate; set on each corner's workload by outside.workload_for_band", "step"))
+# What the node's storage delivers (training.storage.FS_EFFICIENCY): the loader's rate
+# at each end is the lesser of decode and storage, so the same corner workload carries it.
+register_mechanism(Mechanism(
+    "storage", "high",
+    "training.storage.FS_EFFICIENCY (a shared file system's share of the node's storage "
+    "link); set on each corner's workload with the decode rate by outside.workload_for_band",
+    "step"))
 register_mechanism(Mechanism(
     "dispatch", "low",
     "compute.dispatch.DISPATCH (seconds per operator), or the workload's dispatch_per_op_s; "

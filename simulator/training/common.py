@@ -27,7 +27,7 @@ import numpy as np
 from dlscale.perfmodel.compute.dispatch import dispatch_s_per_op
 from dlscale.perfmodel.compute.roofline import layer_times, update_s
 from dlscale.perfmodel.machine.hardware import Cluster
-from dlscale.perfmodel.training.outside import loader_s
+from dlscale.perfmodel.training.outside import loader_bound, loader_s
 from dlscale.perfmodel.training.rank_layout import Layout
 from dlscale.perfmodel.training.workload import Workload
 from dlscale.simulator.training.net import TrainingNetwork
@@ -146,6 +146,12 @@ class RunContext:
         :func:`dlscale.perfmodel.training.outside.loader_s`)."""
         samples = float(self.lay.global_batch[0]) / self.nodes
         return float(loader_s(self.cluster, self.workload, samples))
+
+    @property
+    def loader_limit(self) -> str:
+        """What sets the input pipeline's pace: ``"storage"`` or ``"input-pipeline"``
+        (:func:`dlscale.perfmodel.training.outside.loader_bound`)."""
+        return loader_bound(self.cluster, self.workload)[1]
 
     @property
     def ranks(self) -> int:

@@ -107,7 +107,7 @@ def _check(cluster: Cluster, workload: Workload, nodes: int, algorithm: str | No
         _check_ps(cluster, workload, int(nodes), network, placement, mode)
     if workload.algorithm != "sync-sgd" and math.isfinite(loader_rate_per_node(cluster, workload)):
         limit = iteration_times(cluster, workload, [int(nodes)]).limit
-        if limit is not None and limit[0] == "input-pipeline":
+        if limit is not None and limit[0] in ("input-pipeline", "storage"):
             raise ConfigError(
                 f"workload {workload.name!r}: its input pipeline (loader "
                 f"{loader_rate_per_node(cluster, workload):g} samples/s per node) bounds the "

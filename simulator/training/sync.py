@@ -169,9 +169,10 @@ def run_sync_sgd(ctx: RunContext) -> RunOutcome:
                     tr.slice(r, "comm", label, t0 + neg, dur - neg)
 
     load = ctx.loader_s
+    held = 0   # iterations the input pipeline, not the step, ended
 
     def iterations():
-        nonlocal start
+        nonlocal start, held
         for k in range(ctx.iterations):
             f = ctx.noise.draw(ctx.rng, (R,))
             ends: list[float] = []
@@ -202,6 +203,7 @@ def run_sync_sgd(ctx: RunContext) -> RunOutcome:
             # the input pipeline prepares one node's batch every ``load`` s: the next
             # iteration starts when both the step and the next batch are done
             if load > 0:
+                held += bool(np.any(start + load > end))
                 end = np.maximum(end, start + load)
             iter_end[k] = float(end.max())
             start = end
@@ -209,5 +211,7 @@ def run_sync_sgd(ctx: RunContext) -> RunOutcome:
 
     env.process(iterations())
     env.run()
+    if held and ctx.loader_limit == "storage":
+        counters["limit"] = "storage"   # the node's storage set the pace (training.storage)
     times = np.diff(np.concatenate([[0.0], iter_end]))
     return RunOutcome(times, acc.per_iteration(ctx.iterations), float(iter_end[-1]), counters)

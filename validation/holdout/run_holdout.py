@@ -289,6 +289,11 @@ CHECKS: tuple[Check, ...] = (
           "images/s / 4 = one GPU at 144 (published 1 GPU at 144: 220/s)",
           (*DELL_MX[:2], "--batch", "144", "--nodes", "1", "--baseline", "device"),
           "samples_per_s", 1),
+    Check("dell-4-googlenet-storage-10gbe", "C4130 GoogleNet (MXNet), 4 GPUs, every image "
+          "read over NFS on the paper's 10 Gb/s Ethernet port (storage not read in the source; "
+          "published 730/s)",
+          (f"{HERE}/dell-c4130-storage-10gbe.toml", *DELL_MX[1:], "--nodes", "1"),
+          "samples_per_s", 1),
 
     Check("vgg16-128-no-overlap", "VGG-16 efficiency, 128 GPUs, allreduce not overlapped",
           (*HVD_VGG_NO_OVERLAP, "32"), "efficiency", 32),

@@ -67,10 +67,10 @@ def _rows(cluster, workload, nodes):
 
 
 @pytest.mark.parametrize("name, workload, nodes", [
-    ("summit", "resnet50", list(range(1, 41)) + [511, 512, 513, 1000, 2304, 4608]),
-    ("stampede2-knl", "resnet50", list(range(1, 33)) + [255, 256, 1000]),
+    ("summit", "resnet50", [*range(1, 41), 511, 512, 513, 1000, 2304, 4608]),
+    ("stampede2-knl", "resnet50", [*range(1, 33), 255, 256, 1000]),
     ("dgx-h100-superpod", "resnet50", list(range(1, 128))),
-    ("p100-cluster", "resnet50", list(range(1, 65)) + [647, 648]),
+    ("p100-cluster", "resnet50", [*range(1, 65), 647, 648]),
 ])
 def test_dense_curves_are_the_same_with_each_pipeline_counted_alone(monkeypatch, name,
                                                                     workload, nodes):

@@ -83,11 +83,11 @@ def tree_steps(topology: Topology, nodes: int, ranks_per_node: int, device_links
         _pipelines.put((*key, k), (np.delete(load, k, axis=1), np.delete(hops, k, axis=1),
                                    np.delete(inter, k, axis=1), np.delete(recv, k, axis=1),
                                    depth))
-        return [_step(load, hops, inter, recv, r, k, device_links) for r in range(2)], depth
+        return _steps(load[:, k:k + 1], hops[:, k:k + 1], inter[:, k:k + 1],
+                      recv[:, k:k + 1], device_links), depth
     hit = _pipelines.get((*key, segments))
     load, hops, inter, recv, depth = hit if hit is not None else _counted(*key, segments)
-    return [_step(load, hops, inter, recv, r, j, device_links)
-            for r in range(2) for j in range(load.shape[1])], depth
+    return _steps(load, hops, inter, recv, device_links), depth
 
 
 _Counts = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]
@@ -120,14 +120,19 @@ def _counted(topology: Topology, nodes: int, ranks_per_node: int, device_links: 
     return load, hops, inter, recv, int(depth)
 
 
-def _step(load: np.ndarray, hops: np.ndarray, inter: np.ndarray, recv: np.ndarray, r: int,
-          j: int, device_links: bool) -> StepLoad:
-    """Direction ``r``'s window ``j`` as a :class:`StepLoad` (its levels named: intra,
-    host, then the switch levels; the intra level only behind device links)."""
-    row = load[r, j]
-    lv = {("intra", "host")[k] if k < 2 else f"L{k - 1}-L{k}": float(row[k])
-          for k in range(len(row)) if row[k] > 0 and (k or device_links)}
-    return StepLoad(lv, int(hops[r, j]), bool(inter[r, j]), float(recv[r, j]))
+def _steps(load: np.ndarray, hops: np.ndarray, inter: np.ndarray, recv: np.ndarray,
+           device_links: bool) -> list[StepLoad]:
+    """Each direction's windows (reduce first) as step loads (StepLoad), their levels
+    named (intra, host, then the switch levels; the intra level only behind device
+    links)."""
+    steps = []
+    for lr, hr, ir, rr in zip(load.tolist(), hops.tolist(), inter.tolist(), recv.tolist(),
+                              strict=True):
+        for row, hp, it, rc in zip(lr, hr, ir, rr, strict=True):
+            lv = {("intra", "host")[k] if k < 2 else f"L{k - 1}-L{k}": x
+                  for k, x in enumerate(row) if x > 0 and (k or device_links)}
+            steps.append(StepLoad(lv, hp, it, rc))
+    return steps
 
 
 def _kernel() -> Callable[..., Any]:

@@ -126,8 +126,20 @@ def test_a_plain_predict_keeps_the_same_rows_with_the_fused_walk(monkeypatch):
 
 @pytest.mark.parametrize("p", [*range(2, 40), 1000, 4662, 27648])
 def test_the_compiled_doubling_is_build_schedules(p):
-    src, dst, at, red = fatwalk._kernel("_doubling")(p)
+    src, dst, ones, at, red = fatwalk._doubling_of(p)
     ref = fatwalk._schedule("allreduce", "recursive-doubling", p, "ring")
-    for got, want in zip((src, dst, at, red), (ref[0], ref[1], ref[4], ref[5]), strict=True):
+    for got, want in zip((src, dst, ones, at, red), (ref[0], ref[1], ref[2], ref[4], ref[5]),
+                         strict=True):
         assert np.array_equal(got, want)
     assert (ref[2] == 1).all() and (ref[3] == 1).all() and (ref[6] == 1).all()
+
+
+def test_the_doublings_buffers_serve_a_smaller_count_after_a_larger():
+    """The buffers kept for the next node count: a smaller count after a larger one
+    gives its own messages (the buffers' first part), not the larger's."""
+    big = [x.copy() for x in fatwalk._doubling_of(27648)]
+    small = fatwalk._doubling_of(7)
+    ref = fatwalk._schedule("allreduce", "recursive-doubling", 7, "ring")
+    assert np.array_equal(small[0], ref[0]) and np.array_equal(small[1], ref[1])
+    again = fatwalk._doubling_of(27648)
+    assert all(np.array_equal(a, b) for a, b in zip(big, again, strict=True))

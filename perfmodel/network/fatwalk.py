@@ -114,9 +114,9 @@ def fat_walk(topology: Topology, nodes: int, ranks_per_node: int, device_links: 
     """
     p = nodes * ranks_per_node
     if collective == "allreduce" and algorithm == "recursive-doubling":
-        src, dst, at, red = _kernel("_doubling")(p)       # build_schedule's, compiled
+        src, dst, nb, at, red = _doubling_of(p)
         sizes = np.ones(len(red))
-        nb = wt = np.ones(len(src))
+        wt = nb
     else:
         src, dst, nb, wt, at, red, sizes = _schedule(collective, algorithm, p, inter_algorithm)
     m, w = _tree(topology, nodes)
@@ -150,11 +150,30 @@ def _schedule(collective: str, algorithm: str, p: int, inter_algorithm: str
     return src, dst, nb, wt, at, red, sizes
 
 
-def _doubling(p: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _doubling_of(p: int) -> tuple[np.ndarray, ...]:
+    """:func:`_doubling`'s messages of ``p`` ranks, in buffers kept for the next node
+    count (a curve's counts ask ever more messages: fresh arrays of megabytes each time
+    cost more than filling them), and their bytes (one vector each: read-only ones)."""
+    pp = 1 << (p.bit_length() - 1)
+    F = 2 * (p - pp) + (pp.bit_length() - 1) * pp
+    if len(_BUFFERS[0]) < F:
+        _BUFFERS[:] = [np.empty(F, np.int64), np.empty(F, np.int64), np.ones(F)]
+        _BUFFERS[2].flags.writeable = False
+    src, dst, ones = (b[:F] for b in _BUFFERS)
+    at, red = _kernel("_doubling")(p, src, dst)       # build_schedule's, compiled
+    return src, dst, ones, at, red
+
+
+#: The buffers of :func:`_doubling_of`: senders, receivers, ones.
+_BUFFERS: list[np.ndarray] = [np.empty(0, np.int64), np.empty(0, np.int64), np.ones(0)]
+
+
+def _doubling(p: int, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Recursive doubling's messages as :func:`dlscale.perfmodel.network.schedules.build_schedule`
     gives them (MPICH's: the first ``2 r`` ranks fold pairwise onto the odd ones, the
     ``2^k`` core ranks exchange at distances 1, 2, 4, ..., the folded ranks get the
-    result back; every message one vector): ranks, step bounds, reduction flags."""
+    result back; every message one vector): ranks (written into ``src`` and ``dst``,
+    ``2 r + steps * 2^k`` of them), step bounds, reduction flags."""
     pp = 1
     while pp * 2 <= p:
         pp *= 2
@@ -163,8 +182,6 @@ def _doubling(p: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     while (1 << steps) < pp:
         steps += 1
     S = steps + (2 if r else 0)
-    src = np.empty(2 * r + steps * pp, np.int64)
-    dst = np.empty(2 * r + steps * pp, np.int64)
     at, red = np.zeros(S + 1, np.int64), np.ones(S, np.bool_)
     core = np.empty(pp, np.int64)
     for i in range(pp):
@@ -188,7 +205,7 @@ def _doubling(p: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
             f += 1
         red[S - 1] = False
         at[S] = f
-    return src, dst, at, red
+    return at, red
 
 
 def _cases(clusters: Sequence[Cluster], device_links: bool, names: list[str], n: np.ndarray,

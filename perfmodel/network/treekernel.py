@@ -34,8 +34,9 @@ import numpy as np
 from dlscale.perfmodel.machine.hardware import Crossbar, FatTree, Topology
 from dlscale.perfmodel.machine.topologies.fattree import xgft_params
 from dlscale.perfmodel.network.linkload import StepLoad
+from dlscale.perfmodel.sizedcache import SizedCache
 
-__all__ = ["applies", "tree_steps"]
+__all__ = ["PIPELINE_BYTES", "applies", "tree_steps"]
 
 _COMPILED: list[dict[str, Callable[..., Any]]] = []
 
@@ -72,20 +73,66 @@ def tree_steps(topology: Topology, nodes: int, ranks_per_node: int, device_links
     segments : int
         Pipeline segments, or 0 for the steady steps.
     """
+    key = (topology, nodes, ranks_per_node, device_links)
+    if not segments:
+        # the steady window slides between those of the max(D - 1, 1)-segment pipeline
+        # (the one pipelined_tree prices every node count with): both in one pass,
+        # the pipeline's kept for when it is asked
+        load, hops, inter, recv, depth = _counted(*key, -1)
+        k = max(depth - 1, 1)
+        _pipelines.put((*key, k), (np.delete(load, k, axis=1), np.delete(hops, k, axis=1),
+                                   np.delete(inter, k, axis=1), np.delete(recv, k, axis=1),
+                                   depth))
+        return _steps(load[:, k:k + 1], hops[:, k:k + 1], inter[:, k:k + 1],
+                      recv[:, k:k + 1], device_links), depth
+    hit = _pipelines.get((*key, segments))
+    load, hops, inter, recv, depth = hit if hit is not None else _counted(*key, segments)
+    return _steps(load, hops, inter, recv, device_links), depth
+
+
+_Counts = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]
+
+
+def _uncounted(*key: object) -> _Counts:
+    raise KeyError(key)                      # pipelines are put, never counted on a miss
+
+
+def _counts_bytes(counts: _Counts) -> int:
+    return 512 + sum(x.nbytes for x in counts[:4])
+
+
+#: The pipelines counted beside a steady plan (:func:`tree_steps` with ``segments``
+#: 0), kept until asked: a curve asks every node count's steady plan first, then its
+#: pipelines (about 3 kB each at 27,648 ranks: 4,608 node counts in 16 MB).
+PIPELINE_BYTES = 32 << 20
+_pipelines: SizedCache[_Counts] = SizedCache(_uncounted, PIPELINE_BYTES, _counts_bytes)
+
+
+def _counted(topology: Topology, nodes: int, ranks_per_node: int, device_links: bool,
+             segments: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+    """:func:`_count` on the topology's XGFT parameters (a crossbar: one level)."""
     if isinstance(topology, FatTree):
         m, w = (np.array(x, dtype=np.int64) for x in xgft_params(topology, nodes))
     else:
         m, w = np.array([nodes], dtype=np.int64), np.ones(1, dtype=np.int64)
     load, hops, inter, recv, depth = _kernel()(nodes * ranks_per_node, ranks_per_node,
                                                device_links, m, w, segments)
-    names = ["intra", "host", *[f"L{i - 1}-L{i}" for i in range(2, len(m) + 1)]]
+    return load, hops, inter, recv, int(depth)
+
+
+def _steps(load: np.ndarray, hops: np.ndarray, inter: np.ndarray, recv: np.ndarray,
+           device_links: bool) -> list[StepLoad]:
+    """Each direction's windows (reduce first) as step loads (StepLoad), their levels
+    named (intra, host, then the switch levels; the intra level only behind device
+    links)."""
     steps = []
-    for r in range(2):
-        for j in range(load.shape[1]):
-            lv = {nm: float(load[r, j, k]) for k, nm in enumerate(names)
-                  if load[r, j, k] > 0 and (k or device_links)}
-            steps.append(StepLoad(lv, int(hops[r, j]), bool(inter[r, j]), float(recv[r, j])))
-    return steps, int(depth)
+    for lr, hr, ir, rr in zip(load.tolist(), hops.tolist(), inter.tolist(), recv.tolist(),
+                              strict=True):
+        for row, hp, it, rc in zip(lr, hr, ir, rr, strict=True):
+            lv = {("intra", "host")[k] if k < 2 else f"L{k - 1}-L{k}": x
+                  for k, x in enumerate(row) if x > 0 and (k or device_links)}
+            steps.append(StepLoad(lv, hp, it, rc))
+    return steps
 
 
 def _kernel() -> Callable[..., Any]:
@@ -95,7 +142,7 @@ def _kernel() -> Callable[..., Any]:
         from dlscale.kernels.jit import njit
 
         space = globals()
-        for helper in ("_trees", "_window_max", "_by_coord"):
+        for helper in ("_trees", "_window_max", "_subset", "_by_coord", "_windows"):
             space[helper] = njit()(space[helper])
         _COMPILED.append({"_count": njit()(_count)})
     return _COMPILED[0]["_count"]
@@ -127,40 +174,70 @@ def _trees(p: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return lower, upper, dd
 
 
-def _window_max(order: np.ndarray, start: np.ndarray, keys: np.ndarray, on: np.ndarray,
-                K: int, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """Per window, the most messages (those ``on``) one key takes among those of
-    coordinate ``lo <= c <= hi``: the windows slide (``lo`` and ``hi`` never fall), so
-    each message enters and leaves once, and a histogram of the keys' counts keeps the
-    largest (``order``: the messages by coordinate, ``start[c]`` where ``c``'s begin)."""
-    cnt = np.zeros(K, np.int64)
-    hist = np.zeros(len(order) + 2, np.int64)
-    out = np.zeros(len(lo), np.int64)
-    top, c_lo, c_hi = 0, 0, -1
+def _window_max(order: np.ndarray, start: np.ndarray, ka: np.ndarray, kb: np.ndarray,
+                two: bool, K: int, lo: np.ndarray, hi: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Per window, the most messages one key takes among those of coordinate
+    ``lo <= c <= hi``, for the keys ``ka`` and (``two``) ``kb`` of the same messages:
+    the windows slide (``lo`` and ``hi`` never fall), so each message enters and leaves
+    once, and a histogram of each key's counts keeps its largest (``order``: the
+    messages counted, by coordinate; ``start[c]`` where ``c``'s begin)."""
+    ca, cb = np.zeros(K, np.int64), np.zeros(K if two else 1, np.int64)
+    ha, hb = np.zeros(len(order) + 2, np.int64), np.zeros(len(order) + 2, np.int64)
+    oa, ob = np.zeros(len(lo), np.int64), np.zeros(len(lo), np.int64)
+    ta, tb, c_lo, c_hi = 0, 0, 0, -1
     for j in range(len(lo)):
         while c_hi < hi[j]:
             c_hi += 1
             for x in range(start[c_hi], start[c_hi + 1]):
                 f = order[x]
-                if on[f]:
-                    n = cnt[keys[f]]
-                    hist[n] -= 1
-                    hist[n + 1] += 1
-                    cnt[keys[f]] = n + 1
-                    top = max(top, n + 1)
+                n = ca[ka[f]]
+                ha[n] -= 1
+                ha[n + 1] += 1
+                ca[ka[f]] = n + 1
+                ta = max(ta, n + 1)
+                if two:
+                    n = cb[kb[f]]
+                    hb[n] -= 1
+                    hb[n + 1] += 1
+                    cb[kb[f]] = n + 1
+                    tb = max(tb, n + 1)
         while c_lo < lo[j]:
             for x in range(start[c_lo], start[c_lo + 1]):
                 f = order[x]
-                if on[f]:
-                    n = cnt[keys[f]]
-                    hist[n] -= 1
-                    hist[n - 1] += 1
-                    cnt[keys[f]] = n - 1
-                    if n == top and hist[n] == 0:
-                        top = n - 1
+                n = ca[ka[f]]
+                ha[n] -= 1
+                ha[n - 1] += 1
+                ca[ka[f]] = n - 1
+                if n == ta and ha[n] == 0:
+                    ta = n - 1
+                if two:
+                    n = cb[kb[f]]
+                    hb[n] -= 1
+                    hb[n - 1] += 1
+                    cb[kb[f]] = n - 1
+                    if n == tb and hb[n] == 0:
+                        tb = n - 1
             c_lo += 1
-        out[j] = top
-    return out
+        oa[j], ob[j] = ta, tb
+    return oa, ob
+
+
+def _subset(order: np.ndarray, start: np.ndarray, on: np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """The messages of ``order`` that are ``on``, in the same order, and where each
+    coordinate's begin among them."""
+    sub = np.empty(len(order), np.int64)
+    at = np.zeros(len(start), np.int64)
+    n = 0
+    for c in range(len(start) - 1):
+        at[c] = n
+        for x in range(start[c], start[c + 1]):
+            if on[order[x]]:
+                sub[n] = order[x]
+                n += 1
+    at[len(start) - 1] = n
+    return sub[:n], at
 
 
 def _by_coord(coord: np.ndarray, D: int) -> tuple[np.ndarray, np.ndarray]:
@@ -178,18 +255,33 @@ def _by_coord(coord: np.ndarray, D: int) -> tuple[np.ndarray, np.ndarray]:
     return order, start
 
 
-def _count(p: int, rpn: int, dev: bool, m: np.ndarray, w: np.ndarray,
-           segments: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
-    """Per direction (reduce, broadcast) and step: each level's load (intra, host, switch
-    levels), hops, whether a message leaves its node, the most a rank receives; and D."""
-    lower, upper, dd = _trees(p)
-    D = dd.max()
-    k = max(segments, 1)
+def _windows(D: int, segments: int) -> tuple[np.ndarray, np.ndarray]:
+    """The depth windows ``lo[s] <= c <= hi[s]`` of the steps: the steady step's one
+    (``segments`` 0), the ``segments + D - 1`` of a pipeline, or (``segments`` -1) the
+    ``max(D - 1, 1)``-segment pipeline's with the steady window after its ``k``-th,
+    where it keeps both bounds from falling (its ``k``-th starts at depth 0, the next
+    ends at ``D - 1``)."""
+    k = max(segments, 1) if segments >= 0 else max(D - 1, 1)
     S = k + D - 1 if segments else 1
     lo, hi = np.zeros(S, np.int64), np.full(S, D - 1, np.int64)
     if segments:
         for s in range(S):
             lo[s], hi[s] = max(s - k + 1, 0), min(s, D - 1)
+    if segments >= 0:
+        return lo, hi
+    return (np.concatenate((lo[:k], np.zeros(1, np.int64), lo[k:])),
+            np.concatenate((hi[:k], np.full(1, D - 1, np.int64), hi[k:])))
+
+
+def _count(p: int, rpn: int, dev: bool, m: np.ndarray, w: np.ndarray,
+           segments: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+    """Per direction (reduce, broadcast) and window (:func:`_windows`): each level's load
+    (intra, host, switch levels), hops, whether a message leaves its node, the most a
+    rank receives; and D."""
+    lower, upper, dd = _trees(p)
+    D = dd.max()
+    lo, hi = _windows(D, segments)
+    S = len(lo)
     h = len(m)
     load = np.zeros((2, S, h + 1))
     hops, inter, recv = np.zeros((2, S), np.int64), np.zeros((2, S), np.bool_), np.zeros((2, S))
@@ -199,15 +291,15 @@ def _count(p: int, rpn: int, dev: bool, m: np.ndarray, w: np.ndarray,
         coord = D - dd if r == 0 else dd - 1
         hs, hd = src // rpn, dst // rpn
         order, start = _by_coord(coord, D)
-        every, zero = np.ones(len(src), np.bool_), np.zeros(len(src), np.int64)
-        got = _window_max(order, start, dst, every, p, lo, hi)
+        got, sent = _window_max(order, start, dst, src, dev, p, lo, hi)
         recv[r] = got
         if dev:
-            load[r, :, 0] = np.maximum(_window_max(order, start, src, every, p, lo, hi), got)
-        out_ = hs != hd
-        load[r, :, 1] = np.maximum(_window_max(order, start, hs, out_, H, lo, hi),
-                                   _window_max(order, start, hd, out_, H, lo, hi))
-        inter[r] = _window_max(order, start, zero, out_, 1, lo, hi) > 0
+            load[r, :, 0] = np.maximum(sent, got)
+        order, start = _subset(order, start, hs != hd)         # messages leaving a node
+        a, b_ = _window_max(order, start, hs, hd, True, H, lo, hi)
+        load[r, :, 1] = np.maximum(a, b_)
+        for j in range(S):
+            inter[r, j] = start[hi[j] + 1] > start[lo[j]]
         M, W, wp = 1, w[0], 1
         b = np.zeros(len(src), np.int64)
         for i in range(2, h + 1):
@@ -215,13 +307,13 @@ def _count(p: int, rpn: int, dev: bool, m: np.ndarray, w: np.ndarray,
             b += ((hd // wp) % w[i - 1]) * W
             wp *= w[i - 1]
             W *= w[i - 1]
-            up = (hs // M) != (hd // M)
+            # those reaching level i (a subset of those reaching level i - 1)
+            order, start = _subset(order, start, (hs // M) != (hd // M))
             links = ((H - 1) // M + 1) * W
-            reach = _window_max(order, start, zero, up, 1, lo, hi) > 0
             for j in range(S):
-                if reach[j]:
+                if start[hi[j] + 1] > start[lo[j]]:
                     hops[r, j] = 2 * (i - 1)
-            most = np.maximum(_window_max(order, start, (hs // M) * W + b, up, links, lo, hi),
-                              _window_max(order, start, (hd // M) * W + b, up, links, lo, hi))
-            load[r, :, i] = most / w[0]
+            a, b_ = _window_max(order, start, (hs // M) * W + b, (hd // M) * W + b, True,
+                                links, lo, hi)
+            load[r, :, i] = np.maximum(a, b_) / w[0]
     return load, hops, inter, recv, D

@@ -44,6 +44,7 @@ inf
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -230,20 +231,39 @@ def time_to_train_s(cluster: Cluster, workload: Workload, row: dict[str, Any],
         A prediction row: ``samples_per_s``, ``ranks``, ``global_batch``.
     end : {"central", "low", "high"}
     """
-    from dlscale.perfmodel.compute.roofline import layer_times
-
     rate = float(row.get("samples_per_s") or 0.0)
     if rate <= 0:
         return math.inf
     train = workload.epochs * workload.model.samples_per_epoch / rate
     ranks = int(row.get("ranks") or 1)
     batch = float(row.get("global_batch") or workload.batch_per_device) / ranks
+    return (train + evaluation_s(workload, _forward_s(cluster, workload, batch, end), ranks, end)
+            + workload.startup_s)
+
+
+def _forward_s(cluster: Cluster, workload: Workload, batch: float, end: str) -> float:
+    """One rank's forward seconds per sample at ``batch`` samples (kept for the very
+    cluster and workload objects asked: a curve's rows ask the same few batches, each
+    row its ends; issue 27 item 4: a roofline per row and end before)."""
+    from dlscale.perfmodel.compute.roofline import layer_times
+
+    key = (id(cluster), id(workload), batch, end)
+    hit = _FORWARD.get(key)
+    if hit is not None and hit[0] is cluster and hit[1] is workload:
+        return hit[2]
     rpn = workload.ranks_per_node or cluster.node.devices_per_node
     share = cluster.node.devices_per_node / rpn
     fwd = float(np.sum(layer_times(workload.model, cluster.node.device, workload.precision,
                                    batch, share, dispatch_s=dispatch_s_per_op(workload, end)
                                    ).forward_s)) / batch
-    return train + evaluation_s(workload, fwd, ranks, end) + workload.startup_s
+    _FORWARD[key] = (cluster, workload, fwd)       # the objects held: their ids stay theirs
+    if len(_FORWARD) > 256:
+        _FORWARD.popitem(last=False)
+    return fwd
+
+
+_FORWARD: OrderedDict[tuple[int, int, float, str], tuple[Cluster, Workload, float]] = \
+    OrderedDict()
 
 
 def workload_for_band(cluster: Cluster, workload: Workload, band: str) -> Workload:

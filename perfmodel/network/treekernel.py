@@ -201,13 +201,19 @@ def _count(p: int, rpn: int, dev: bool, m: np.ndarray, w: np.ndarray,
         order, start = _by_coord(coord, D)
         every, zero = np.ones(len(src), np.bool_), np.zeros(len(src), np.int64)
         got = _window_max(order, start, dst, every, p, lo, hi)
-        recv[r] = got
-        if dev:
-            load[r, :, 0] = np.maximum(_window_max(order, start, src, every, p, lo, hi), got)
+        sent = _window_max(order, start, src, every, p, lo, hi) if dev else got
         out_ = hs != hd
-        load[r, :, 1] = np.maximum(_window_max(order, start, hs, out_, H, lo, hi),
-                                   _window_max(order, start, hd, out_, H, lo, hi))
-        inter[r] = _window_max(order, start, zero, out_, 1, lo, hi) > 0
+        hout = _window_max(order, start, hs, out_, H, lo, hi)
+        hin = _window_max(order, start, hd, out_, H, lo, hi)
+        leave = _window_max(order, start, zero, out_, 1, lo, hi)
+        # element by element, not row assignments (whose shape check numba compiles,
+        # 2 s of a first run): the same values
+        for j in range(S):
+            recv[r, j] = got[j]
+            if dev:
+                load[r, j, 0] = max(sent[j], got[j])
+            load[r, j, 1] = max(hout[j], hin[j])
+            inter[r, j] = leave[j] > 0
         M, W, wp = 1, w[0], 1
         b = np.zeros(len(src), np.int64)
         for i in range(2, h + 1):
@@ -221,7 +227,8 @@ def _count(p: int, rpn: int, dev: bool, m: np.ndarray, w: np.ndarray,
             for j in range(S):
                 if reach[j]:
                     hops[r, j] = 2 * (i - 1)
-            most = np.maximum(_window_max(order, start, (hs // M) * W + b, up, links, lo, hi),
-                              _window_max(order, start, (hd // M) * W + b, up, links, lo, hi))
-            load[r, :, i] = most / w[0]
+            most_up = _window_max(order, start, (hs // M) * W + b, up, links, lo, hi)
+            most_down = _window_max(order, start, (hd // M) * W + b, up, links, lo, hi)
+            for j in range(S):
+                load[r, j, i] = max(most_up[j], most_down[j]) / w[0]
     return load, hops, inter, recv, D

@@ -137,3 +137,22 @@ def test_a_users_node_graph_is_checked_and_one_device_refused_as_before(monkeypa
     assert len(checked) == 1
     with pytest.raises(ConfigError, match="at least 2 nodes with kind"):
         SimulatedNetwork.from_cluster(get_cluster("cori-knl"), 1)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_compiled_clock_step_is_advance_clocks_bit_for_bit(seed):
+    from dlscale.perfmodel.network.rendezvous import advance_clocks
+
+    rng = np.random.default_rng(seed)
+    p, f = 50, 200                        # ranks that send and receive many times
+    clock = rng.exponential(size=p)
+    src, dst = rng.integers(0, p, f), rng.integers(0, p, f)
+    msg = rng.exponential(size=f)
+    before = clock.copy()
+    got = fastmode._advance(clock, src, dst, msg)
+    assert got.tobytes() == advance_clocks(clock, src, dst, msg).tobytes()
+    assert clock.tobytes() == before.tobytes() != got.tobytes()   # a new array
+    perm = rng.permutation(p)              # distinct senders and receivers
+    got = fastmode._advance(clock, perm[: p // 2], perm[p // 2:], msg[: p // 2])
+    want = advance_clocks(clock, perm[: p // 2], perm[p // 2:], msg[: p // 2], distinct=True)
+    assert got.tobytes() == want.tobytes()

@@ -136,3 +136,43 @@ def test_metrics_known_values():
     nx.set_edge_attributes(G, 0.0, "latency_s")
     m = topology_metrics(G)
     assert not m.bisection_exact and m.bisection_Bps == 2.0 and m.diameter_hops == 3
+
+
+def _cluster_paths_numpy(r, s, t, rail):
+    """The cluster router's paths as they were built with numpy (the reference)."""
+    def split(x):
+        dev = x >= r.base
+        return (np.where(dev, (x - r.base) // r.per, x),
+                np.where(dev, (x - r.base) % r.per + 1, 0))
+
+    def label(h, pos):
+        return np.where(pos == 0, h[:, None], r.base + h[:, None] * r.per + pos - 1)
+
+    hs, ps = split(s)
+    hd, pd = split(t)
+    inter = np.concatenate([label(hs, r.tp[ps, 0]), r.net.node_paths(hs, hd, rail),
+                            label(hd, r.tp[0, pd])], axis=1)
+    same = np.flatnonzero(hs == hd)
+    local = label(hs[same], r.tp[ps[same], pd[same]])
+    inter[same] = np.concatenate([local, np.repeat(
+        local[:, -1:], inter.shape[1] - local.shape[1], axis=1)], axis=1)
+    return inter
+
+
+@pytest.mark.parametrize("name,nodes", [("summit", 9), ("dgx-h100-superpod", 4),
+                                        ("frontier", 3), ("pcie-8xv100", 1)])
+def test_the_compiled_cluster_paths_are_the_numpy_ones(name, nodes):
+    from dlscale.perfmodel.catalog import get_cluster
+
+    G = cluster_graph(get_cluster(name), nodes)
+    r = make_router(G)
+    n, base = G.number_of_nodes(), G.graph["routing"]["base"]
+    rng = np.random.default_rng(0)
+    s, t = rng.integers(0, n, 3000), rng.integers(base, n, 3000)
+    t[:500] = np.minimum(s[:500] + 1, n - 1)          # pairs inside one node
+    t[500:600] = s[500:600]                            # to itself
+    s[600:700] = rng.integers(0, nodes, 100)           # from a NIC
+    for rail in range(r.rails):
+        got = r.node_paths(s, t, rail)
+        want = _cluster_paths_numpy(r, s, t, rail)
+        assert got.dtype == want.dtype and np.array_equal(got, want)

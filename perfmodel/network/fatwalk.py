@@ -284,7 +284,9 @@ def _walk(src: np.ndarray, dst: np.ndarray, wt: np.ndarray, nb: np.ndarray, at: 
     row, uneven = np.zeros(K + 3), False
     for s in range(S):
         _count(src, dst, wt, nb, at[s], at[s + 1], w[0], h, host, grp, base, bsel, cnt, links)
-        new[:, :] = clock
+        for r in range(p):                  # new[:, :] = clock, without its shape check
+            for b in range(B):
+                new[r, b] = clock[r, b]
         uneven = _step(src, dst, at[s], at[s + 1], dev, h, host, grp, base, bsel, cnt, links,
                        row, first, load[s], hops[s:s + 1], inter[s:s + 1], lat0, nic, hop, betas,
                        size[s], nn, fl[:, s], fb[:, s], plain, clock, new) or uneven
@@ -318,11 +320,13 @@ def _tables(p: int, rpn: int, m: np.ndarray, w: np.ndarray) -> tuple[np.ndarray,
     M, W, wp, top = 1, w[0], 1, 0
     for i in range(2, h + 1):
         M *= m[i - 2]                       # hosts under a level-(i-1) element
-        grp[i] = hs // M
-        bsel[i] = bsel[i - 1] + ((hs // wp) % w[i - 1]) * W
+        for x in range(H):                  # element by element: no array assignment,
+            grp[i, x] = hs[x] // M          # whose shape check numba compiles (1.9 s)
+            bsel[i, x] = bsel[i - 1, x] + ((hs[x] // wp) % w[i - 1]) * W
         wp *= w[i - 1]
         W *= w[i - 1]                       # prod(w[:i])
-        base[i] = top + grp[i] * W
+        for x in range(H):
+            base[i, x] = top + grp[i, x] * W
         top += ((H - 1) // M + 1) * W
     return host, grp, base, bsel, np.zeros((2, top + 1))
 

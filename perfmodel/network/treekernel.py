@@ -292,13 +292,15 @@ def _count(p: int, rpn: int, dev: bool, m: np.ndarray, w: np.ndarray,
         hs, hd = src // rpn, dst // rpn
         order, start = _by_coord(coord, D)
         got, sent = _window_max(order, start, dst, src, dev, p, lo, hi)
-        recv[r] = got
-        if dev:
-            load[r, :, 0] = np.maximum(sent, got)
         order, start = _subset(order, start, hs != hd)         # messages leaving a node
         a, b_ = _window_max(order, start, hs, hd, True, H, lo, hi)
-        load[r, :, 1] = np.maximum(a, b_)
+        # element by element, not row assignments (whose shape check numba compiles,
+        # 2 s of a first run): the same values
         for j in range(S):
+            recv[r, j] = got[j]
+            if dev:
+                load[r, j, 0] = max(sent[j], got[j])
+            load[r, j, 1] = max(a[j], b_[j])
             inter[r, j] = start[hi[j] + 1] > start[lo[j]]
         M, W, wp = 1, w[0], 1
         b = np.zeros(len(src), np.int64)
@@ -315,5 +317,6 @@ def _count(p: int, rpn: int, dev: bool, m: np.ndarray, w: np.ndarray,
                     hops[r, j] = 2 * (i - 1)
             a, b_ = _window_max(order, start, (hs // M) * W + b, (hd // M) * W + b, True,
                                 links, lo, hi)
-            load[r, :, i] = np.maximum(a, b_) / w[0]
+            for j in range(S):
+                load[r, j, i] = max(a[j], b_[j]) / w[0]
     return load, hops, inter, recv, D

@@ -25,6 +25,7 @@ import networkx as nx
 import numpy as np
 
 from dlscale.perfmodel.errors import ConfigError, unknown_name
+from dlscale.perfmodel.gcpause import paused_gc
 from dlscale.perfmodel.limits import GAMMA_RANGE_S_PER_B, check_range
 from dlscale.perfmodel.machine.hardware import Cluster
 from dlscale.perfmodel.machine.runtime import Runtime
@@ -108,11 +109,12 @@ class SimulatedNetwork:
             raise ConfigError(f"message_factors: must be a MessageFactors, got "
                               f"{type(message_factors).__name__}")
         self.message_factors = message_factors
-        self.table = LinkTable.from_graph(topology)
-        self.router = make_router(topology, seed)
-        labels = place(topology, placement, seed)
-        self.rank_nodes = self.table.node_index(labels)
-        self.rank_host = node_of(topology, labels)
+        with paused_gc():   # arrays over every link and endpoint (perfmodel.gcpause)
+            self.table = LinkTable.from_graph(topology)
+            self.router = make_router(topology, seed)
+            labels = place(topology, placement, seed)
+            self.rank_nodes = self.table.node_index(labels)
+            self.rank_host = node_of(topology, labels)
         self._cache = RouteCache()
         self.name = str(topology.graph.get("cluster", topology.graph.get("family", "graph")))
         self.cluster: Cluster | None = None
@@ -127,7 +129,8 @@ class SimulatedNetwork:
         """The network of the first ``nodes`` nodes of ``cluster`` (see :func:`cluster_graph`)."""
         kwargs.setdefault("message_factors", cluster.network.message_factors)
         kwargs.setdefault("validate", node_graph is not None)  # a user's node graph: checked
-        net = cls(cluster_graph(cluster, nodes, node_graph), **kwargs)  # type: ignore[arg-type]
+        with paused_gc():   # tens of thousands of dicts, no garbage (perfmodel.gcpause)
+            net = cls(cluster_graph(cluster, nodes, node_graph), **kwargs)  # type: ignore[arg-type]
         net.runtime = cluster.runtime
         if node_graph is None and net.placement == "linear":
             net.cluster, net.nodes = cluster, nodes

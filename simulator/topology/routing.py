@@ -36,6 +36,7 @@ from typing import Any, Protocol, runtime_checkable
 import networkx as nx
 import numpy as np
 
+from dlscale.kernels.jit import njit
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.machine.topologies import FAMILIES
 from dlscale.perfmodel.machine.topologies.family import FamilyView
@@ -166,30 +167,51 @@ class ClusterRouter:
         self.pairwise = bool(getattr(self.net, "pairwise", False))
         self.base = params["base"]
         self.per = params["per_node"]
-        self.tp = params["template_paths"]
+        self.tp = np.ascontiguousarray(params["template_paths"], dtype=np.int64)
 
-    def _split(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        dev = x >= self.base
-        h = np.where(dev, (x - self.base) // self.per, x)
-        pos = np.where(dev, (x - self.base) % self.per + 1, 0)
-        return h, pos
-
-    def _label(self, h: np.ndarray, pos: np.ndarray) -> np.ndarray:
-        return np.where(pos == 0, h[:, None], self.base + h[:, None] * self.per + pos - 1)
+    def _host(self, x: np.ndarray) -> np.ndarray:
+        """The host (node) of each endpoint: a device's node, a host itself."""
+        return np.where(x >= self.base, (x - self.base) // self.per, x)
 
     def node_paths(self, s: np.ndarray, t: np.ndarray, rail: int) -> np.ndarray:
-        hs, ps = self._split(s)
-        hd, pd = self._split(t)
-        up = self._label(hs, self.tp[ps, 0])
-        mid = self.net.node_paths(hs, hd, rail)
-        down = self._label(hd, self.tp[0, pd])
-        inter = np.concatenate([up, mid, down], axis=1)
-        same = np.flatnonzero(hs == hd)       # pairs inside one node: its template path
-        if len(same):
-            local = self._label(hs[same], self.tp[ps[same], pd[same]])
-            inter[same] = np.concatenate([local, np.repeat(
-                local[:, -1:], inter.shape[1] - local.shape[1], axis=1)], axis=1)
-        return inter
+        s = np.ascontiguousarray(s, dtype=np.int64)
+        t = np.ascontiguousarray(t, dtype=np.int64)
+        mid = self.net.node_paths(self._host(s), self._host(t), rail)
+        return _join(s, t, np.ascontiguousarray(mid, dtype=np.int64), self.tp,
+                     int(self.base), int(self.per))
+
+
+@njit()
+def _join(s: np.ndarray, t: np.ndarray, mid: np.ndarray, tp: np.ndarray, base: int,
+          per: int) -> np.ndarray:
+    """Each pair's path: the source's template path up to its node's NIC, the
+    network's host path ``mid``, the target's template path down from its NIC; a pair
+    inside one node takes its node's template path alone, padded by its last element.
+    Endpoint ``x >= base`` is device ``(x - base) % per`` of node ``(x - base) // per``
+    (template position one more), a host ``x`` is its node's NIC (position 0)."""
+    F, K = mid.shape
+    L = tp.shape[2]
+    out = np.empty((F, 2 * L + K), dtype=np.int64)
+    for f in range(F):
+        a, b = s[f], t[f]
+        ha, pa = (a, 0) if a < base else ((a - base) // per, (a - base) % per + 1)
+        hb, pb = (b, 0) if b < base else ((b - base) // per, (b - base) % per + 1)
+        if ha == hb:
+            for c in range(L):
+                q = tp[pa, pb, c]
+                out[f, c] = ha if q == 0 else base + ha * per + q - 1
+            for c in range(L, 2 * L + K):
+                out[f, c] = out[f, L - 1]
+            continue
+        for c in range(L):
+            q = tp[pa, 0, c]
+            out[f, c] = ha if q == 0 else base + ha * per + q - 1
+        for c in range(K):
+            out[f, L + c] = mid[f, c]
+        for c in range(L):
+            q = tp[0, pb, c]
+            out[f, L + K + c] = hb if q == 0 else base + hb * per + q - 1
+    return out
 
 
 #: Routing family (``G.graph["routing"]["family"]``) -> router class: each topology

@@ -69,10 +69,11 @@ Read in Calculon: `calculon/llm/llm.py` (commit 0384d1e: `Llm.Execution`'s optio
   size: matrix products at 0.95 of 312 TFLOP/s from 128 GFLOP, 0.9 from 16, 0.6 from
   1, 0.1 below; vector operations at 78 TFLOP/s with their own curve; memory traffic at
   2,048 GB/s times 0.9 from 100 MB down to 0.3 for small transfers. dlscale runs every
-  GEMM at one measured ceiling, the A100's maximum achievable matmul rate (0.869 of
-  312, stas00/ml-engineering's MAMF table), whatever its shape, and every elementwise
-  kernel at the HBM's peak bandwidth: the cause the case file gives for its misses
-  (`MISSES` in validation/case_megatron_korthikanti.py), each predicted too fast.
+  GEMM at one measured ceiling, the A100's matmul rate at its 400 W power cap with
+  random inputs (0.827 of 312: 258 TFLOP/s at 8192^3, `perfmodel/catalog/devices_2020s.py`),
+  times each shape's tile and wave quantization over the 108 SMs, or at its operands'
+  bytes where those take longer; every elementwise kernel at the HBM's achievable
+  88% of its bandwidth (validation/megatron_mechanisms.md, mechanisms 1, 2 and 7).
 - **Network.** Calculon's system has two flat tiers, each a bandwidth, an efficiency,
   a latency, per-operation factors and a `processor_usage`: 8 GPUs at 300 GB/s,
   efficiency 0.6, factors p2p 1.0, reduce-scatter and all-gather 1.5, all-reduce 2.0,

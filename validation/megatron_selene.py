@@ -10,12 +10,15 @@ A100 node):
   boost, FP64 9.7 TFLOP/s, FP32 19.5, FP16/BF16 tensor 312 dense ("A100 ... peak
   device throughput of 312 teraFLOP/s", Narayanan et al. Sec. 5.1), 80 GB HBM2e at
   2,039 GB/s, 400 W;
-- **GEMM ceiling** (bf16): 271.2 of 312 TFLOP/s = 0.869, the "maximum achievable
-  matmul FLOPS" of an A100 SXM measured by brute-force search over GEMM shapes
-  (stas00/ml-engineering, compute/accelerator/README.md, MAMF table, torch 2.6 /
-  CUDA 12.6; an earlier row of the same table: 267.9 = 0.859 with CUDA 12.1). It is
-  not a Megatron measurement and is of newer software than the paper's (2021). The
-  GPU is the catalog's ``a100-sxm4-80gb``, which carries it as ``gemm_fraction_fp16``;
+- **GEMM ceiling** (bf16): 258 of 312 TFLOP/s = 0.827, an A100 at its 400 W power cap
+  multiplying normally distributed 8192 x 8192 matrices through PyTorch's cuBLAS in
+  2022 (Horace He, thonking.ai, "Strangely, Matrix Multiplications on GPUs Run Faster
+  When Given 'Predictable' Data!": 257-258 TFLOP/s, 295 with zeros, the gap the power
+  cap's clock throttling); the burst ceiling of a best-of search over shapes with 2025
+  software is 271.2 = 0.869 (stas00/ml-engineering MAMF table, torch 2.6 / CUDA 12.6).
+  Neither is a Megatron measurement; the first is of the nearer software and of the
+  conditions of a training run (random data, every GPU at its cap). The GPU is the
+  catalog's ``a100-sxm4-80gb``, which carries it as ``gemm_fraction_fp16``;
 - **node**, Narayanan et al. Sec. 5: "8 NVIDIA 80-GB A100 GPUs connected to each
   other by NVLink and NVSwitch" and "eight NVIDIA Mellanox 200Gbps HDR Infiniband
   HCAs": NVLink 3 gives each GPU 600 GB/s in both directions together, 300 GB/s each
@@ -37,16 +40,16 @@ from dlscale.perfmodel.catalog.links import LINKS
 from dlscale.perfmodel.machine.hardware import Cluster, FatTree, Link, NetworkSpec, NodeSpec
 from dlscale.perfmodel.units import ns
 
-__all__ = ["A100_80GB", "DGX_A100", "MAMF_FRACTION", "SELENE", "SELENE_NODES"]
+__all__ = ["A100_80GB", "DGX_A100", "GEMM_FRACTION", "SELENE", "SELENE_NODES"]
 
 #: The catalog's A100 SXM4 80 GB (NVIDIA A100 datasheet; its GEMM ceiling
-#: ``gemm_fraction_fp16`` = 271.2 / 312, the maximum achievable matmul FLOPS of
-#: stas00/ml-engineering's table: ``perfmodel/catalog/devices_2020s.GEMM_FRACTIONS``),
+#: ``gemm_fraction_fp16`` = 258 / 312, its matmul rate at the power cap with random
+#: inputs: ``perfmodel/catalog/devices_2020s.GEMM_FRACTIONS``),
 #: the one description of the device that every case run on it uses.
 A100_80GB = DEVICES["a100-sxm4-80gb"]
 
 #: The A100's GEMM ceiling, as the catalog gives it.
-MAMF_FRACTION = A100_80GB.gemm_fraction_fp16
+GEMM_FRACTION = A100_80GB.gemm_fraction_fp16
 
 #: NVLink 3 through NVSwitch, per GPU and direction: the catalog's ``nvlink3-x12``
 #: (12 links x 25 GB/s, 600 GB/s per GPU in both directions; latency as NVLink 2).

@@ -102,20 +102,34 @@ PRECISION_PEAKS: dict[str, dict[str, float]] = {
 }
 
 
+#: The A100's matmul rate at its 400 W power cap with training-like (normally
+#: distributed) inputs, TFLOP/s, at a shape the tile model quantizes perfectly, in
+#: PyTorch on cuBLAS of 2022 (the nearest stack to Megatron-LM's of 2021 found):
+#: Horace He, "Strangely, Matrix Multiplications on GPUs Run Faster When Given
+#: 'Predictable' Data!" (thonking.ai, 2024): 8192 x 8192 x 8192, "CuBLAS: 258
+#: Teraflops ... 83% flop utilization", "benchmark(zero_inputs) # 295 Teraflops",
+#: "benchmark(randn_inputs) # 257 Teraflops"; the gap to zeros is the power cap
+#: throttling the clock (the same post). 258 is taken; the sources spread it from 257
+#: (the same run) to the MAMF's 271.2 (stas00/ml-engineering's README table below: a
+#: best-of search over shapes, 2025 software). Not a measurement of Megatron-2021's
+#: cuBLAS at its own shapes, which none of the sources read gives.
+A100_POWER_CAPPED_GEMM_TFLOPS = 258.0
+
 #: Large matrix products' share of the dense bf16 peak: the "Maximum Achievable Matmul
 #: FLOPS" (MAMF: a brute-force search over GEMM shapes, bf16 inputs, no sparsity) of
 #: stas00/ml-engineering, compute/accelerator/README.md, "Maximum Achievable Matmul
 #: FLOPS comparison table": "NVIDIA A100 SXM | 267.9 | 312 | 85.9% | ... | CUDA-12.1",
-#: a later row of the same table 271.2 (torch 2.6 / CUDA 12.6, the figure
-#: validation/megatron_selene.py read); "NVIDIA H100 SXM | 792.1 | 989 | 80.1% |
-#: CUDA-12.1"; "AMD MI250X | 147.0 | 191.5 | 76.7% | ROCm-6.2 / 1 GCD"; "AMD MI300X |
-#: 781.9 | 1300 | 60.1% | ROCm-6.2". Each is of its own table's peak. The range the
-#: table itself shows for the A100 (0.859-0.869) is software's; the table warns that
-#: shapes a model really uses run lower. H200: the H100's chip and clocks with faster
-#: memory (assumption: the H100's figure). B200: not in the table (0: not known; the
-#: transformer path then uses its stand-in sustained fraction).
+#: a later row of the same table 271.2 (torch 2.6 / CUDA 12.6); "NVIDIA H100 SXM |
+#: 792.1 | 989 | 80.1% | CUDA-12.1"; "AMD MI250X | 147.0 | 191.5 | 76.7% | ROCm-6.2 /
+#: 1 GCD"; "AMD MI300X | 781.9 | 1300 | 60.1% | ROCm-6.2". Each is of its own table's
+#: peak. The table itself warns that shapes a model really uses run lower. A100: not
+#: the MAMF but its power-capped rate (:data:`A100_POWER_CAPPED_GEMM_TFLOPS`, thonking.ai).
+#: H200: the H100's chip and clocks with faster memory (assumption: the H100's figure).
+#: B200: not in the table (0: not known; the transformer path then uses its stand-in
+#: fraction).
 GEMM_FRACTIONS: dict[str, float] = {
-    "a100-sxm4-40gb": 271.2 / 312, "a100-sxm4-80gb": 271.2 / 312,
+    "a100-sxm4-40gb": A100_POWER_CAPPED_GEMM_TFLOPS / 312,
+    "a100-sxm4-80gb": A100_POWER_CAPPED_GEMM_TFLOPS / 312,
     "h100-sxm": 792.1 / 989, "h200-sxm": 792.1 / 989,
     "mi250x-gcd": 147.0 / 191.5, "mi300x": 781.9 / 1300,
 }

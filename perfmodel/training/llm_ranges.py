@@ -27,9 +27,10 @@ and greatest over the central answer and the corners
 
 The framework's compute-rate range (:mod:`dlscale.perfmodel.compute.framework`) is
 against the rate a device was solved on from a whole network, which this path's
-GEMMs do not use (they run at the device's measured matmul ceiling); the one source
-of that ceiling gives no range beyond two software releases on the A100 (0.859 to
-0.869), so the GEMMs are not banded.
+GEMMs do not use (they run at the device's measured matmul ceiling); the sources of
+that ceiling on the A100 spread it from 257 to 271.2 of 312 TFLOP/s (the power-capped
+run at one shape to a burst search over shapes,
+:mod:`dlscale.perfmodel.catalog.devices_2020s`), which is not banded here.
 
 Examples
 --------

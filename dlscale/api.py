@@ -768,7 +768,7 @@ def simulate_transformer(cluster: str | Path | Cluster, model: str,
 
     c = load_cluster(cluster, cluster_overrides)
     spec = get_llm(model)
-    make_noise(c.noise if noise is None else noise)
+    make_noise((c.noise or "none") if noise is None else noise)
     for name, value in (("tp", tp), ("pp", pp)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ConfigError(f"{name}: must be a positive integer, got {value!r}")

@@ -146,7 +146,7 @@ def test_predict_and_simulate_agree(path, model, nodes, fields):
 def test_one_message_at_a_time_is_exact():
     """One worker node, its server on it: only the host links move bytes, one
     variable after another, so the flows are the closed form's FIFO."""
-    c = _ps(load_cluster(K80))
+    c = dataclasses.replace(_ps(load_cluster(K80)), noise="none")   # no draws: exact
     w = _w("resnet50")
     p = float(predict(c, w, [1]).iteration_s[0])
     s = simulate_training(c, w, 1, iterations=2, network="flow", efficiency=False)

@@ -20,7 +20,7 @@ from dlscale.simulator.training.run import simulate_training
 ])
 def test_iteration_time_within_2_percent(algorithm, cluster, workload, nodes):
     r = simulate_training(get_cluster(cluster), get_workload(workload), nodes,
-                          algorithm=algorithm, iterations=40, efficiency=False)
+                          algorithm=algorithm, iterations=40, efficiency=False, noise="none")
     assert r.iteration_s == pytest.approx(r.analytical_iteration_s, rel=0.02)
 
 
@@ -29,12 +29,13 @@ def test_sync_sgd_agrees_without_overlap_and_graph_aware():
     w = dataclasses.replace(get_workload("resnet50"), overlap=False, grouping="graph-aware",
                             fusion_threshold_bytes=4e6)
     r = simulate_training(get_cluster("summit"), w, 3, iterations=3, efficiency=False,
-                          network="analytical")
+                          network="analytical", noise="none")
     assert r.counters["buckets"] > 10
     assert r.iteration_s == pytest.approx(r.analytical_iteration_s, rel=1e-9)
     # routed (the default network): 18 ranks fold onto 16 for the bit-vector allreduce;
     # both fidelities cost the fold on its critical path through the ranks
-    fast = simulate_training(get_cluster("summit"), w, 3, iterations=3, efficiency=False)
+    fast = simulate_training(get_cluster("summit"), w, 3, iterations=3, efficiency=False,
+                             noise="none")
     assert fast.network == "fast"
     assert fast.iteration_s == pytest.approx(r.iteration_s, rel=1e-6)
 

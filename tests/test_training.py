@@ -34,7 +34,9 @@ LEGACY = dataclasses.replace(RUNTIMES["horovod-legacy-mpi"], links_measured=True
 
 def cluster(dev=GPU, per_node=1, max_nodes=4096):
     node = NodeSpec("n", dev, per_node, INTRA, NIC, host_link=HOST)
-    return Cluster("c", node, NetworkSpec("x", Crossbar(max_nodes), NIC), runtime=LEGACY)
+    # noise none: the closed forms below are written for devices of one rate
+    return Cluster("c", node, NetworkSpec("x", Crossbar(max_nodes), NIC), runtime=LEGACY,
+                   noise="none")
 
 
 def model(n_layers=6, params=2_000_000, flops=4e9):

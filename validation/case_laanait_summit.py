@@ -98,19 +98,23 @@ MISSES: dict[str, str] = {
         "output elements on 80 SMs); the double binary tree's 30 ms allreduce leaves "
         "15 ms exposed behind it (50 ms and 13 ms with the earlier curve); the paper's network is not public, "
         "and a per-GPU step twice as long (a wider network or more samples per GPU) "
-        "would hide the same allreduce as the 93% implies"),
+        "would hide the same allreduce as the 93% implies; the GPUs' rate spread "
+        "(compute.variability: each step waits for the expected slowest of 27,600 "
+        "GPUs, 1.48 % log-standard deviation, x1.062) moved it from -10.2 to -12.2 pp"),
     "efficiency_27600_gpus@simulated": (
         "as analytically (see efficiency_27600_gpus): the simulated allreduce (29 ms) "
         "is the analytical one, exposed behind a 45 ms step; the 18.9 % slowdown of the "
         "compute beside NCCL's collectives (arXiv 2507.03114) moved it from -10.0 to "
-        "-10.8 pp"),
+        "-10.8 pp, the GPUs' rate spread drawn per rank (compute.variability) to "
+        "-12.2 pp"),
     "peak_flops_27600_gpus": (
-        "the model's per-GPU rate is 41 TFLOPS at 27,600 GPUs (counting direct-"
+        "the model's per-GPU rate is 39 TFLOPS at 27,600 GPUs (counting direct-"
         "convolution FLOPs, with the 3x3 layers at Winograd's 2.25x): the step of the "
         "assumed FCN at batch 4 in fp16 is 45 ms at one node, and the 81% efficiency "
         "(see efficiency_27600_gpus) takes the rest; the paper's 78 TFLOPS per GPU come "
         "from a network whose size is not public (A1-A5 are assumptions) and from a "
-        "peak, not a mean (L3)"),
+        "peak, not a mean (L3); the GPUs' rate spread (compute.variability) moved it "
+        "from -47.5 to -49.6 %"),
 }
 
 #: Miss key -> the error it had when its cause was diagnosed (the row's error unit:
@@ -118,9 +122,9 @@ MISSES: dict[str, str] = {
 #: fidelity predicts nothing). Its test fails if the miss grows past this, changes
 #: side or starts passing (accounting.miss_band); update it with the cause.
 MISS_ERRORS: dict[str, float | str | None] = {
-    "efficiency_27600_gpus": -11.935,
-    "peak_flops_27600_gpus": -0.473,
-    "efficiency_27600_gpus@simulated": -10.833,
+    "efficiency_27600_gpus": -12.16,
+    "peak_flops_27600_gpus": -0.496,
+    "efficiency_27600_gpus@simulated": -12.24,
 }
 
 

@@ -19,6 +19,7 @@ from dlscale.commands.runtime_args import (
     apply_runtime,
     collective_label,
 )
+from dlscale.perfmodel.compute.variability import cluster_noise
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.machine.config import apply_overrides, load_workload
 from dlscale.perfmodel.machine.topoinfo import network_line
@@ -54,7 +55,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--noise", metavar="SPEC",
                    help="per-rank compute noise: none, lognormal:SIGMA, empirical:FILE; each "
                         "iteration is charged its expected slowest rank (default: the "
-                        "cluster's, none for the presets)")
+                        "cluster's; where it gives none, a GPU's cited rate spread, "
+                        "lognormal:0.0148)")
     p.add_argument("--plot", metavar="FILE.png", help="write a scaling plot")
     add_measured_args(p)
     add_outside_args(p)
@@ -178,7 +180,7 @@ def run(args: argparse.Namespace) -> int:
     meta = {"cluster": cluster.name, "workload": workload.name, "model": workload.model.name,
             "algorithm": workload.algorithm, "collective": workload.collective,
             "runtime": cluster.runtime.name, "allreduce_chosen": allreduce_summary(rows),
-            "noise": cluster.noise,
+            "noise": cluster_noise(cluster),
             "precision": workload.precision, "batch_per_device": workload.batch_per_device,
             "fidelity": "analytical", "scaling": workload.scaling,
             "baseline": result.baseline, "baseline_fits": result.baseline_fits,

@@ -70,7 +70,8 @@ def add_training_args(parser: argparse.ArgumentParser) -> None:
     _add(parser, "--seed", type=int, default=0, help="seed of noise, placement, data")
     _add(parser, "--noise", default=None,
          help="straggler model: none, lognormal:SIGMA (0 <= SIGMA <= 2), empirical:FILE "
-              "(default: the cluster's noise, none for the presets)")
+              "(default: the cluster's noise; where it gives none, a GPU's cited rate "
+              "spread, lognormal:0.0148)")
     _add(parser, "--network", choices=NETWORKS, default=None,
          help="who answers communication times: analytical (closed forms), fast or "
               "flow (simulated topology; default: --mode if given, else fast)")
@@ -314,7 +315,9 @@ def run_training(args: argparse.Namespace) -> int:
     if args.seed < 0:
         raise ConfigError(f"--seed: must be an integer >= 0, got {args.seed}")
     if args.noise is None:
-        args.noise = cluster.noise
+        from dlscale.perfmodel.compute.variability import cluster_noise
+
+        args.noise = cluster_noise(cluster)
     noise = make_noise(args.noise)
     if target:
         alg_list = [a or workload.algorithm for a in algs]

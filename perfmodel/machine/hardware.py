@@ -385,16 +385,20 @@ class Cluster:
     #: The software stack the machine runs (:mod:`.catalog.runtimes`); a description
     #: that names none gets :data:`~.catalog.runtimes.DEFAULT_RUNTIME`.
     runtime: Runtime = field(default_factory=_default_runtime)
-    #: Per-rank compute-time noise (OS noise, stragglers) of the machine: ``"none"``,
-    #: ``"lognormal:SIGMA"`` or ``"empirical:FILE"`` (:mod:`dlscale.perfmodel.machine.noise`). ``predict``
+    #: Per-rank compute-time noise (OS noise, stragglers, GPU-to-GPU rate spread) of the
+    #: machine: ``"none"``, ``"lognormal:SIGMA"`` or ``"empirical:FILE"``
+    #: (:mod:`dlscale.perfmodel.machine.noise`); empty (not described): a GPU cluster's
+    #: cited rate spread, none for other devices
+    #: (:func:`dlscale.perfmodel.compute.variability.cluster_noise`). ``predict``
     #: charges a synchronous iteration its expected largest factor over the ranks;
     #: ``simulate`` draws it per rank unless ``--noise`` says otherwise.
-    noise: str = "none"
+    noise: str = ""
 
     def __post_init__(self) -> None:
         from dlscale.perfmodel.machine.noise import make_noise
 
-        make_noise(self.noise)  # one clear line for a bad spec, before any work
+        if self.noise:
+            make_noise(self.noise)  # one clear line for a bad spec, before any work
 
     @property
     def max_nodes(self) -> int:

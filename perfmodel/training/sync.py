@@ -72,6 +72,7 @@ from dlscale.perfmodel.compute.dispatch import dispatch_s_per_op
 from dlscale.perfmodel.compute.memory import sparse_gather_bytes
 from dlscale.perfmodel.compute.overlap import compute_slowdown, overlap_stretch
 from dlscale.perfmodel.compute.roofline import layer_times, update_s
+from dlscale.perfmodel.compute.variability import cluster_noise
 from dlscale.perfmodel.machine.hardware import Cluster
 from dlscale.perfmodel.machine.noise import expected_max_factor
 from dlscale.perfmodel.machine.runtime import Runtime, cache_bitvector_bytes, with_transport
@@ -418,7 +419,7 @@ def _compute_phases(cluster: Cluster, workload: Workload, lay: Layout) -> tuple[
     compute = np.broadcast_to(fwd + bwd + upd_s, lay.nodes.shape).astype(float)
     # the slowest rank sets every synchronous step: its expected compute factor over
     # the ranks (1 without noise; :mod:`dlscale.perfmodel.machine.noise`, the distribution the simulator draws)
-    slow = expected_max_factor(cluster.noise, lay.ranks)
+    slow = expected_max_factor(cluster_noise(cluster), lay.ranks)
     fwd, bwd, upd = fwd * slow, bwd * slow, upd_s * slow
     bwd_cum = bwd_cum * slow[..., None]          # (N, L): per node count and layer
     return fwd, bwd, upd, bwd_cum, compute, slow, backward

@@ -396,7 +396,9 @@ def simulate_pipeline(cluster: Cluster, model: TransformerSpec, layout: Parallel
     layout.check(model)
     check_layout(cluster, layout)
     analytical = llm_iteration(cluster, model, layout)
-    nz = make_noise(cluster.noise if noise is None else noise)
+    # the pipeline's closed form (llm_iteration) charges no rate spread: a cluster that
+    # describes no noise draws none here either (compute.variability is data-parallel's)
+    nz = make_noise((cluster.noise or "none") if noise is None else noise)
     draws = nz.draw(np.random.default_rng(seed), (layout.gpus,))
     # a tensor-parallel group waits for its slowest rank at every layer's collective
     factors = draws.reshape(layout.pp, layout.dp, layout.tp).max(axis=2)

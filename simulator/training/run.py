@@ -31,6 +31,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from dlscale.perfmodel.compute.memory import memory_per_rank
+from dlscale.perfmodel.compute.variability import cluster_noise
 from dlscale.perfmodel.errors import ConfigError, unknown_name
 from dlscale.perfmodel.limits import check_rank_steps
 from dlscale.perfmodel.machine.hardware import Cluster
@@ -159,7 +160,7 @@ def _check_run_options(cluster: Cluster, workload: Workload, baseline: str,
         raise unknown_name("baseline", baseline, ("node", "device"))
     if baseline == "device":
         one_device(cluster, workload)
-    nz = make_noise(cluster.noise if noise is None else noise)
+    nz = make_noise(cluster_noise(cluster) if noise is None else noise)
     if mode == "cosim":
         from dlscale.simulator.training.cosim import check_cosim_options
 
@@ -232,7 +233,7 @@ def analytical_answer(cluster: Cluster, workload: Workload, nodes: Sequence[int]
         workload = dataclasses.replace(workload, algorithm=algorithm)
     if baseline not in ("node", "device"):
         raise unknown_name("baseline", baseline, ("node", "device"))
-    nz = make_noise(cluster.noise if noise is None else noise)
+    nz = make_noise(cluster_noise(cluster) if noise is None else noise)
     return predict_range(_reference_cluster(cluster, nz), workload,
                          [int(n) for n in nodes], baseline)
 

@@ -42,7 +42,8 @@ Examples
 --------
 >>> from dlscale.perfmodel.catalog import get_cluster, get_workload
 >>> from dlscale.simulator.training.run import simulate_training
->>> r = simulate_training(get_cluster("summit"), get_workload("resnet50"), 2, iterations=3)
+>>> r = simulate_training(get_cluster("summit"), get_workload("resnet50"), 2, iterations=3,
+...                       noise="none")
 >>> abs(r.iteration_s / r.analytical_iteration_s - 1) < 1e-6
 True
 """

@@ -20,8 +20,9 @@ The messages are routed between the real ranks' devices:
   the rate NCCL's collectives reach
   (:func:`~dlscale.perfmodel.training.parallel_time.nccl_node`, as ``predict`` and
   the simulated tensor-parallel collectives take them), beside the other expert
-  groups' messages inside nodes (its own flow model: nothing else of the simulation
-  is a flow on those links);
+  groups' messages inside nodes (a flow model of its own: the tensor-parallel
+  collectives and the pipelines' all-gathers are timed alone, and a message that
+  leaves the node is not counted against it on its first hop, an assumption);
 - a group that crosses nodes moves as flows on the one routed network
   (:class:`~dlscale.simulator.training.pipeline_net.GroupFlows`) beside the
   pipelines' hand-overs and the data-parallel rings: groups sharing links slow each

@@ -716,8 +716,9 @@ def simulate_transformer(cluster: str | Path | Cluster, model: str,
                          nodes: int | str | Sequence[int] | None = None, *, tp: int = 1,
                          pp: int = 1, microbatch: int = 1, global_batch: int | None = None,
                          schedule: str = "1f1b", virtual: int = 1, zero: int = 0,
-                         recompute: str = "none", sp: bool = False, noise: str | None = None,
-                         seed: int = 0, trace: str | Path | None = None,
+                         recompute: str = "none", sp: bool = False, ep: int = 1,
+                         noise: str | None = None, seed: int = 0,
+                         trace: str | Path | None = None,
                          cluster_overrides: Mapping[str, Any] | None = None,
                          ) -> SimulateResult:
     """Simulate one iteration of a transformer's parallel layout as events, per node count.
@@ -736,9 +737,11 @@ def simulate_transformer(cluster: str | Path | Cluster, model: str,
         A transformer of the catalog (``dlscale catalog transformers``).
     nodes : int, str, sequence of int or None, optional
         Node counts; None: the fewest nodes that hold ``tp x pp`` GPUs.
-    tp, pp, microbatch, global_batch, schedule, virtual, zero, recompute, sp
+    tp, pp, microbatch, global_batch, schedule, virtual, zero, recompute, sp, ep
         The layout (:class:`dlscale.perfmodel.training.parallel.ParallelLayout`);
-        ``global_batch`` None: one microbatch per replica.
+        ``global_batch`` None: one microbatch per replica; ``ep`` > 1 (a mixture of
+        experts): its all-to-alls as events
+        (:mod:`dlscale.simulator.training.pipeline_expert`).
     noise : str, optional
         Per-rank compute noise (``lognormal:SIGMA``, ...); None: the cluster's.
     seed : int, optional
@@ -769,7 +772,7 @@ def simulate_transformer(cluster: str | Path | Cluster, model: str,
     c = load_cluster(cluster, cluster_overrides)
     spec = get_llm(model)
     make_noise((c.noise or "none") if noise is None else noise)
-    for name, value in (("tp", tp), ("pp", pp)):
+    for name, value in (("tp", tp), ("pp", pp), ("ep", ep)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ConfigError(f"{name}: must be a positive integer, got {value!r}")
     dpn = c.node.devices_per_node
@@ -787,7 +790,7 @@ def simulate_transformer(cluster: str | Path | Cluster, model: str,
         lay = ParallelLayout(tp=tp, pp=pp, dp=dp, micro=microbatch,
                              global_batch=microbatch * dp if global_batch is None
                              else global_batch, schedule=schedule, virtual=virtual, zero=zero,
-                             sp=sp, recompute=recompute)
+                             sp=sp, recompute=recompute, ep=ep)
         lay.check(spec)
         check_layout(c, lay)
         layouts.append((int(n), lay))

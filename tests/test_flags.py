@@ -437,12 +437,12 @@ CHECKS: dict[tuple[str, str], Any] = {
                        "--virtual", "2"], ["--virtual", "4"]),
         "--zero": ([], ["--zero", "1"]), "--recompute": ([], ["--recompute", "full"]),
         "--sp": (["--tp", "2"], ["--sp"])}.items()},
+    ("simulate CLUSTER WORKLOAD", "--ep"): Acts(
+        ["simulate", "dgx-h100-superpod", "mixtral-8x7b", "--nodes", "1"], ["--ep", "2"]),
     **{("simulate CLUSTER", f): Refused([*SIMC, f, *v], f) for f, v in {
         "--tp": ["2"], "--pp": ["2"], "--microbatch": ["2"], "--schedule": ["gpipe"],
         "--virtual": ["2"], "--zero": ["1"], "--recompute": ["full"], "--sp": [],
         "--ep": ["2"]}.items()},
-    ("simulate CLUSTER WORKLOAD", "--ep"): Refused(
-        ["simulate", "dgx-h100-superpod", "mixtral-8x7b", "--nodes", "1", "--ep", "2"], "--ep"),
     ("predict", "--data"): Acts(["predict", *LOADED], ["--data", "synthetic"]),
     ("predict", "--loader-rate"): Acts(PRED, ["--loader-rate", "100"]),
     ("predict", "--dispatch-us"): Acts(PRED, ["--dispatch-us", "500"]),

@@ -19,7 +19,8 @@ __all__ = ["ACTS", "run_llm_sim"]
 
 #: dests this path reads (the layout flags, and these).
 ACTS = ("cluster", "workload", "nodes", "global_batch", "noise", "seed", "format", "output",
-        "trace_out", "tp", "pp", "microbatch", "schedule", "virtual", "zero", "recompute", "sp")
+        "trace_out", "tp", "pp", "microbatch", "schedule", "virtual", "zero", "recompute", "sp",
+        "ep")
 
 #: Why a flag of ``simulate`` does not act here, by dest (the rest: _OTHER).
 _WHY = {
@@ -32,8 +33,6 @@ _WHY = {
     "old_trace": "simulate writes its Chrome trace with --trace-out",
     "precision": "the transformer path models mixed precision only",
     "batch": "a transformer's batch is --microbatch and --global-batch",
-    "ep": "expert parallelism is priced by predict (--ep) but its all-to-alls are not yet "
-          "simulated as events",
 }
 _OTHER = "sets the data-parallel training loop or the one collective, not a transformer's layout"
 
@@ -79,13 +78,14 @@ def run_llm_sim(args: argparse.Namespace) -> int:
         global_batch=args.global_batch, schedule=args.schedule or "1f1b",
         virtual=1 if args.virtual is None else args.virtual,
         zero=0 if args.zero is None else args.zero, recompute=args.recompute or "none",
-        sp=bool(args.sp), noise=args.noise, seed=args.seed, trace=args.trace_out)
+        sp=bool(args.sp), ep=1 if args.ep is None else args.ep, noise=args.noise, seed=args.seed, trace=args.trace_out)
     first = res.raw[0]
     lay = first.analytical.layout
     header = (f"{first.analytical.model} on {cluster.name}, simulated (one iteration as "
               f"events): tp {lay.tp}, pp {lay.pp}, microbatch {lay.micro}, {lay.schedule}"
               f"{f' v {lay.virtual}' if lay.virtual > 1 else ''}, zero {lay.zero}, "
-              f"recompute {lay.recompute}{', sp' if lay.sp else ''}, noise {first.noise}, "
+              f"recompute {lay.recompute}{', sp' if lay.sp else ''}"
+              f"{f', ep {lay.ep}' if lay.ep > 1 else ''}, noise {first.noise}, "
               f"seed {args.seed}\n  analytical_s: predict's answer to the same layout; "
               f"messages_met: message groups that shared a link with another in flight")
     out = argparse.Namespace(format=args.format, output=None)

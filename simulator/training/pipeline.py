@@ -34,7 +34,12 @@ schedule's operations (:mod:`~dlscale.simulator.training.pipeline_schedule`: gpi
   the real ranks of each data-parallel group, on the same network as the pipelines'
   messages; it starts with the stage's last backward pass when the layout overlaps
   it (``dp_overlap``), else after it; then the optimizer step (Adam's bytes at the
-  memory bandwidth, as ``predict``).
+  memory bandwidth, as ``predict``); with expert parallelism the dense gradients'
+  ring over all ``dp`` replicas, then the experts' over the ``dp / ep`` replicas that
+  hold the same experts (``ep`` apart), as ``predict`` prices them;
+- **expert-parallel all-to-alls** (``ep > 1``): every MoE layer's dispatch and
+  combine inside each pass, pairwise exchanges over the group's real ranks
+  (:mod:`~dlscale.simulator.training.pipeline_expert`).
 
 Bubbles, stragglers and the contention of groups sharing links come out of the run.
 Symmetry is used where it is exact: the ``tp`` ranks of a group run in lockstep (the
@@ -57,6 +62,7 @@ import simpy
 
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.machine.hardware import Cluster
+from dlscale.perfmodel.training.expert import local_expert_params
 from dlscale.perfmodel.training.parallel import ParallelLayout
 from dlscale.perfmodel.training.parallel_time import (
     LLMIteration,
@@ -68,6 +74,7 @@ from dlscale.perfmodel.training.parallel_time import (
 from dlscale.perfmodel.training.transformer import TransformerSpec
 from dlscale.simulator.network.schedules import build_schedule
 from dlscale.simulator.network.simulated import SimulatedNetwork
+from dlscale.simulator.training.pipeline_expert import ExpertExchange
 from dlscale.simulator.training.pipeline_net import GroupFlows, bundling_exact
 from dlscale.simulator.training.pipeline_schedule import (
     BACKWARD,
@@ -105,7 +112,8 @@ class PipelineResult:
     groups_met: int
     bundled: bool
     stage_end_s: np.ndarray = field(repr=False)
-    #: ``(group id, sent s, delivered s)`` of every message group, with ``keep_log``.
+    #: ``(group id, sent s, delivered s)`` of every message group, with ``keep_log``
+    #: (the expert groups' messages inside a node: ids ``-1 - id``).
     log: list[tuple[int, float, float]] | None = field(default=None, repr=False)
     #: The Chrome trace dict, with ``trace``.
     trace: dict[str, Any] | None = field(default=None, repr=False)
@@ -122,7 +130,7 @@ class PipelineResult:
         lay = a.layout
         return {
             "cluster": a.cluster, "model": a.model, "gpus": a.gpus, "tp": lay.tp,
-            "pp": lay.pp, "dp": lay.dp, "micro": lay.micro, "global_batch": lay.global_batch,
+            "pp": lay.pp, "dp": lay.dp, "ep": lay.ep, "micro": lay.micro, "global_batch": lay.global_batch,
             "microbatches": lay.microbatches, "schedule": lay.schedule,
             "virtual": lay.virtual, "zero": lay.zero, "sp": lay.sp,
             "recompute": lay.recompute, "iteration_s": self.iteration_s,
@@ -160,12 +168,16 @@ class _Run:
         self.env = simpy.Environment()
         full = _E * model.seq * lay.micro * model.hidden
         self.pp_bytes = full / self.t if lay.scatter_gather else full
+        self.experts = ExpertExchange(model, lay, self.env, self._ranks, self._ep_send,
+                                      self._event)
         exact = bundling_exact(self.net, self._pairs())
         if bundle and not exact:
             raise ConfigError("bundle: the tp ranks' messages can be one flow per rail only "
                               "where that changes no rate (pipeline_net.bundling_exact)")
         self.flows = GroupFlows(self.env, self.net, exact if bundle is None else bundle,
                                 every_flow, keep_log)
+        # the expert groups' messages inside a node, at NCCL's rate (pipeline_expert)
+        self.node_flows = GroupFlows(self.env, self.coll_net, False, every_flow, keep_log)
         fwd, bwd, _tp, extra = stage_microbatch_s(cluster, model, lay)
         n = lay.stage_layers(model)
         self._tp_cache: dict[tuple, float] = {}
@@ -185,7 +197,14 @@ class _Run:
         self.end = np.zeros((self.p, self.d))
         self.busy = np.zeros((self.p, self.d))
         self._rings = np.zeros((self.p, self.d), dtype=np.int64)
-        self.dp_bytes = _E * max(_stage_params(model, lay))
+        params = max(_stage_params(model, lay))
+        expert = local_expert_params(model, lay) if lay.ep > 1 else 0.0
+        # (replicas, bytes) of each data-parallel ring: the dense gradients over all,
+        # the experts' over the replicas holding the same ones
+        self.dp_rings: list[tuple[list[int] | None, float]] = [
+            (list(range(self.d)), _E * (params - expert))]
+        if lay.ep > 1 and self.d > lay.ep:
+            self.dp_rings.append((None, _E * expert))
         self.opt_s = optimizer_step_s(cluster, model, lay)
 
     def rank(self, ti: int, di: int, pi: int) -> int:
@@ -206,6 +225,10 @@ class _Run:
                     if self.d > 1:
                         out.append((r, self.rank(ti, (d + 1) % self.d, s)))
         pairs = np.asarray(out, dtype=np.int64).reshape(-1, 2)
+        if self.layout.ep > 1:                       # those the routed network carries
+            ep = self.experts.pairs(self.p, self.d)
+            host = self.net.rank_host
+            pairs = np.concatenate([pairs, ep[host[ep[:, 0]] != host[ep[:, 1]]]])
         return pairs[pairs[:, 0] != pairs[:, 1]]
 
     def _collective(self, op: str, n_bytes: float, ranks: list[int]) -> float:
@@ -233,12 +256,22 @@ class _Run:
             ev = self._events[key] = self.env.event()
         return ev
 
-    def _send(self, src: list[int], dst: list[int], nbytes: float, key: tuple) -> simpy.Event:
-        gkey = (src[0], dst[0], nbytes)
+    def _ep_send(self, src: list[int], dst: list[int], nbytes: float,
+                 key: tuple) -> simpy.Event:
+        """An expert group's message: inside one node on its links at NCCL's rate,
+        else on the routed network beside every other message."""
+        host = self.net.rank_host
+        inside = bool(np.all(host[src] == host[src[0]]) and np.all(host[dst] == host[src[0]]))
+        return self._send(src, dst, nbytes, key, self.node_flows if inside else self.flows)
+
+    def _send(self, src: list[int], dst: list[int], nbytes: float, key: tuple,
+              flows: GroupFlows | None = None) -> simpy.Event:
+        flows = self.flows if flows is None else flows
+        gkey = (src[0], dst[0], nbytes, flows is self.flows)
         g = self._groups.get(gkey)
         if g is None:
-            g = self._groups[gkey] = self.flows.group(src, dst, nbytes)
-        done = self.flows.send(g)
+            g = self._groups[gkey] = flows.group(src, dst, nbytes)
+        done = flows.send(g)
         waiting = self._events.get(key)
         if waiting is None:                 # the receiver waits on the delivery itself
             self._events[key] = done
@@ -276,6 +309,7 @@ class _Run:
         ranks = [self._ranks(st, d) for st in range(self.p)]
         op_s = (self.op_s[0] * f, self.op_s[1] * f)
         overlap, zero = self.layout.dp_overlap, self.layout.zero
+        moe = self.layout.ep > 1
         for i, (kind, op, waits, cs, cop) in enumerate(plan):
             gather = 0.0
             if waits:                                  # wait for the input to arrive
@@ -286,7 +320,10 @@ class _Run:
             if i == last_b and overlap:
                 dp_done = env.process(self.exchange(s, d))
             t0 = env.now
-            yield env.timeout(gather + op_s[kind])
+            if moe:
+                yield from self.experts.run_pass(s, d, kind, gather + op_s[kind])
+            else:
+                yield env.timeout(gather + op_s[kind])
             t1 = env.now
             if cs >= 0:
                 yield self._send(ranks[s], ranks[cs], self.pp_bytes, ("pp", cs, d, cop))
@@ -327,19 +364,28 @@ class _Run:
                 self.trace.add(d, s, "data-parallel allgather", t3, env.now)
 
     def _ring(self, s: int, d: int, op: str) -> Any:
-        """One ring ``op`` of stage ``s``'s data-parallel group, as replica ``d`` runs it
-        (every replica runs the same rings in the same order: the k-th meets the k-th)."""
+        """Ring ``op`` of stage ``s``'s data-parallel groups, as replica ``d`` runs it
+        (every replica runs the same rings in the same order: the k-th meets the k-th):
+        all replicas' dense gradients, then (ep > 1) the experts' of the replicas
+        ``ep`` apart that hold the same ones."""
+        for members, nbytes in self.dp_rings:
+            if members is None:
+                members = list(range(d % self.layout.ep, self.d, self.layout.ep))
+            yield from self._ring_over(s, d, op, members, nbytes)
+
+    def _ring_over(self, s: int, d: int, op: str, members: list[int], nbytes: float) -> Any:
         k = self._rings[s, d]
         self._rings[s, d] += 1
+        me, tag = members.index(d), members[0]
         step = 0
-        for ph in build_schedule(op, "ring", self.d, self.dp_bytes):
-            sends = np.flatnonzero(ph.src == d)
-            recvs = np.flatnonzero(ph.dst == d)
+        for ph in build_schedule(op, "ring", len(members), nbytes):
+            sends = np.flatnonzero(ph.src == me)
+            recvs = np.flatnonzero(ph.dst == me)
             for _ in range(ph.repeat):
-                waits = [self._send(self._ranks(s, d), self._ranks(s, int(ph.dst[m])),
-                                    float(ph.nbytes[m]), (op, s, k, step, int(m)))
+                waits = [self._send(self._ranks(s, d), self._ranks(s, members[int(ph.dst[m])]),
+                                    float(ph.nbytes[m]), (op, s, tag, k, step, int(m)))
                          for m in sends]
-                waits += [self._event((op, s, k, step, int(m))) for m in recvs]
+                waits += [self._event((op, s, tag, k, step, int(m))) for m in recvs]
                 yield simpy.AllOf(self.env, waits)
                 step += 1
 
@@ -409,5 +455,13 @@ def simulate_pipeline(cluster: Cluster, model: TransformerSpec, layout: Parallel
     return PipelineResult(
         analytical, iteration, flush, float(run.busy.max()),
         float((run.end - run.ops_end).max()), run.opt_s, run.tp_coll, nz.spec or "sample",
-        seed, run.flows.sent, run.flows.met, run.flows.bundle, run.end.copy(), run.flows.log,
+        seed, run.flows.sent + run.node_flows.sent, run.flows.met + run.node_flows.met,
+        run.flows.bundle, run.end.copy(), _log(run),
         run.trace.build() if run.trace is not None else None)
+
+
+def _log(run: _Run) -> list[tuple[int, float, float]] | None:
+    main, node = run.flows.log, run.node_flows.log
+    if main is None or node is None:
+        return None
+    return main + [(-1 - g, t0, t1) for g, t0, t1 in node]

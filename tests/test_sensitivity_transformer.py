@@ -110,7 +110,7 @@ CASES: dict[str, Case] = {
     "node.intra_link.bandwidth_Bps": Case(_tree(2), _scale("node.intra_link.bandwidth_Bps",
                                                             0.5)),
     "node.intra_link.latency_s": Case(_tree(2), _scale("node.intra_link.latency_s", 100.0)),
-    "dragonfly local_bandwidth_Bps": Case(_dragonfly(), lambda c: _dragonfly(local=25e9)),
+    "dragonfly local_bandwidth_Bps": Case(_dragonfly(), lambda c: _dragonfly(local=5e9), WIDE),
     "dragonfly global_bandwidth_Bps": Case(_dragonfly(), lambda c: _dragonfly(glob=5e9)),
     "torus in place of a crossbar": Case(_on(Crossbar(16)), lambda c: _on(Torus((4, 4)))),
 }

@@ -14,14 +14,17 @@ bottleneck's share, as in a max-min fair network).
 
 The groups are ``size`` ranks ``stride`` apart, in blocks of ``size x stride``
 consecutive ranks (:func:`strided_groups`): Megatron's numbering (tensor fastest,
-then data, then pipeline) gives every group kind of a layout this shape.
+then data, then pipeline) gives every group kind of a layout this shape. Groups that
+do not run at the same time (those of different pipeline stages: 1F1B staggers the
+stages' last backward passes by a slot, and with them their exchanges) are counted
+in sets apart, each step taking its most loaded set's loads.
 
 Examples
 --------
-Two groups of two ranks, each rank alone on a node of a 2:1 tapered two-level tree
-of two nodes per leaf: ranks 0 and 2 (on leaves 0 and 1) and ranks 1 and 3. Alone, a
-group's ring crosses the leaf's one uplink per direction once; the two groups
-together cross it twice, and take twice as long on it.
+Two groups of two ranks, each rank alone on a node of a two-level tree of two nodes
+per leaf: ranks 0 and 2 (on leaves 0 and 1) and ranks 1 and 3. Both rings leave each
+leaf at once: on a 2:1 taper they share its one uplink and take twice as long as on
+the non-blocking tree, where each has its own.
 
 >>> from dlscale.perfmodel.catalog import get_cluster
 >>> from dlscale.perfmodel.machine.hardware import FatTree
@@ -31,9 +34,10 @@ together cross it twice, and take twice as long on it.
 >>> c = dataclasses.replace(c, network=dataclasses.replace(c.network, topology=tree))
 >>> strided_groups(4, 2, 2).tolist()
 [[0, 2], [1, 3]]
->>> one = groups_time_s(c, "allreduce", "ring", 1e8, 4, 1, 2, 2, groups=1)
 >>> both = groups_time_s(c, "allreduce", "ring", 1e8, 4, 1, 2, 2)
->>> round(both / one, 2)
+>>> wide = dataclasses.replace(c, network=dataclasses.replace(c.network,
+...     topology=FatTree(levels=2, nodes_per_leaf=2, down_up=((2, 2),), max_nodes=4)))
+>>> round(both / groups_time_s(wide, "allreduce", "ring", 1e8, 4, 1, 2, 2), 2)
 2.0
 """
 
@@ -86,12 +90,35 @@ def _load(topology: Topology, nodes: int, rpn: int, dev: bool, src: np.ndarray,
     return step_load(topology, nodes, rpn, dev, src, dst, weight, per_flow=False)
 
 
+def _most(loads: list[StepLoad]) -> StepLoad:
+    """The step of sets that do not meet: each level's most loaded set, the longest path."""
+    if len(loads) == 1:
+        return loads[0]
+    levels = {lvl for st in loads for lvl in st.load}
+    return StepLoad({lvl: max(st.load.get(lvl, 0.0) for st in loads) for lvl in levels},
+                    max(st.hops for st in loads), any(st.inter for st in loads),
+                    max(st.recv for st in loads))
+
+
+def _sets_load(topology: Topology, nodes: int, rpn: int, dev: bool, src: np.ndarray,
+               dst: np.ndarray, weight: np.ndarray, sets: int) -> StepLoad:
+    """One step's loads, its flows in ``sets`` equal consecutive sets counted apart."""
+    if sets == 1:
+        return _load(topology, nodes, rpn, dev, src, dst, weight)
+    per = len(src) // sets
+    return _most([_load(topology, nodes, rpn, dev, src[k * per:(k + 1) * per],
+                        dst[k * per:(k + 1) * per], weight[k * per:(k + 1) * per])
+                  for k in range(sets)])
+
+
 @lru_cache(maxsize=4096)
 def _groups_plan(topology: Topology, nodes: int, rpn: int, dev: bool, collective: str,
                  algorithm: str, ranks: int, size: int, stride: int,
-                 groups: int) -> CollectivePlan:
-    """The loads of every step of the first ``groups`` groups' collectives together."""
-    ids = strided_groups(ranks, size, stride)[:groups]
+                 apart: int) -> CollectivePlan:
+    """The loads of every step of every group's collective, the groups of each
+    ``apart`` consecutive ranks together and those sets apart."""
+    ids = strided_groups(ranks, size, stride)
+    sets = ranks // apart
     memo: dict[bytes, StepLoad] = {}
     loads, repeat, reduce, scale = [], [], [], []
     for ph in build_schedule(collective, algorithm, size, 1.0):
@@ -101,8 +128,8 @@ def _groups_plan(topology: Topology, nodes: int, rpn: int, dev: bool, collective
         key = ph.pattern_key + ph.nbytes.tobytes()
         if key not in memo:
             weight = np.tile(ph.nbytes / top, len(ids))
-            memo[key] = _load(topology, nodes, rpn, dev, ids[:, ph.src].ravel(),
-                              ids[:, ph.dst].ravel(), weight)
+            memo[key] = _sets_load(topology, nodes, rpn, dev, ids[:, ph.src].ravel(),
+                                   ids[:, ph.dst].ravel(), weight, sets)
         loads.append(memo[key])
         repeat.append(ph.repeat)
         reduce.append(ph.reduce)
@@ -112,7 +139,7 @@ def _groups_plan(topology: Topology, nodes: int, rpn: int, dev: bool, collective
 
 def groups_time_s(cluster: Cluster, collective: str, algorithm: str, n_bytes: float,
                   ranks: int, ranks_per_node: int, size: int, stride: int,
-                  groups: int | None = None) -> float:
+                  apart: int | None = None) -> float:
     """Seconds of ``collective`` run at once by every group of ``size`` ranks
     ``stride`` apart among ``ranks`` (see the module docstring).
 
@@ -129,8 +156,11 @@ def groups_time_s(cluster: Cluster, collective: str, algorithm: str, n_bytes: fl
         The job's ranks, placed block-wise on its first nodes.
     size, stride : int
         The groups (:func:`strided_groups`).
-    groups : int, optional
-        Only the first ``groups`` groups run (default all).
+    apart : int, optional
+        The groups of each ``apart`` consecutive ranks (a multiple of ``size x
+        stride`` dividing ``ranks``) run together, those of different sets at other
+        times (a pipeline's stages): each step takes its most loaded set's loads.
+        Default: all at once.
 
     Returns
     -------
@@ -144,12 +174,15 @@ def groups_time_s(cluster: Cluster, collective: str, algorithm: str, n_bytes: fl
         raise unknown_name(f"{collective} algorithm of concurrent groups", algorithm, allowed)
     if size < 2:
         return 0.0
+    apart = ranks if apart is None else apart
+    if apart < 1 or ranks % apart or apart % (size * stride):
+        raise ConfigError(f"apart: {apart} must divide {ranks} ranks and be a multiple of "
+                          f"{size * stride}")
     nodes = -(-ranks // ranks_per_node)
     cluster.check_nodes(nodes)
-    count = ranks // (size * stride) * stride
     plan = _groups_plan(plan_key(cluster), nodes, ranks_per_node,
                         device_links(cluster, ranks_per_node), collective, algorithm,
-                        ranks, size, stride, count if groups is None else min(groups, count))
+                        ranks, size, stride, apart)
     return float(plan_time_s(cluster, plan, n_bytes, 0.0))
 
 
@@ -157,15 +190,18 @@ def groups_time_s(cluster: Cluster, collective: str, algorithm: str, n_bytes: fl
 def _shift_plan(topology: Topology, nodes: int, rpn: int, dev: bool, ranks: int,
                 offset: int) -> CollectivePlan:
     src = np.arange(ranks - offset, dtype=np.int64)
-    load = _load(topology, nodes, rpn, dev, src, src + offset, np.ones(len(src)))
+    load = _sets_load(topology, nodes, rpn, dev, src, src + offset, np.ones(len(src)),
+                      len(src) // offset)
     return assemble_plan([load], [1], [False], [1.0], dev)
 
 
 def shift_time_s(cluster: Cluster, n_bytes: float, ranks: int, ranks_per_node: int,
                  offset: int) -> float:
-    """Seconds of one step in which every rank ``q < ranks - offset`` sends ``n_bytes``
-    to rank ``q + offset`` at once (a pipeline's hand-over between every pair of
-    neighbouring stages), priced as a collective's step (see the module docstring).
+    """Seconds of one step in which each block of ``offset`` consecutive ranks sends
+    ``n_bytes`` from every rank ``q`` to ``q + offset`` at once (a pipeline's hand-over
+    from one stage to the next, every replica and tensor rank of it), priced as a
+    collective's step (see the module docstring); the blocks (the pipeline's
+    boundaries) apart, the step their slowest.
 
     Parameters
     ----------

@@ -242,9 +242,10 @@ def _nodes(cluster: Cluster, gpus: int) -> int:
 
 @args_memo(1)
 def _group_time(cluster: Cluster, op: str, n_bytes: float, size: int, stride: int,
-                ranks: int, algorithm: str = "ring") -> float:
+                ranks: int, algorithm: str = "ring", apart: int | None = None) -> float:
     """``op`` run at once by every group of ``size`` ranks ``stride`` apart among the
-    job's first ``ranks`` (:func:`~dlscale.perfmodel.network.groups.groups_time_s`).
+    job's first ``ranks``, those of each ``apart`` ranks (a stage) together
+    (:func:`~dlscale.perfmodel.network.groups.groups_time_s`).
 
     Every group's messages of a step load the machine's links together, on the job's
     placement: the node's NICs, each topology level with its taper and rails, the
@@ -253,7 +254,8 @@ def _group_time(cluster: Cluster, op: str, n_bytes: float, size: int, stride: in
     if size < 2:
         return 0.0
     rpn = min(cluster.node.devices_per_node, ranks)
-    return groups_time_s(nccl_node(cluster), op, algorithm, n_bytes, ranks, rpn, size, stride)
+    return groups_time_s(nccl_node(cluster), op, algorithm, n_bytes, ranks, rpn, size, stride,
+                         apart)
 
 
 def _tp_collective(cluster: Cluster, layout: ParallelLayout, n_bytes: float) -> float:
@@ -339,21 +341,22 @@ def _ep_comm(cluster: Cluster, model: TransformerSpec, layout: ParallelLayout) -
     if layout.ep == 1:
         return 0.0
     one = _group_time(cluster, "alltoall", dispatch_bytes(model, layout), layout.ep,
-                      layout.tp, layout.gpus, "pairwise")
+                      layout.tp, layout.gpus, "pairwise", layout.tp * layout.dp)
     return layout.stage_layers(model) * alltoalls_per_layer(layout) * one
 
 
 def _dp_op(cluster: Cluster, model: TransformerSpec, layout: ParallelLayout, op: str,
            params: float) -> float:
     """``op`` on the gradients of ``params``: over ``dp``; with ep > 1 the experts'
-    over the ``dp / ep`` ranks ``tp ep`` apart that hold the same ones."""
+    over the ``dp / ep`` ranks ``tp ep`` apart that hold the same ones; a stage's
+    groups together, the stages apart (1F1B staggers their exchanges)."""
     d, t = layout.dp, layout.tp
     if layout.ep == 1:
-        return _group_time(cluster, op, _E * params, d, t, layout.gpus)
+        return _group_time(cluster, op, _E * params, d, t, layout.gpus, "ring", t * d)
     expert = local_expert_params(model, layout)
-    return (_group_time(cluster, op, _E * (params - expert), d, t, layout.gpus)
+    return (_group_time(cluster, op, _E * (params - expert), d, t, layout.gpus, "ring", t * d)
             + _group_time(cluster, op, _E * expert, d // layout.ep, t * layout.ep,
-                          layout.gpus))
+                          layout.gpus, "ring", t * d))
 
 
 @layout_memo(2, exclude=("schedule", "virtual", "sp", "recompute", "scatter_gather"))

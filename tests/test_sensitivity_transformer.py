@@ -166,3 +166,19 @@ def test_plan_prices_the_taper_as_predict_does():
     assert a.best.layout == b.best.layout
     assert b.best.iteration_s == llm_iteration(tapered, M17, b.best.layout).iteration_s
     assert b.best.iteration_s > a.best.iteration_s
+
+
+def test_a_graphml_network_is_refused_in_one_line(tmp_path, capsys):
+    from dlscale.cli import main
+
+    g = tmp_path / "net.graphml"
+    g.write_text('<?xml version="1.0"?><graphml xmlns="http://graphml.graphdrawing.org/xmlns">'
+                 '<graph edgedefault="undirected"><node id="a"/><node id="b"/>'
+                 '<edge source="a" target="b"/></graph></graphml>')
+    for cmd in ("predict", "simulate"):
+        try:
+            rc = main([cmd, str(g), "gpt-1.7b", "--tp", "8", "--nodes", "1"])
+        except SystemExit as e:
+            rc = e.code
+        err = capsys.readouterr().err.strip().splitlines()
+        assert rc == 2 and len(err) == 1 and "GraphML" in err[0], (cmd, rc, err)

@@ -26,8 +26,11 @@ The iteration of one data-parallel replica, in the terms of Narayanan et al. SC'
 - **pipeline point-to-point**: the ``2 s b h`` bytes of activations (forward) and
   of their gradient (backward) between stages, per model chunk, ``/ t`` per rank
   with scatter/gather followed by an all-gather inside the receiving node
-  (Narayanan et al. Sec. 4.1); a node's GPUs all send at once, so the bytes that
-  leave a node are its GPUs' together on its NICs; on the critical path of every
+  (Narayanan et al. Sec. 4.1); every rank of a stage (all its replicas and tensor
+  ranks) sends at once, their messages loading the routed network together
+  (:func:`~dlscale.perfmodel.network.groups.shift_time_s`: the NICs, each fat-tree
+  level with its taper and rails, a dragonfly's or torus's links), the stage
+  boundaries apart, the slowest boundary's step; on the critical path of every
   microbatch (an assumption: the blocking send/receive pairs of the 1F1B steady
   state);
 - **the bubble**: the pipeline takes ``(m + (p - 1) / v)`` microbatch slots of one
@@ -37,7 +40,10 @@ The iteration of one data-parallel replica, in the terms of Narayanan et al. SC'
   the ``dp`` ranks (an allreduce; ZeRO 1: a reduce-scatter and an all-gather of the
   updated weights; ZeRO 2: the reduce-scatter every microbatch; ZeRO 3: also two
   all-gathers of the weights every microbatch: Rajbhandari et al. SC'20 Sec. 7),
-  the ``tp x pp`` groups sharing each node's NICs; overlapped, when
+  every stage's ``tp`` groups at once on the routed network
+  (:func:`~dlscale.perfmodel.network.groups.groups_time_s`: their ring steps'
+  messages together on the NICs, rails, taper and links), the stages apart (1F1B
+  staggers their last backward passes by a slot); overlapped, when
   ``dp_overlap``, with the last microbatch's backward only (the gradients are
   complete only then), the rest **exposed**; the all-gathers are always exposed;
 - **the optimizer step** of Megatron-LM's mixed-precision optimizer
@@ -64,7 +70,10 @@ The iteration of one data-parallel replica, in the terms of Narayanan et al. SC'
 
 Not modelled: the embedding's gradient allreduce between first and last stages, the
 vocabulary-parallel loss's small allreduces, stragglers and noise, kernel launch
-gaps.
+gaps; the tensor-parallel collectives of other groups where ``tp`` spans nodes (each
+group is priced on its own nodes, as ``simulate`` runs it), the stages' exchanges
+and hand-overs meeting each other (counted apart), adaptive routing (every family's
+deterministic router is the one ``simulate`` routes by).
 """
 
 from __future__ import annotations

@@ -53,6 +53,7 @@ __all__ = [
     "STEPS_BYTES",
     "CollectivePlan",
     "StepFlows",
+    "assemble_plan",
     "keep_steps",
     "packed_curve",
     "plan_collective",
@@ -234,6 +235,24 @@ def _assemble(loads: list[StepLoad], repeat: list[int], reduce: list[bool], scal
         np.array([s.recv * sc if red else 0.0 for s, red, sc in zip(loads, reduce, scale,
                                                                     strict=True)]),
         device_links, dbt_depth, size=np.asarray(scale, dtype=float))
+
+
+def assemble_plan(loads: list[StepLoad], repeat: list[int], reduce: list[bool],
+                  scale: list[float], device_links: bool) -> CollectivePlan:
+    """A plan of steps from their loads (per unit of their largest message), how many
+    times each runs, whether it reduces, and its largest message (units of ``n``).
+
+    Parameters
+    ----------
+    loads : list of StepLoad
+        Each step's loads (:func:`~dlscale.perfmodel.network.linkload.step_load`).
+    repeat : list of int
+    reduce : list of bool
+    scale : list of float
+    device_links : bool
+        Ranks sit behind a device link.
+    """
+    return _assemble(loads, repeat, reduce, scale, device_links)
 
 
 def _plan_collective(topology: Topology, nodes: int, ranks_per_node: int, device_links: bool,

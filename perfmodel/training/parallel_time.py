@@ -26,8 +26,11 @@ The iteration of one data-parallel replica, in the terms of Narayanan et al. SC'
 - **pipeline point-to-point**: the ``2 s b h`` bytes of activations (forward) and
   of their gradient (backward) between stages, per model chunk, ``/ t`` per rank
   with scatter/gather followed by an all-gather inside the receiving node
-  (Narayanan et al. Sec. 4.1); a node's GPUs all send at once, so the bytes that
-  leave a node are its GPUs' together on its NICs; on the critical path of every
+  (Narayanan et al. Sec. 4.1); every rank of a stage (all its replicas and tensor
+  ranks) sends at once, their messages loading the routed network together
+  (:func:`~dlscale.perfmodel.network.groups.shift_time_s`: the NICs, each fat-tree
+  level with its taper and rails, a dragonfly's or torus's links), the stage
+  boundaries apart, the slowest boundary's step; on the critical path of every
   microbatch (an assumption: the blocking send/receive pairs of the 1F1B steady
   state);
 - **the bubble**: the pipeline takes ``(m + (p - 1) / v)`` microbatch slots of one
@@ -37,7 +40,10 @@ The iteration of one data-parallel replica, in the terms of Narayanan et al. SC'
   the ``dp`` ranks (an allreduce; ZeRO 1: a reduce-scatter and an all-gather of the
   updated weights; ZeRO 2: the reduce-scatter every microbatch; ZeRO 3: also two
   all-gathers of the weights every microbatch: Rajbhandari et al. SC'20 Sec. 7),
-  the ``tp x pp`` groups sharing each node's NICs; overlapped, when
+  every stage's ``tp`` groups at once on the routed network
+  (:func:`~dlscale.perfmodel.network.groups.groups_time_s`: their ring steps'
+  messages together on the NICs, rails, taper and links), the stages apart (1F1B
+  staggers their last backward passes by a slot); overlapped, when
   ``dp_overlap``, with the last microbatch's backward only (the gradients are
   complete only then), the rest **exposed**; the all-gathers are always exposed;
 - **the optimizer step** of Megatron-LM's mixed-precision optimizer
@@ -64,7 +70,10 @@ The iteration of one data-parallel replica, in the terms of Narayanan et al. SC'
 
 Not modelled: the embedding's gradient allreduce between first and last stages, the
 vocabulary-parallel loss's small allreduces, stragglers and noise, kernel launch
-gaps.
+gaps; the tensor-parallel collectives of other groups where ``tp`` spans nodes (each
+group is priced on its own nodes, as ``simulate`` runs it), the stages' exchanges
+and hand-overs meeting each other (counted apart), adaptive routing (every family's
+deterministic router is the one ``simulate`` routes by).
 """
 
 from __future__ import annotations
@@ -85,8 +94,7 @@ from dlscale.perfmodel.compute.llm_memory import (
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.layoutmemo import args_memo, layout_memo
 from dlscale.perfmodel.machine.hardware import Cluster, Device
-from dlscale.perfmodel.network.model import collective_time_s, path_hockney
-from dlscale.perfmodel.network.msgfactors import message_time_s
+from dlscale.perfmodel.network.groups import groups_time_s, shift_time_s
 from dlscale.perfmodel.training.expert import (
     alltoalls_per_layer,
     dispatch_bytes,
@@ -243,27 +251,20 @@ def _nodes(cluster: Cluster, gpus: int) -> int:
 
 @args_memo(1)
 def _group_time(cluster: Cluster, op: str, n_bytes: float, size: int, stride: int,
-                algorithm: str = "ring") -> float:
-    """``op`` over ``size`` ranks ``stride`` apart, the node's other groups beside it.
+                ranks: int, algorithm: str = "ring", apart: int | None = None) -> float:
+    """``op`` run at once by every group of ``size`` ranks ``stride`` apart among the
+    job's first ``ranks``, those of each ``apart`` ranks (a stage) together
+    (:func:`~dlscale.perfmodel.network.groups.groups_time_s`).
 
-    Members inside one node share it; where the group spans nodes, the node's GPUs
-    that belong to other groups of the same kind run theirs at the same time, so each
-    group gets its share of the node's NIC.
+    Every group's messages of a step load the machine's links together, on the job's
+    placement: the node's NICs, each topology level with its taper and rails, the
+    family's own links; the intra-node link at NCCL's rate (:func:`nccl_node`).
     """
     if size < 2:
         return 0.0
-    cluster = nccl_node(cluster)
-    dpn = cluster.node.devices_per_node
-    per_node = max(1, min(size, dpn // stride)) if stride < dpn else 1
-    nodes = math.ceil(size / per_node)
-    if nodes > 1:
-        share = dpn // per_node
-        nic = cluster.node.nic
-        node = dataclasses.replace(cluster.node, nic=dataclasses.replace(
-            nic, bandwidth_Bps=nic.bandwidth_Bps / share))
-        cluster = dataclasses.replace(cluster, node=node)
-    return float(collective_time_s(cluster, op, algorithm, n_bytes, nodes, per_node,
-                                   ranks=size))
+    rpn = min(cluster.node.devices_per_node, ranks)
+    return groups_time_s(nccl_node(cluster), op, algorithm, n_bytes, ranks, rpn, size, stride,
+                         apart)
 
 
 def _tp_collective(cluster: Cluster, layout: ParallelLayout, n_bytes: float) -> float:
@@ -272,9 +273,9 @@ def _tp_collective(cluster: Cluster, layout: ParallelLayout, n_bytes: float) -> 
     if t == 1:
         return 0.0
     if layout.sp:
-        return (_group_time(cluster, "reduce-scatter", n_bytes, t, 1)
-                + _group_time(cluster, "allgather", n_bytes, t, 1))
-    return _group_time(cluster, "allreduce", n_bytes, t, 1)
+        return (_group_time(cluster, "reduce-scatter", n_bytes, t, 1, t)
+                + _group_time(cluster, "allgather", n_bytes, t, 1, t))
+    return _group_time(cluster, "allreduce", n_bytes, t, 1, t)
 
 
 def _gemm_s(shape: Shape, dev: Device, bw: float) -> float:
@@ -328,22 +329,19 @@ def _stage_compute(cluster: Cluster, model: TransformerSpec, layout: ParallelLay
 
 @layout_memo(2, exclude=("global_batch", "schedule", "virtual", "zero", "sp", "recompute",
                          "dp_overlap"))
-def _pp_transfer(cluster: Cluster, model: TransformerSpec, layout: ParallelLayout,
-                 nodes: int) -> float:
-    """One activation (or gradient) hand-over between neighbouring stages."""
+def _pp_transfer(cluster: Cluster, model: TransformerSpec, layout: ParallelLayout) -> float:
+    """One activation (or gradient) hand-over between neighbouring stages, every
+    stage's ranks sending to the next stage's at once
+    (:func:`~dlscale.perfmodel.network.groups.shift_time_s`)."""
     if layout.pp == 1:
         return 0.0
-    dpn, t = cluster.node.devices_per_node, layout.tp
+    t, gpus = layout.tp, layout.gpus
     full = _E * model.seq * layout.micro * model.hidden
     per_rank = full / t if layout.scatter_gather else full
-    distance = t * layout.dp
-    ranks = min(dpn, layout.gpus)
-    alpha, beta = path_hockney(cluster, nodes, ranks, 0, distance)
-    crossing = distance >= dpn           # the neighbour sits on another node
-    out = per_rank * (ranks if crossing else 1)
-    time = float(message_time_s(alpha, beta, out, cluster.network.message_factors))
+    time = shift_time_s(cluster, per_rank, gpus, min(cluster.node.devices_per_node, gpus),
+                        t * layout.dp)
     if layout.scatter_gather and t > 1:
-        time += _group_time(cluster, "allgather", full, t, 1)
+        time += _group_time(cluster, "allgather", full, t, 1, t)
     return time
 
 
@@ -352,20 +350,22 @@ def _ep_comm(cluster: Cluster, model: TransformerSpec, layout: ParallelLayout) -
     if layout.ep == 1:
         return 0.0
     one = _group_time(cluster, "alltoall", dispatch_bytes(model, layout), layout.ep,
-                      layout.tp, "pairwise")
+                      layout.tp, layout.gpus, "pairwise", layout.tp * layout.dp)
     return layout.stage_layers(model) * alltoalls_per_layer(layout) * one
 
 
 def _dp_op(cluster: Cluster, model: TransformerSpec, layout: ParallelLayout, op: str,
            params: float) -> float:
     """``op`` on the gradients of ``params``: over ``dp``; with ep > 1 the experts'
-    over the ``dp / ep`` ranks ``tp ep`` apart that hold the same ones."""
+    over the ``dp / ep`` ranks ``tp ep`` apart that hold the same ones; a stage's
+    groups together, the stages apart (1F1B staggers their exchanges)."""
     d, t = layout.dp, layout.tp
     if layout.ep == 1:
-        return _group_time(cluster, op, _E * params, d, t)
+        return _group_time(cluster, op, _E * params, d, t, layout.gpus, "ring", t * d)
     expert = local_expert_params(model, layout)
-    return (_group_time(cluster, op, _E * (params - expert), d, t)
-            + _group_time(cluster, op, _E * expert, d // layout.ep, t * layout.ep))
+    return (_group_time(cluster, op, _E * (params - expert), d, t, layout.gpus, "ring", t * d)
+            + _group_time(cluster, op, _E * expert, d // layout.ep, t * layout.ep,
+                          layout.gpus, "ring", t * d))
 
 
 @layout_memo(2, exclude=("schedule", "virtual", "sp", "recompute", "scatter_gather"))
@@ -409,9 +409,9 @@ def llm_iteration(cluster: Cluster, model: TransformerSpec,
     LLMIteration
     """
     layout.check(model)
-    nodes = _nodes(cluster, layout.gpus)
+    _nodes(cluster, layout.gpus)
     fwd, bwd, tp, extra = _stage_compute(cluster, model, layout)
-    pp = 2 * layout.virtual * _pp_transfer(cluster, model, layout, nodes)
+    pp = 2 * layout.virtual * _pp_transfer(cluster, model, layout)
     ep = _ep_comm(cluster, model, layout)
     slot = fwd + bwd + tp + extra + pp + ep
     m, v = layout.microbatches, layout.virtual

@@ -130,13 +130,13 @@ class Lognormal:
         z = _Z
         # definition: the standard normal log density, and the mean-one shift -sigma^2/2
         log_pdf = -0.5 * z ** 2 - 0.5 * math.log(2 * math.pi)
-        # definition: the mean-one shift -sigma^2/2 (as in draw)
-        # numerical: 16 rank counts at a time, so a curve of many node counts holds a
-        # few 16 x 2001 grids, not one of its own length (each row's integral the same)
         out = np.ones(p.shape)
+        # assumption: 16 rank counts at a time (numerical, not a model figure), so a curve
+        # of many node counts holds a few 16 x 2001 grids, not one of its own length
         for lo in range(0, p.size, 16):
             q = p[lo:lo + 16]
             logs = (np.log(q)[:, None] + log_pdf + (q[:, None] - 1) * _log_cdf_grid()
+                    # definition: the mean-one shift -sigma^2/2 (as in draw)
                     + self.sigma * z - 0.5 * self.sigma ** 2)
             out[lo:lo + 16] = np.where(q <= 1, 1.0, np.trapezoid(np.exp(logs), z, axis=-1))
         got: np.ndarray = out[inverse].reshape(p_all.shape)

@@ -54,3 +54,22 @@ def test_taper_guess_in_a_file_changes_the_header(tmp_path, capsys):
     line = [ln for ln in guessed.splitlines() if ln.startswith("network:")]
     assert line and "taper 18:1 at L1, 1:1 at L2" in line[0]
     assert line[0] not in plain
+
+
+def test_a_dragonfly_whose_groups_cannot_all_be_linked_is_refused_by_its_description(
+        tmp_path, capsys):
+    """4 groups of 2 routers with 1 global link each have 2 global ports per group for 3
+    other groups: the description refuses it, so predict says so in one line (it used to
+    compute with a division by zero warning while simulate refused it)."""
+    from dlscale.perfmodel.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"dragonfly.groups: 4 groups need at least 3 "
+                                          r"global ports per group .* = 2"):
+        Dragonfly(4, 2, 2, 1, 16)
+    f = tmp_path / "df.toml"
+    f.write_text('base = "cori-knl"\n[network.topology]\nfamily = "dragonfly"\ngroups = 4\n'
+                 'routers_per_group = 2\nterminals_per_router = 2\n'
+                 'global_links_per_router = 1\nmax_nodes = 16\n')
+    assert main(["predict", str(f), "resnet50", "--nodes", "4"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "dragonfly.groups" in err[0], err

@@ -72,6 +72,12 @@ class Dragonfly:
             raise ConfigError(
                 f"dragonfly.routing: must be 'minimal' or 'valiant', got {self.routing!r}"
             )
+        g, ports = self.groups, self.routers_per_group * self.global_links_per_router
+        if g > ports + 1:   # the closed form would divide by zero links per group pair
+            raise ConfigError(
+                f"dragonfly.groups: {g} groups need at least {g - 1} global ports per group "
+                f"for all-to-all groups, but routers_per_group*global_links_per_router = "
+                f"{ports}")
 
     def with_link_efficiency(self, efficiency: float) -> Dragonfly:
         """The same dragonfly with its own local and global link bandwidths scaled."""

@@ -97,3 +97,47 @@ def test_simulate_transformer_takes_the_clusters_spread_and_none_turns_it_off():
     flat = simulate_transformer(SELENE, "gpt-1.7b", 1, noise="none", **kw)
     assert spread.raw[0].noise.startswith("lognormal:") and flat.raw[0].noise == "none"
     assert spread.raw[0].iteration_s > flat.raw[0].iteration_s
+
+
+def test_simulate_with_noise_none_sits_beside_predict_without_the_spread():
+    """``noise="none"`` on an undescribed cluster: predict's answer beside the run is for
+    the same noise (as the data-parallel simulator's), and the two agree as before."""
+    from dlscale.simulator.training.pipeline import simulate_pipeline
+
+    model = get_llm("gpt-39.1b")
+    lay = ParallelLayout(tp=8, pp=4, dp=1, micro=1, global_batch=16, recompute="full")
+    res = simulate_pipeline(SELENE, model, lay, noise="none")
+    assert res.analytical.iteration_s == llm_iteration(_none(SELENE), model, lay).iteration_s
+    assert res.iteration_s == pytest.approx(res.analytical.iteration_s, rel=0.001)
+
+
+def _iteration(argv, capsys):
+    import json
+
+    from dlscale.cli import main
+
+    capsys.readouterr()
+    assert main([*argv, "--format", "json"]) == 0
+    return json.loads(capsys.readouterr().out)["rows"][0]["iteration_s"]
+
+
+def test_predict_noise_acts_on_the_transformer_path(capsys):
+    """``--noise`` replaces the GPUs' spread on the transformer path too (it was refused
+    there while the path charged none); a bad spec is refused in one line."""
+    from dlscale.cli import main
+
+    argv = ["predict", "dgx-h100-superpod", "gpt-1.7b", "--tp", "8", "--nodes", "2"]
+    spread = _iteration(argv, capsys)
+    flat = _iteration([*argv, "--noise", "none"], capsys)
+    wide = _iteration([*argv, "--noise", "lognormal:0.05"], capsys)
+    assert flat < spread < wide
+    pod = dataclasses.replace(get_cluster("dgx-h100-superpod"), noise="none")
+    lay = ParallelLayout(tp=8, pp=1, dp=2, global_batch=2)
+    assert flat == llm_iteration(pod, get_llm("gpt-1.7b"), lay).iteration_s
+    try:
+        rc = main([*argv, "--noise", "gauss"])
+    except SystemExit as exc:
+        rc = int(exc.code or 0)
+    assert rc == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "noise: unknown name 'gauss'" in err[0]

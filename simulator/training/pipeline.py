@@ -56,6 +56,7 @@ rate.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -443,14 +444,17 @@ def simulate_pipeline(cluster: Cluster, model: TransformerSpec, layout: Parallel
     Returns
     -------
     PipelineResult
-        The simulated iteration and ``predict``'s answer (:func:`llm_iteration`).
+        The simulated iteration and ``predict``'s answer (:func:`llm_iteration`) for
+        the run's noise.
     """
     layout.check(model)
     check_layout(cluster, layout)
-    analytical = llm_iteration(cluster, model, layout)
     # the cluster's noise, else its GPUs' central rate spread (compute.variability),
-    # the distribution whose expected slowest factor llm_iteration charges
+    # the distribution whose expected slowest factor llm_iteration charges: predict's
+    # answer beside it is for the run's noise (as simulator.training.run's)
     nz = make_noise(cluster_noise(cluster) if noise is None else noise)
+    analytical = llm_iteration(dataclasses.replace(cluster, noise=nz.spec) if nz.spec
+                               else cluster, model, layout)
     draws = nz.draw(np.random.default_rng(seed), (layout.gpus,))
     # a tensor-parallel group waits for its slowest rank at every layer's collective
     factors = draws.reshape(layout.pp, layout.dp, layout.tp).max(axis=2)

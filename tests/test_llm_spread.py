@@ -131,6 +131,11 @@ def test_predict_noise_acts_on_the_transformer_path(capsys):
     flat = _iteration([*argv, "--noise", "none"], capsys)
     wide = _iteration([*argv, "--noise", "lognormal:0.05"], capsys)
     assert flat < spread < wide
+    capsys.readouterr()
+    assert main([*argv, "--noise", "lognormal:0.05", "--format", "json"]) == 0
+    import json
+
+    assert json.loads(capsys.readouterr().out)["meta"]["noise"] == "lognormal:0.05"
     pod = dataclasses.replace(get_cluster("dgx-h100-superpod"), noise="none")
     lay = ParallelLayout(tp=8, pp=1, dp=2, global_batch=2)
     assert flat == llm_iteration(pod, get_llm("gpt-1.7b"), lay).iteration_s

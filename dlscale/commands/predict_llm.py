@@ -157,7 +157,9 @@ def run_llm(args: argparse.Namespace) -> int:
               f"{f' v {lay.virtual}' if lay.virtual > 1 else ''}, zero {lay.zero}, "
               f"recompute {lay.recompute}{', sp' if lay.sp else ''}"
               f"{f', ep {lay.ep}' if lay.ep > 1 else ''}, mixed precision")
+    from dlscale.perfmodel.compute.variability import cluster_noise
+
     meta = {"cluster": cluster.name, "model": model.name, "fidelity": "analytical",
-            "path": "transformer", "source": model.source}
+            "path": "transformer", "noise": cluster_noise(cluster), "source": model.source}
     emit(args, rows, meta, columns, header, prov)
     return 0

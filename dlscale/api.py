@@ -743,7 +743,9 @@ def simulate_transformer(cluster: str | Path | Cluster, model: str,
         experts): its all-to-alls as events
         (:mod:`dlscale.simulator.training.pipeline_expert`).
     noise : str, optional
-        Per-rank compute noise (``lognormal:SIGMA``, ...); None: the cluster's.
+        Per-rank compute noise (``lognormal:SIGMA``, ``none``, ...); None: the
+        cluster's, else its GPUs' rate spread
+        (:func:`dlscale.perfmodel.compute.variability.cluster_noise`).
     seed : int, optional
         Seed of the noise draws (same seed, same result, bit for bit).
     trace : str or Path, optional
@@ -765,13 +767,14 @@ def simulate_transformer(cluster: str | Path | Cluster, model: str,
     """
     from dlscale.node_counts import parse_nodes
     from dlscale.perfmodel.catalog.models_llm import get_llm
+    from dlscale.perfmodel.compute.variability import cluster_noise
     from dlscale.perfmodel.training.parallel import ParallelLayout
     from dlscale.simulator.training.pipeline import check_layout, simulate_pipeline
     from dlscale.simulator.training.stragglers import make_noise
 
     c = load_cluster(cluster, cluster_overrides)
     spec = get_llm(model)
-    make_noise((c.noise or "none") if noise is None else noise)
+    make_noise(cluster_noise(c) if noise is None else noise)
     for name, value in (("tp", tp), ("pp", pp), ("ep", ep)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ConfigError(f"{name}: must be a positive integer, got {value!r}")

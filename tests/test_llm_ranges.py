@@ -13,6 +13,7 @@ import pytest
 from dlscale.cli import main
 from dlscale.perfmodel.catalog import get_cluster
 from dlscale.perfmodel.catalog.models_llm import get_llm
+from dlscale.perfmodel.compute.variability import cluster_for_band, slowest_factor
 from dlscale.perfmodel.machine.runtime import transport_efficiency, with_transport
 from dlscale.perfmodel.training.llm_ranges import (
     LLM_BAND_KEYS,
@@ -67,8 +68,10 @@ def test_hidden_exchange_slows_compute_and_serial_corner_exposes_it():
     central, band = llm_band(POD, model, lay)
     names = [n for n, _c, _l in llm_corners(POD, lay)]
     assert names == ["fast", "slow", "serial"]
-    slow = dataclasses.replace(POD, runtime=dataclasses.replace(
-        POD.runtime, sides=(("transport", "low"), ("overlap-slowdown", "high"))))
+    spread = cluster_for_band(POD, "high")         # the GPUs' largest spread, 4.08%
+    slow = dataclasses.replace(spread, runtime=dataclasses.replace(
+        POD.runtime, sides=(("transport", "low"), ("overlap-slowdown", "high"),
+                            ("device-variability", "high"))))
     at_slow = llm_iteration(with_transport(slow), model, lay)
     hidden = at_slow.dp_comm_s - at_slow.dp_exposed_s
     assert hidden > 0
@@ -77,6 +80,24 @@ def test_hidden_exchange_slows_compute_and_serial_corner_exposes_it():
     assert band["dp_exposed_s"][1] == serial.dp_exposed_s == serial.dp_comm_s
     assert band["compute_s"][1] == pytest.approx(at_slow.compute_s + 0.40 * hidden, rel=1e-12)
     assert band["tflops_per_gpu"][0] < central.tflops_per_gpu
+
+
+def test_the_band_spans_the_gpus_spread_from_none_to_its_slow_end():
+    """The compute's band: no spread at the fast corner, Sinha et al.'s largest cluster
+    average (sigma 4.08%) at the slow one, the expected slowest of the job's GPUs; a
+    cluster's own noise is kept at every corner."""
+    model = get_llm("gpt-39.1b")
+    lay = ParallelLayout(tp=8, pp=2, dp=4, global_batch=64, dp_overlap=False)
+    central, band = llm_band(POD, model, lay)
+    none = llm_iteration(dataclasses.replace(POD, noise="none"), model, lay)
+    k_mid, k_high = (slowest_factor(c, lay.gpus) for c in (POD, cluster_for_band(POD, "high")))
+    assert 1.0 < k_mid < k_high
+    assert central.compute_s == pytest.approx(none.compute_s * k_mid, rel=1e-12)
+    assert band["compute_s"] == pytest.approx((none.compute_s, none.compute_s * k_high),
+                                              rel=1e-12)
+    own = dataclasses.replace(POD, noise="lognormal:0.02")
+    mid, own_band = llm_band(own, model, lay)
+    assert own_band["compute_s"][0] == own_band["compute_s"][1] == mid.compute_s
 
 
 def test_no_serial_corner_without_overlap():

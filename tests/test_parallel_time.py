@@ -157,7 +157,7 @@ def test_the_optimizer_step_streams_megatrons_mixed_precision_bytes():
     from dlscale.perfmodel.compute.llm_memory import stage_params
 
     lay = _lay()
-    r = llm_iteration(SELENE, GPT, lay)
+    r = llm_iteration(dataclasses.replace(SELENE, noise="none"), GPT, lay)
     params = max(stage_params(GPT, lay, "first"), stage_params(GPT, lay, "last"))
     bw = SELENE.node.device.memory_bandwidth_Bps * HBM_ACHIEVABLE_FRACTION
     # grads to fp32 6, unscale 8, norm 4, Adam 28, weights back to fp16 6

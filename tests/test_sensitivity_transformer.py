@@ -51,6 +51,11 @@ def _on(topology: Any, **network: Any) -> Cluster:
     return dataclasses.replace(SELENE, network=net)
 
 
+def _quiet(cluster: Cluster) -> Cluster:
+    """``cluster`` without the GPUs' rate spread (noise ``none``)."""
+    return dataclasses.replace(cluster, noise="none")
+
+
 def _tree(up: int = 2, rails: int = 8) -> Cluster:
     return _on(FatTree(levels=2, nodes_per_leaf=2, down_up=((2, up),), max_nodes=16,
                        rails=rails))
@@ -153,7 +158,9 @@ def test_simulate_follows_the_same_inputs(name):
 def test_predict_and_simulate_agree_on_a_tapered_and_a_full_tree(up, lay):
     # the tolerance of test_simulate_pipeline's interleaved layout with data
     # parallelism (1 %): the simulated ring overlaps the last backward pass step by step
-    res = simulate_pipeline(_tree(up), M17, lay)
+    # (noise none: the closed form's equality; the spread's agreement in expectation
+    # is tests/test_llm_spread.py's)
+    res = simulate_pipeline(_quiet(_tree(up)), M17, lay)
     assert res.iteration_s == pytest.approx(res.analytical.iteration_s, rel=0.01)
 
 
@@ -161,7 +168,7 @@ def test_predict_and_simulate_agree_on_a_tapered_and_a_full_tree(up, lay):
 def test_predict_and_simulate_agree_on_rings_sharing_a_rail(rails):
     # the exchange not overlapped: the simulated rings are the closed form's steps
     # (before: predict 0.561 s on both, simulate 0.637 and 0.738)
-    res = simulate_pipeline(_tree(2, rails=rails), M17, RINGS)
+    res = simulate_pipeline(_quiet(_tree(2, rails=rails)), M17, RINGS)
     assert res.iteration_s == pytest.approx(res.analytical.iteration_s, rel=0.001)
 
 

@@ -73,7 +73,10 @@ Read in Calculon: `calculon/llm/llm.py` (commit 0384d1e: `Llm.Execution`'s optio
   random inputs (0.827 of 312: 258 TFLOP/s at 8192^3, `perfmodel/catalog/devices_2020s.py`),
   times each shape's tile and wave quantization over the 108 SMs, or at its operands'
   bytes where those take longer; every elementwise kernel at the HBM's achievable
-  88% of its bandwidth (validation/megatron_mechanisms.md, mechanisms 1, 2 and 7).
+  88% of its bandwidth; and the compute and optimizer step at the expected slowest of
+  the job's GPUs, whose rates spread by Sinha et al.'s cluster average (SC'22: sigma
+  1.48%, x1.02 on 8 GPUs to x1.05 on 1,024; validation/megatron_mechanisms.md,
+  mechanisms 1, 2, 7 and 8). Calculon charges no spread.
 - **Network.** Calculon's system has two flat tiers, each a bandwidth, an efficiency,
   a latency, per-operation factors and a `processor_usage`: 8 GPUs at 300 GB/s,
   efficiency 0.6, factors p2p 1.0, reduce-scatter and all-gather 1.5, all-reduce 2.0,

@@ -11,6 +11,7 @@ data-parallel answer is printed unchanged.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from typing import Any
 
 from dlscale.perfmodel.errors import ConfigError
@@ -26,7 +27,7 @@ LAYOUT_FLAGS = {"tp": "--tp", "pp": "--pp", "microbatch": "--microbatch",
 _DP_ONLY = {"algorithm": "--algorithm", "collective": "--collective", "grouping": "--grouping",
             "batch": "--batch", "profile": "--profile", "runtime": "--runtime",
             "ps_servers": "--ps-servers", "ps_placement": "--ps-placement",
-            "ps_strategy": "--ps-strategy", "noise": "--noise", "plot": "--plot",
+            "ps_strategy": "--ps-strategy", "plot": "--plot",
             "measured_samples_per_s": "--measured-samples-per-s", "measured_trace": "--trace",
             "horovod_timeline": "--horovod-timeline", "data": "--data",
             "loader_rate": "--loader-rate", "dispatch_us": "--dispatch-us"}
@@ -119,6 +120,11 @@ def run_llm(args: argparse.Namespace) -> int:
 
     _refuse_dp_flags(args)
     cluster, prov = load_cluster(args.cluster, None)
+    if args.noise is not None:          # the GPUs' spread replaced, as on the DP path
+        from dlscale.perfmodel.machine.noise import make_noise
+
+        make_noise(args.noise)
+        cluster = dataclasses.replace(cluster, noise=args.noise)
     model = get_llm(args.workload)
     dpn = cluster.node.devices_per_node
     tp = args.tp if args.tp is not None else 1
@@ -151,7 +157,9 @@ def run_llm(args: argparse.Namespace) -> int:
               f"{f' v {lay.virtual}' if lay.virtual > 1 else ''}, zero {lay.zero}, "
               f"recompute {lay.recompute}{', sp' if lay.sp else ''}"
               f"{f', ep {lay.ep}' if lay.ep > 1 else ''}, mixed precision")
+    from dlscale.perfmodel.compute.variability import cluster_noise
+
     meta = {"cluster": cluster.name, "model": model.name, "fidelity": "analytical",
-            "path": "transformer", "source": model.source}
+            "path": "transformer", "noise": cluster_noise(cluster), "source": model.source}
     emit(args, rows, meta, columns, header, prov)
     return 0

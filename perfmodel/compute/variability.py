@@ -72,13 +72,15 @@ Examples
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 
 from dlscale.perfmodel.cited import CitedRange, at_end, register
 from dlscale.perfmodel.machine.hardware import Cluster
+from dlscale.perfmodel.machine.noise import expected_max_factor
 
 __all__ = ["DEVICE_SPREAD", "SPREAD_AVERAGE", "SPREAD_MAX", "cluster_for_band",
-           "cluster_noise", "sigma_of_variation"]
+           "cluster_noise", "sigma_of_variation", "slowest_factor"]
 
 #: Average performance variation across GPUs of one cluster and SKU, and the largest
 #: cluster average: "8% (max 22%) average performance variation" (Sinha et al., SC'22,
@@ -175,3 +177,37 @@ def cluster_for_band(cluster: Cluster, end: str) -> Cluster:
     if end == "central" or cluster.node.device.kind != "gpu" or cluster.noise:
         return cluster
     return dataclasses.replace(cluster, noise=_spec(at_end(DEVICE_SPREAD, end)))
+
+
+@functools.lru_cache(maxsize=4096)   # numerical: cache size, no effect on results
+def _slowest(spec: str, ranks: int) -> float:
+    return float(expected_max_factor(spec, ranks))
+
+
+def slowest_factor(cluster: Cluster, ranks: int) -> float:
+    """Expected compute factor of the slowest of ``ranks`` devices of ``cluster``: the
+    noise model's expected maximum (:func:`~dlscale.perfmodel.machine.noise.
+    expected_max_factor`, the data-parallel path's) of :func:`cluster_noise`, one
+    integral per noise and rank count (cached: the layout search asks it per layout).
+
+    Parameters
+    ----------
+    cluster : Cluster
+        The machine (its ``noise``, else the GPUs' central spread).
+    ranks : int
+        Devices that wait for each other.
+
+    Returns
+    -------
+    float
+        1.0 without noise or on one device.
+
+    Examples
+    --------
+    >>> from dlscale.perfmodel.catalog import get_cluster
+    >>> round(slowest_factor(get_cluster("dgx1-p100"), 8), 4)
+    1.0213
+    >>> slowest_factor(get_cluster("stampede2-knl"), 64)
+    1.0
+    """
+    return _slowest(cluster_noise(cluster), int(ranks))

@@ -21,6 +21,12 @@ and greatest over the central answer and the corners
   (the rule of :mod:`dlscale.perfmodel.compute.overlap`). The tensor-, pipeline-
   and expert-parallel communication is not overlapped on this path, so nothing
   else is slowed;
+- **device variability** (:data:`~dlscale.perfmodel.compute.variability.DEVICE_SPREAD`,
+  Sinha et al. SC'22: no spread to the largest cluster average's 4.08%): each
+  corner's cluster noise by
+  :func:`~dlscale.perfmodel.compute.variability.cluster_for_band`, as on the
+  data-parallel path (a cluster's own noise kept at every corner): the compute
+  times the expected slowest GPU's factor at that spread;
 - **overlap**: the schedule's (``ParallelLayout.dp_overlap``) at the fast and slow
   corners, none at the **serial** corner (the slow corner with the gradient exchange
   after the pipeline's flush, Megatron's ``local`` DDP of 2021).
@@ -52,6 +58,7 @@ import dataclasses
 
 import numpy as np
 
+from dlscale.perfmodel.compute import variability
 from dlscale.perfmodel.machine.hardware import Cluster
 from dlscale.perfmodel.machine.runtime import with_transport
 from dlscale.perfmodel.training.parallel import ParallelLayout
@@ -63,7 +70,7 @@ __all__ = ["LLM_BAND_KEYS", "LLM_MECHANISMS", "band_row", "llm_band", "llm_corne
 
 #: The mechanisms of :data:`~dlscale.perfmodel.training.ranges.MECHANISMS` that act
 #: on the transformer path (see the module docstring).
-LLM_MECHANISMS = ("transport", "overlap-slowdown")
+LLM_MECHANISMS = ("transport", "overlap-slowdown", "device-variability")
 
 #: Values of a transformer row that carry ``_low`` / ``_high`` companions
 #: (``tokens_per_s``: ``B s`` tokens per iteration, :func:`band_row` adds it).
@@ -75,8 +82,9 @@ def _at(cluster: Cluster, corner: str) -> Cluster:
     """``cluster`` with this path's mechanisms at their ``"fast"`` or ``"slow"`` side."""
     picks = tuple((m.name, m.fast if corner == "fast" else m.slow)
                   for m in MECHANISMS if m.name in LLM_MECHANISMS)
-    return dataclasses.replace(cluster, runtime=dataclasses.replace(cluster.runtime,
-                                                                    sides=picks))
+    spread = dict(picks)["device-variability"]
+    at = variability.cluster_for_band(cluster, spread)
+    return dataclasses.replace(at, runtime=dataclasses.replace(cluster.runtime, sides=picks))
 
 
 def llm_corners(cluster: Cluster, layout: ParallelLayout,

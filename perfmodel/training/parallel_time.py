@@ -68,9 +68,17 @@ The iteration of one data-parallel replica, in the terms of Narayanan et al. SC'
   reduced over the ``dp / ep`` ranks holding the same experts, the dense ones over
   ``dp``.
 
+- **the GPUs' rate spread**: the compute (forward, backward, the end stages' extra,
+  the optimizer step) times the expected largest rate factor over all the job's GPUs
+  (:func:`~dlscale.perfmodel.compute.variability.slowest_factor`, the data-parallel
+  path's closed form of the cluster's noise, or the GPUs' central spread where it is
+  not described): a tensor group runs at its slowest GPU every layer, the pipeline
+  at its slowest stage, the exchange waits for the slowest replica; the
+  communication is not stretched.
+
 Not modelled: the embedding's gradient allreduce between first and last stages, the
-vocabulary-parallel loss's small allreduces, stragglers and noise, kernel launch
-gaps; the tensor-parallel collectives of other groups where ``tp`` spans nodes (each
+vocabulary-parallel loss's small allreduces, OS noise apart from the cluster's noise
+model, kernel launch gaps; the tensor-parallel collectives of other groups where ``tp`` spans nodes (each
 group is priced on its own nodes, as ``simulate`` runs it), the stages' exchanges
 and hand-overs meeting each other (counted apart), adaptive routing (every family's
 deterministic router is the one ``simulate`` routes by).
@@ -91,6 +99,7 @@ from dlscale.perfmodel.compute.llm_memory import (
     llm_memory,
     stage_params,
 )
+from dlscale.perfmodel.compute.variability import slowest_factor
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.layoutmemo import args_memo, layout_memo
 from dlscale.perfmodel.machine.hardware import Cluster, Device
@@ -411,13 +420,18 @@ def llm_iteration(cluster: Cluster, model: TransformerSpec,
     layout.check(model)
     _nodes(cluster, layout.gpus)
     fwd, bwd, tp, extra = _stage_compute(cluster, model, layout)
+    # every GPU waits for the slowest of all (its tensor group each layer, the
+    # pipeline its slowest stage, the exchange its slowest replica): the compute
+    # times the expected largest rate factor over the job's GPUs (1 without noise)
+    slow = slowest_factor(cluster, layout.gpus)
+    fwd, bwd, extra = fwd * slow, bwd * slow, extra * slow
     pp = 2 * layout.virtual * _pp_transfer(cluster, model, layout)
     ep = _ep_comm(cluster, model, layout)
     slot = fwd + bwd + tp + extra + pp + ep
     m, v = layout.microbatches, layout.virtual
     slots = m * (1.0 + layout.bubble_fraction)           # m + (p - 1) / v slots
     dp_total, dp_exposed = _dp_times(cluster, model, layout, (bwd + tp) / v)
-    opt = optimizer_step_s(cluster, model, layout)
+    opt = optimizer_step_s(cluster, model, layout) * slow
     total = slots * slot + dp_exposed + opt
     capacity = cluster.node.device.training_memory_bytes
     return LLMIteration(

@@ -44,8 +44,11 @@ schedule's operations (:mod:`~dlscale.simulator.training.pipeline_schedule`: gpi
 Bubbles, stragglers and the contention of groups sharing links come out of the run.
 Symmetry is used where it is exact: the ``tp`` ranks of a group run in lockstep (the
 same compute, the same collectives); with per-rank noise (one factor per rank and
-iteration, :mod:`~dlscale.simulator.training.stragglers`) a group runs at its
-slowest rank's factor, since every layer's collective waits for it. The ``tp``
+iteration, :mod:`~dlscale.simulator.training.stragglers`; the cluster's noise, else
+its GPUs' rate spread, :func:`~dlscale.perfmodel.compute.variability.cluster_noise`,
+whose expected slowest factor ``predict`` charges) a group computes at its slowest
+rank's factor, since every layer's collective waits for it (the factor stretches its
+passes' compute and its optimizer step, not its collectives). The ``tp``
 ranks' messages between two nodes travel as one flow per rail only where
 :func:`~dlscale.simulator.training.pipeline_net.bundling_exact` says that changes no
 rate.
@@ -53,6 +56,7 @@ rate.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -60,6 +64,7 @@ from typing import Any
 import numpy as np
 import simpy
 
+from dlscale.perfmodel.compute.variability import cluster_noise
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.machine.hardware import Cluster
 from dlscale.perfmodel.training.expert import local_expert_params
@@ -187,8 +192,9 @@ class _Run:
                    if lay.scatter_gather and self.t > 1 and self.p > 1 else 0.0)
         back_tp = (2 + (2 if lay.recompute == "full" else 0)) * n
         ends = 1 if self.p > 1 else 2
-        self.op_s = ((fwd + 2 * n * coll) / self.v,
-                     (bwd + back_tp * coll + extra + ends * coll) / self.v)
+        # per pass: (compute s, tensor-parallel s), so a rank's factor stretches only
+        # its compute, as predict's expected slowest factor does
+        self.op_parts = ((fwd, 2 * n * coll), (bwd + extra, (back_tp + ends) * coll))
         self.factors = factors
         self._events: dict[tuple, simpy.Event] = {}
         self._groups: dict[tuple, Any] = {}
@@ -307,7 +313,7 @@ class _Run:
         dp_done: simpy.Event | None = None
         last_b = max(i for i, step in enumerate(plan) if step[0] == BACKWARD)
         ranks = [self._ranks(st, d) for st in range(self.p)]
-        op_s = (self.op_s[0] * f, self.op_s[1] * f)
+        op_s = tuple((c * f + tp) / self.v for c, tp in self.op_parts)
         overlap, zero = self.layout.dp_overlap, self.layout.zero
         moe = self.layout.ep > 1
         for i, (kind, op, waits, cs, cop) in enumerate(plan):
@@ -351,7 +357,7 @@ class _Run:
         t1 = env.now
         yield self._event(("flushed", s, d))         # the step needs every gradient
         t2 = env.now
-        yield env.timeout(self.opt_s)
+        yield env.timeout(self.opt_s * float(self.factors[s, d]))
         t3 = env.now
         if self.d > 1 and self.layout.zero >= 1:
             yield from self._ring(s, d, "allgather")
@@ -419,7 +425,8 @@ def simulate_pipeline(cluster: Cluster, model: TransformerSpec, layout: Parallel
         Checked against the model and the machine first (one line).
     noise : str, optional
         Per-rank compute noise (``none``, ``lognormal:SIGMA``, ``empirical:FILE``);
-        None: the cluster's.
+        None: the cluster's, else its GPUs' rate spread
+        (:func:`~dlscale.perfmodel.compute.variability.cluster_noise`).
     seed : int
         Seed of the noise draws (the same seed, the same answer bit for bit).
     every_flow : bool
@@ -437,14 +444,17 @@ def simulate_pipeline(cluster: Cluster, model: TransformerSpec, layout: Parallel
     Returns
     -------
     PipelineResult
-        The simulated iteration and ``predict``'s answer (:func:`llm_iteration`).
+        The simulated iteration and ``predict``'s answer (:func:`llm_iteration`) for
+        the run's noise.
     """
     layout.check(model)
     check_layout(cluster, layout)
-    analytical = llm_iteration(cluster, model, layout)
-    # the pipeline's closed form (llm_iteration) charges no rate spread: a cluster that
-    # describes no noise draws none here either (compute.variability is data-parallel's)
-    nz = make_noise((cluster.noise or "none") if noise is None else noise)
+    # the cluster's noise, else its GPUs' central rate spread (compute.variability),
+    # the distribution whose expected slowest factor llm_iteration charges: predict's
+    # answer beside it is for the run's noise (as simulator.training.run's)
+    nz = make_noise(cluster_noise(cluster) if noise is None else noise)
+    analytical = llm_iteration(dataclasses.replace(cluster, noise=nz.spec) if nz.spec
+                               else cluster, model, layout)
     draws = nz.draw(np.random.default_rng(seed), (layout.gpus,))
     # a tensor-parallel group waits for its slowest rank at every layer's collective
     factors = draws.reshape(layout.pp, layout.dp, layout.tp).max(axis=2)

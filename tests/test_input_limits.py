@@ -38,7 +38,7 @@ def _cluster(tmp_path: Path, topology: str, extra: str = "") -> str:
 FAT_TREE = '{family = "fat-tree", levels = 3, nodes_per_leaf = 18, max_nodes = 1000000000}'
 CROSSBAR = '{family = "crossbar", max_nodes = 1000000000}'
 DRAGONFLY = ('{family = "dragonfly", groups = 100000, routers_per_group = 100, '
-             'terminals_per_router = 100, global_links_per_router = 4, max_nodes = 1000000000}')
+             'terminals_per_router = 100, global_links_per_router = 1000, max_nodes = 1000000000}')
 
 
 # --- 27.9: sizes beyond what the machine holds ------------------------------------

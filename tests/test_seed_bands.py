@@ -10,11 +10,22 @@ import numpy as np
 import pytest
 
 from dlscale.perfmodel.catalog import get_cluster, get_workload
+from dlscale.perfmodel.catalog.models_llm import get_llm
+from dlscale.perfmodel.errors import ConfigError
+from dlscale.perfmodel.training.llm_ranges import corner_iteration, llm_band
+from dlscale.perfmodel.training.parallel_time import llm_iteration as plain_llm_iteration
 from dlscale.perfmodel.training.predict import predict as plain_predict
 from dlscale.perfmodel.training.ranges import predict_range
-from dlscale.validation import banded, case_laanait_summit
-from dlscale.validation.accounting import summarize
-from dlscale.validation.published import CASE_MODULES, get_case, run_case
+from dlscale.perfmodel.training.transformer import TransformerSpec
+from dlscale.validation import (
+    banded,
+    case_laanait_summit,
+    case_megatron_korthikanti,
+    case_megatron_sc21,
+)
+from dlscale.validation.accounting import range_line, summarize
+from dlscale.validation.megatron_selene import SELENE
+from dlscale.validation.published import CASE_MODULES, case_family, get_case, run_case
 
 BANDED_CASES = [n for n in CASE_MODULES if getattr(get_case(n), "BANDED", False)]
 
@@ -76,3 +87,92 @@ def test_an_unknown_corner_is_refused():
     with pytest.raises(ValueError, match="corner: 'middle' is not one of fast, slow"):
         with banded.corner("middle"):
             pass
+
+
+# The transformer seeds (issue 25/29): Narayanan SC'21 Table 1, Korthikanti, the orderings.
+TRANSFORMER_CASES = ("megatron-sc21", "megatron-korthikanti", "megatron-orderings")
+
+
+def _korthikanti(name, seqsel):
+    c = case_megatron_korthikanti.CONFIGS[name]
+    model = TransformerSpec(f"gpt-{name}", hidden=c[0], layers=c[1], heads=c[2], seq=2048,
+                            vocab=51200, source="test")
+    return model, case_megatron_korthikanti._layout(name, seqsel)
+
+
+def test_the_transformer_seeds_are_banded_on_their_own_path():
+    assert set(BANDED_CASES) >= set(TRANSFORMER_CASES)
+    assert {case_family(n) for n in TRANSFORMER_CASES} == {"transformer"}
+    assert case_family("laanait-summit") == "data-parallel"
+
+
+@pytest.mark.parametrize("name", list(case_megatron_sc21.ROWS))
+def test_a_table1_rate_gets_exactly_the_band_predict_prints(name):
+    """A Table 1 rate is one entry of one transformer prediction: its range is the
+    band `dlscale predict` prints for that layout (llm_band), to the bit."""
+    rows, _ = run_case("megatron-sc21", "analytical")
+    row = next(r for r in rows if r["quantity"] == f"tflops_{name.removeprefix('gpt-')}")
+    central, band = llm_band(SELENE, get_llm(name), case_megatron_sc21.layout(name))
+    assert row["predicted"] == central.tflops_per_gpu
+    assert (row["low"], row["high"]) == band["tflops_per_gpu"]
+    assert row["low"] < row["predicted"] < row["high"]
+
+
+def test_a_korthikanti_time_gets_exactly_the_band_predict_prints():
+    rows, _ = run_case("megatron-korthikanti", "analytical")
+    for name in case_megatron_korthikanti.CONFIGS:
+        for seqsel, label in ((False, "full"), (True, "seqsel")):
+            row = next(r for r in rows if r["quantity"] == f"time_{name}_{label}")
+            _central, band = llm_band(SELENE, *_korthikanti(name, seqsel))
+            assert (row["low"], row["high"]) == band["iteration_s"]
+
+
+def test_the_recomputation_saving_is_banded_corner_by_corner():
+    """full / seq+sel with both iterations at the same corner, not the ratio of the two
+    times' ends (which would pair a fast full run with a slow seq+sel one)."""
+    rows, _ = run_case("megatron-korthikanti", "analytical")
+    row = next(r for r in rows if r["quantity"] == "saving_175b")
+    (m, full), (_m, sel) = _korthikanti("175b", False), _korthikanti("175b", True)
+    ratios = [row["predicted"]]
+    for c in ("fast", "slow", "serial"):
+        a, b = (corner_iteration(SELENE, m, lay, c) for lay in (full, sel))
+        if a is not None and b is not None:
+            ratios.append(a.iteration_s / b.iteration_s)
+    assert len(ratios) == 3                 # no serial corner: dp = 1
+    assert (row["low"], row["high"]) == (min(ratios), max(ratios))
+    ends = (llm_band(SELENE, m, full)[1]["iteration_s"],
+            llm_band(SELENE, m, sel)[1]["iteration_s"])
+    assert ends[0][0] / ends[1][1] < row["low"] < row["high"] < ends[0][1] / ends[1][0]
+
+
+@pytest.mark.parametrize("name", TRANSFORMER_CASES)
+def test_the_transformer_central_values_are_perfmodels_bit_for_bit(name, monkeypatch):
+    mod = get_case(name)
+    banded_out = mod.run("analytical")
+    monkeypatch.setattr(mod, "llm_iteration", plain_llm_iteration)
+    plain = mod.run("analytical")
+    assert banded_out.predicted == plain.predicted
+    assert banded_out.details == plain.details
+
+
+def test_the_range_line_states_each_family_and_the_total():
+    rows = [r for n in ("laanait-summit", "megatron-sc21", "megatron-korthikanti")
+            for r in run_case(n, "analytical")[0]]
+    s = summarize(rows)
+    transformer = {(r["case"], r.get("group") or r["quantity"]) for r in rows
+                   if r["in_range"] is not None and r["case"] != "laanait-summit"}
+    assert s["banded_transformer"] == len(transformer) == 10 + 8
+    assert s["banded"] == s["banded_transformer"] + s["banded_data_parallel"]
+    assert s["inside"] == s["inside_transformer"] + s["inside_data_parallel"]
+    line = range_line(s)
+    assert (f"; transformer cases: {s['inside_transformer']} of 18 "
+            f"({100 * s['inside_transformer'] / 18:.0f}%), n/a, "
+            f"{s['width_pct_transformer']:.1f}%") in line
+    assert f"; data-parallel cases: {s['inside_data_parallel']} of " in line
+
+
+def test_a_case_of_no_known_family_is_refused(monkeypatch):
+    monkeypatch.setattr(case_megatron_sc21, "FAMILY", "moe")
+    with pytest.raises(ConfigError, match="FAMILY: case 'megatron-sc21' says 'moe'; "
+                                          "allowed: data-parallel, transformer"):
+        case_family("megatron-sc21")

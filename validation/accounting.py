@@ -42,10 +42,11 @@ Examples
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from dlscale.validation.published import KINDS
+from dlscale.validation.published import CASE_MODULES, FAMILIES, KINDS, case_family
 
 __all__ = [
     "bias_line",
@@ -143,7 +144,15 @@ def summarize(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "bounds": len(bounds),
         "bounds_met": sum(r["within"] is True for r in bounds),
         **_range_counts(counted),
+        **{f"{k}_{family.replace('-', '_')}": v for family in FAMILIES
+           for k, v in _range_counts([d for d in counted
+                                      if _family(d["case"]) == family]).items()},
     }
+
+
+def _family(case: str) -> str | None:
+    """The prediction path of a registered case (None for any other name)."""
+    return case_family(case) if case in CASE_MODULES else None
 
 
 def _range_counts(counted: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -200,16 +209,34 @@ def bias_line(s: Mapping[str, Any]) -> str:
             f"bound{'s' if s['bounds'] != 1 else ''} ({s['bounds_met']} met) outside the bias.")
 
 
+def _width(v: float, unit: str) -> str:
+    return "n/a" if math.isnan(v) else f"{v:.1f}{unit}"
+
+
 def range_line(s: Mapping[str, Any]) -> str:
-    """How many distinct quantities lie inside the printed range, and its median width.
+    """How many distinct quantities lie inside the printed range, and its median width:
+    in all, then for each prediction path (:data:`~.published.FAMILIES`) that has one.
 
     >>> range_line({"banded": 4, "inside": 1, "width_pp": 7.5, "width_pct": 20.0})
     'Inside the printed range: 1 of 4 distinct quantities with a range (25%); median width 7.5 pp (efficiencies, shares), 20.0% (rates, times, speed-ups).'
+    >>> range_line({"banded": 4, "inside": 1, "width_pp": 7.5, "width_pct": 20.0,
+    ...             "banded_transformer": 1, "inside_transformer": 0,
+    ...             "width_pp_transformer": math.nan, "width_pct_transformer": 6.0})
+    'Inside the printed range: 1 of 4 distinct quantities with a range (25%); median width 7.5 pp (efficiencies, shares), 20.0% (rates, times, speed-ups); transformer cases: 0 of 1 (0%), n/a, 6.0%.'
     """
-    return (f"Inside the printed range: {s['inside']} of {s['banded']} distinct quantities "
+    line = (f"Inside the printed range: {s['inside']} of {s['banded']} distinct quantities "
             f"with a range ({_pct(s['inside'], s['banded'])}); median width "
-            f"{s['width_pp']:.1f} pp (efficiencies, shares), {s['width_pct']:.1f}% (rates, "
-            f"times, speed-ups).")
+            f"{_width(s['width_pp'], ' pp')} (efficiencies, shares), "
+            f"{_width(s['width_pct'], '%')} (rates, times, speed-ups)")
+    for family in FAMILIES:
+        key = family.replace("-", "_")
+        n = s.get(f"banded_{key}", 0)
+        if n:
+            inside = s[f"inside_{key}"]
+            line += (f"; {family} cases: {inside} of {n} ({_pct(inside, n)}), "
+                     f"{_width(s[f'width_pp_{key}'], ' pp')}, "
+                     f"{_width(s[f'width_pct_{key}'], '%')}")
+    return line + "."
 
 
 def summary_text(rows: Sequence[Mapping[str, Any]]) -> str:

@@ -12,6 +12,13 @@ making its predictions through this module's :func:`predict` and
 :func:`iteration_times`, which are the perfmodel functions of the same names while no
 corner is set, so its central answers are unchanged bit for bit.
 
+A transformer case makes its predictions through :func:`llm_iteration`: at a corner
+it is the iteration the transformer path's band takes there
+(:func:`~dlscale.perfmodel.training.llm_ranges.corner_iteration`, the corners of
+:func:`~dlscale.perfmodel.training.llm_ranges.llm_band`, which ``predict`` prints for
+a layout), so a quantity read off one iteration gets exactly that band and a ratio of
+two is taken corner by corner, both iterations at the same corner.
+
 A corner that a workload's algorithm does not have (``serial`` for a run that does not
 overlap, the synchronous corners for EASGD) gives the central answer there, which the
 range holds already. Quantities the fidelity cannot predict, orderings and counts get
@@ -28,6 +35,14 @@ True
 >>> central = predict(c, w, [1, 64])
 >>> bool(slow.iteration_s[1] > central.iteration_s[1])
 True
+>>> from dlscale.perfmodel.catalog.models_llm import get_llm
+>>> from dlscale.perfmodel.training.parallel import ParallelLayout
+>>> pod, gpt = get_cluster("dgx-h100-superpod"), get_llm("gpt-39.1b")
+>>> lay = ParallelLayout(tp=8, pp=2, dp=8, global_batch=64)
+>>> with corner("slow"):
+...     slow_llm = llm_iteration(pod, gpt, lay)
+>>> bool(slow_llm.iteration_s > llm_iteration(pod, gpt, lay).iteration_s)
+True
 """
 
 from __future__ import annotations
@@ -40,12 +55,18 @@ from typing import Any
 
 from dlscale.perfmodel.machine.hardware import Cluster
 from dlscale.perfmodel.training.iteration import iteration_times as _iteration_times
+from dlscale.perfmodel.training.llm_ranges import corner_iteration
+from dlscale.perfmodel.training.parallel import ParallelLayout
+from dlscale.perfmodel.training.parallel_time import LLMIteration
+from dlscale.perfmodel.training.parallel_time import llm_iteration as _llm_iteration
 from dlscale.perfmodel.training.predict import Prediction
 from dlscale.perfmodel.training.predict import predict as _predict
 from dlscale.perfmodel.training.ranges import corners
+from dlscale.perfmodel.training.transformer import TransformerSpec
 from dlscale.perfmodel.training.workload import Workload
 
-__all__ = ["CORNERS", "at_corner", "case_bands", "corner", "iteration_times", "predict"]
+__all__ = ["CORNERS", "at_corner", "case_bands", "corner", "iteration_times", "llm_iteration",
+           "predict"]
 
 #: Every corner :func:`~dlscale.perfmodel.training.ranges.corners` may name.
 CORNERS = ("fast", "slow", "serial", "exchange-bound", "step-bound")
@@ -89,6 +110,33 @@ def iteration_times(cluster: Cluster, workload: Workload, nodes: Any) -> Any:
     """:func:`dlscale.perfmodel.training.iteration.iteration_times` at the current corner."""
     c, w = at_corner(cluster, workload)
     return _iteration_times(c, w, nodes)
+
+
+def llm_iteration(cluster: Cluster, model: TransformerSpec, layout: ParallelLayout,
+                  ) -> LLMIteration:
+    """:func:`dlscale.perfmodel.training.parallel_time.llm_iteration` at the current
+    corner: the iteration the transformer path's band takes there
+    (:func:`~dlscale.perfmodel.training.llm_ranges.corner_iteration`), the central one
+    where none is set or the layout has no such corner.
+
+    Parameters
+    ----------
+    cluster : Cluster
+        The machine at its central values.
+    model : TransformerSpec
+    layout : ParallelLayout
+
+    Returns
+    -------
+    LLMIteration
+        Exactly ``llm_iteration(cluster, model, layout)`` while no corner is set.
+    """
+    name = _CORNER.get()
+    if name is not None:
+        at = corner_iteration(cluster, model, layout, name)
+        if at is not None:
+            return at
+    return _llm_iteration(cluster, model, layout)
 
 
 def _number(v: Any) -> float | None:

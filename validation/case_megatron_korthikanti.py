@@ -53,8 +53,8 @@ from typing import Any
 
 from dlscale.perfmodel.compute.llm_memory import llm_memory
 from dlscale.perfmodel.training.parallel import ParallelLayout
-from dlscale.perfmodel.training.parallel_time import llm_iteration
 from dlscale.perfmodel.training.transformer import TransformerSpec
+from dlscale.validation.banded import llm_iteration
 from dlscale.validation.megatron_selene import SELENE
 from dlscale.validation.published import CaseOutput, Quantity
 
@@ -62,6 +62,11 @@ __all__ = ["ACTIVATION_SAVING", "CONFIGS", "FIDELITIES", "MISSES", "MISS_ERRORS"
 
 PAPER = "Korthikanti et al. 2022 (sequence parallelism, selective recomputation)"
 FIDELITIES = ("analytical",)
+#: The analytical rows carry the printed range (validation/banded.py: the band
+#: `predict` prints for each layout).
+BANDED = True
+#: The prediction path it checks (published.FAMILIES).
+FAMILY = "transformer"
 _SRC = ("Korthikanti et al. 2022 (arXiv 2205.05198), iteration times as transcribed by "
         "Calculon (calculon/megatron/validation.py)")
 

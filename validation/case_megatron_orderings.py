@@ -61,8 +61,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from dlscale.perfmodel.training.parallel import ParallelLayout
-from dlscale.perfmodel.training.parallel_time import LLMIteration, llm_iteration
+from dlscale.perfmodel.training.parallel_time import LLMIteration
 from dlscale.perfmodel.training.transformer import TransformerSpec
+from dlscale.validation.banded import llm_iteration
 from dlscale.validation.megatron_selene import SELENE
 from dlscale.validation.published import CaseOutput, Quantity
 
@@ -70,6 +71,11 @@ __all__ = ["FIDELITIES", "MISSES", "MISS_ERRORS", "PAPER", "QUANTITIES", "run"]
 
 PAPER = "Narayanan et al. SC'21 (Megatron-LM on GPU clusters), Figs. 11-18"
 FIDELITIES = ("analytical",)
+#: The analytical rows carry the printed range (validation/banded.py: the band
+#: `predict` prints for each layout).
+BANDED = True
+#: The prediction path it checks (published.FAMILIES).
+FAMILY = "transformer"
 _SRC = "Narayanan et al. SC'21 (arXiv 2104.04473)"
 
 

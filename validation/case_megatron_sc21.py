@@ -37,7 +37,8 @@ from typing import Any
 
 from dlscale.perfmodel.catalog.models_llm import get_llm
 from dlscale.perfmodel.training.parallel import ParallelLayout
-from dlscale.perfmodel.training.parallel_time import LLMIteration, llm_iteration
+from dlscale.perfmodel.training.parallel_time import LLMIteration
+from dlscale.validation.banded import llm_iteration
 from dlscale.validation.megatron_selene import SELENE
 from dlscale.validation.published import CaseOutput, Curve, Quantity
 
@@ -46,6 +47,11 @@ __all__ = ["FIDELITIES", "MISSES", "MISS_ERRORS", "PAPER", "QUANTITIES", "ROWS",
 
 PAPER = "Narayanan et al. SC'21 (Megatron-LM on GPU clusters), Table 1"
 FIDELITIES = ("analytical",)
+#: The analytical rows carry the printed range (validation/banded.py: the band
+#: `predict` prints for each layout).
+BANDED = True
+#: The prediction path it checks (published.FAMILIES).
+FAMILY = "transformer"
 _SRC = "Narayanan et al. SC'21 (arXiv 2104.04473), Table 1"
 
 #: model -> (t, p, GPUs, global batch, published TFLOP/s per GPU) of Table 1, and

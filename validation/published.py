@@ -56,12 +56,14 @@ __all__ = [
     "BANDED_KINDS",
     "CASE_MODULES",
     "CHECKS",
+    "FAMILIES",
     "FIDELITIES",
     "KINDS",
     "ROW_KEYS",
     "CaseOutput",
     "Curve",
     "Quantity",
+    "case_family",
     "compare",
     "get_case",
     "miss_key",
@@ -83,6 +85,11 @@ CASE_MODULES: dict[str, str] = {
 
 #: Fidelities a case may offer.
 FIDELITIES = ("analytical", "simulated")
+
+#: The prediction paths a case checks (its module's ``FAMILY``, ``"data-parallel"``
+#: unless it says otherwise): ``predict``'s data-parallel path or its transformer
+#: path (tensor, pipeline and data parallelism).
+FAMILIES = ("data-parallel", "transformer")
 
 #: kind -> (error measure, tolerance, tolerance label).
 KINDS: dict[str, tuple[str, float, str]] = {
@@ -268,6 +275,36 @@ def miss_key(quantity: str, fidelity: str) -> str:
     ('eff', 'eff@simulated')
     """
     return quantity if fidelity == "analytical" else f"{quantity}@{fidelity}"
+
+
+def case_family(name: str) -> str:
+    """The prediction path case ``name`` checks, one of :data:`FAMILIES`.
+
+    Parameters
+    ----------
+    name : str
+        A case of :data:`CASE_MODULES`.
+
+    Returns
+    -------
+    str
+        Its module's ``FAMILY``, ``"data-parallel"`` where it names none.
+
+    Raises
+    ------
+    ConfigError
+        For a case that is not registered or names a family not in :data:`FAMILIES`.
+
+    Examples
+    --------
+    >>> case_family("you-sc17"), case_family("megatron-sc21")
+    ('data-parallel', 'transformer')
+    """
+    family = getattr(get_case(name), "FAMILY", "data-parallel")
+    if family not in FAMILIES:
+        raise ConfigError(f"FAMILY: case {name!r} says {family!r}; allowed: "
+                          f"{', '.join(FAMILIES)}")
+    return str(family)
 
 
 def run_case(name: str, fidelity: str = "analytical") -> tuple[list[dict[str, Any]], CaseOutput]:

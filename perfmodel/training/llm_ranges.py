@@ -66,7 +66,8 @@ from dlscale.perfmodel.training.parallel_time import LLMIteration, llm_iteration
 from dlscale.perfmodel.training.ranges import MECHANISMS, band_of
 from dlscale.perfmodel.training.transformer import TransformerSpec
 
-__all__ = ["LLM_BAND_KEYS", "LLM_MECHANISMS", "band_row", "llm_band", "llm_corners"]
+__all__ = ["LLM_BAND_KEYS", "LLM_MECHANISMS", "band_row", "corner_iteration", "llm_band",
+           "llm_corners"]
 
 #: The mechanisms of :data:`~dlscale.perfmodel.training.ranges.MECHANISMS` that act
 #: on the transformer path (see the module docstring).
@@ -111,18 +112,55 @@ def llm_corners(cluster: Cluster, layout: ParallelLayout,
     return out
 
 
-def _values(cluster: Cluster, model: TransformerSpec, layout: ParallelLayout,
-            ) -> dict[str, float]:
-    """The banded values at one corner: its links, its slowdown of the hidden compute."""
+def _iteration_at(cluster: Cluster, model: TransformerSpec, layout: ParallelLayout,
+                  ) -> LLMIteration:
+    """The iteration at one corner: its links, its slowdown of the hidden compute."""
     r = llm_iteration(with_transport(cluster), model, layout)
     hidden = r.dp_comm_s - r.dp_exposed_s
     extra = cluster.runtime.slowdown(cluster.node.device.kind) * hidden
-    iteration = r.iteration_s + extra
-    out = _central(r, model)
-    out.update(iteration_s=iteration, compute_s=r.compute_s + extra,
-               tflops_per_gpu=r.flops / (iteration * r.gpus) / 1e12,
-               tokens_per_s=layout.global_batch * model.seq / iteration)
-    return out
+    return dataclasses.replace(r, iteration_s=r.iteration_s + extra,
+                               compute_s=r.compute_s + extra)
+
+
+def corner_iteration(cluster: Cluster, model: TransformerSpec, layout: ParallelLayout,
+                     corner: str) -> LLMIteration | None:
+    """The iteration :func:`llm_band` takes at the corner named ``corner``.
+
+    Parameters
+    ----------
+    cluster : Cluster
+        The machine at its central values.
+    model : TransformerSpec
+    layout : ParallelLayout
+        The layout as asked.
+    corner : str
+        A corner's name (``"fast"``, ``"slow"``, ``"serial"``).
+
+    Returns
+    -------
+    LLMIteration or None
+        Every value at that corner (its ``iteration_s``, ``compute_s`` and so its
+        ``tflops_per_gpu`` are the band's), or None where the layout has no such
+        corner (``"serial"`` without an overlapped gradient exchange, a corner of the
+        data-parallel path only).
+
+    Examples
+    --------
+    >>> from dlscale.perfmodel.catalog import get_cluster
+    >>> from dlscale.perfmodel.catalog.models_llm import get_llm
+    >>> from dlscale.perfmodel.training.parallel import ParallelLayout
+    >>> c, m = get_cluster("dgx-h100-superpod"), get_llm("gpt-39.1b")
+    >>> lay = ParallelLayout(tp=8, pp=2, dp=8, global_batch=64)
+    >>> slow = corner_iteration(c, m, lay, "slow")
+    >>> bool(slow.iteration_s > llm_iteration(c, m, lay).iteration_s)
+    True
+    >>> corner_iteration(c, m, lay, "step-bound") is None
+    True
+    """
+    for name, c, lay in llm_corners(cluster, layout):
+        if name == corner:
+            return _iteration_at(c, model, lay)
+    return None
 
 
 def _central(r: LLMIteration, model: TransformerSpec) -> dict[str, float]:
@@ -148,7 +186,8 @@ def llm_band(cluster: Cluster, model: TransformerSpec, layout: ParallelLayout,
     """
     central = llm_iteration(cluster, model, layout)
     mid = _central(central, model)
-    corners = [_values(c, model, lay) for _name, c, lay in llm_corners(cluster, layout)]
+    corners = [_central(_iteration_at(c, model, lay), model)
+               for _name, c, lay in llm_corners(cluster, layout)]
     band = {}
     for k in LLM_BAND_KEYS:
         low, high = band_of(np.array([mid[k]]),

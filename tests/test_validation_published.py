@@ -324,3 +324,14 @@ def test_diagnose_checks_every_claim_against_the_model(capsys) -> None:
     assert main(["--case", "laanait-summit"]) == 0
     out = capsys.readouterr().out
     assert "compute-bound holds" in out and "flop_ms" in out
+
+
+def test_json_output_is_standard_json_when_a_width_has_nothing_to_measure(capsys) -> None:
+    """A case with no efficiency row has a NaN efficiency width in its meta; the JSON
+    says null (as the rows do), not the bare ``NaN`` that strict parsers refuse."""
+    args = _parser().parse_args(["published", "--case", "megatron-korthikanti",
+                                 "--format", "json", "--fidelity", "analytical"])
+    assert run_published(args) == 0
+    text = capsys.readouterr().out
+    doc = json.loads(text, parse_constant=lambda c: pytest.fail(f"non-standard {c}"))
+    assert any(v is None for v in doc["meta"].values())

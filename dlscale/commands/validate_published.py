@@ -91,8 +91,9 @@ def run_published(args: argparse.Namespace) -> int:
                       fidelities=list(getattr(args, "fidelity", None) or FIDELITIES))
     rows, outputs = result.rows, result.raw
     prov = Provenance(baseline=PUBLISHED_BASELINE)
-    doc = {"meta": result.meta, "rows": to_jsonable(rows)}
-    text = json.dumps(doc, indent=1)
+    # standard JSON: a width with nothing to measure (NaN) is null, as in the rows
+    doc = {"meta": to_jsonable(result.meta), "rows": to_jsonable(rows)}
+    text = json.dumps(doc, indent=1, allow_nan=False)
     if getattr(args, "output", None):
         atomic_write_text(args.output, text + "\n")
     if getattr(args, "plots", None):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dlscale.perfmodel.catalog.models_llm import get_llm
-from dlscale.perfmodel.compute.llm_memory import llm_memory
+from dlscale.perfmodel.compute.llm_memory import llm_memory, stage_memory
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.training.parallel import ParallelLayout
 
@@ -94,3 +94,22 @@ def test_largest_microbatch_fits_and_the_next_does_not():
 def test_zero_2_with_a_pipeline_is_refused():
     with pytest.raises(ConfigError, match=r"parallel\.zero"):
         ParallelLayout(pp=2, zero=2)
+
+
+def test_stage_memory_gives_each_stage_and_llm_memory_the_larger():
+    # Megatron-LM logs the last rank's memory: a check against it needs the last
+    # stage, which holds fewer microbatches in flight than the first under 1F1B.
+    m = get_llm("gpt-1.7b")
+    lay = ParallelLayout(pp=4, dp=2, micro=1, global_batch=16, schedule="1f1b")
+    first, last = stage_memory(m, lay, "first"), stage_memory(m, lay, "last")
+    assert (first.stage, last.stage) == ("first", "last")
+    assert first.activations_B > last.activations_B
+    assert llm_memory(m, lay) == max(first, last, key=lambda x: x.total_B)
+    one = ParallelLayout(micro=1, global_batch=1)
+    # with one stage, "last" is the same rank as "first"
+    assert stage_memory(m, one, "last").total_B == llm_memory(m, one).total_B
+
+
+def test_stage_memory_refuses_an_unknown_stage():
+    with pytest.raises(ConfigError, match=r"stage: must be 'first' or 'last', got 'middle'"):
+        stage_memory(get_llm("gpt-1.7b"), ParallelLayout(micro=1, global_batch=1), "middle")

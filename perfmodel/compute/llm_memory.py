@@ -52,6 +52,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.layoutmemo import layout_memo
 from dlscale.perfmodel.training.expert import (
     dispatch_bytes,
@@ -62,7 +63,7 @@ from dlscale.perfmodel.training.parallel import ParallelLayout
 from dlscale.perfmodel.training.transformer import TransformerSpec, activation_bytes_per_layer
 
 __all__ = ["ADAM_BYTES", "ZERO_BUCKET_ELEMENTS", "LLMMemory", "largest_microbatch",
-           "llm_memory", "stage_params"]
+           "llm_memory", "stage_memory", "stage_params"]
 
 #: Mixed-precision Adam, bytes per parameter: fp16 weights, fp16 gradients, fp32
 #: master weights + momentum + variance (Rajbhandari et al. SC'20, Sec. 3.1).
@@ -190,6 +191,44 @@ def _buffers(model: TransformerSpec, layout: ParallelLayout, grads: float) -> fl
     return p2p + zero
 
 
+def stage_memory(model: TransformerSpec, layout: ParallelLayout, stage: str) -> LLMMemory:
+    """Memory per GPU of one rank of the ``"first"`` or ``"last"`` pipeline stage.
+
+    A measurement taken on one rank (Megatron-LM logs the last rank's memory) is
+    of one stage, not necessarily the one that needs the most.
+
+    Parameters
+    ----------
+    model : TransformerSpec
+    layout : ParallelLayout
+        Checked against the model first.
+    stage : {"first", "last"}
+        With ``pp = 1`` the one stage is both.
+
+    Returns
+    -------
+    LLMMemory
+
+    Examples
+    --------
+    >>> from dlscale.perfmodel.catalog.models_llm import get_llm
+    >>> lay = ParallelLayout(tp=8, pp=8, dp=24, micro=2, global_batch=2304,
+    ...                      schedule="interleaved", virtual=2, recompute="full")
+    >>> last = stage_memory(get_llm("gpt-145.6b"), lay, "last")
+    >>> last.stage, last.total_B < llm_memory(get_llm("gpt-145.6b"), lay).total_B
+    ('last', True)
+    """
+    if stage not in ("first", "last"):
+        raise ConfigError(f"stage: must be 'first' or 'last', got {stage!r}")
+    layout.check(model)
+    params = stage_params(model, layout, stage)
+    expert = local_expert_params(model, layout) if layout.ep > 1 else 0.0
+    w, g, o = _states(params, layout, expert)
+    acts = _activations(model, layout, stage)
+    return LLMMemory(w, g, o, acts, _buffers(model, layout, ADAM_BYTES["gradients"] * params),
+                     stage)
+
+
 @layout_memo(1, exclude=())
 def llm_memory(model: TransformerSpec, layout: ParallelLayout) -> LLMMemory:
     """Memory per GPU of ``model`` under ``layout`` (see the module docstring).
@@ -208,12 +247,7 @@ def llm_memory(model: TransformerSpec, layout: ParallelLayout) -> LLMMemory:
     layout.check(model)
     best: LLMMemory | None = None
     for stage in ("first", "last") if layout.pp > 1 else ("first",):
-        params = stage_params(model, layout, stage)
-        expert = local_expert_params(model, layout) if layout.ep > 1 else 0.0
-        w, g, o = _states(params, layout, expert)
-        acts = _activations(model, layout, stage)
-        mem = LLMMemory(w, g, o, acts, _buffers(model, layout, ADAM_BYTES["gradients"] * params),
-                        stage)
+        mem = stage_memory(model, layout, stage)
         if best is None or mem.total_B > best.total_B:
             best = mem
     assert best is not None

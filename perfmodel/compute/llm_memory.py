@@ -25,7 +25,12 @@ The terms, on the pipeline stage that needs the most (the first or the last):
   layer being recomputed; on the first stage the embedding's dropout mask, ``s b h``
   bytes per microbatch in flight (``/ t`` with sequence parallelism), and on the
   last the output layer's ``4 s b h / t (1 + V / h)`` (its norm, the logits in fp32
-  for the loss: Korthikanti Sec. 4.3, as this module reads it);
+  for the loss: Korthikanti Sec. 4.3, as this module reads it) and, at the peak,
+  the 16-bit logits the output layer produced, ``2 s b V / t``: Megatron-LM casts
+  them for the loss while still holding them (``vocab_parallel_cross_entropy(
+  output.float(), labels)`` in ``megatron/model/gpt_model.py``; Megatron Core's
+  ``VocabParallelCrossEntropy.calculate_logits_max``), so both copies are live while
+  the loss runs (:data:`LOSS_16BIT_LOGIT_BYTES`);
 - **communication buffers**: the two pipeline send/receive buffers of one
   microbatch's activations (``2 x 2 s b h`` bytes, ``/ t`` with scatter/gather), and
   with ZeRO the reduce and gather buckets of DeepSpeed's defaults,
@@ -62,12 +67,18 @@ from dlscale.perfmodel.training.expert import (
 from dlscale.perfmodel.training.parallel import ParallelLayout
 from dlscale.perfmodel.training.transformer import TransformerSpec, activation_bytes_per_layer
 
-__all__ = ["ADAM_BYTES", "ZERO_BUCKET_ELEMENTS", "LLMMemory", "largest_microbatch",
-           "llm_memory", "stage_memory", "stage_params"]
+__all__ = ["ADAM_BYTES", "LOSS_16BIT_LOGIT_BYTES", "ZERO_BUCKET_ELEMENTS", "LLMMemory",
+           "largest_microbatch", "llm_memory", "stage_memory", "stage_params"]
 
 #: Mixed-precision Adam, bytes per parameter: fp16 weights, fp16 gradients, fp32
 #: master weights + momentum + variance (Rajbhandari et al. SC'20, Sec. 3.1).
 ADAM_BYTES = {"weights": 2.0, "gradients": 2.0, "optimizer": 12.0}
+
+#: Bytes per logit of the output layer's 16-bit logits, live beside their fp32 copy
+#: while the loss runs (Megatron-LM ``gpt_model.py``: ``output.float()`` with
+#: ``output`` still held; see the module docstring).
+#: definition: the size of one fp16/bf16 element.
+LOSS_16BIT_LOGIT_BYTES = 2.0
 
 #: DeepSpeed's default ``reduce_bucket_size`` and ``allgather_bucket_size``
 #: (elements; DeepSpeed configuration JSON reference, ZeRO optimizations).
@@ -177,6 +188,7 @@ def _activations(model: TransformerSpec, layout: ParallelLayout, stage: str) -> 
         acts += sbh / (t if sp else 1) * flight          # embedding dropout mask
     if stage == "last" or layout.pp == 1:
         acts += 4.0 * sbh / t * (1 + model.vocab / model.hidden)
+        acts += LOSS_16BIT_LOGIT_BYTES * sbh / t * model.vocab / model.hidden
     return acts
 
 

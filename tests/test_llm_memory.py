@@ -8,6 +8,7 @@ from dlscale.perfmodel.catalog.models_llm import get_llm
 from dlscale.perfmodel.compute.llm_memory import llm_memory, stage_memory
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.training.parallel import ParallelLayout
+from dlscale.perfmodel.training.transformer import activation_bytes_per_layer
 
 
 def test_one_gpu_states_are_16_bytes_per_parameter():
@@ -115,3 +116,21 @@ def test_stage_memory_gives_each_stage_and_llm_memory_the_larger():
 def test_stage_memory_refuses_an_unknown_stage():
     with pytest.raises(ConfigError, match=r"stage: must be 'first' or 'last', got 'middle'"):
         stage_memory(get_llm("gpt-1.7b"), ParallelLayout(micro=1, global_batch=1), "middle")
+
+
+@pytest.mark.parametrize(("schedule", "virtual", "micro", "flight"), [
+    ("gpipe", 1, 1, 16.0),             # every forward before any backward: all m
+    ("1f1b", 1, 1, 1.0),               # the last rank warms up none
+    ("interleaved", 2, 1, 2.5),        # (v - 1) p + 1 = 5 chunks of 1 / v of its layers
+    ("interleaved", 2, 4, 4.0),        # m = p: Megatron warms up all m v chunks
+])
+def test_last_stage_holds_the_microbatches_its_schedule_keeps(schedule, virtual, micro, flight):
+    # Megatron-LM's interleaved schedule warms the last rank up with (v - 1) p chunk
+    # forwards; before this the last stage held one microbatch under every schedule.
+    m = get_llm("gpt-1.7b")
+    lay = ParallelLayout(pp=4, dp=1, micro=micro, global_batch=16, schedule=schedule,
+                         virtual=virtual)
+    sbh = m.seq * micro * m.hidden
+    layers = activation_bytes_per_layer(m, micro) * m.layers / 4
+    output = sbh * (4 + 6 * m.vocab / m.hidden)     # norm, fp32 and 16-bit logits
+    assert stage_memory(m, lay, "last").activations_B == pytest.approx(flight * layers + output)

@@ -20,7 +20,9 @@ The terms, on the pipeline stage that needs the most (the first or the last):
 - **activations**: :func:`~dlscale.perfmodel.training.transformer.activation_bytes_per_layer`
   (Korthikanti et al. 2022, Table 2) times the stage's layers times the
   microbatches in flight (:meth:`ParallelLayout.in_flight`: GPipe ``m``, 1F1B
-  ``p``, interleaved ``p (1 + (p - 1) / (p v))``; Korthikanti Sec. 4.2.3); with
+  ``p``, interleaved ``p (1 + (p - 1) / (p v))``; Korthikanti Sec. 4.2.3) on the
+  first stage, and on the last GPipe's ``m``, 1F1B's one, interleaved's
+  ``((v - 1) p + 1) / v`` (``m`` when ``m = p``: Megatron-LM's warm-up count); with
   full recomputation one layer's activations without recomputation on top, for the
   layer being recomputed; on the first stage the embedding's dropout mask, ``s b h``
   bytes per microbatch in flight (``/ t`` with sequence parallelism), and on the
@@ -176,11 +178,30 @@ def _states(params: float, layout: ParallelLayout,
             ADAM_BYTES["optimizer"] * held(1))
 
 
+def _last_in_flight(layout: ParallelLayout) -> float:
+    """Microbatches whose activations the last stage's rank holds at its peak.
+
+    GPipe: all ``m`` (every forward before any backward). 1F1B: one (the last rank
+    warms up none, Narayanan et al. SC'21 Sec. 2.2.1). Interleaved: the last rank
+    runs ``(v - 1) p`` chunk forwards before its first backward, all ``m v`` when
+    ``m = p`` (Megatron-LM ``forward_backward_pipelining_with_interleaving``,
+    ``num_warmup_microbatches``), each chunk ``1 / v`` of the rank's layers.
+    """
+    m, p, v = layout.microbatches, layout.pp, layout.virtual
+    if layout.schedule == "gpipe":
+        return float(m)
+    if layout.schedule == "1f1b" or v == 1:
+        return 1.0
+    if m == p:
+        return float(m)
+    return min(((v - 1) * p + 1) / v, float(m))
+
+
 def _activations(model: TransformerSpec, layout: ParallelLayout, stage: str) -> float:
     t, b, sp = layout.tp, layout.micro, layout.sp
     sbh = float(model.seq) * b * model.hidden
     per_layer = activation_bytes_per_layer(model, b, t, sp, layout.recompute)
-    flight = layout.in_flight() if stage == "first" else 1.0
+    flight = layout.in_flight() if stage == "first" else _last_in_flight(layout)
     acts = per_layer * layout.stage_layers(model) * flight
     if layout.recompute == "full":
         acts += activation_bytes_per_layer(model, b, t, sp, "none")

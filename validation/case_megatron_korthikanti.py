@@ -24,7 +24,10 @@ Memory, what can be read of it:
   as bars (a share of the 80 GB, a percentage of the baseline), with no printed
   values; Calculon prints its own GiB beside the times (``memory_req``) but checks
   only the times; the Megatron-LM issues found quote other configurations. So the
-  model's memory per GPU (in each time row's note) is not checked against a number.
+  model's memory per GPU (in each time row's note) is not checked against a number
+  here; the memory model is checked against measured memory per GPU of Megatron-LM's
+  own CI runs instead (:mod:`.case_megatron_ci_memory`, whose docstring lists every
+  source checked).
 
 Inputs, fixed before any error was looked at:
 

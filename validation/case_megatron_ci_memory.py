@@ -120,9 +120,7 @@ Sources checked for absolute memory per GPU of Megatron-style runs (issue 29):
 
 - Korthikanti et al. 2022 (arXiv 2205.05198): Figures 1 and 7 give memory as bars
   (a share of 80 GB, a percentage of the baseline), no printed values; the abstract's
-  "5x" activation saving is the Korthikanti case's quantity. The text of the paper
-  is not readable with this project's tools beyond its abstract (ar5iv's page opens
-  with the abstract only).
+  "5x" activation saving is the Korthikanti case's quantity.
 - Calculon (calculon-ai/calculon): its Megatron validation transcribes the times
   only; its own memory figures (``memory_req``) are its model, not measurements.
 - NVIDIA/Megatron-LM issues: #188 (2.35 B model, "37.9 + 37.9 GB", no layout
@@ -137,8 +135,12 @@ Sources checked for absolute memory per GPU of Megatron-style runs (issue 29):
   count (``dp``) is not in the config; not used.
 - FlagScale PR #454 (Qwen2.5-16 B, ``t`` = 4): a theoretical figure beside a
   ``torch.cuda.memory._snapshot()`` excerpt that the stored text cuts off.
-- Rajbhandari et al. SC'20 (ZeRO), Smith et al. 2022 (MT-NLG): their memory figures
-  read here are analytical (bytes per parameter) or plotted without values.
+- Rajbhandari et al. SC'20 (ZeRO), Smith et al. 2022 (MT-NLG), DeepSpeed tutorials:
+  not searched for measured memory per GPU in this pass (the Megatron-LM CI figures
+  were found first and used); ZeRO's bytes per parameter (Sec. 3.1) are the
+  analytical figure the model already cites.
+- The ar5iv copy of Korthikanti et al. in the stored pages holds the abstract and
+  introduction only (its Sec. 4-5 and Table 4-5 text not reachable).
 """
 
 from __future__ import annotations

@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 from dlscale.perfmodel.catalog.models_llm import get_llm
-from dlscale.perfmodel.compute.llm_memory import llm_memory
+from dlscale.perfmodel.compute.llm_memory import llm_memory, stage_memory
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.training.parallel import ParallelLayout
+from dlscale.perfmodel.training.transformer import activation_bytes_per_layer
 
 
 def test_one_gpu_states_are_16_bytes_per_parameter():
@@ -21,8 +22,10 @@ def test_activations_by_hand_without_parallelism():
     s, h, a, v, n = m.seq, m.hidden, m.heads, m.vocab, m.layers
     sbh = s * 2 * h
     mem = llm_memory(m, ParallelLayout(micro=2, global_batch=2))
-    # Korthikanti Table 2 per layer, the embedding dropout mask, the output layer
-    by_hand = n * sbh * (34 + 5 * a * s / h) + sbh + 4 * sbh * (1 + v / h)
+    # Korthikanti Table 2 per layer, the embedding dropout mask, the output layer,
+    # and the 16-bit logits live beside their fp32 copy while the loss runs
+    # (Megatron-LM: output.float() with output still held), 2 s b V
+    by_hand = n * sbh * (34 + 5 * a * s / h) + sbh + 4 * sbh * (1 + v / h) + 2 * sbh * v / h
     assert mem.activations_B == pytest.approx(by_hand)
 
 
@@ -94,3 +97,40 @@ def test_largest_microbatch_fits_and_the_next_does_not():
 def test_zero_2_with_a_pipeline_is_refused():
     with pytest.raises(ConfigError, match=r"parallel\.zero"):
         ParallelLayout(pp=2, zero=2)
+
+
+def test_stage_memory_gives_each_stage_and_llm_memory_the_larger():
+    # Megatron-LM logs the last rank's memory: a check against it needs the last
+    # stage, which holds fewer microbatches in flight than the first under 1F1B.
+    m = get_llm("gpt-1.7b")
+    lay = ParallelLayout(pp=4, dp=2, micro=1, global_batch=16, schedule="1f1b")
+    first, last = stage_memory(m, lay, "first"), stage_memory(m, lay, "last")
+    assert (first.stage, last.stage) == ("first", "last")
+    assert first.activations_B > last.activations_B
+    assert llm_memory(m, lay) == max(first, last, key=lambda x: x.total_B)
+    one = ParallelLayout(micro=1, global_batch=1)
+    # with one stage, "last" is the same rank as "first"
+    assert stage_memory(m, one, "last").total_B == llm_memory(m, one).total_B
+
+
+def test_stage_memory_refuses_an_unknown_stage():
+    with pytest.raises(ConfigError, match=r"stage: must be 'first' or 'last', got 'middle'"):
+        stage_memory(get_llm("gpt-1.7b"), ParallelLayout(micro=1, global_batch=1), "middle")
+
+
+@pytest.mark.parametrize(("schedule", "virtual", "micro", "flight"), [
+    ("gpipe", 1, 1, 16.0),             # every forward before any backward: all m
+    ("1f1b", 1, 1, 1.0),               # the last rank warms up none
+    ("interleaved", 2, 1, 2.5),        # (v - 1) p + 1 = 5 chunks of 1 / v of its layers
+    ("interleaved", 2, 4, 4.0),        # m = p: Megatron warms up all m v chunks
+])
+def test_last_stage_holds_the_microbatches_its_schedule_keeps(schedule, virtual, micro, flight):
+    # Megatron-LM's interleaved schedule warms the last rank up with (v - 1) p chunk
+    # forwards; before this the last stage held one microbatch under every schedule.
+    m = get_llm("gpt-1.7b")
+    lay = ParallelLayout(pp=4, dp=1, micro=micro, global_batch=16, schedule=schedule,
+                         virtual=virtual)
+    sbh = m.seq * micro * m.hidden
+    layers = activation_bytes_per_layer(m, micro) * m.layers / 4
+    output = sbh * (4 + 6 * m.vocab / m.hidden)     # norm, fp32 and 16-bit logits
+    assert stage_memory(m, lay, "last").activations_B == pytest.approx(flight * layers + output)

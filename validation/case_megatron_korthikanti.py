@@ -24,7 +24,10 @@ Memory, what can be read of it:
   as bars (a share of the 80 GB, a percentage of the baseline), with no printed
   values; Calculon prints its own GiB beside the times (``memory_req``) but checks
   only the times; the Megatron-LM issues found quote other configurations. So the
-  model's memory per GPU (in each time row's note) is not checked against a number.
+  model's memory per GPU (in each time row's note) is not checked against a number
+  here; the memory model is checked against measured memory per GPU of Megatron-LM's
+  own CI runs instead (:mod:`.case_megatron_ci_memory`, whose docstring lists every
+  source checked).
 
 Inputs, fixed before any error was looked at:
 
@@ -103,12 +106,13 @@ MISSES: dict[str, str] = {
         "the abstract's 5x is one round figure for all four models; Table 2's per-layer "
         "activations, which the model follows, give (10 + 24 / t + 5 a s / (h t)) / "
         "(34 / t) = 6.2 at the 22 B model's a s / h = 21.3 (5.4 for 175 B, 4.9 for 530 B "
-        "and 1 T), and the model's whole stage (embedding mask, p microbatches in flight) "
-        "is within 2% of that ratio; not a defect of the memory model"),
+        "and 1 T), and the model's whole stage (embedding mask, p microbatches in flight, "
+        "the loss layer's 16-bit logits) is within 3% of that ratio; not a defect of the "
+        "memory model"),
 }
 
 #: Miss key -> the error (relative) it had when its cause was diagnosed.
-MISS_ERRORS: dict[str, float | str | None] = {"activation_saving_22b": 0.216}
+MISS_ERRORS: dict[str, float | str | None] = {"activation_saving_22b": 0.206}
 
 
 def _layout(name: str, seqsel: bool) -> ParallelLayout:

@@ -81,6 +81,7 @@ CASE_MODULES: dict[str, str] = {
     "megatron-sc21": "case_megatron_sc21",
     "megatron-korthikanti": "case_megatron_korthikanti",
     "megatron-orderings": "case_megatron_orderings",
+    "megatron-ci-memory": "case_megatron_ci_memory",
 }
 
 #: Fidelities a case may offer.

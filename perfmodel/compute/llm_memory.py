@@ -20,12 +20,19 @@ The terms, on the pipeline stage that needs the most (the first or the last):
 - **activations**: :func:`~dlscale.perfmodel.training.transformer.activation_bytes_per_layer`
   (Korthikanti et al. 2022, Table 2) times the stage's layers times the
   microbatches in flight (:meth:`ParallelLayout.in_flight`: GPipe ``m``, 1F1B
-  ``p``, interleaved ``p (1 + (p - 1) / (p v))``; Korthikanti Sec. 4.2.3); with
+  ``p``, interleaved ``p (1 + (p - 1) / (p v))``; Korthikanti Sec. 4.2.3) on the
+  first stage, and on the last GPipe's ``m``, 1F1B's one, interleaved's
+  ``((v - 1) p + 1) / v`` (``m`` when ``m = p``: Megatron-LM's warm-up count); with
   full recomputation one layer's activations without recomputation on top, for the
   layer being recomputed; on the first stage the embedding's dropout mask, ``s b h``
   bytes per microbatch in flight (``/ t`` with sequence parallelism), and on the
   last the output layer's ``4 s b h / t (1 + V / h)`` (its norm, the logits in fp32
-  for the loss: Korthikanti Sec. 4.3, as this module reads it);
+  for the loss: Korthikanti Sec. 4.3, as this module reads it) and, at the peak,
+  the 16-bit logits the output layer produced, ``2 s b V / t``: Megatron-LM casts
+  them for the loss while still holding them (``vocab_parallel_cross_entropy(
+  output.float(), labels)`` in ``megatron/model/gpt_model.py``; Megatron Core's
+  ``VocabParallelCrossEntropy.calculate_logits_max``), so both copies are live while
+  the loss runs (:data:`LOSS_16BIT_LOGIT_BYTES`);
 - **communication buffers**: the two pipeline send/receive buffers of one
   microbatch's activations (``2 x 2 s b h`` bytes, ``/ t`` with scatter/gather), and
   with ZeRO the reduce and gather buckets of DeepSpeed's defaults,
@@ -52,6 +59,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.layoutmemo import layout_memo
 from dlscale.perfmodel.training.expert import (
     dispatch_bytes,
@@ -61,12 +69,18 @@ from dlscale.perfmodel.training.expert import (
 from dlscale.perfmodel.training.parallel import ParallelLayout
 from dlscale.perfmodel.training.transformer import TransformerSpec, activation_bytes_per_layer
 
-__all__ = ["ADAM_BYTES", "ZERO_BUCKET_ELEMENTS", "LLMMemory", "largest_microbatch",
-           "llm_memory", "stage_params"]
+__all__ = ["ADAM_BYTES", "LOSS_16BIT_LOGIT_BYTES", "ZERO_BUCKET_ELEMENTS", "LLMMemory",
+           "largest_microbatch", "llm_memory", "stage_memory", "stage_params"]
 
 #: Mixed-precision Adam, bytes per parameter: fp16 weights, fp16 gradients, fp32
 #: master weights + momentum + variance (Rajbhandari et al. SC'20, Sec. 3.1).
 ADAM_BYTES = {"weights": 2.0, "gradients": 2.0, "optimizer": 12.0}
+
+#: Bytes per logit of the output layer's 16-bit logits, live beside their fp32 copy
+#: while the loss runs (Megatron-LM ``gpt_model.py``: ``output.float()`` with
+#: ``output`` still held; see the module docstring).
+#: definition: the size of one fp16/bf16 element.
+LOSS_16BIT_LOGIT_BYTES = 2.0
 
 #: DeepSpeed's default ``reduce_bucket_size`` and ``allgather_bucket_size``
 #: (elements; DeepSpeed configuration JSON reference, ZeRO optimizations).
@@ -164,11 +178,30 @@ def _states(params: float, layout: ParallelLayout,
             ADAM_BYTES["optimizer"] * held(1))
 
 
+def _last_in_flight(layout: ParallelLayout) -> float:
+    """Microbatches whose activations the last stage's rank holds at its peak.
+
+    GPipe: all ``m`` (every forward before any backward). 1F1B: one (the last rank
+    warms up none, Narayanan et al. SC'21 Sec. 2.2.1). Interleaved: the last rank
+    runs ``(v - 1) p`` chunk forwards before its first backward, all ``m v`` when
+    ``m = p`` (Megatron-LM ``forward_backward_pipelining_with_interleaving``,
+    ``num_warmup_microbatches``), each chunk ``1 / v`` of the rank's layers.
+    """
+    m, p, v = layout.microbatches, layout.pp, layout.virtual
+    if layout.schedule == "gpipe":
+        return float(m)
+    if layout.schedule == "1f1b" or v == 1:
+        return 1.0
+    if m == p:
+        return float(m)
+    return min(((v - 1) * p + 1) / v, float(m))
+
+
 def _activations(model: TransformerSpec, layout: ParallelLayout, stage: str) -> float:
     t, b, sp = layout.tp, layout.micro, layout.sp
     sbh = float(model.seq) * b * model.hidden
     per_layer = activation_bytes_per_layer(model, b, t, sp, layout.recompute)
-    flight = layout.in_flight() if stage == "first" else 1.0
+    flight = layout.in_flight() if stage == "first" else _last_in_flight(layout)
     acts = per_layer * layout.stage_layers(model) * flight
     if layout.recompute == "full":
         acts += activation_bytes_per_layer(model, b, t, sp, "none")
@@ -176,6 +209,7 @@ def _activations(model: TransformerSpec, layout: ParallelLayout, stage: str) -> 
         acts += sbh / (t if sp else 1) * flight          # embedding dropout mask
     if stage == "last" or layout.pp == 1:
         acts += 4.0 * sbh / t * (1 + model.vocab / model.hidden)
+        acts += LOSS_16BIT_LOGIT_BYTES * sbh / t * model.vocab / model.hidden
     return acts
 
 
@@ -188,6 +222,44 @@ def _buffers(model: TransformerSpec, layout: ParallelLayout, grads: float) -> fl
     if layout.ep > 1:
         return p2p + zero + 2 * dispatch_bytes(model, layout)
     return p2p + zero
+
+
+def stage_memory(model: TransformerSpec, layout: ParallelLayout, stage: str) -> LLMMemory:
+    """Memory per GPU of one rank of the ``"first"`` or ``"last"`` pipeline stage.
+
+    A measurement taken on one rank (Megatron-LM logs the last rank's memory) is
+    of one stage, not necessarily the one that needs the most.
+
+    Parameters
+    ----------
+    model : TransformerSpec
+    layout : ParallelLayout
+        Checked against the model first.
+    stage : {"first", "last"}
+        With ``pp = 1`` the one stage is both.
+
+    Returns
+    -------
+    LLMMemory
+
+    Examples
+    --------
+    >>> from dlscale.perfmodel.catalog.models_llm import get_llm
+    >>> lay = ParallelLayout(tp=8, pp=8, dp=24, micro=2, global_batch=2304,
+    ...                      schedule="interleaved", virtual=2, recompute="full")
+    >>> last = stage_memory(get_llm("gpt-145.6b"), lay, "last")
+    >>> last.stage, last.total_B < llm_memory(get_llm("gpt-145.6b"), lay).total_B
+    ('last', True)
+    """
+    if stage not in ("first", "last"):
+        raise ConfigError(f"stage: must be 'first' or 'last', got {stage!r}")
+    layout.check(model)
+    params = stage_params(model, layout, stage)
+    expert = local_expert_params(model, layout) if layout.ep > 1 else 0.0
+    w, g, o = _states(params, layout, expert)
+    acts = _activations(model, layout, stage)
+    return LLMMemory(w, g, o, acts, _buffers(model, layout, ADAM_BYTES["gradients"] * params),
+                     stage)
 
 
 @layout_memo(1, exclude=())
@@ -208,12 +280,7 @@ def llm_memory(model: TransformerSpec, layout: ParallelLayout) -> LLMMemory:
     layout.check(model)
     best: LLMMemory | None = None
     for stage in ("first", "last") if layout.pp > 1 else ("first",):
-        params = stage_params(model, layout, stage)
-        expert = local_expert_params(model, layout) if layout.ep > 1 else 0.0
-        w, g, o = _states(params, layout, expert)
-        acts = _activations(model, layout, stage)
-        mem = LLMMemory(w, g, o, acts, _buffers(model, layout, ADAM_BYTES["gradients"] * params),
-                        stage)
+        mem = stage_memory(model, layout, stage)
         if best is None or mem.total_B > best.total_B:
             best = mem
     assert best is not None

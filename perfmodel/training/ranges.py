@@ -174,11 +174,12 @@ register_mechanism(Mechanism(
     "evaluation", "low",
     "training.outside.EVALS_PER_EPOCH (time to train only), or the workload's "
     "evals_per_epoch; set on each corner's workload by outside.workload_for_band", "step"))
-# The compute rate of the framework that trains (GPUs): each corner's cluster from
-# compute.framework.cluster_for_band.
+# The compute rate of the framework that trains (GPUs; CPUs and KNL against their
+# optimised engine): each corner's cluster from compute.framework.cluster_for_band.
 register_mechanism(Mechanism(
     "compute-rate", "high",
-    "compute.framework.COMPUTE_RATE (x the device's solved rate, GPUs); set on each "
+    "compute.framework.COMPUTE_RATE (GPUs) / CPU_COMPUTE_RATE (CPUs, KNL), x the device's "
+    "solved rate; set on each "
     "corner's cluster by framework.cluster_for_band", "step"))
 # Device-to-device variability of GPUs (the slowest of the ranks sets each synchronous
 # step): each corner's cluster noise from compute.variability.cluster_for_band. Its part

@@ -131,3 +131,26 @@ def test_table_json_and_csv_carry_the_band(capsys, tmp_path):
     rc, out = _run([*argv, "--format", "csv"], capsys)
     got = next(csv.DictReader(io.StringIO(out)))
     assert {"tflops_per_gpu_low", "tflops_per_gpu_high", "tokens_per_s_high"} <= set(got)
+
+
+def test_the_transformer_band_takes_a_measurements_repeatability_as_the_dp_band_does():
+    """One rule for both paths: the iteration widened as a time, TFLOP/s and tokens per
+    second as rates (repeatability.widen); the parts of the iteration are not."""
+    from dlscale.perfmodel.catalog import get_cluster
+    from dlscale.perfmodel.catalog.models_llm import get_llm
+    from dlscale.perfmodel.training.llm_ranges import corner_iteration, llm_band, llm_corners
+    from dlscale.perfmodel.training.parallel import ParallelLayout
+    from dlscale.perfmodel.training.repeatability import MEASUREMENT
+
+    c, m = get_cluster("dgx-h100-superpod"), get_llm("gpt-39.1b")
+    lay = ParallelLayout(tp=8, pp=2, dp=8, global_batch=64)
+    central, band = llm_band(c, m, lay)
+    at = [central] + [corner_iteration(c, m, lay, n) for n, _c, _l in llm_corners(c, lay)]
+    times = [r.iteration_s for r in at]
+    assert band["iteration_s"] == (min(times) / MEASUREMENT.high,
+                                   max(times) / MEASUREMENT.low)
+    low, high = band["tflops_per_gpu"]
+    assert low < central.tflops_per_gpu * MEASUREMENT.low + 1e-9
+    assert high >= central.tflops_per_gpu * MEASUREMENT.high
+    comp = [r.compute_s for r in at]
+    assert band["compute_s"] == (min(comp), max(comp))

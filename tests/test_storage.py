@@ -11,6 +11,7 @@ from dlscale.perfmodel.machine.config import load_cluster
 from dlscale.perfmodel.training.outside import loader_bound
 from dlscale.perfmodel.training.predict import predict
 from dlscale.perfmodel.training.ranges import predict_range
+from dlscale.perfmodel.training.repeatability import MEASUREMENT
 from dlscale.perfmodel.training.storage import (
     FS_EFFICIENCY,
     ILSVRC2012_TRAIN_TAR_BYTES,
@@ -95,7 +96,9 @@ def test_band_spans_the_file_systems_cited_share():
     c, w = _with_storage("p100-cluster", GBE), get_workload("googlenet")
     row = predict_range(c, w, [1]).to_rows()[0]
     size = MEAN_SAMPLE_BYTES["imagenet-1k"]
-    assert row["samples_per_s_high"] == pytest.approx(GBE * FS_EFFICIENCY.high / size)
+    # (times a measurement's repeatability, which widens every rate's band)
+    assert row["samples_per_s_high"] == pytest.approx(GBE * FS_EFFICIENCY.high / size
+                                                      * MEASUREMENT.high)
     # the slow end also slows the step itself (compute rate, dispatch): no faster
     # than what the low share feeds
     assert row["samples_per_s_low"] <= GBE * FS_EFFICIENCY.low / size * (1 + 1e-9)

@@ -349,12 +349,31 @@ def _bands(mod: Any, fidelity: str, out: CaseOutput) -> dict[str, tuple[float, f
     return case_bands(mod.run, fidelity, out.predicted)
 
 
+#: The answer of ``predict`` whose measurement repeatability
+#: (:mod:`dlscale.perfmodel.training.repeatability`) a banded kind takes: a rate, a time,
+#: or a ratio of two runs; a share (``fraction``) is not a measured rate and keeps its band.
+_MEASURED_AS = {"throughput": "samples_per_s", "time": "iteration_s", "efficiency": "efficiency",
+                "efficiency-at-least": "efficiency", "speedup": "efficiency"}
+
+
+def _measured(kind: str, low: float, high: float) -> tuple[float, float]:
+    """``(low, high)`` widened as ``predict`` widens the answer of the same kind."""
+    import numpy as np
+
+    from dlscale.perfmodel.training.repeatability import widen
+
+    if kind not in _MEASURED_AS:
+        return low, high
+    lo, hi = widen(_MEASURED_AS[kind], np.array([low]), np.array([high]))
+    return float(lo[0]), float(hi[0])
+
+
 def _with_band(row: dict[str, Any], q: Quantity, band: tuple[float, float] | None) -> None:
     """Set ``low``, ``high`` and ``in_range`` (the published value inside the range) of
     a numeric row with a band."""
     if band is None or row["predicted"] is None or q.kind not in BANDED_KINDS:
         return
-    low, high = band
+    low, high = _measured(q.kind, *band)
     row.update(low=low, high=high)
     if isinstance(q.published, (int, float)) and not isinstance(q.published, bool):
         pub = float(q.published)

@@ -23,17 +23,26 @@ one GPU and one model:
   front ends left out), so ``[0.46, 1.00]``; the VGG-style CNN on CIFAR-10 trains
   in 145 (MXNet) to 173 s (TensorFlow), so ``[1.00, 1.19]``.
 
-The range is the span over both sources and both models: ``[0.42, 1.68]``. It applies
-to GPUs only: both sources measure GPUs, and no cross-framework training measurement
-on one CPU or Xeon Phi was found (their fractions are solved on Intel Caffe with
-MKL), so a CPU or KNL device has no band from this mechanism. A model with a measured
-rate (``--measured-samples-per-s``, a profile) keeps its measurement at every end:
-the roofline scales its layers back to it.
+The range is the span over both sources and both models: ``[0.42, 1.68]``, for GPUs.
+A CPU's or Xeon Phi's fraction is solved on an optimised engine (Intel Caffe's MKL2017
+engine, :mod:`.catalog.devices`), and the same framework trains at a fraction of that
+rate on a stock BLAS back end. :data:`CPU_COMPUTE_RATE` is that span, from one
+training measurement on one CPU (PaddlePaddle 0.11.0, ``benchmark/IntelOptimizedPaddle.md``
+at commit ea46de6, 2 x Xeon Gold 6148, "training on single node using MKL-DNN / MKLML /
+OpenBLAS", images/s including the parameter update, batches 64, 128, 256): OpenBLAS
+against MKL-DNN from 45.62 / 399.00 = 0.114 (AlexNet, batch 64) to 10.80 / 30.44 = 0.355
+(VGG-19), 27.12 / 84.08 = 0.32 (ResNet-50), 108.25 / 269.50 = 0.40 (GoogLeNet); MKLML
+0.17-0.59. No engine faster than the optimised one was measured, so the high end is 1:
+``[0.114, 1]`` for ``cpu`` and ``knl`` devices (the source measured a Xeon; the KNL runs
+the same MKL-DNN / MKL2017 engines, a transfer, not a measurement). A model with a
+measured rate (``--measured-samples-per-s``, a profile) keeps its measurement at every
+end: the roofline scales its layers back to it.
 
 The factor scales the device's sustained fractions (capped at 1, the datasheet
 peak); at the slow end it also scales the memory bandwidth the roofline's
-memory-bound layers run at (a slower framework is slower on those layers too), while
-at the fast end the datasheet bandwidth is a hardware ceiling and stays.
+memory-bound layers run at (a slower framework is slower on those layers too; on a
+KNL its MCDRAM's too), while at the fast end the datasheet bandwidth is a hardware
+ceiling and stays.
 
 Examples
 --------
@@ -45,8 +54,11 @@ Examples
 1.68
 >>> cluster_for_band(c, "central") is c
 True
->>> cluster_for_band(get_cluster("stampede2-knl"), "low").node.device.sustained_fraction == \\
-...     get_cluster("stampede2-knl").node.device.sustained_fraction
+>>> knl = get_cluster("stampede2-knl")
+>>> slow = cluster_for_band(knl, "low").node.device
+>>> round(slow.sustained_fraction / knl.node.device.sustained_fraction, 3)
+0.114
+>>> cluster_for_band(knl, "high") is knl
 True
 """
 
@@ -57,7 +69,7 @@ import dataclasses
 from dlscale.perfmodel.cited import CitedRange, at_end, register
 from dlscale.perfmodel.machine.hardware import Cluster
 
-__all__ = ["COMPUTE_RATE", "cluster_for_band"]
+__all__ = ["COMPUTE_RATE", "CPU_COMPUTE_RATE", "cluster_for_band", "rate_range"]
 
 #: rate(framework) / rate(the framework the device was solved on), one model, one GPU.
 #: Central 1 (the solved rate); low 26/62 = 0.42 (Theano vs TensorFlow r0.10, ResNet-50
@@ -72,11 +84,38 @@ COMPUTE_RATE = CitedRange(
     source="guolinke/deep-learning-benchmarks README.md (HKBU dlbench scripts, Titan X "
            "Maxwell): ResNet-50 batch 16, Theano 26, TensorFlow 62, MXNet 104 images/s; "
            "ilkarman/DeepLearningFrameworks README.md (K80, Nov 2017) lies inside")
-register(COMPUTE_RATE)
+#: The same for a CPU or Xeon Phi: rate(framework) / rate(the optimised engine its
+#: fraction was solved on), one model, one CPU. Central 1; low 45.62 / 399.00 = 0.114
+#: (PaddlePaddle 0.11.0 on OpenBLAS against MKL-DNN, AlexNet training at batch 64, 2 x
+#: Xeon Gold 6148: PaddlePaddle/Paddle benchmark/IntelOptimizedPaddle.md, commit
+#: ea46de6, images/s); high 1 (no engine faster than the optimised one measured).
+CPU_COMPUTE_RATE = CitedRange(
+    "framework_compute_rate_cpu", central=1.0, low=45.62 / 399.00, high=1.0,
+    unit="x the solved compute rate",
+    source="PaddlePaddle/Paddle benchmark/IntelOptimizedPaddle.md (0.11.0, 2 x Xeon Gold "
+           "6148, training images/s): AlexNet batch 64 OpenBLAS 45.62, MKL-DNN 399.00; "
+           "VGG-19, ResNet-50, GoogLeNet 0.27-0.40 lie inside")
+register(COMPUTE_RATE, CPU_COMPUTE_RATE)
+
+
+def rate_range(kind: str) -> CitedRange | None:
+    """The cited compute-rate range of a device kind (``None``: no range).
+
+    Examples
+    --------
+    >>> rate_range("gpu") is COMPUTE_RATE, rate_range("knl") is CPU_COMPUTE_RATE
+    (True, True)
+    """
+    if kind == "gpu":
+        return COMPUTE_RATE
+    if kind in ("cpu", "knl"):
+        return CPU_COMPUTE_RATE
+    return None
 
 
 def cluster_for_band(cluster: Cluster, end: str) -> Cluster:
-    """``cluster`` with its GPU's compute rate at ``end`` of :data:`COMPUTE_RATE`.
+    """``cluster`` with its device's compute rate at ``end`` of its kind's range
+    (:func:`rate_range`).
 
     Parameters
     ----------
@@ -88,20 +127,21 @@ def cluster_for_band(cluster: Cluster, end: str) -> Cluster:
     Returns
     -------
     Cluster
-        The same object at ``"central"`` or for a device that is not a GPU; else a
-        copy whose device's sustained fractions are scaled by the factor (at most 1),
-        and at the low end its memory bandwidth too.
+        The same object at ``"central"``, for a device kind with no range, or where
+        the factor is 1; else a copy whose device's sustained fractions are scaled by
+        the factor (at most 1), and at the low end its memory bandwidths too.
     """
     if end not in ("low", "central", "high"):
         raise ValueError(f"end: must be low, central or high, got {end!r}")
     device = cluster.node.device
-    if end == "central" or device.kind != "gpu":
+    cited = rate_range(device.kind)
+    if end == "central" or cited is None or at_end(cited, end) == 1.0:
         return cluster
-    k = at_end(COMPUTE_RATE, end)
-    bandwidth = device.memory_bandwidth_Bps * min(k, 1.0)
+    k = at_end(cited, end)
     scaled = dataclasses.replace(
         device, sustained_fraction=min(1.0, device.sustained_fraction * k),
         sustained_fraction_fp16=min(1.0, device.sustained_fraction_fp16 * k),
-        memory_bandwidth_Bps=bandwidth)
+        memory_bandwidth_Bps=device.memory_bandwidth_Bps * min(k, 1.0),
+        fast_memory_bandwidth_Bps=device.fast_memory_bandwidth_Bps * min(k, 1.0))
     node = dataclasses.replace(cluster.node, device=scaled)
     return dataclasses.replace(cluster, node=node)

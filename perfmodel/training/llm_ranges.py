@@ -31,6 +31,10 @@ and greatest over the central answer and the corners
   corners, none at the **serial** corner (the slow corner with the gradient exchange
   after the pipeline's flush, Megatron's ``local`` DDP of 2021).
 
+The iteration, its TFLOP/s and its tokens per second are then widened by a
+measurement's repeatability (:mod:`dlscale.perfmodel.training.repeatability`), as
+the data-parallel band's rate and time are: one answer, one rule.
+
 The framework's compute-rate range (:mod:`dlscale.perfmodel.compute.framework`) is
 against the rate a device was solved on from a whole network, which this path's
 GEMMs do not use (they run at the device's measured matmul ceiling); the sources of
@@ -64,6 +68,7 @@ from dlscale.perfmodel.machine.runtime import with_transport
 from dlscale.perfmodel.training.parallel import ParallelLayout
 from dlscale.perfmodel.training.parallel_time import LLMIteration, llm_iteration
 from dlscale.perfmodel.training.ranges import MECHANISMS, band_of
+from dlscale.perfmodel.training.repeatability import widen
 from dlscale.perfmodel.training.transformer import TransformerSpec
 
 __all__ = ["LLM_BAND_KEYS", "LLM_MECHANISMS", "band_row", "corner_iteration", "llm_band",
@@ -77,6 +82,13 @@ LLM_MECHANISMS = ("transport", "overlap-slowdown", "device-variability")
 #: (``tokens_per_s``: ``B s`` tokens per iteration, :func:`band_row` adds it).
 LLM_BAND_KEYS = ("iteration_s", "tflops_per_gpu", "tokens_per_s", "compute_s", "tp_comm_s",
                  "pp_comm_s", "ep_comm_s", "bubble_s", "dp_exposed_s")
+
+
+#: The answers a measurement's repeatability widens, as the data-parallel band widens
+#: them (:data:`~dlscale.perfmodel.training.repeatability.WIDENED`): the iteration a
+#: time, TFLOP/s and tokens per second rates; the parts of the iteration are not
+#: measured figures and keep the corners' band.
+_MEASURED_AS = {"tflops_per_gpu": "samples_per_s", "tokens_per_s": "samples_per_s"}
 
 
 def _at(cluster: Cluster, corner: str) -> Cluster:
@@ -190,8 +202,8 @@ def llm_band(cluster: Cluster, model: TransformerSpec, layout: ParallelLayout,
                for _name, c, lay in llm_corners(cluster, layout)]
     band = {}
     for k in LLM_BAND_KEYS:
-        low, high = band_of(np.array([mid[k]]),
-                            [np.array([v[k]]) for v in corners])
+        low, high = widen(_MEASURED_AS.get(k, k), *band_of(
+            np.array([mid[k]]), [np.array([v[k]]) for v in corners]))
         band[k] = (float(low[0]), float(high[0]))
     return central, band
 

@@ -26,7 +26,9 @@ over those ranges:
 
 Each reported value's low is the least over the central answer and the corners, its
 high the greatest (:func:`band_of`), so ``low <= central <= high`` holds by
-construction. The efficiency of a corner divides by that corner's own baseline (the
+construction. The rate, the time per iteration and the efficiency are then widened by
+a measurement's own repeatability (:mod:`.repeatability`: the model answers for the
+mean of repeated runs, a published figure is one of them). The efficiency of a corner divides by that corner's own baseline (the
 same machine and stack, so the same mechanism values, at one node).
 
 A mechanism is one entry of :data:`MECHANISMS`: its name, which side of its range
@@ -174,11 +176,12 @@ register_mechanism(Mechanism(
     "evaluation", "low",
     "training.outside.EVALS_PER_EPOCH (time to train only), or the workload's "
     "evals_per_epoch; set on each corner's workload by outside.workload_for_band", "step"))
-# The compute rate of the framework that trains (GPUs): each corner's cluster from
-# compute.framework.cluster_for_band.
+# The compute rate of the framework that trains (GPUs; CPUs and KNL against their
+# optimised engine): each corner's cluster from compute.framework.cluster_for_band.
 register_mechanism(Mechanism(
     "compute-rate", "high",
-    "compute.framework.COMPUTE_RATE (x the device's solved rate, GPUs); set on each "
+    "compute.framework.COMPUTE_RATE (GPUs) / CPU_COMPUTE_RATE (CPUs, KNL), x the device's "
+    "solved rate; set on each "
     "corner's cluster by framework.cluster_for_band", "step"))
 # Device-to-device variability of GPUs (the slowest of the ranks sets each synchronous
 # step): each corner's cluster noise from compute.variability.cluster_for_band. Its part
@@ -190,16 +193,18 @@ register_mechanism(Mechanism(
     "each corner's cluster (its noise) by variability.cluster_for_band"))
 
 
-def _at(cluster: Cluster, step: str, exchange: str) -> Cluster:
+def _at(cluster: Cluster, step: str, exchange: str, measured: bool = False) -> Cluster:
     """``cluster`` with every mechanism of the step at its ``step`` side and every one
     of the exchange at its ``exchange`` side (each ``"fast"`` or ``"slow"``), the
-    compute rate's end applied to its device."""
+    compute rate's end applied to its device (not where the workload's compute is
+    ``measured``: the measurement is the framework's own rate, weight update included)."""
     from dlscale.perfmodel.compute import framework, variability
 
     def pick(m: Mechanism) -> str:
         return m.fast if (step if m.part == "step" else exchange) == "fast" else m.slow
     picks = tuple((m.name, pick(m)) for m in MECHANISMS)
     rate = next((pick(m) for m in MECHANISMS if m.name == "compute-rate"), "central")
+    rate = "central" if measured else rate
     spread = next((pick(m) for m in MECHANISMS if m.name == "device-variability"), "central")
     at = variability.cluster_for_band(framework.cluster_for_band(cluster, rate), spread)
     return dataclasses.replace(at, runtime=dataclasses.replace(cluster.runtime, sides=picks))
@@ -235,14 +240,15 @@ def corners(cluster: Cluster, workload: Workload) -> list[tuple[str, Cluster, Wo
     from dlscale.perfmodel.training.outside import workload_for_band
 
     fast, slow = (workload_for_band(cluster, workload, b) for b in ("fast", "slow"))
-    out = [("fast", _at(cluster, "fast", "fast"), fast),
-           ("slow", _at(cluster, "slow", "slow"), slow)]
+    m = workload.model.measured is not None
+    out = [("fast", _at(cluster, "fast", "fast", m), fast),
+           ("slow", _at(cluster, "slow", "slow", m), slow)]
     if workload.algorithm == "sync-sgd" and workload.overlap:
         out.append(("serial", out[1][1], dataclasses.replace(slow, overlap=False)))
     if workload.algorithm == "sync-sgd":
-        out.append(("exchange-bound", _at(cluster, "fast", "slow"),
+        out.append(("exchange-bound", _at(cluster, "fast", "slow", m),
                     dataclasses.replace(fast, overlap=False)))
-        out.append(("step-bound", _at(cluster, "slow", "fast"), slow))
+        out.append(("step-bound", _at(cluster, "slow", "fast", m), slow))
     return out
 
 
@@ -288,7 +294,8 @@ def predict_range(cluster: Cluster, workload: Workload, nodes: ArrayLike,
     Returns
     -------
     Prediction
-        The central prediction, its ``band`` filled.
+        The central prediction, its ``band`` filled (rates, iteration times and
+        efficiencies widened by :data:`.repeatability.MEASUREMENT`).
 
     Examples
     --------
@@ -301,6 +308,7 @@ def predict_range(cluster: Cluster, workload: Workload, nodes: ArrayLike,
     from dlscale.perfmodel.machine.runtime import with_transport
     from dlscale.perfmodel.network.walkmemo import priced_with
     from dlscale.perfmodel.training.predict import predict
+    from dlscale.perfmodel.training.repeatability import widen
 
     at = corners(cluster, workload)
     # the corners' networks differ in their links only: the central answer's plans
@@ -308,6 +316,6 @@ def predict_range(cluster: Cluster, workload: Workload, nodes: ArrayLike,
     with priced_with([with_transport(c) for _, c, _ in at]):
         central = predict(cluster, workload, nodes, baseline)
     others = [predict(c, w, nodes, baseline) for _, c, w in at]
-    band = {k: band_of(getattr(central, k), [getattr(o, k) for o in others])
+    band = {k: widen(k, *band_of(getattr(central, k), [getattr(o, k) for o in others]))
             for k in BAND_KEYS}
     return dataclasses.replace(central, band=band)

@@ -9,8 +9,10 @@ charges what simulate draws (perfmodel/training/easgd.py, simulator/training/eas
   spread costs the round nothing; predict charges none and agrees.
 - the asynchronous workers (locked and Hogwild masters) wait for no other worker: each
   computes at its own mean factor, 1; predict charges no slowest-rank factor, and must
-  not (it would sit above simulate). What simulate adds on top (the master's queueing
-  as workers drift apart) is not in the closed form: the last test bounds it.
+  not (it would sit above simulate). A locked master's queueing as workers drift apart
+  (0.4-1%, falling with the run's length) is not in the closed form: a test bounds it.
+  Hogwild's shared link keeps the drift: predict takes the random-phase steady state
+  (easgd.shared_link_rate), held to simulate's long run.
 
 "Within sampling error" is 4 standard errors of simulate's mean iteration
 (``iteration_std_s / sqrt(iterations)``), plus 1e-4 relative for the Fenton-Wilkinson
@@ -79,11 +81,42 @@ def test_an_asynchronous_worker_computes_at_its_own_mean_factor(algorithm):
     assert r.summary()["compute_s"] == pytest.approx(float(it.compute_s[0]),
                                                      abs=4 * sigma * float(it.compute_s[0])
                                                      / math.sqrt(draws) + 1e-12)
-    # no slowest-rank charge: predict does not sit above simulate, which adds the
-    # master's queueing (under 5% here: 12 workers, the master's link about half busy)
+    if algorithm.startswith("hogwild"):
+        return
+    # a locked master: no slowest-rank charge, so predict does not sit above simulate,
+    # which adds the master's queueing (0.4-1%, falling with the run's length: the
+    # first-come-first-served lock spreads colliding workers apart again)
     pred = float(it.iteration_s[0])
     assert pred <= sim + 4 * se
-    assert sim <= 1.05 * pred
+    assert sim <= 1.015 * pred
+
+
+def _batch_se(times, batches=30):
+    """Standard error of the mean of correlated iteration times: batch means."""
+    m = np.array([b.mean() for b in np.array_split(np.asarray(times), batches)])
+    return float(m.std(ddof=1) / math.sqrt(batches))
+
+
+@pytest.mark.parametrize("algorithm", ["hogwild-sgd", "hogwild-easgd"])
+@pytest.mark.parametrize("workload", ["googlenet", "resnet50"])
+def test_hogwild_at_random_phases_on_the_shared_link(algorithm, workload):
+    """The lock-free workers drift onto the shared link at random phases (processor
+    sharing keeps the gaps noise makes; nothing puts the start-up order back):
+    predict's finite-source queue (easgd.shared_link_rate) against simulate's long
+    run, 3,000 steps, its second half, within 4 batch-means standard errors. Before:
+    predict the collision-free bound, 0.138 s against simulate's 0.152 s (resnet50)."""
+    w = dataclasses.replace(get_workload(workload), algorithm=algorithm)
+    pred = float(iteration_times(SUMMIT, w, 2).iteration_s[0])
+    r = simulate_training(SUMMIT, w, 2, iterations=3000, efficiency=False)
+    tail = r.iteration_times_s[len(r.iteration_times_s) // 2:]
+    sim, se = float(np.mean(tail)), _batch_se(tail)
+    assert abs(sim - pred) <= 4 * se, (sim, pred, se)
+    # without noise the workers keep their start-up order: the collision-free bound
+    calm = dataclasses.replace(SUMMIT, noise="none")
+    r0 = simulate_training(calm, w, 2, iterations=40, efficiency=False)
+    assert r0.iteration_s == pytest.approx(float(iteration_times(calm, w, 2).iteration_s[0]),
+                                           rel=1e-9)
+    assert r0.iteration_s < pred
 
 
 def test_the_band_corners_move_sync_easgd():

@@ -36,8 +36,12 @@ async-easgd, async-measgd, hogwild-easgd, async-sgd, async-msgd, hogwild-sgd
     Hogwild variants drop the lock, so transfers and updates of different workers
     overlap: ``1 / max(link, update)``. A worker waits for no other worker: its compute
     is ``t`` times its own mean factor, 1 for the mean-one noise (no slowest-rank
-    charge); the queueing that noise causes at the master, as workers drift out of
-    their start-up order, is not in the closed form. Workers ask for ``P / (tau t + link)``
+    charge). Noise drifts the workers out of their start-up order: a lock serves
+    colliding workers one after the other, which spreads them apart again (the
+    simulator's queueing under the GPUs' spread, 0.4-1% on 12 Summit GPUs, is not in
+    the closed form); the Hogwild variants' shared link keeps the gaps, so with noise
+    the workers demand :func:`shared_link_rate`, the random-phase steady state, in
+    place of ``P / (tau t + link)``. Workers ask for ``P / (tau t + link)``
     exchanges per second; the job runs at the smaller of the two rates (the
     master-bound regime is where adding workers stops helping).
     ``iteration_s`` is the mean time between two steps of one worker.
@@ -61,13 +65,14 @@ True
 
 from __future__ import annotations
 
+import math
 from typing import overload
 
 import numpy as np
 
 from dlscale.perfmodel.compute.dispatch import dispatch_s_per_op
 from dlscale.perfmodel.compute.roofline import layer_times, update_s
-from dlscale.perfmodel.compute.variability import block_slowest_factor
+from dlscale.perfmodel.compute.variability import block_slowest_factor, cluster_noise
 from dlscale.perfmodel.machine.hardware import Cluster, NodeSpec
 from dlscale.perfmodel.network.collectives import parameter_server_s
 from dlscale.perfmodel.network.contention import hockney_params
@@ -77,7 +82,7 @@ from dlscale.perfmodel.training.rank_layout import IterationTimes, Layout
 from dlscale.perfmodel.training.workload import SGD_FAMILY, Workload
 
 __all__ = ["MASTER_ARRAYS", "easgd_times", "exchange_s", "host_copy_s", "master_link",
-           "master_update_s_per_B", "period"]
+           "master_update_s_per_B", "period", "shared_link_rate"]
 
 #: Arrays of ``W`` bytes the master reads or writes to apply one exchange.
 MASTER_ARRAYS = {
@@ -257,6 +262,51 @@ def master_update_s_per_B(cluster: Cluster, algorithm: str) -> float:
     return MASTER_ARRAYS[algorithm] / cluster.node.device.training_memory_bandwidth_Bps
 
 
+def shared_link_rate(workers: np.ndarray, think_s: np.ndarray,
+                     link_s: np.ndarray) -> np.ndarray:
+    """Exchanges per second of ``workers`` lock-free workers sharing the master's link
+    at random phases: the closed network of a delay station (a worker's ``think_s``
+    ``Z``: its local steps and the messages' latencies) and a processor-sharing one
+    (the link, ``D = link_s`` of transfer per exchange), the finite-source
+    ("machine repairman") queue.
+
+    Such a network has a product-form stationary law whatever the distributions of the
+    think and transfer times (BCMP: Baskett, Chandy, Muntz, Palacios, J. ACM 22(2),
+    1975): ``j`` workers on the link with probability proportional to
+    ``N! / (N - j)! (D / Z)^j``, so ``X = (1 - p_0) / D``; the same as mean value
+    analysis (Reiser and Lavenberg, J. ACM 27(2), 1980). One worker gets
+    ``1 / (Z + D)``; many, at most ``1 / D``.
+
+    Parameters
+    ----------
+    workers : ndarray of int
+        Workers ``N``, per node count.
+    think_s, link_s : ndarray
+        ``Z`` and ``D`` per node count (seconds per exchange).
+
+    Returns
+    -------
+    ndarray
+        Exchanges per second of the whole job, per node count.
+
+    Examples
+    --------
+    >>> shared_link_rate(np.array([1, 2]), np.array([1.0, 1.0]), np.array([1.0, 1.0]))
+    array([0.5, 0.8])
+    """
+    P = np.atleast_1d(np.asarray(workers)).astype(int)
+    Z = np.broadcast_to(np.asarray(think_s, dtype=float), P.shape)
+    D = np.broadcast_to(np.asarray(link_s, dtype=float), P.shape)
+    out = np.zeros(P.shape)
+    for i, (n, z, d) in enumerate(zip(P.tolist(), Z.tolist(), D.tolist(), strict=True)):
+        # log of N! / (N - j)! (D / Z)^j for j = 0 .. N, summed in log space
+        logs = np.concatenate([[0.0], np.cumsum(np.log((n - np.arange(n)) * (d / z)))])
+        top = float(logs.max())
+        p0 = math.exp(-top) / float(np.exp(logs - top).sum())
+        out[i] = (1.0 - p0) / d
+    return out
+
+
 def easgd_times(cluster: Cluster, workload: Workload, lay: Layout) -> IterationTimes:
     """Iteration times of the EASGD family and the asynchronous SGD baselines.
 
@@ -323,6 +373,10 @@ def easgd_times(cluster: Cluster, workload: Workload, lay: Layout) -> IterationT
     upd = W * u
     service = np.maximum(link, upd) if alg.startswith("hogwild") else link + upd
     demand = P / (tau * t_step + link)
+    if alg.startswith("hogwild") and cluster_noise(cluster) != "none":
+        # noise drifts the lock-free workers out of their start-up order onto the
+        # shared link, which nothing puts back: the random-phase steady state
+        demand = shared_link_rate(P, tau * t_step + 2 * alpha_m, 2 * W * beta_m)
     rate = np.minimum(demand, 1.0 / service)       # exchanges per second, whole job
     steps_per_s = rate * tau
     iteration = P / steps_per_s

@@ -31,6 +31,8 @@ def test_noise_moves_the_data_parallel_plan(tmp_path, capsys):
     calm = _plans([*DP, "--noise", "none"], tmp_path, "none")
     loud = _plans([*DP, "--noise", "lognormal:0.1"], tmp_path, "loud")
     capsys.readouterr()
+    assert [d["meta"]["noise"]["summit"][:16] for d in (base, calm, loud)] == [
+        "lognormal:0.0148", "none", "lognormal:0.1"]
     r0, r1, r2 = (_rate(d, "samples_per_s") for d in (base, calm, loud))
     # the GPUs' default spread lies between none and a 10% spread, on every plan
     assert r0 and set(r0) == set(r1) == set(r2)
@@ -51,6 +53,8 @@ def test_noise_moves_the_transformer_plan(tmp_path, capsys):
     calm = _plans([*LLM, "--noise", "none"], tmp_path, "none")
     loud = _plans([*LLM, "--noise", "lognormal:0.1"], tmp_path, "loud")
     capsys.readouterr()
+    assert [d["meta"]["noise"] for d in (calm, loud)] == [{"dgx1-v100": "none"},
+                                                          {"dgx1-v100": "lognormal:0.1"}]
     best = [max(p["tokens_per_s"] for p in d["rows"]) for d in (calm, loud)]
     assert best[0] > best[1]
 

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from dlscale.perfmodel.compute.variability import cluster_noise
 from dlscale.perfmodel.errors import ConfigError, unknown_name
 from dlscale.perfmodel.machine.config import apply_overrides, load_cluster, load_workload
 from dlscale.perfmodel.machine.hardware import Cluster
@@ -469,6 +470,7 @@ def run_plan(req: PlanRequest, fn: Callable[..., Any]) -> PlanResult:
     meta = {"workload": req.workload.name, "clusters": [c.name for c in req.clusters],
             "samples": req.samples, "limits": req.bounds, "prices": req.prices,
             "rank_by": req.rank_by, "plan_on": req.plan_on, "candidates": len(cands), "scaling": req.workload.scaling,
-            "unpriced": [name for name, p in req.prices.items() if p is None]}
+            "unpriced": [name for name, p in req.prices.items() if p is None],
+            "noise": {c.name: cluster_noise(c) for c in req.clusters}}
     why = [] if rows else (_explain(cands, req.bounds) if cands else [_no_node_count(req)])
     return PlanResult(rows, meta, cands, why)

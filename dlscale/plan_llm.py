@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from dlscale.perfmodel.compute.variability import cluster_noise
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.layoutmemo import pricing_memo
 from dlscale.perfmodel.machine.config import load_cluster
@@ -262,6 +263,7 @@ def _result(spec: TransformerSpec, searches: list[LayoutSearch], need: float | N
         "model": spec.name, "global_batch": global_batch, "seq": spec.seq,
         "experts": spec.experts,
         "clusters": sorted({s.cluster.name for s in searches}),
+        "noise": {s.cluster.name: cluster_noise(s.cluster) for s in searches},
         "tried": sum(s.tried for s in searches), "fit": sum(len(s.ranked) for s in searches),
         "target_tokens_per_s": need, "tokens": tokens, "machines": machines,
         "objective": "fewest GPUs meeting the target" if need else "highest throughput",

@@ -84,3 +84,27 @@ def test_the_parser_knows_every_kind():
     from dlscale.commands import catalog
 
     assert catalog.PRESET_KINDS == tuple(PRESET_KINDS)
+
+
+@pytest.mark.parametrize("name,spec", [("summit", "lognormal:0.0148"), ("stampede2-knl", "none")])
+def test_an_undescribed_noise_says_what_applies(name, spec, tmp_path, capsys):
+    """A preset's empty ``noise`` means "not described: the cited default applies"; the
+    dump says so in a comment, not as ``noise = ""``, and loads back to the same
+    cluster (fails before: ``noise = ""`` was printed)."""
+    f = tmp_path / "c.toml"
+    assert main(["catalog", "show", name, "--kind", "cluster", "-o", str(f)]) == 0
+    text = capsys.readouterr().out
+    assert 'noise = ""' not in text
+    note = [ln for ln in text.splitlines() if ln.startswith("# noise:")]
+    assert len(note) == 1 and "default applies: " + spec in note[0], note
+    assert load_cluster(f) == CLUSTERS[name]
+
+
+def test_a_described_noise_is_written_as_it_is(tmp_path, capsys):
+    f = tmp_path / "c.toml"
+    f.write_text('base = "summit"\nnoise = "lognormal:0.03"\n')
+    from dlscale.perfmodel.catalog.show import _noise_note
+    from dlscale.perfmodel.machine.tomldump import to_toml
+
+    c = load_cluster(f)
+    assert 'noise = "lognormal:0.03"' in _noise_note(c, to_toml(c))

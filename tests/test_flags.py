@@ -532,6 +532,7 @@ CHECKS: dict[tuple[str, str], Any] = {
         "--measured-samples-per-s": ["--measured-samples-per-s", "500@32"],
         "--trace": ["--trace", f"{TRACE}@64"], "--top": ["--top", "1"],
         "--output": ["-o", "other.json"], "--plan-on": ["--plan-on", "low"],
+        "--noise": ["--noise", "lognormal:0.1"],
     }.items()},
     # plan TRANSFORMER: the layout search (each refused on the data-parallel path:
     # tests/test_plan_llm.py)

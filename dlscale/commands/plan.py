@@ -20,6 +20,7 @@ from typing import Any
 
 from dlscale.commands import SUMMARIES
 from dlscale.commands.measured_args import add_measured_args, apply_measured
+from dlscale.commands.noise_arg import add_noise_arg, with_noise
 from dlscale.commands.runtime_args import add_runtime_arg
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.training.workload import ALGORITHMS, COLLECTIVES
@@ -106,6 +107,7 @@ def add_parser(sub: Any) -> None:
                         "low (the pessimistic end: low rate and efficiency, high time and "
                         "cost), central (default) or high")
     add_runtime_arg(p)
+    add_noise_arg(p)
     add_measured_args(p)
     from dlscale.commands.plan_llm import add_llm_args
 
@@ -136,6 +138,7 @@ def run(args: argparse.Namespace) -> int:
         from dlscale.perfmodel.catalog import CLUSTERS
 
         clusters = list(CLUSTERS.values())
+    clusters = with_noise(clusters, args.noise)
     from dlscale.perfmodel.machine.config import load_workload
 
     workload, measured_lines, _ = apply_measured(args, load_workload(args.workload))

@@ -161,12 +161,13 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
 def run_llm(args: argparse.Namespace) -> int:
     """Search, print the report, write ``-o``; 0 when a layout meets the request, else 1."""
     from dlscale.api import plan_layouts
+    from dlscale.commands.noise_arg import with_noise
 
     _refuse_dp_flags(args)
     if args.top < 0:
         raise ConfigError(f"--top: must be an integer >= 0, got {args.top}")
     options = _options(args)
-    res = plan_layouts(args.workload, list(args.cluster), **options)
+    res = plan_layouts(args.workload, with_noise(list(args.cluster), args.noise), **options)
     if args.output:
         res.to_json(args.output)
     for line in report(res, args.top, args.output):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import math
 import sys
 from typing import Any
@@ -11,6 +10,7 @@ from typing import Any
 from dlscale.commands import SUMMARIES
 from dlscale.commands.common import add_output_args, emit, parse_nodes
 from dlscale.commands.measured_args import add_measured_args, apply_measured
+from dlscale.commands.noise_arg import add_noise_arg, apply_noise
 from dlscale.commands.runtime_args import (
     add_ps_args,
     add_runtime_arg,
@@ -52,11 +52,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--profile", metavar="FILE", help="machine profile from `dlscale calibrate`")
     add_runtime_arg(p)
     add_ps_args(p)
-    p.add_argument("--noise", metavar="SPEC",
-                   help="per-rank compute noise: none, lognormal:SIGMA, empirical:FILE; each "
-                        "iteration is charged its expected slowest rank (default: the "
-                        "cluster's; where it gives none, a GPU's cited rate spread, "
-                        "lognormal:0.0148)")
+    add_noise_arg(p)
     p.add_argument("--plot", metavar="FILE.png", help="write a scaling plot")
     add_measured_args(p)
     add_outside_args(p)
@@ -165,8 +161,7 @@ def run(args: argparse.Namespace) -> int:
 
     cluster, prov = load_cluster(args.cluster, args.profile)
     cluster = apply_ps_args(apply_runtime(cluster, args.runtime), args)
-    if args.noise is not None:
-        cluster = dataclasses.replace(cluster, noise=args.noise)
+    cluster = apply_noise(cluster, args.noise)
     workload = load_workload(args.workload)
     overrides = workload_overrides(args)
     if overrides:

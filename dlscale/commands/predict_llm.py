@@ -11,9 +11,9 @@ data-parallel answer is printed unchanged.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 from typing import Any
 
+from dlscale.commands.noise_arg import apply_noise
 from dlscale.perfmodel.errors import ConfigError
 
 __all__ = ["LAYOUT_FLAGS", "add_layout_args", "check_data_parallel", "is_transformer", "run_llm"]
@@ -120,11 +120,7 @@ def run_llm(args: argparse.Namespace) -> int:
 
     _refuse_dp_flags(args)
     cluster, prov = load_cluster(args.cluster, None)
-    if args.noise is not None:          # the GPUs' spread replaced, as on the DP path
-        from dlscale.perfmodel.machine.noise import make_noise
-
-        make_noise(args.noise)
-        cluster = dataclasses.replace(cluster, noise=args.noise)
+    cluster = apply_noise(cluster, args.noise)     # one policy with the DP path
     model = get_llm(args.workload)
     dpn = cluster.node.devices_per_node
     tp = args.tp if args.tp is not None else 1

@@ -31,7 +31,9 @@ from dlscale.perfmodel.catalog.models import MODELS
 from dlscale.perfmodel.catalog.nodes import NODES
 from dlscale.perfmodel.catalog.runtimes import RUNTIMES
 from dlscale.perfmodel.catalog.workloads import WORKLOADS
+from dlscale.perfmodel.compute.variability import cluster_noise
 from dlscale.perfmodel.errors import unknown_name
+from dlscale.perfmodel.machine.hardware import Cluster
 from dlscale.perfmodel.machine.tomldump import to_toml
 from dlscale.perfmodel.network.msgfactors import MESSAGE_FACTORS
 
@@ -89,6 +91,30 @@ def _unset(obj: Any, path: str) -> list[str]:
     return out
 
 
+def _noise_note(obj: Any, text: str) -> str:
+    """``text`` (a whole cluster file) with its ``noise = ""`` line, if any, replaced by
+    a comment saying what an empty ``noise`` means: not described, so the cited default
+    (:func:`~dlscale.perfmodel.compute.variability.cluster_noise`) applies. A file
+    without the key loads back to the same empty ``noise``.
+
+    Examples
+    --------
+    >>> from dlscale.perfmodel.catalog import get_cluster
+    >>> c = get_cluster("summit")
+    >>> print(_noise_note(c, 'name = "summit"\\nnoise = ""\\n'), end="")  # doctest: +ELLIPSIS
+    name = "summit"
+    # noise: not described, so the default applies: lognormal:0.0148... (the GPUs' cited ...
+    """
+    if not isinstance(obj, Cluster) or obj.noise:
+        return text
+    spec = cluster_noise(obj)
+    why = ("the GPUs' cited rate spread, Sinha et al. SC'22" if obj.node.device.kind == "gpu"
+           else "no spread is cited for this device")
+    note = (f"# noise: not described, so the default applies: {spec} ({why}); set noise "
+            f"= \"none\", \"lognormal:SIGMA\" or \"empirical:FILE\" to describe it\n")
+    return text.replace('\nnoise = ""\n', "\n" + note, 1)
+
+
 def show_preset(name: str, kind: str | None = None) -> tuple[str, str]:
     """``(kind, TOML)`` of the preset ``name`` (the first kind that has it, or ``kind``).
 
@@ -112,4 +138,4 @@ def show_preset(name: str, kind: str | None = None) -> tuple[str, str]:
     if others:
         head += ("# also a " + ", ".join(others) + " preset: "
                  + ", ".join(f"--kind {k}" for k in others) + "\n")
-    return kind, head + to_toml(registry[name], table)
+    return kind, head + _noise_note(registry[name], to_toml(registry[name], table))

@@ -77,10 +77,10 @@ import math
 
 from dlscale.perfmodel.cited import CitedRange, at_end, register
 from dlscale.perfmodel.machine.hardware import Cluster
-from dlscale.perfmodel.machine.noise import expected_max_factor
+from dlscale.perfmodel.machine.noise import Lognormal, NoNoise, expected_max_factor, make_noise
 
-__all__ = ["DEVICE_SPREAD", "SPREAD_AVERAGE", "SPREAD_MAX", "cluster_for_band",
-           "cluster_noise", "sigma_of_variation", "slowest_factor"]
+__all__ = ["DEVICE_SPREAD", "SPREAD_AVERAGE", "SPREAD_MAX", "block_slowest_factor",
+           "cluster_for_band", "cluster_noise", "sigma_of_variation", "slowest_factor"]
 
 #: Average performance variation across GPUs of one cluster and SKU, and the largest
 #: cluster average: "8% (max 22%) average performance variation" (Sinha et al., SC'22,
@@ -211,3 +211,56 @@ def slowest_factor(cluster: Cluster, ranks: int) -> float:
     1.0
     """
     return _slowest(cluster_noise(cluster), int(ranks))
+
+
+@functools.lru_cache(maxsize=4096)   # numerical: cache size, no effect on results
+def _block_slowest(spec: str, ranks: int, steps: int) -> float:
+    noise = make_noise(spec)
+    if steps <= 1 or isinstance(noise, NoNoise):
+        return float(noise.expected_max(ranks))
+    # the variance of one mean-one factor: e^(sigma^2) - 1 for the lognormal, the
+    # sample's own for an empirical one (normalised to mean one)
+    var = (math.expm1(noise.sigma ** 2) if isinstance(noise, Lognormal)
+           else float(noise.sample.var()))
+    # Fenton-Wilkinson: the mean of ``steps`` independent factors as the mean-one
+    # lognormal of the same variance, var / steps
+    return float(Lognormal(math.sqrt(math.log1p(var / steps))).expected_max(ranks))
+
+
+def block_slowest_factor(cluster: Cluster, ranks: int, steps: int) -> float:
+    """Expected compute factor, per step, of the slowest of ``ranks`` devices over a
+    block of ``steps`` steps: ``E[max_r (1 / steps) sum_k f_rk]`` for factors ``f``
+    independent per rank and step (the simulator draws one per rank and step), the
+    wait of a synchronous exchange every ``steps`` local steps (Sync EASGD).
+
+    One step is :func:`slowest_factor` exactly. Over more steps the block's mean factor
+    is taken as the mean-one lognormal of its variance, ``var(f) / steps``
+    (Fenton-Wilkinson's moment match for a sum of lognormals; for an empirical sample,
+    its variance), whose expected maximum over the ranks is the noise model's integral.
+
+    Parameters
+    ----------
+    cluster : Cluster
+        The machine (its ``noise``, else the GPUs' central spread).
+    ranks : int
+        Devices that wait for each other at the exchange.
+    steps : int
+        Local steps between two exchanges, >= 1.
+
+    Returns
+    -------
+    float
+        1.0 without noise or on one device; falls towards 1 as ``steps`` grows.
+
+    Examples
+    --------
+    >>> from dlscale.perfmodel.catalog import get_cluster
+    >>> c = get_cluster("dgx1-p100")
+    >>> block_slowest_factor(c, 8, 1) == slowest_factor(c, 8)
+    True
+    >>> round(block_slowest_factor(c, 8, 4), 4)
+    1.0106
+    """
+    if int(steps) < 1:
+        raise ValueError(f"steps: must be an integer >= 1, got {steps!r}")
+    return _block_slowest(cluster_noise(cluster), int(ranks), int(steps))

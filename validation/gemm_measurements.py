@@ -63,8 +63,9 @@ class Measurement:
 #: ``torch.nn.functional.linear`` or ``torch.bmm`` on ``randn`` fp16 operands, timed by
 #: CUDA events, and the figure is the *slowest* of the timed iterations (``np.amax``
 #: in ``benchmarks/sizing/utils.py`` of that era), so it is a low reading of the
-#: typical rate; the file does not name its GPU (its rates stay under the A100's 312
-#: and the paper's GEMM figures are A100 ones: an A100 is assumed). The names map as
+#: typical rate; the files do not name their GPU (their rates stay under the A100's
+#: 312, where the same bmm shapes in the later ``benchmarks/sizing/results/mm.out``
+#: reach 353-375, above it): an A100 is assumed, not stated. The names map as
 #: the scripts call them: ``benchmark_mm_b(b, h, n, label, s)`` multiplies ``s b x
 #: h`` by ``h x n`` (``qkv_transform (4x4096x12288, b=2048)``: 8192 x 12288, K 4096);
 #: ``benchmark_bmm(b, m, n, k)`` multiplies ``b`` of ``m x n`` by ``n x k`` (the

@@ -169,7 +169,8 @@ def _trees(p: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     dd = np.empty(2 * (p - 1), np.int64)
     for r in range(1, p):
         lower[r - 1], upper[r - 1] = r, parent[r]
-        lower[p - 2 + r], upper[p - 2 + r] = (r + 1) % p, (parent[r] + 1) % p
+        up = parent[r] + 1                  # (x + 1) % p, without a division
+        lower[p - 2 + r], upper[p - 2 + r] = r + 1 if r + 1 < p else 0, up if up < p else 0
         dd[r - 1] = dd[p - 2 + r] = depth[r]
     return lower, upper, dd
 
@@ -286,10 +287,14 @@ def _count(p: int, rpn: int, dev: bool, m: np.ndarray, w: np.ndarray,
     load = np.zeros((2, S, h + 1))
     hops, inter, recv = np.zeros((2, S), np.int64), np.zeros((2, S), np.bool_), np.zeros((2, S))
     H = (p - 1) // rpn + 1
+    F = len(lower)
+    h_low, h_up = np.empty(F, np.int64), np.empty(F, np.int64)
+    for f in range(F):                      # each edge's hosts, once for both directions
+        h_low[f], h_up[f] = lower[f] // rpn, upper[f] // rpn
     for r in range(2):
         src, dst = (lower, upper) if r == 0 else (upper, lower)
         coord = D - dd if r == 0 else dd - 1
-        hs, hd = src // rpn, dst // rpn
+        hs, hd = (h_low, h_up) if r == 0 else (h_up, h_low)
         order, start = _by_coord(coord, D)
         got, sent = _window_max(order, start, dst, src, dev, p, lo, hi)
         order, start = _subset(order, start, hs != hd)         # messages leaving a node
@@ -303,20 +308,28 @@ def _count(p: int, rpn: int, dev: bool, m: np.ndarray, w: np.ndarray,
             load[r, j, 1] = max(a[j], b_[j])
             inter[r, j] = start[hi[j] + 1] > start[lo[j]]
         M, W, wp = 1, w[0], 1
-        b = np.zeros(len(src), np.int64)
+        b = np.zeros(H, np.int64)           # per host: as a destination, its up-port
+        gid = np.empty(H, np.int64)
+        on, ka, kb = np.empty(F, np.bool_), np.empty(F, np.int64), np.empty(F, np.int64)
         for i in range(2, h + 1):
             M *= m[i - 2]
-            b += ((hd // wp) % w[i - 1]) * W
+            for x in range(H):              # per host, not per message: H divisions
+                b[x] += ((x // wp) % w[i - 1]) * W
+                gid[x] = x // M
             wp *= w[i - 1]
             W *= w[i - 1]
+            for f in range(F):
+                gs, gd = gid[hs[f]], gid[hd[f]]
+                on[f] = gs != gd
+                ka[f] = gs * W + b[hd[f]]
+                kb[f] = gd * W + b[hd[f]]
             # those reaching level i (a subset of those reaching level i - 1)
-            order, start = _subset(order, start, (hs // M) != (hd // M))
+            order, start = _subset(order, start, on)
             links = ((H - 1) // M + 1) * W
             for j in range(S):
                 if start[hi[j] + 1] > start[lo[j]]:
                     hops[r, j] = 2 * (i - 1)
-            a, b_ = _window_max(order, start, (hs // M) * W + b, (hd // M) * W + b, True,
-                                links, lo, hi)
+            a, b_ = _window_max(order, start, ka, kb, True, links, lo, hi)
             for j in range(S):
                 load[r, j, i] = max(a[j], b_[j]) / w[0]
     return load, hops, inter, recv, D

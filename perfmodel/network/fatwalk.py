@@ -17,6 +17,8 @@ adds them), the same cost formula (:func:`dlscale.perfmodel.network.stepcost.ste
 and the same clock rule, so its answers are the bits of the packed walk's. It also
 gives the plan's step arrays (:func:`dlscale.perfmodel.network.plan.plan_steps`) and
 whether the plan keeps its flows at all (some step's messages meet different loads).
+Recursive doubling is walked pair by pair (:mod:`dlscale.perfmodel.network.pairwalk`,
+the same bits); :func:`message_walk` walks it message by message, its reference.
 
 Examples
 --------

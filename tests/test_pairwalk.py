@@ -99,3 +99,25 @@ def test_a_curves_negotiation_walks_pairs_not_messages(monkeypatch):
     ranges.predict_range(get_cluster("summit"), get_workload("resnet50"), nodes)
     assert "_walk" not in asked and "_doubling" not in asked, asked
     assert sorted(walked) == [6 * nd for nd in [1, *nodes]]     # and the one-node baseline
+
+
+def test_the_kept_buffers_serve_a_smaller_count_after_a_larger():
+    """The work buffers kept between node counts (pair walk and tree kernel): a count
+    after a larger one gets its own answer, bit for bit, as after a smaller one."""
+    from dlscale.perfmodel.network import treekernel
+
+    summit = with_transport(get_cluster("summit"))
+    topo = summit.network.topology
+    n, g = np.array([16.0]), np.array([0.0])
+
+    def both(nodes):
+        walk = fatwalk.message_walk(topo, nodes, 6, True, [summit], n, g)
+        got, _ = fatwalk.fat_walk(topo, nodes, 6, True, "allreduce", "recursive-doubling",
+                                  [summit], n, g)
+        tree = treekernel._counted(topo, nodes, 6, True, -1)
+        return [walk[0].tobytes(), None if got is None else got.tobytes(),
+                *[np.asarray(x).tobytes() for x in tree]]
+    first = both(7)
+    both(4608)
+    assert both(7) == first
+    assert both(7)[0] == both(7)[1]

@@ -78,7 +78,17 @@ def pair_walk(p: int, rpn: int, dev: bool, m: np.ndarray, w: np.ndarray,
         for helper in ("_message", "_costs", "_count", "_rows", "_clocks"):
             space[helper] = njit()(space[helper])
         _COMPILED.append(njit()(_pairs))
-    return tuple(_COMPILED[0](p, rpn, dev, m, w, *tables, *cases))
+    B, pp = len(cases[0]), 1 << (p.bit_length() - 1)
+    if len(_WORK[0]) < 2 * p * B:           # kept for the next node count (a curve's
+        _WORK[:] = [np.empty(4 * p * B), np.empty(2 * p, np.int64)]    # grow): no fresh pages
+    clock = _WORK[0][:p * B].reshape(p, B)
+    cost = _WORK[0][p * B:(p + pp) * B].reshape(pp, B)
+    return tuple(_COMPILED[0](p, rpn, dev, m, w, *tables, *cases, clock, cost, _WORK[1][:pp]))
+
+
+#: The walk's work buffers (:func:`pair_walk`): clocks, then each message's costs (every
+#: one written before it is read); core ranks.
+_WORK: list[np.ndarray] = [np.empty(0), np.empty(0, np.int64)]
 
 
 def steps_of(p: int) -> int:
@@ -96,7 +106,8 @@ def _pairs(p: int, rpn: int, dev: bool, m: np.ndarray, w: np.ndarray, host: np.n
            grp: np.ndarray, base: np.ndarray, bsel: np.ndarray, links: np.ndarray,
            lat0: np.ndarray, nic: np.ndarray, hop: np.ndarray, betas: np.ndarray,
            nn: np.ndarray, fl: np.ndarray, fb: np.ndarray, plain: np.ndarray,
-           kk: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+           kk: np.ndarray, clock: np.ndarray, cost: np.ndarray, core: np.ndarray
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
                                     np.ndarray, bool, np.ndarray]:
     """The walk (module docstring): per step its host and link counters in the
     messages' order (:func:`_count`), each message's row and costs (:func:`_rows`),
@@ -108,14 +119,14 @@ def _pairs(p: int, rpn: int, dev: bool, m: np.ndarray, w: np.ndarray, host: np.n
     while (1 << steps) < pp:
         steps += 1
     S, h, B = steps + (2 if r else 0), len(m), len(nn)
-    core = np.empty(pp, np.int64)
     for i in range(pp):
         core[i] = 2 * i + 1 if i < r else i + r
     hio = np.zeros((2, (p - 1) // rpn + 1))
-    clock = np.zeros((p, B))
+    for x in range(p):                      # the buffers (pair_walk's): clocks from 0
+        for b in range(B):
+            clock[x, b] = 0.0
     load, red = np.zeros((S, h + 1)), np.ones(S, np.bool_)
     hops, inter, recv = np.zeros(S, np.int64), np.zeros(S, np.bool_), np.ones(S)
-    cost = np.zeros((pp, B))                # each message's, per case
     uneven = False
     for s in range(S):
         kind = 1 if r > 0 and s == 0 else 2 if r > 0 and s == S - 1 else 0

@@ -115,9 +115,17 @@ def _counted(topology: Topology, nodes: int, ranks_per_node: int, device_links: 
         m, w = (np.array(x, dtype=np.int64) for x in xgft_params(topology, nodes))
     else:
         m, w = np.array([nodes], dtype=np.int64), np.ones(1, dtype=np.int64)
+    F = 2 * (nodes * ranks_per_node - 1)
+    if len(_WORK[1]) < F:                   # kept for the next node count: no fresh pages
+        _WORK[:] = [np.empty(8 * F, np.int64), np.empty(2 * F, np.bool_)]
     load, hops, inter, recv, depth = _kernel()(nodes * ranks_per_node, ranks_per_node,
-                                               device_links, m, w, segments)
+                                               device_links, m, w, segments, *_WORK)
     return load, hops, inter, recv, int(depth)
+
+
+#: :func:`_count`'s work buffers: four int64 and one bool array per edge (its hosts, its
+#: link keys, whether it climbs), kept between node counts.
+_WORK: list[np.ndarray] = [np.empty(0, np.int64), np.empty(0, np.bool_)]
 
 
 def _steps(load: np.ndarray, hops: np.ndarray, inter: np.ndarray, recv: np.ndarray,
@@ -274,11 +282,13 @@ def _windows(D: int, segments: int) -> tuple[np.ndarray, np.ndarray]:
             np.concatenate((hi[:k], np.full(1, D - 1, np.int64), hi[k:])))
 
 
-def _count(p: int, rpn: int, dev: bool, m: np.ndarray, w: np.ndarray,
-           segments: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+def _count(p: int, rpn: int, dev: bool, m: np.ndarray, w: np.ndarray, segments: int,
+           work: np.ndarray, flags: np.ndarray
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
     """Per direction (reduce, broadcast) and window (:func:`_windows`): each level's load
     (intra, host, switch levels), hops, whether a message leaves its node, the most a
-    rank receives; and D."""
+    rank receives; and D (``work``, ``flags``: buffers of at least ``4`` and ``1`` times
+    the edges, every entry written before it is read)."""
     lower, upper, dd = _trees(p)
     D = dd.max()
     lo, hi = _windows(D, segments)
@@ -288,9 +298,11 @@ def _count(p: int, rpn: int, dev: bool, m: np.ndarray, w: np.ndarray,
     hops, inter, recv = np.zeros((2, S), np.int64), np.zeros((2, S), np.bool_), np.zeros((2, S))
     H = (p - 1) // rpn + 1
     F = len(lower)
-    h_low, h_up = np.empty(F, np.int64), np.empty(F, np.int64)
+    h_low, h_up, ka, kb = work[:F], work[F:2 * F], work[2 * F:3 * F], work[3 * F:4 * F]
+    on = flags[:F]
     for f in range(F):                      # each edge's hosts, once for both directions
         h_low[f], h_up[f] = lower[f] // rpn, upper[f] // rpn
+    b, gid = np.zeros(H, np.int64), np.empty(H, np.int64)
     for r in range(2):
         src, dst = (lower, upper) if r == 0 else (upper, lower)
         coord = D - dd if r == 0 else dd - 1
@@ -308,9 +320,8 @@ def _count(p: int, rpn: int, dev: bool, m: np.ndarray, w: np.ndarray,
             load[r, j, 1] = max(a[j], b_[j])
             inter[r, j] = start[hi[j] + 1] > start[lo[j]]
         M, W, wp = 1, w[0], 1
-        b = np.zeros(H, np.int64)           # per host: as a destination, its up-port
-        gid = np.empty(H, np.int64)
-        on, ka, kb = np.empty(F, np.bool_), np.empty(F, np.int64), np.empty(F, np.int64)
+        for x in range(H):                  # per host: as a destination, its up-port
+            b[x] = 0
         for i in range(2, h + 1):
             M *= m[i - 2]
             for x in range(H):              # per host, not per message: H divisions

@@ -10,7 +10,8 @@ to a loaded machine than the wall time) and peak resident memory (the child's ow
 ``dlscale --version`` (imports only). Targets (issue 27): the cost per node count
 roughly flat, 4,608 counts within 10 s and 1 GB; the simulation within 2 s and 0.5 GB.
 A case past ``--timeout`` seconds is stopped and shown as such. ``--quick``: 10 and
-100 counts and the simulation only; ``--simulate-only``: the simulation alone.
+100 counts and the simulation only; ``--simulate-only``: the simulation alone;
+``--predict-only``: the startup and predict rows alone.
 
 The simulation is shown twice, side by side. ``cold``: the first run after an install,
 with numba's cache empty (each run gets an empty ``NUMBA_CACHE_DIR`` of its own, so
@@ -76,6 +77,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="10 and 100 counts and simulate")
     ap.add_argument("--simulate-only", action="store_true",
                     help="the simulation's rows only (cold and warm)")
+    ap.add_argument("--predict-only", action="store_true",
+                    help="the startup and predict rows only (no simulation)")
     ap.add_argument("--repeats", type=int, default=1, help="runs of each case (medians)")
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds per run")
     args = ap.parse_args(argv)
@@ -104,7 +107,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name:<22} {len(runs):>4} {np.median(wall):>8.2f} "
               f"{max(wall) - min(wall):>9.2f} {cpu:>8.2f} {peak:>8.0f} {per}  {target:<20} "
               f"{status}", flush=True)
-    _simulate_rows(max(args.repeats, 1), args.timeout)
+    if not args.predict_only:
+        _simulate_rows(max(args.repeats, 1), args.timeout)
     print(f"# load average (1 min) after: {os.getloadavg()[0]:.2f}")
     return 0
 

@@ -17,6 +17,8 @@ adds them), the same cost formula (:func:`dlscale.perfmodel.network.stepcost.ste
 and the same clock rule, so its answers are the bits of the packed walk's. It also
 gives the plan's step arrays (:func:`dlscale.perfmodel.network.plan.plan_steps`) and
 whether the plan keeps its flows at all (some step's messages meet different loads).
+Recursive doubling is walked pair by pair (:mod:`dlscale.perfmodel.network.pairwalk`,
+the same bits); :func:`message_walk` walks it message by message, its reference.
 
 Examples
 --------
@@ -44,10 +46,11 @@ import numpy as np
 from dlscale.perfmodel.machine.hardware import Cluster, Crossbar, FatTree, Topology
 from dlscale.perfmodel.machine.topologies.fattree import xgft_params
 from dlscale.perfmodel.network.linkload import level_bandwidths_Bps
+from dlscale.perfmodel.network.pairwalk import pair_walk, steps_of
 from dlscale.perfmodel.network.plan import CollectivePlan
 from dlscale.perfmodel.network.schedules import build_schedule
 
-__all__ = ["applies", "fat_walk"]
+__all__ = ["applies", "fat_walk", "message_walk"]
 
 _COMPILED: list[dict[str, Callable[..., Any]]] = []
 
@@ -113,22 +116,45 @@ def fat_walk(topology: Topology, nodes: int, ranks_per_node: int, device_links: 
         :func:`dlscale.perfmodel.network.plan.plan_steps` gives it).
     """
     p = nodes * ranks_per_node
-    if collective == "allreduce" and algorithm == "recursive-doubling":
-        src, dst, nb, at, red = _doubling_of(p)
-        sizes = np.ones(len(red))
-        wt = nb
-    else:
-        src, dst, nb, wt, at, red, sizes = _schedule(collective, algorithm, p, inter_algorithm)
     m, w = _tree(topology, nodes)
     names = _levels(topology, len(m))
-    ranks = int(max(src.max(), dst.max())) + 1
-    args = _cases(clusters, device_links, names, n, g, sizes)
-    value, load, hops, inter, recv, uneven = _kernel("_walk")(
-        src, dst, wt, nb, at, red, sizes, ranks_per_node, device_links, m, w, ranks, *args)
+    if collective == "allreduce" and algorithm == "recursive-doubling":
+        sizes = np.ones(steps_of(p))        # pair by pair (pairwalk): the same bits
+        value, load, hops, inter, recv, uneven, red = pair_walk(
+            p, ranks_per_node, device_links, m, w, _kernel("_tables")(p, ranks_per_node, m, w),
+            _cases(clusters, device_links, names, n, g, sizes))
+    else:
+        src, dst, nb, wt, at, red, sizes = _schedule(collective, algorithm, p, inter_algorithm)
+        ranks = int(max(src.max(), dst.max())) + 1
+        args = _cases(clusters, device_links, names, n, g, sizes)
+        value, load, hops, inter, recv, uneven = _kernel("_walk")(
+            src, dst, wt, nb, at, red, sizes, ranks_per_node, device_links, m, w, ranks, *args)
     plan = _plan(names, load, hops, inter, recv, red, sizes, device_links)
     if not uneven:
         return None, plan
     return value.reshape(len(clusters), len(n)), plan
+
+
+def message_walk(topology: Topology, nodes: int, ranks_per_node: int, device_links: bool,
+                 clusters: Sequence[Cluster], n: np.ndarray, g: np.ndarray
+                 ) -> tuple[np.ndarray, ...]:
+    """Recursive doubling walked message by message (:func:`_walk` on
+    :func:`_doubling_of`'s arrays): the reference of :func:`~dlscale.perfmodel.network.pairwalk.pair_walk`.
+
+    Returns
+    -------
+    tuple of ndarray
+        ``(value, load, hops, inter, recv, uneven, red)``, ``value`` of shape
+        ``(len(clusters) * len(n),)`` (machine major).
+    """
+    p = nodes * ranks_per_node
+    src, dst, nb, at, red = _doubling_of(p)
+    sizes = np.ones(len(red))
+    m, w = _tree(topology, nodes)
+    args = _cases(clusters, device_links, _levels(topology, len(m)), n, g, sizes)
+    got = _kernel("_walk")(src, dst, nb, nb, at, red, sizes, ranks_per_node, device_links,
+                           m, w, p, *args)
+    return (*got, red)
 
 
 def _schedule(collective: str, algorithm: str, p: int, inter_algorithm: str
@@ -262,6 +288,7 @@ def _kernel(name: str) -> Callable[..., Any]:
         for helper in ("_tables", "_count", "_step"):
             space[helper] = njit()(space[helper])
         _COMPILED.append({nm: njit()(space[nm]) for nm in ("_walk", "_doubling")})
+        _COMPILED[0]["_tables"] = space["_tables"]
     return _COMPILED[0][name]
 
 

@@ -115,9 +115,17 @@ def _counted(topology: Topology, nodes: int, ranks_per_node: int, device_links: 
         m, w = (np.array(x, dtype=np.int64) for x in xgft_params(topology, nodes))
     else:
         m, w = np.array([nodes], dtype=np.int64), np.ones(1, dtype=np.int64)
+    F = 2 * (nodes * ranks_per_node - 1)
+    if len(_WORK[1]) < F:                   # kept for the next node count: no fresh pages
+        _WORK[:] = [np.empty(8 * F, np.int64), np.empty(2 * F, np.bool_)]
     load, hops, inter, recv, depth = _kernel()(nodes * ranks_per_node, ranks_per_node,
-                                               device_links, m, w, segments)
+                                               device_links, m, w, segments, *_WORK)
     return load, hops, inter, recv, int(depth)
+
+
+#: :func:`_count`'s work buffers: four int64 and one bool array per edge (its hosts, its
+#: link keys, whether it climbs), kept between node counts.
+_WORK: list[np.ndarray] = [np.empty(0, np.int64), np.empty(0, np.bool_)]
 
 
 def _steps(load: np.ndarray, hops: np.ndarray, inter: np.ndarray, recv: np.ndarray,
@@ -169,7 +177,8 @@ def _trees(p: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     dd = np.empty(2 * (p - 1), np.int64)
     for r in range(1, p):
         lower[r - 1], upper[r - 1] = r, parent[r]
-        lower[p - 2 + r], upper[p - 2 + r] = (r + 1) % p, (parent[r] + 1) % p
+        up = parent[r] + 1                  # (x + 1) % p, without a division
+        lower[p - 2 + r], upper[p - 2 + r] = r + 1 if r + 1 < p else 0, up if up < p else 0
         dd[r - 1] = dd[p - 2 + r] = depth[r]
     return lower, upper, dd
 
@@ -273,11 +282,13 @@ def _windows(D: int, segments: int) -> tuple[np.ndarray, np.ndarray]:
             np.concatenate((hi[:k], np.full(1, D - 1, np.int64), hi[k:])))
 
 
-def _count(p: int, rpn: int, dev: bool, m: np.ndarray, w: np.ndarray,
-           segments: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+def _count(p: int, rpn: int, dev: bool, m: np.ndarray, w: np.ndarray, segments: int,
+           work: np.ndarray, flags: np.ndarray
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
     """Per direction (reduce, broadcast) and window (:func:`_windows`): each level's load
     (intra, host, switch levels), hops, whether a message leaves its node, the most a
-    rank receives; and D."""
+    rank receives; and D (``work``, ``flags``: buffers of at least ``4`` and ``1`` times
+    the edges, every entry written before it is read)."""
     lower, upper, dd = _trees(p)
     D = dd.max()
     lo, hi = _windows(D, segments)
@@ -286,10 +297,16 @@ def _count(p: int, rpn: int, dev: bool, m: np.ndarray, w: np.ndarray,
     load = np.zeros((2, S, h + 1))
     hops, inter, recv = np.zeros((2, S), np.int64), np.zeros((2, S), np.bool_), np.zeros((2, S))
     H = (p - 1) // rpn + 1
+    F = len(lower)
+    h_low, h_up, ka, kb = work[:F], work[F:2 * F], work[2 * F:3 * F], work[3 * F:4 * F]
+    on = flags[:F]
+    for f in range(F):                      # each edge's hosts, once for both directions
+        h_low[f], h_up[f] = lower[f] // rpn, upper[f] // rpn
+    b, gid = np.zeros(H, np.int64), np.empty(H, np.int64)
     for r in range(2):
         src, dst = (lower, upper) if r == 0 else (upper, lower)
         coord = D - dd if r == 0 else dd - 1
-        hs, hd = src // rpn, dst // rpn
+        hs, hd = (h_low, h_up) if r == 0 else (h_up, h_low)
         order, start = _by_coord(coord, D)
         got, sent = _window_max(order, start, dst, src, dev, p, lo, hi)
         order, start = _subset(order, start, hs != hd)         # messages leaving a node
@@ -303,20 +320,27 @@ def _count(p: int, rpn: int, dev: bool, m: np.ndarray, w: np.ndarray,
             load[r, j, 1] = max(a[j], b_[j])
             inter[r, j] = start[hi[j] + 1] > start[lo[j]]
         M, W, wp = 1, w[0], 1
-        b = np.zeros(len(src), np.int64)
+        for x in range(H):                  # per host: as a destination, its up-port
+            b[x] = 0
         for i in range(2, h + 1):
             M *= m[i - 2]
-            b += ((hd // wp) % w[i - 1]) * W
+            for x in range(H):              # per host, not per message: H divisions
+                b[x] += ((x // wp) % w[i - 1]) * W
+                gid[x] = x // M
             wp *= w[i - 1]
             W *= w[i - 1]
+            for f in range(F):
+                gs, gd = gid[hs[f]], gid[hd[f]]
+                on[f] = gs != gd
+                ka[f] = gs * W + b[hd[f]]
+                kb[f] = gd * W + b[hd[f]]
             # those reaching level i (a subset of those reaching level i - 1)
-            order, start = _subset(order, start, (hs // M) != (hd // M))
+            order, start = _subset(order, start, on)
             links = ((H - 1) // M + 1) * W
             for j in range(S):
                 if start[hi[j] + 1] > start[lo[j]]:
                     hops[r, j] = 2 * (i - 1)
-            a, b_ = _window_max(order, start, (hs // M) * W + b, (hd // M) * W + b, True,
-                                links, lo, hi)
+            a, b_ = _window_max(order, start, ka, kb, True, links, lo, hi)
             for j in range(S):
                 load[r, j, i] = max(a[j], b_[j]) / w[0]
     return load, hops, inter, recv, D

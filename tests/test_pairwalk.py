@@ -1,0 +1,123 @@
+"""Recursive doubling walked pair by pair (issue 27 item 4): the message walk's bits on
+random fat trees (rails, tapers, levels), crossbars, ranks per node, device links,
+machines with and without per-size factors and cases; and a curve's walk count."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dlscale.perfmodel.catalog import get_cluster
+from dlscale.perfmodel.machine.hardware import Crossbar, FatTree
+from dlscale.perfmodel.machine.runtime import with_transport
+from dlscale.perfmodel.network import fatwalk, pairwalk
+from dlscale.perfmodel.network.msgfactors import MESSAGE_FACTORS
+
+
+def _machines(factors: bool):
+    summit = with_transport(get_cluster("summit"))
+    knl = with_transport(get_cluster("stampede2-knl"))
+    if factors:
+        f = dataclasses.replace(MESSAGE_FACTORS["smpi-default"], cross_traffic=0.0)
+        knl = dataclasses.replace(knl, network=dataclasses.replace(knl.network,
+                                                                   message_factors=f))
+    return [summit, knl]
+
+
+@st.composite
+def _trees(draw):
+    if draw(st.booleans()):
+        nodes = draw(st.integers(1, 300))
+        return Crossbar(max_nodes=nodes), nodes
+    levels = draw(st.integers(1, 4))
+    down_up = tuple((draw(st.integers(1, 9)), draw(st.integers(1, 9)))
+                    for _ in range(levels - 1))
+    tree = FatTree(levels, draw(st.integers(1, 9)), down_up, 100000,
+                   rails=draw(st.sampled_from([1, 2, 3, 4, 8])))
+    return tree, draw(st.integers(1, 400))
+
+
+@settings(max_examples=150, deadline=None)
+@given(_trees(), st.integers(1, 9), st.booleans(), st.booleans(),
+       st.lists(st.sampled_from([16.0, 24.0, 3e5, 1e8, 7.5e9]), min_size=1, max_size=3),
+       st.sampled_from([0.0, 1e-10, 3e-11]))
+def test_the_pair_walk_gives_the_message_walks_bits(tree, rpn, dev, factors, sizes, gamma):
+    topo, nodes = tree
+    if nodes * rpn < 2:
+        rpn = 2
+    machines = _machines(factors)
+    n = np.array(sizes)
+    g = np.full(len(n), gamma)
+    got, _ = fatwalk.fat_walk(topo, nodes, rpn, dev, "allreduce", "recursive-doubling",
+                              machines, n, g)
+    value, load, hops, inter, recv, uneven, red = fatwalk.message_walk(
+        topo, nodes, rpn, dev, machines, n, g)
+    m, _ = fatwalk._tree(topo, nodes)
+    mine = pairwalk.pair_walk(nodes * rpn, rpn, dev, *fatwalk._tree(topo, nodes),
+                              fatwalk._kernel("_tables")(nodes * rpn, rpn,
+                                                         *fatwalk._tree(topo, nodes)),
+                              fatwalk._cases(machines, dev, fatwalk._levels(topo, len(m)),
+                                             n, g, np.ones(len(red))))
+    for a, b in zip(mine, (value, load, hops, inter, recv, uneven, red), strict=True):
+        assert np.asarray(a).dtype == np.asarray(b).dtype
+        assert np.asarray(a).tobytes() == np.asarray(b).tobytes()
+    assert (got is None) == (not uneven)
+    if got is not None:
+        assert got.ravel().tobytes() == value.tobytes()
+
+
+@pytest.mark.parametrize("p", [2, 3, 4, 5, 6, 7, 8, 9, 1000, 27648])
+def test_the_pair_walks_step_count_is_the_schedules(p):
+    assert pairwalk.steps_of(p) == len(fatwalk._doubling_of(p)[4])
+
+
+def test_a_curves_negotiation_walks_pairs_not_messages(monkeypatch):
+    """Horovod's negotiation on a Summit curve: one pair walk per node count, no message
+    walk (counted, not timed; before: one message walk of ``p log2 p`` messages each)."""
+    from dlscale.perfmodel.catalog import get_workload
+    from dlscale.perfmodel.network import model as netmodel
+    from dlscale.perfmodel.training import ranges
+    from tests.test_fatwalk import _empty_caches
+
+    nodes = [2, 3, 5, 8, 13, 21, 34, 55, 89]
+    monkeypatch.setattr(netmodel, "FUSED_MESSAGES", 0)
+    _empty_caches()
+    asked, walked = [], []
+    real_kernel, real_pairs = fatwalk._kernel, pairwalk.pair_walk
+
+    def kernel(name):
+        asked.append(name)
+        return real_kernel(name)
+
+    def pairs(p, *args):
+        walked.append(p)
+        return real_pairs(p, *args)
+    monkeypatch.setattr(fatwalk, "_kernel", kernel)
+    monkeypatch.setattr(fatwalk, "pair_walk", pairs)
+    ranges.predict_range(get_cluster("summit"), get_workload("resnet50"), nodes)
+    assert "_walk" not in asked and "_doubling" not in asked, asked
+    assert sorted(walked) == [6 * nd for nd in [1, *nodes]]     # and the one-node baseline
+
+
+def test_the_kept_buffers_serve_a_smaller_count_after_a_larger():
+    """The work buffers kept between node counts (pair walk and tree kernel): a count
+    after a larger one gets its own answer, bit for bit, as after a smaller one."""
+    from dlscale.perfmodel.network import treekernel
+
+    summit = with_transport(get_cluster("summit"))
+    topo = summit.network.topology
+    n, g = np.array([16.0]), np.array([0.0])
+
+    def both(nodes):
+        walk = fatwalk.message_walk(topo, nodes, 6, True, [summit], n, g)
+        got, _ = fatwalk.fat_walk(topo, nodes, 6, True, "allreduce", "recursive-doubling",
+                                  [summit], n, g)
+        tree = treekernel._counted(topo, nodes, 6, True, -1)
+        return [walk[0].tobytes(), None if got is None else got.tobytes(),
+                *[np.asarray(x).tobytes() for x in tree]]
+    first = both(7)
+    both(4608)
+    assert both(7) == first
+    assert both(7)[0] == both(7)[1]

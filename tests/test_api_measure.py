@@ -36,8 +36,8 @@ def test_validate_published_command_prints_what_the_api_returns(capsys, tmp_path
     out = tmp_path / "rows.json"
     assert cli.main(["validate", "published", *CASE, "--format", "json", "-o", str(out)]) == 0
     printed = capsys.readouterr().out
-    doc = {"meta": res.meta, "rows": to_jsonable(res.rows)}
-    assert printed == json.dumps(doc, indent=1) + "\n"
+    doc = {"meta": to_jsonable(res.meta), "rows": to_jsonable(res.rows)}
+    assert printed == json.dumps(doc, indent=1, allow_nan=False) + "\n"
     assert out.read_text() == printed
     assert cli.main(["validate", "published", *CASE]) == 0
     prov = Provenance(baseline=PUBLISHED_BASELINE)

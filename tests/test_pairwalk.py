@@ -121,3 +121,24 @@ def test_the_kept_buffers_serve_a_smaller_count_after_a_larger():
     both(4608)
     assert both(7) == first
     assert both(7)[0] == both(7)[1]
+
+
+def test_the_kept_buffers_grow_for_the_ranks_whatever_the_cases_before():
+    """Each kept buffer is checked against its own need: many cases (sizes) at a small
+    count used to leave the clocks' buffer large enough while the core-rank buffer
+    (sized by ranks only) was not, and the compiled walk wrote past it (heap corruption,
+    a crash of a later test). Now the larger count's walk is the message walk's, bit
+    for bit, after any history."""
+    summit = with_transport(get_cluster("summit"))
+    topo = summit.network.topology
+    pairwalk._WORK[:] = [np.empty(0), np.empty(0, np.int64)]    # as in a fresh process
+    many, g_many = np.linspace(16.0, 1e8, 40), np.zeros(40)
+    one, g_one = np.array([16.0]), np.array([0.0])
+    fatwalk.fat_walk(topo, 40, 6, True, "allreduce", "recursive-doubling", [summit],
+                     many, g_many)
+    assert len(pairwalk._WORK[1]) < 1 << (600 * 6).bit_length() - 1   # the old trap
+    got, _ = fatwalk.fat_walk(topo, 600, 6, True, "allreduce", "recursive-doubling",
+                              [summit], one, g_one)
+    walk = fatwalk.message_walk(topo, 600, 6, True, [summit], one, g_one)
+    assert len(pairwalk._WORK[1]) >= 1 << (600 * 6).bit_length() - 1
+    assert got is None or got.ravel().tobytes() == walk[0].tobytes()

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from dlscale.perfmodel.catalog.devices_2020s import BASE_2020S
 from dlscale.perfmodel.compute.gemm import gemm_time_s
-from dlscale.perfmodel.training.parallel_time import _hbm_Bps
+from dlscale.perfmodel.training.parallel_time import hbm_achievable_Bps
 
 __all__ = ["BEGIN", "END", "MARKDOWN", "MEASUREMENTS", "Measurement", "main", "render",
            "rows", "spliced"]
@@ -108,7 +108,7 @@ def rows() -> list[dict[str, object]]:
         measured - 1: positive, the model too fast), ``source``.
     """
     dev = BASE_2020S[_DEVICE].for_gemms()
-    rate, bw = dev.sustained_flops("fp16"), _hbm_Bps(dev)
+    rate, bw = dev.sustained_flops("fp16"), hbm_achievable_Bps(dev)
     out: list[dict[str, object]] = []
     for x in MEASUREMENTS:
         seconds = gemm_time_s(x.m, x.n, x.k, x.batch, rate, bw, dev.cores)

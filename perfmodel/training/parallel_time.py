@@ -121,7 +121,7 @@ from dlscale.perfmodel.training.transformer_layers import (
 
 __all__ = ["ADAM_STEP_BYTES", "GRAD_ACCUMULATE_BYTES", "HBM_ACHIEVABLE_FRACTION",
            "LOSS_BYTES_PER_LOGIT", "NCCL_NVLINK_FRACTION", "LLMIteration",
-           "llm_iteration", "nccl_node", "optimizer_step_s",
+           "hbm_achievable_Bps", "llm_iteration", "nccl_node", "optimizer_step_s",
            "stage_microbatch_s"]
 
 #: Bytes the mixed-precision optimizer step reads and writes per parameter it
@@ -176,8 +176,25 @@ def nccl_node(cluster: Cluster) -> Cluster:
 LOSS_BYTES_PER_LOGIT = 38.0 + 14.0
 
 
-def _hbm_Bps(dev: Device) -> float:
-    """The bandwidth memory-bound kernels reach (:data:`HBM_ACHIEVABLE_FRACTION`)."""
+def hbm_achievable_Bps(dev: Device) -> float:
+    """The bandwidth memory-bound kernels reach (:data:`HBM_ACHIEVABLE_FRACTION`).
+
+    Parameters
+    ----------
+    dev : Device
+
+    Returns
+    -------
+    float
+        Bytes per second: the training memory's rate times the achievable fraction.
+
+    Examples
+    --------
+    >>> from dlscale.perfmodel.catalog.devices_2020s import BASE_2020S
+    >>> a100 = BASE_2020S["a100-sxm4-80gb"]
+    >>> bool(hbm_achievable_Bps(a100) < a100.training_memory_bandwidth_Bps)
+    True
+    """
     return dev.training_memory_bandwidth_Bps * HBM_ACHIEVABLE_FRACTION
 
 
@@ -306,7 +323,7 @@ def _stage_compute(cluster: Cluster, model: TransformerSpec, layout: ParallelLay
                    ) -> tuple[float, float, float, float]:
     """Per microbatch, one stage: (forward s, backward s, TP comm s, last stage's extra)."""
     dev, t, b = cluster.node.device.for_gemms(), layout.tp, layout.micro
-    bw = _hbm_Bps(dev)
+    bw = hbm_achievable_Bps(dev)
     shapes = local_expert_shapes(layer_gemm_shapes(model, t, b), model, layout)
     f_s, b_s = _gemm_times(shapes, dev, bw)
     gemm_f, gemm_b = sum(f_s), sum(b_s)
@@ -463,7 +480,7 @@ def optimizer_step_s(cluster: Cluster, model: TransformerSpec, layout: ParallelL
     if layout.ep > 1 and layout.zero >= 1:       # the experts' shard is over dp / ep
         expert = local_expert_params(model, layout)
         params, shard = params - expert + expert * layout.ep, layout.dp
-    return ADAM_STEP_BYTES * params / shard / _hbm_Bps(cluster.node.device)
+    return ADAM_STEP_BYTES * params / shard / hbm_achievable_Bps(cluster.node.device)
 
 
 def stage_microbatch_s(cluster: Cluster, model: TransformerSpec, layout: ParallelLayout,

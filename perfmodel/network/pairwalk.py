@@ -79,8 +79,8 @@ def pair_walk(p: int, rpn: int, dev: bool, m: np.ndarray, w: np.ndarray,
             space[helper] = njit()(space[helper])
         _COMPILED.append(njit()(_pairs))
     B, pp = len(cases[0]), 1 << (p.bit_length() - 1)
-    if len(_WORK[0]) < 2 * p * B:           # kept for the next node count (a curve's
-        _WORK[:] = [np.empty(4 * p * B), np.empty(2 * p, np.int64)]    # grow): no fresh pages
+    if len(_WORK[0]) < 2 * p * B or len(_WORK[1]) < pp:   # kept for the next node count
+        _WORK[:] = [np.empty(4 * p * B), np.empty(2 * p, np.int64)]  # (a curve's grow)
     clock = _WORK[0][:p * B].reshape(p, B)
     cost = _WORK[0][p * B:(p + pp) * B].reshape(pp, B)
     return tuple(_COMPILED[0](p, rpn, dev, m, w, *tables, *cases, clock, cost, _WORK[1][:pp]))

@@ -55,3 +55,29 @@ def test_the_shapes_do_the_layer_flops_forward_and_twice_backward(name, tp, micr
     (m, n, k, b), _ = logit_gemm_shapes(g, tp, micro)
     assert 2 * m * n * k * b == pytest.approx(micro * logit_gemm(g, tp).forward_flops,
                                               rel=1e-12)
+
+
+def test_a_short_reduction_pays_its_per_tile_cost_and_the_ceiling_shape_keeps_its_rate():
+    """K / (K + K0), rebased on the ceiling's 8192^3 (gemm_reduction): a product at K
+    256 runs slower per FLOP than one at K 8192; 8192^3 keeps the rate it had."""
+    from dlscale.perfmodel.compute.gemm_reduction import REDUCTION_K0
+
+    rate, bw, k0 = 258e12, 1.8e12, REDUCTION_K0.central
+    ceiling = gemm_time_s(8192, 8192, 8192, 1, rate, bw, 108)
+    assert gemm_time_s(8192, 8192, 8192, 1, rate, bw, 108, k0=k0) == pytest.approx(
+        ceiling, rel=1e-12)
+    short = gemm_time_s(2048, 2048, 256, 64, rate, bw, 108, k0=k0) / (2048 * 2048 * 256 * 64)
+    deep = gemm_time_s(2048, 2048, 8192, 64, rate, bw, 108, k0=k0) / (2048 * 2048 * 8192 * 64)
+    assert short > 1.5 * deep
+    flat = (gemm_time_s(2048, 2048, k, 64, rate, bw, 108) / k for k in (256, 8192))
+    assert next(flat) == pytest.approx(next(flat), rel=1e-12)      # no K0: one rate
+
+
+def test_a_split_k_slice_pays_the_per_tile_cost_over_its_own_depth():
+    from dlscale.perfmodel.compute.gemm import reduction_factor
+
+    k0 = 250.0
+    # 2 x 2 tiles of 128 split 27 ways over 65,536: each slice 2,428 deep
+    eff = shape_efficiency(256, 256, k=65536, sms=108, k0=k0)
+    assert eff == pytest.approx(shape_efficiency(256, 256, k=65536, sms=108)
+                                * reduction_factor(-(-65536 // 27), k0), rel=1e-12)

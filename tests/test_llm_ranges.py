@@ -154,3 +154,30 @@ def test_the_transformer_band_takes_a_measurements_repeatability_as_the_dp_band_
     assert high >= central.tflops_per_gpu * MEASUREMENT.high
     comp = [r.compute_s for r in at]
     assert band["compute_s"] == (min(comp), max(comp))
+
+
+def test_the_band_spans_the_gemm_per_tile_cost_from_its_low_to_its_high_k0():
+    """On an A100 (Selene) every product runs at K / (K + K0) of its rate, K0 the
+    cookbook's per-row range (gemm_reduction.REDUCTION_K0): the fast corner at the
+    low K0, the slow one at the high; the band's compute holds both ends. Off the
+    A100 (the H100 pod) no K0 is charged at any corner."""
+    from dlscale.perfmodel.compute.gemm_reduction import REDUCTION_K0
+    from dlscale.perfmodel.training.parallel_time import gemm_k0
+    from dlscale.validation.megatron_selene import SELENE
+
+    model = get_llm("gpt-1.7b")
+    lay = ParallelLayout(tp=1, pp=1, dp=8, global_batch=128, dp_overlap=False)
+    central, band = llm_band(SELENE, model, lay)
+    assert gemm_k0(SELENE) == REDUCTION_K0.central
+    ends = {}
+    for end in ("low", "high"):
+        at = dataclasses.replace(SELENE, runtime=dataclasses.replace(
+            SELENE.runtime, sides=(("gemm-reduction", end),)))
+        assert gemm_k0(at) == getattr(REDUCTION_K0, end)
+        ends[end] = llm_iteration(at, model, lay).compute_s
+    assert ends["low"] < central.compute_s < ends["high"]
+    assert band["compute_s"][0] <= ends["low"] and band["compute_s"][1] >= ends["high"]
+    corners = dict((n, c) for n, c, _l in llm_corners(SELENE, lay))
+    assert (gemm_k0(corners["fast"]), gemm_k0(corners["slow"])) == (REDUCTION_K0.low,
+                                                                    REDUCTION_K0.high)
+    assert {gemm_k0(c) for _n, c, _l in llm_corners(POD, lay)} == {0.0}

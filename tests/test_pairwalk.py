@@ -142,3 +142,23 @@ def test_the_kept_buffers_grow_for_the_ranks_whatever_the_cases_before():
     walk = fatwalk.message_walk(topo, 600, 6, True, [summit], one, g_one)
     assert len(pairwalk._WORK[1]) >= 1 << (600 * 6).bit_length() - 1
     assert got is None or got.ravel().tobytes() == walk[0].tobytes()
+
+def test_the_kept_core_rank_buffer_grows_with_the_ranks_not_only_the_work():
+    """A long vector on few ranks, then a short one on many: the float buffer is big
+    enough for the second, the core-rank buffer was not (numba does not check bounds:
+    the walk wrote past it, and ``dlscale validate published --write-readme`` crashed
+    with a segmentation fault in a later allocation). Fails before the fix."""
+    summit = with_transport(get_cluster("summit"))
+    topo = summit.network.topology
+
+    def walk(nodes, sizes):
+        n = np.full(sizes, 16.0)
+        g = np.zeros(sizes)
+        m, _ = fatwalk._tree(topo, nodes)
+        pairwalk.pair_walk(nodes * 6, 6, True, *fatwalk._tree(topo, nodes),
+                           fatwalk._kernel("_tables")(nodes * 6, 6, *fatwalk._tree(topo, nodes)),
+                           fatwalk._cases([summit], True, fatwalk._levels(topo, len(m)),
+                                          n, g, np.ones(sizes)))
+    walk(2, 200)                      # 12 ranks, 200 messages: 9,600 floats, 24 ranks kept
+    walk(100, 1)                      # 600 ranks, 1 message: 512 core ranks
+    assert len(pairwalk._WORK[1]) >= 512

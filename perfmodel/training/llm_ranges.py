@@ -27,6 +27,12 @@ and greatest over the central answer and the corners
   :func:`~dlscale.perfmodel.compute.variability.cluster_for_band`, as on the
   data-parallel path (a cluster's own noise kept at every corner): the compute
   times the expected slowest GPU's factor at that spread;
+- **a GEMM's fixed cost per output tile**
+  (:data:`~dlscale.perfmodel.compute.gemm_reduction.REDUCTION_K0`, EleutherAI's
+  cookbook: worth 113 to 380 steps of the reduction, A100 only): every product at
+  ``K / (K + K0)`` of its rate, rebased to the ceiling's source shape
+  (:func:`~dlscale.perfmodel.compute.gemm.reduction_factor`), K0 at the fast
+  corner's low end and the slow corner's high end;
 - **overlap**: the schedule's (``ParallelLayout.dp_overlap``) at the fast and slow
   corners, none at the **serial** corner (the slow corner with the gradient exchange
   after the pipeline's flush, Megatron's ``local`` DDP of 2021).
@@ -67,16 +73,26 @@ from dlscale.perfmodel.machine.hardware import Cluster
 from dlscale.perfmodel.machine.runtime import with_transport
 from dlscale.perfmodel.training.parallel import ParallelLayout
 from dlscale.perfmodel.training.parallel_time import LLMIteration, llm_iteration
-from dlscale.perfmodel.training.ranges import MECHANISMS, band_of
+from dlscale.perfmodel.training.ranges import MECHANISMS, Mechanism, band_of
 from dlscale.perfmodel.training.repeatability import widen
 from dlscale.perfmodel.training.transformer import TransformerSpec
 
-__all__ = ["LLM_BAND_KEYS", "LLM_MECHANISMS", "band_row", "corner_iteration", "llm_band",
+__all__ = ["GEMM_REDUCTION", "LLM_BAND_KEYS", "LLM_MECHANISMS", "band_row", "corner_iteration", "llm_band",
            "llm_corners"]
 
-#: The mechanisms of :data:`~dlscale.perfmodel.training.ranges.MECHANISMS` that act
-#: on the transformer path (see the module docstring).
-LLM_MECHANISMS = ("transport", "overlap-slowdown", "device-variability")
+#: A GEMM's fixed cost per output tile, worth K0 steps of its reduction: a mechanism of
+#: this path only (the data-parallel path does not price GEMMs by shape, so it is not
+#: in :data:`~dlscale.perfmodel.training.ranges.MECHANISMS` and that path's corners
+#: stay as they were); read by ``parallel_time.gemm_k0`` from the corner's runtime.
+GEMM_REDUCTION = Mechanism(
+    "gemm-reduction", "low",
+    "compute.gemm_reduction.REDUCTION_K0 (reduction steps per output tile, A100 only), "
+    "applied by compute.gemm.reduction_factor", "step")
+
+#: The mechanisms that act on the transformer path (see the module docstring): those
+#: of :data:`~dlscale.perfmodel.training.ranges.MECHANISMS` named here, and
+#: :data:`GEMM_REDUCTION`.
+LLM_MECHANISMS = ("transport", "overlap-slowdown", "device-variability", "gemm-reduction")
 
 #: Values of a transformer row that carry ``_low`` / ``_high`` companions
 #: (``tokens_per_s``: ``B s`` tokens per iteration, :func:`band_row` adds it).
@@ -94,7 +110,7 @@ _MEASURED_AS = {"tflops_per_gpu": "samples_per_s", "tokens_per_s": "samples_per_
 def _at(cluster: Cluster, corner: str) -> Cluster:
     """``cluster`` with this path's mechanisms at their ``"fast"`` or ``"slow"`` side."""
     picks = tuple((m.name, m.fast if corner == "fast" else m.slow)
-                  for m in MECHANISMS if m.name in LLM_MECHANISMS)
+                  for m in (*MECHANISMS, GEMM_REDUCTION) if m.name in LLM_MECHANISMS)
     spread = dict(picks)["device-variability"]
     at = variability.cluster_for_band(cluster, spread)
     return dataclasses.replace(at, runtime=dataclasses.replace(cluster.runtime, sides=picks))

@@ -93,6 +93,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dlscale.perfmodel.compute.gemm import gemm_time_s
+from dlscale.perfmodel.compute.gemm_reduction import device_k0
 from dlscale.perfmodel.compute.llm_memory import (
     LLMMemory,
     largest_microbatch,
@@ -304,17 +305,24 @@ def _tp_collective(cluster: Cluster, layout: ParallelLayout, n_bytes: float) -> 
     return _group_time(cluster, "allreduce", n_bytes, t, 1, t)
 
 
-def _gemm_s(shape: Shape, dev: Device, bw: float) -> float:
+def _gemm_s(shape: Shape, dev: Device, bw: float, k0: float) -> float:
     m, n, k, batch = shape
-    return gemm_time_s(m, n, k, batch, dev.sustained_flops("fp16"), bw, dev.cores)
+    return gemm_time_s(m, n, k, batch, dev.sustained_flops("fp16"), bw, dev.cores, k0=k0)
 
 
 def _gemm_times(shapes: Sequence[tuple[Shape, tuple[Shape, Shape]]], dev: Device,
-                bw: float) -> tuple[list[float], list[float]]:
+                bw: float, k0: float) -> tuple[list[float], list[float]]:
     """Forward and backward seconds of each product (:mod:`~dlscale.perfmodel.compute.gemm`)."""
-    fwd = [_gemm_s(f, dev, bw) for f, _ in shapes]
-    bwd = [_gemm_s(dg, dev, bw) + _gemm_s(wg, dev, bw) for _, (dg, wg) in shapes]
+    fwd = [_gemm_s(f, dev, bw, k0) for f, _ in shapes]
+    bwd = [_gemm_s(dg, dev, bw, k0) + _gemm_s(wg, dev, bw, k0) for _, (dg, wg) in shapes]
     return fwd, bwd
+
+
+def gemm_k0(cluster: Cluster) -> float:
+    """The per-tile cost's ``K0`` that this cluster's GEMMs pay, at the side of the
+    band its runtime picks (``"gemm-reduction"``; :func:`~dlscale.perfmodel.compute.
+    gemm_reduction.device_k0`: 0 off the A100)."""
+    return device_k0(cluster.node.device.name, cluster.runtime.side("gemm-reduction"))
 
 
 @layout_memo(2, exclude=("dp", "global_batch", "schedule", "virtual", "zero", "scatter_gather",
@@ -323,9 +331,9 @@ def _stage_compute(cluster: Cluster, model: TransformerSpec, layout: ParallelLay
                    ) -> tuple[float, float, float, float]:
     """Per microbatch, one stage: (forward s, backward s, TP comm s, last stage's extra)."""
     dev, t, b = cluster.node.device.for_gemms(), layout.tp, layout.micro
-    bw = hbm_achievable_Bps(dev)
+    bw, k0 = hbm_achievable_Bps(dev), gemm_k0(cluster)
     shapes = local_expert_shapes(layer_gemm_shapes(model, t, b), model, layout)
-    f_s, b_s = _gemm_times(shapes, dev, bw)
+    f_s, b_s = _gemm_times(shapes, dev, bw, k0)
     gemm_f, gemm_b = sum(f_s), sum(b_s)
     eb = elementwise_bytes(model, b, t, layout.sp)
     ew_f, ew_b = eb.total_B / bw, eb.backward_B / bw
@@ -345,7 +353,7 @@ def _stage_compute(cluster: Cluster, model: TransformerSpec, layout: ParallelLay
     # input gradient
     table = GRAD_ACCUMULATE_BYTES * model.vocab * model.hidden / t / bw
     emb = (5.0 * sbh / bw) * 3 + table
-    lf, lb = _gemm_times((logit_gemm_shapes(model, t, b),), dev, bw)
+    lf, lb = _gemm_times((logit_gemm_shapes(model, t, b),), dev, bw, k0)
     loss = LOSS_BYTES_PER_LOGIT * model.seq * b * model.vocab / t / bw
     last = lf[0] + lb[0] + loss + table
     if layout.pp > 1:

@@ -14,7 +14,11 @@ time ``predict`` gives) and picks:
 
 ``rows`` are the chosen machine's Pareto layouts (throughput against memory per GPU:
 the fastest, then each layout that needs less memory than every faster one), each
-naming its limiting resource; ``meta["machines"]`` the best layout of every
+naming its limiting resource, with the band of its iteration time, TFLOP/s per GPU,
+tokens per second and per day (and days, given tokens to train) as ``KEY_low`` and
+``KEY_high`` from :func:`~dlscale.perfmodel.training.llm_ranges.llm_band`, the band
+``predict`` gives that layout (taken for these rows only, not for every layout
+searched); ``meta["machines"]`` the best layout of every
 (cluster, node count) tried, ``meta["why"]`` why the chosen layout beats the best
 layout with another value of each dimension.
 
@@ -48,6 +52,7 @@ from dlscale.perfmodel.training.layout_search import (
     why_lines,
 )
 from dlscale.perfmodel.training.layout_space import LayoutSpace
+from dlscale.perfmodel.training.llm_ranges import llm_band
 from dlscale.perfmodel.training.parallel_time import LLMIteration
 from dlscale.perfmodel.training.transformer import TransformerSpec
 from dlscale.results import ResultTable
@@ -66,8 +71,10 @@ class LayoutPlanResult(ResultTable):
         return not self.meta.get("infeasible")
 
 
-def layout_row(search: LayoutSearch, it: LLMIteration, tokens: float | None) -> dict[str, Any]:
-    """One row: the layout, its rate, memory, limiting resource and largest overhead."""
+def layout_row(search: LayoutSearch, it: LLMIteration, tokens: float | None,
+               banded: bool = False) -> dict[str, Any]:
+    """One row: the layout, its rate, memory, limiting resource and largest overhead;
+    with ``banded``, each time and rate followed by its band (:func:`_with_band`)."""
     row = it.to_row()
     rate = search.tokens_per_s(it)
     name, share = overhead(it)
@@ -81,6 +88,37 @@ def layout_row(search: LayoutSearch, it: LLMIteration, tokens: float | None) -> 
                limit=limiting_resource(search, it), overhead=f"{name} {share:.0%}")
     if tokens is not None:
         out["days"] = tokens / rate / _DAY
+    return _with_band(search, it, out, tokens) if banded else out
+
+
+def _with_band(search: LayoutSearch, it: LLMIteration, row: dict[str, Any],
+               tokens: float | None) -> dict[str, Any]:
+    """``row`` with ``KEY_low`` and ``KEY_high`` after each banded key: the
+    iteration, TFLOP/s and tokens per second as :func:`llm_band` gives them for the
+    layout, tokens per day and days from its tokens per second.
+
+    Examples
+    --------
+    >>> from dlscale.perfmodel.catalog import get_cluster
+    >>> from dlscale.perfmodel.catalog.models_llm import get_llm
+    >>> s = search_layouts(get_cluster("dgx1-v100"), get_llm("gpt-1.7b"), 8, 16,
+    ...                    LayoutSpace(recompute=("none",), sp=(False,)))
+    >>> row = layout_row(s, s.best, 1e9, banded=True)
+    >>> row["days_low"] <= row["days"] <= row["days_high"]
+    True
+    """
+    _central, band = llm_band(search.cluster, search.model, it.layout)
+    low, high = band["tokens_per_s"]
+    ranges = {k: band[k] for k in ("iteration_s", "tflops_per_gpu", "tokens_per_s")}
+    ranges["tokens_per_day"] = (low * _DAY, high * _DAY)
+    if tokens is not None:
+        # the fastest rate trains the tokens in the fewest days
+        ranges["days"] = (tokens / high / _DAY, tokens / low / _DAY)
+    out: dict[str, Any] = {}
+    for k, v in row.items():
+        out[k] = v
+        if k in ranges:
+            out[f"{k}_low"], out[f"{k}_high"] = ranges[k]
     return out
 
 
@@ -287,7 +325,8 @@ def _result(spec: TransformerSpec, searches: list[LayoutSearch], need: float | N
     s = done[pick]
     best = s.best
     assert best is not None
-    rows = [{"rank": i + 1, **layout_row(s, it, tokens)} for i, it in enumerate(pareto(s))]
+    rows = [{"rank": i + 1, **layout_row(s, it, tokens, banded=True)}
+            for i, it in enumerate(pareto(s))]
     meta.update(best=rows[0], cluster=s.cluster.name, gpus=s.gpus,
                 layouts_tried=s.tried, layouts_fit=len(s.ranked), why=why_lines(s, best))
     return LayoutPlanResult(rows, meta)

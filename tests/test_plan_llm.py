@@ -190,3 +190,54 @@ def test_a_node_count_no_layout_can_use_is_named_not_dropped(capsys):
     assert res.meta["without_layout"] == [
         "dgx-h100-superpod at 127 nodes (1016 GPUs): no layout splits its GPUs with this "
         "global batch"]
+
+
+def _plan_with_tokens():
+    return api.plan_layouts("gpt-1.7b", ["dgx1-v100"], global_batch=16, nodes=[1],
+                            tokens=1e9, recompute=("none",), sp=(False,))
+
+
+def test_a_plan_rows_band_is_llm_band_for_its_layout():
+    """Fails before planband: plan's rows carried no ``_low`` / ``_high``."""
+    from dlscale.perfmodel.catalog import get_cluster
+    from dlscale.perfmodel.catalog.models_llm import get_llm
+    from dlscale.perfmodel.training.llm_ranges import llm_band
+    from dlscale.perfmodel.training.parallel import ParallelLayout
+
+    res = _plan_with_tokens()
+    assert res.rows and res.meta["best"] == res.rows[0]
+    for row in res.rows:
+        lay = ParallelLayout(tp=row["tp"], pp=row["pp"], dp=row["dp"], micro=row["micro"],
+                             global_batch=16, schedule=row["schedule"],
+                             virtual=row["virtual"], zero=row["zero"], sp=row["sp"],
+                             recompute=row["recompute"], ep=row["ep"])
+        central, band = llm_band(get_cluster("dgx1-v100"), get_llm("gpt-1.7b"), lay)
+        assert row["iteration_s"] == central.iteration_s
+        for k in ("iteration_s", "tflops_per_gpu", "tokens_per_s"):
+            assert (row[f"{k}_low"], row[f"{k}_high"]) == band[k]
+            assert row[f"{k}_low"] <= row[k] <= row[f"{k}_high"]
+        low, high = band["tokens_per_s"]
+        assert (row["tokens_per_day_low"], row["tokens_per_day_high"]) == (low * 86400.0,
+                                                                            high * 86400.0)
+        assert (row["days_low"], row["days_high"]) == (1e9 / high / 86400.0,
+                                                       1e9 / low / 86400.0)
+    assert not any(k.endswith("_low") for m in res.meta["machines"] for k in m)
+
+
+def test_a_plans_table_shows_the_band_and_its_files_carry_it(tmp_path, capsys):
+    """Fails before planband: no bracket in the layouts table, no band keys in JSON/CSV."""
+    from dlscale.perfmodel.output.tables import format_cell
+
+    out = tmp_path / "p.json"
+    rc, text, _ = _run([*BASE, "--tokens", "1e9", "-o", str(out)], capsys)
+    doc = json.loads(out.read_text())
+    best = doc["meta"]["best"]
+    line = next(ln for ln in text.splitlines() if ln.lstrip().startswith("1 "))
+    for k in ("tokens_per_s", "tflops_per_gpu", "iteration_s", "days"):
+        cell = format_cell(best, k)
+        assert rc == 0 and " [" in cell and cell in line
+    keys = {f"{k}_{end}" for k in ("iteration_s", "tflops_per_gpu", "tokens_per_s",
+                                   "tokens_per_day", "days") for end in ("low", "high")}
+    assert keys <= set(doc["rows"][0]) and keys <= set(best)
+    csv = _plan_with_tokens().to_csv(tmp_path / "p.csv").read_text().splitlines()[0]
+    assert keys <= set(csv.split(","))

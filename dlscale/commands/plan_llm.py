@@ -5,7 +5,9 @@ The transformer path of ``plan`` (:func:`dlscale.api.plan_layouts`): every layou
 mixture of experts) of the model on each
 cluster and node count, memory first, then the time ``predict`` gives; prints the
 machines tried (the best layout of each), the chosen machine's Pareto layouts
-(throughput against memory per GPU, each with its limiting resource), the best
+(throughput against memory per GPU, each with its limiting resource and, as
+``predict`` shows it, the band of its tokens per second, TFLOP/s, iteration and days,
+``value [low-high]``, ``KEY_low`` / ``KEY_high`` in ``-o``), the best
 layout and why it beats the best with another value of each dimension. With
 ``--tokens-per-day`` (or ``--tokens`` and ``--deadline-h``) it picks the fewest
 GPUs that meet the target; without, the highest throughput. Nothing meets: one

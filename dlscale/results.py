@@ -58,10 +58,11 @@ class ResultTable:
         return Path(path)
 
     def to_json(self, path: str | Path) -> Path:
-        """Write ``{"meta": ..., "rows": [...]}`` as JSON (atomically); return the path."""
-        write_rows(Path(path).with_suffix(".json") if Path(path).suffix.lower() == ".csv"
-                   else path, self.rows, self.meta)
-        return Path(path)
+        """Write ``{"meta": ..., "rows": [...]}`` as JSON (atomically); return the path
+        written (a ``.csv`` name becomes ``.json``: this is JSON)."""
+        out = Path(path).with_suffix(".json") if Path(path).suffix.lower() == ".csv" else Path(path)
+        write_rows(out, self.rows, self.meta)
+        return out
 
     def table(self, columns: Sequence[str] | None = None) -> str:
         """The rows as an aligned text table."""

@@ -241,3 +241,31 @@ def test_a_plans_table_shows_the_band_and_its_files_carry_it(tmp_path, capsys):
     assert keys <= set(doc["rows"][0]) and keys <= set(best)
     csv = _plan_with_tokens().to_csv(tmp_path / "p.csv").read_text().splitlines()[0]
     assert keys <= set(csv.split(","))
+
+
+@pytest.mark.parametrize("workload", ["gpt-1.7b", "resnet50"])
+def test_plan_refuses_a_csv_output_before_any_work(workload, tmp_path, capsys, monkeypatch):
+    """plan -o writes JSON; it used to write ``x.json`` for ``-o x.csv`` and say
+    "written: x.csv" (a file that does not exist). Now one line, exit 2, nothing written,
+    and no search run."""
+    from dlscale import api
+
+    def boom(*a, **k):
+        raise AssertionError("searched before refusing")
+
+    monkeypatch.setattr(api, "plan_layouts", boom)
+    monkeypatch.setattr(api, "plan", boom)
+    argv = ["plan", workload, "--cluster", "dgx1-v100", "--global-batch", "16", "--nodes", "1",
+            "-o", str(tmp_path / "x.csv")]
+    rc, _out, err = _run(argv, capsys)
+    assert rc == 2
+    assert "-o: plan writes JSON" in err and "name a .json file" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_result_tables_json_names_the_file_it_wrote(tmp_path):
+    from dlscale.results import ResultTable
+
+    written = ResultTable([{"a": 1}], {"m": 1}).to_json(tmp_path / "r.csv")
+    assert written == tmp_path / "r.json" and written.exists()
+    assert not (tmp_path / "r.csv").exists()

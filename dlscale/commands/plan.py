@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from pathlib import Path
 from typing import Any
 
 from dlscale.commands import SUMMARIES
@@ -118,6 +119,24 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(run=run)
 
 
+def check_json_output(output: str | None) -> None:
+    """Refuse a ``-o`` that names a CSV file before any work: plan writes JSON (the
+    plans, the request and the provenance), and writing it under another name than
+    the one asked would be an answer the user did not ask for.
+
+    Examples
+    --------
+    >>> check_json_output("plans.json")
+    >>> check_json_output("plans.csv")
+    Traceback (most recent call last):
+    ...
+    dlscale.perfmodel.errors.ConfigError: -o: plan writes JSON (the plans, the request and the provenance); got 'plans.csv': name a .json file
+    """
+    if output is not None and Path(output).suffix.lower() == ".csv":
+        raise ConfigError(f"-o: plan writes JSON (the plans, the request and the provenance); "
+                          f"got {output!r}: name a .json file")
+
+
 def run(args: argparse.Namespace) -> int:
     from dlscale.api import plan
     from dlscale.commands.common import parse_nodes
@@ -126,6 +145,7 @@ def run(args: argparse.Namespace) -> int:
     from dlscale.commands.predict_llm import is_transformer
     from dlscale.sweep_points import analytical_one_device
 
+    check_json_output(args.output)
     if is_transformer(args.workload):
         return run_llm(args)
     refuse_llm_flags(args)

@@ -32,7 +32,9 @@ Examples
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
+import math
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -712,6 +714,37 @@ def plan_layouts(model: str | Any, clusters: Sequence[str | Path | Cluster],
                                                                      _plan_layouts(), options))
 
 
+#: The simulated transformer values that carry a band, as ``predict`` bands them.
+_SIMULATED_BANDED = ("iteration_s", "tflops_per_gpu")
+
+
+def _simulated_band(row: dict[str, Any], cluster: Cluster, spec: Any, layout: Any,
+                    noise: str | None) -> dict[str, Any]:
+    """``row`` with ``KEY_low``/``KEY_high`` after each of :data:`_SIMULATED_BANDED`: the
+    rule of the data-parallel ``simulate`` (``simulator.training.run._band``): each end
+    of ``predict``'s band (:func:`~dlscale.perfmodel.training.llm_ranges.llm_band`, for
+    the run's noise) relative to its central answer, applied to the simulated value (the
+    two fidelities charge the same mechanisms; a corner is not simulated again)."""
+    from dlscale.perfmodel.compute.variability import cluster_noise
+    from dlscale.perfmodel.training.llm_ranges import llm_band
+    from dlscale.simulator.training.stragglers import make_noise
+
+    if not row.get("fits", True):
+        return row
+    nz = make_noise(cluster_noise(cluster) if noise is None else noise)
+    at = dataclasses.replace(cluster, noise=nz.spec) if nz.spec else cluster
+    central, band = llm_band(at, spec, layout)
+    out: dict[str, Any] = {}
+    for k, v in row.items():
+        out[k] = v
+        mid = float(getattr(central, k, float("nan"))) if k in _SIMULATED_BANDED else 0.0
+        if k in _SIMULATED_BANDED and mid > 0 and math.isfinite(float(v)):
+            low, high = band[k]
+            out[f"{k}_low"] = min(float(v), float(v) * low / mid)
+            out[f"{k}_high"] = max(float(v), float(v) * high / mid)
+    return out
+
+
 def simulate_transformer(cluster: str | Path | Cluster, model: str,
                          nodes: int | str | Sequence[int] | None = None, *, tp: int = 1,
                          pp: int = 1, microbatch: int = 1, global_batch: int | None = None,
@@ -802,7 +835,7 @@ def simulate_transformer(cluster: str | Path | Cluster, model: str,
         res = simulate_pipeline(c, spec, lay, noise=noise, seed=seed,
                                 trace=trace is not None and i == len(layouts) - 1)
         raws.append(res)
-        rows.append({"nodes": n, **res.to_row()})
+        rows.append(_simulated_band({"nodes": n, **res.to_row()}, c, spec, lay, noise))
     if trace is not None:
         from dlscale.simulator.network.trace import write_json_atomic
 

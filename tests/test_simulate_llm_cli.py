@@ -111,3 +111,34 @@ def test_bad_input_is_one_line_before_any_work(argv, field, capsys, tmp_path):
     argv = [a.format(file=tmp_path / "file") for a in argv]
     rc, out, err = _run([*BASE, *argv], capsys)
     assert rc == 2 and out == "" and err.count("\n") == 1 and field in err, err
+
+
+def test_a_simulated_transformer_carries_predicts_band_as_the_data_parallel_simulate_does(
+        capsys):
+    """Issue 25 item 2 on this path: each simulated iteration and TFLOP/s carries the
+    band predict prints for the layout, relative to predict's central answer, applied to
+    the simulated value (the data-parallel simulate's rule); it printed none before."""
+    import dataclasses
+
+    from dlscale.perfmodel.catalog import get_cluster
+    from dlscale.perfmodel.catalog.models_llm import get_llm
+    from dlscale.perfmodel.training.llm_ranges import llm_band
+    from dlscale.perfmodel.training.parallel import ParallelLayout
+
+    res = simulate_transformer("dgx-h100-superpod", "gpt-1.7b", 1, tp=8, global_batch=4,
+                               noise="lognormal:0.02", seed=3)
+    row = res.rows[0]
+    c = dataclasses.replace(get_cluster("dgx-h100-superpod"), noise="lognormal:0.02")
+    lay = ParallelLayout(tp=8, pp=1, dp=1, micro=1, global_batch=4)
+    central, band = llm_band(c, get_llm("gpt-1.7b"), lay)
+    for k in ("iteration_s", "tflops_per_gpu"):
+        v, mid = row[k], getattr(central, k)
+        assert row[f"{k}_low"] == min(v, v * band[k][0] / mid)
+        assert row[f"{k}_high"] == max(v, v * band[k][1] / mid)
+        assert row[f"{k}_low"] < v < row[f"{k}_high"]
+    rc = main(["simulate", "dgx-h100-superpod", "gpt-1.7b", "--tp", "8", "--nodes", "1",
+               "--global-batch", "4", "--noise", "lognormal:0.02", "--seed", "3"])
+    out = capsys.readouterr().out
+    import re
+
+    assert rc == 0 and len(re.findall(r"[0-9.]+ \[[0-9.,]+-[0-9.,]+\]", out)) == 2

@@ -22,12 +22,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 from dlscale.perfmodel.catalog.devices_2020s import BASE_2020S
 from dlscale.perfmodel.compute.gemm import gemm_time_s
-from dlscale.perfmodel.compute.gemm_reduction import COOKBOOK, device_k0
+from dlscale.perfmodel.compute.gemm_reduction import COOKBOOK, GemmRate, device_k0
 from dlscale.perfmodel.training.parallel_time import hbm_achievable_Bps
 
 __all__ = ["BEGIN", "END", "MARKDOWN", "MEASUREMENTS", "Measurement", "main", "render",
@@ -44,17 +43,9 @@ _COOKBOOK = "cookbook `transformer.out`, slowest iteration"
 _BMM = "cookbook `bmm.out`, slowest iteration"
 
 
-@dataclass(frozen=True)
-class Measurement:
-    """One published single-product rate: ``batch`` products ``(m x k) (k x n)``."""
-
-    label: str
-    m: int
-    n: int
-    k: int
-    batch: int
-    tflops: float
-    source: str
+#: One published single-product rate (the cookbook's record type, one shape for every
+#: source here): ``file`` holds where the figure was read.
+Measurement = GemmRate
 
 
 #: The measurements, transcribed as printed (TFLOP/s, 2 flops per multiply-add).
@@ -82,8 +73,7 @@ MEASUREMENTS: tuple[Measurement, ...] = (
                 "He 2024 (the model's ceiling)"),
     Measurement("8192^3 (median timing)", 8192, 8192, 8192, 1, 230.0,
                 "Li, transformers-benchmarks, median"),
-    *(Measurement(x.label, x.m, x.n, x.k, x.batch, x.tflops,
-                  _BMM if x.file == "bmm.out" else _COOKBOOK) for x in COOKBOOK),
+    *(x._replace(file=_BMM if x.file == "bmm.out" else _COOKBOOK) for x in COOKBOOK),
 )
 
 #: The device the model prices them on (Selene's; every measured shape is compute-bound
@@ -114,7 +104,7 @@ def rows() -> list[dict[str, object]]:
         shape = f"{x.m} x {x.n}, K {x.k}" + (f", batch {x.batch}" if x.batch > 1 else "")
         out.append({"label": x.label, "shape": shape, "measured": x.tflops,
                     "model": model, "model_low": min(a, b), "model_high": max(a, b),
-                    "error": model / x.tflops - 1, "source": x.source})
+                    "error": model / x.tflops - 1, "source": x.file})
     return out
 
 

@@ -723,10 +723,11 @@ def _simulated_band(row: dict[str, Any], cluster: Cluster, spec: Any, layout: An
     """``row`` with ``KEY_low``/``KEY_high`` after each of :data:`_SIMULATED_BANDED`: the
     rule of the data-parallel ``simulate`` (``simulator.training.run._band``): each end
     of ``predict``'s band (:func:`~dlscale.perfmodel.training.llm_ranges.llm_band`, for
-    the run's noise) relative to its central answer, applied to the simulated value (the
-    two fidelities charge the same mechanisms; a corner is not simulated again)."""
+    the run's noise) relative to its central answer, applied to the simulated value
+    (:func:`~dlscale.perfmodel.training.ranges.relative_band`)."""
     from dlscale.perfmodel.compute.variability import cluster_noise
     from dlscale.perfmodel.training.llm_ranges import llm_band
+    from dlscale.perfmodel.training.ranges import relative_band
     from dlscale.simulator.training.stragglers import make_noise
 
     if not row.get("fits", True):
@@ -739,9 +740,7 @@ def _simulated_band(row: dict[str, Any], cluster: Cluster, spec: Any, layout: An
         out[k] = v
         mid = float(getattr(central, k, float("nan"))) if k in _SIMULATED_BANDED else 0.0
         if k in _SIMULATED_BANDED and mid > 0 and math.isfinite(float(v)):
-            low, high = band[k]
-            out[f"{k}_low"] = min(float(v), float(v) * low / mid)
-            out[f"{k}_high"] = max(float(v), float(v) * high / mid)
+            out[f"{k}_low"], out[f"{k}_high"] = relative_band(float(v), mid, *band[k])
     return out
 
 

@@ -71,7 +71,7 @@ if TYPE_CHECKING:
     from dlscale.perfmodel.training.workload import Workload
 
 __all__ = ["BAND_KEYS", "MECHANISMS", "PARTS", "PLAN_ON", "SIDES", "Mechanism", "band_of", "corners",
-           "predict_range", "register_mechanism"]
+           "predict_range", "register_mechanism", "relative_band"]
 
 #: Which value of a mechanism's range the model uses.
 SIDES = ("low", "central", "high")
@@ -250,6 +250,33 @@ def corners(cluster: Cluster, workload: Workload) -> list[tuple[str, Cluster, Wo
                     dataclasses.replace(fast, overlap=False)))
         out.append(("step-bound", _at(cluster, "slow", "fast", m), slow))
     return out
+
+
+def relative_band(value: float, central: float, low: float, high: float
+                  ) -> tuple[float, float]:
+    """A band the closed form gives around its ``central`` answer, carried to another
+    fidelity's ``value`` of the same quantity: each end's ratio to the central answer
+    applied to ``value``, the range never excluding ``value`` itself (``simulate``'s
+    rule: the two fidelities charge the same mechanisms; a corner is not simulated
+    again).
+
+    Parameters
+    ----------
+    value : float
+        The simulated value.
+    central, low, high : float
+        The closed form's central answer and its band (``central > 0``).
+
+    Returns
+    -------
+    (float, float)
+
+    Examples
+    --------
+    >>> relative_band(2.0, 1.0, 0.9, 1.2)
+    (1.8, 2.4)
+    """
+    return min(value, value * low / central), max(value, value * high / central)
 
 
 def band_of(central: np.ndarray, others: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:

@@ -39,7 +39,7 @@ from dlscale.perfmodel.network.analytical import NetworkModel
 from dlscale.perfmodel.training.iteration import iteration_times
 from dlscale.perfmodel.training.outside import loader_rate_per_node
 from dlscale.perfmodel.training.predict import Prediction, one_device
-from dlscale.perfmodel.training.ranges import predict_range
+from dlscale.perfmodel.training.ranges import predict_range, relative_band
 from dlscale.perfmodel.training.rank_layout import Layout, layout
 from dlscale.perfmodel.training.workload import ALGORITHMS, Workload
 from dlscale.simulator.topology.placement import PLACEMENTS
@@ -427,6 +427,5 @@ def _band(res: TrainingResult, pred: Prediction, at: int) -> dict[str, tuple[flo
         central, value = float(getattr(pred, key)[at]), row.get(key)
         if value is None or not (np.isfinite(value) and np.isfinite(central)) or central <= 0:
             continue
-        lo, hi = value * float(low[at]) / central, value * float(high[at]) / central
-        out[key] = (min(value, lo), max(value, hi))
+        out[key] = relative_band(value, central, float(low[at]), float(high[at]))
     return out

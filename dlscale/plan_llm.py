@@ -19,8 +19,16 @@ tokens per second and per day (and days, given tokens to train) as ``KEY_low`` a
 ``KEY_high`` from :func:`~dlscale.perfmodel.training.llm_ranges.llm_band`, the band
 ``predict`` gives that layout (taken for these rows only, not for every layout
 searched); ``meta["machines"]`` the best layout of every
-(cluster, node count) tried, ``meta["why"]`` why the chosen layout beats the best
-layout with another value of each dimension.
+(cluster, node count) tried, with the same band, ``meta["why"]`` why the chosen layout
+beats the best layout with another value of each dimension.
+
+``plan_on`` (``low``, ``central``, ``high``) names the end of the band the machine is
+chosen on: with ``low``, the pessimistic end, each machine is judged by the low
+tokens per second of its best layout (the highest, or the fewest GPUs whose low end
+meets the target), so a machine chosen on ``low`` meets the target even if every
+mechanism of the band costs what its sources allow at most. Layouts inside a machine
+are still ranked by their central answer (pricing the band of every layout searched
+would cost each search several times over).
 
 Examples
 --------
@@ -38,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from dlscale.perfmodel.compute.variability import cluster_noise
-from dlscale.perfmodel.errors import ConfigError
+from dlscale.perfmodel.errors import ConfigError, unknown_name
 from dlscale.perfmodel.layoutmemo import pricing_memo
 from dlscale.perfmodel.machine.config import load_cluster
 from dlscale.perfmodel.machine.hardware import Cluster
@@ -54,6 +62,7 @@ from dlscale.perfmodel.training.layout_search import (
 from dlscale.perfmodel.training.layout_space import LayoutSpace
 from dlscale.perfmodel.training.llm_ranges import llm_band
 from dlscale.perfmodel.training.parallel_time import LLMIteration
+from dlscale.perfmodel.training.ranges import PLAN_ON
 from dlscale.perfmodel.training.transformer import TransformerSpec
 from dlscale.results import ResultTable
 
@@ -220,7 +229,8 @@ def plan_layouts(model: str | TransformerSpec, clusters: Sequence[str | Path | C
                  recompute: Sequence[str] | None = None, sp: Sequence[bool] | None = None,
                  schedules: Sequence[str] | None = None,
                  dp_overlap: str = "always",
-                 ep: Sequence[int] | None = None) -> LayoutPlanResult:
+                 ep: Sequence[int] | None = None,
+                 plan_on: str = "central") -> LayoutPlanResult:
     """Search layouts and machine sizes for a transformer (module docstring).
 
     Parameters
@@ -249,6 +259,8 @@ def plan_layouts(model: str | TransformerSpec, clusters: Sequence[str | Path | C
     ep : sequence of int, optional
         Expert-parallel sizes to try, a mixture of experts only (default: every
         divisor of ``dp`` that divides the experts); refused for a dense model.
+    plan_on : {"central", "low", "high"}
+        The end of each machine's band it is chosen on (module docstring).
 
     Returns
     -------
@@ -263,6 +275,8 @@ def plan_layouts(model: str | TransformerSpec, clusters: Sequence[str | Path | C
                           f"got {global_batch!r}")
     if max_nodes is not None and max_nodes < 1:
         raise ConfigError(f"max_nodes: must be a positive integer, got {max_nodes!r}")
+    if plan_on not in PLAN_ON:
+        raise unknown_name("plan_on", plan_on, PLAN_ON)
     need = _target(tokens_per_day, tokens, deadline_s)
     base = LayoutSpace()
     space = LayoutSpace(
@@ -288,15 +302,17 @@ def plan_layouts(model: str | TransformerSpec, clusters: Sequence[str | Path | C
         for c, counts in plan:
             dpn = c.node.devices_per_node
             searches += [search_layouts(c, spec, n * dpn, global_batch, space) for n in counts]
-        out = _result(spec, searches, need, tokens, global_batch)
+        out = _result(spec, searches, need, tokens, global_batch, plan_on)
     out.meta["without_layout"] += beyond
     return out
 
 
 def _result(spec: TransformerSpec, searches: list[LayoutSearch], need: float | None,
-            tokens: float | None, global_batch: int) -> LayoutPlanResult:
+            tokens: float | None, global_batch: int, plan_on: str) -> LayoutPlanResult:
     done = [s for s in searches if s.best is not None]
-    machines = [layout_row(s, s.best, tokens) for s in done if s.best is not None]
+    machines = [layout_row(s, s.best, tokens, banded=True) for s in done if s.best is not None]
+    # the rate each machine is judged on: central, or the end of its band plan_on names
+    key = "tokens_per_s" if plan_on == "central" else f"tokens_per_s_{plan_on}"
     meta: dict[str, Any] = {
         "model": spec.name, "global_batch": global_batch, "seq": spec.seq,
         "experts": spec.experts,
@@ -304,24 +320,25 @@ def _result(spec: TransformerSpec, searches: list[LayoutSearch], need: float | N
         "noise": {s.cluster.name: cluster_noise(s.cluster) for s in searches},
         "tried": sum(s.tried for s in searches), "fit": sum(len(s.ranked) for s in searches),
         "target_tokens_per_s": need, "tokens": tokens, "machines": machines,
+        "plan_on": plan_on,
         "objective": "fewest GPUs meeting the target" if need else "highest throughput",
         "without_layout": [_no_layout(s) for s in searches if s.best is None]}
     if not done:
         meta["infeasible"] = [_no_fit(searches, spec)]
         return LayoutPlanResult([], meta)
     if need is None:
-        pick = min(range(len(done)), key=lambda i: (-machines[i]["tokens_per_s"],
-                                                    machines[i]["gpus"], i))
+        pick = min(range(len(done)), key=lambda i: (-machines[i][key], machines[i]["gpus"], i))
     else:
-        ok = [i for i, m in enumerate(machines) if m["tokens_per_s"] >= need]
+        ok = [i for i, m in enumerate(machines) if m[key] >= need]
         if not ok:
-            top = max(machines, key=lambda m: m["tokens_per_s"])
+            top = max(machines, key=lambda m: m[key])
+            end = "" if plan_on == "central" else f" at the {plan_on} end of its band"
             meta["infeasible"] = [
                 f"target: the fastest layout tried ({top['cluster']}, {top['gpus']} GPUs) "
-                f"trains {top['tokens_per_day']:.4g} tokens per day against the "
-                f"{need * _DAY:.4g} asked ({1 - top['tokens_per_s'] / need:.0%} short)"]
+                f"trains {top[key] * _DAY:.4g} tokens per day{end} against the "
+                f"{need * _DAY:.4g} asked ({1 - top[key] / need:.0%} short)"]
             return LayoutPlanResult([], meta)
-        pick = min(ok, key=lambda i: (machines[i]["gpus"], -machines[i]["tokens_per_s"], i))
+        pick = min(ok, key=lambda i: (machines[i]["gpus"], -machines[i][key], i))
     s = done[pick]
     best = s.best
     assert best is not None

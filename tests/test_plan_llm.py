@@ -221,7 +221,36 @@ def test_a_plan_rows_band_is_llm_band_for_its_layout():
                                                                             high * 86400.0)
         assert (row["days_low"], row["days_high"]) == (1e9 / high / 86400.0,
                                                        1e9 / low / 86400.0)
-    assert not any(k.endswith("_low") for m in res.meta["machines"] for k in m)
+    # the machines table carries the same band (it carried none before)
+    for m in res.meta["machines"]:
+        assert m["tokens_per_s_low"] <= m["tokens_per_s"] <= m["tokens_per_s_high"]
+    assert res.meta["machines"][0]["tokens_per_s_low"] == res.rows[0]["tokens_per_s_low"]
+
+
+def test_plan_on_low_chooses_the_machine_whose_low_end_meets_the_target(capsys):
+    """Fails before: ``--plan-on`` was refused on the transformer path."""
+    kw = dict(global_batch=64, nodes=[1, 2, 4, 8], recompute=["selective"], zero=[1])
+    free = api.plan_layouts("gpt-1.7b", ["perlmutter"], **kw)
+    by_gpus = {m["gpus"]: m for m in free.meta["machines"]}
+    # a target the 16-GPU machine meets on its central rate but not on its low end
+    need = (by_gpus[16]["tokens_per_day_low"] + by_gpus[16]["tokens_per_day"]) / 2
+    assert by_gpus[32]["tokens_per_day_low"] >= need
+    central = api.plan_layouts("gpt-1.7b", ["perlmutter"], tokens_per_day=need, **kw)
+    low = api.plan_layouts("gpt-1.7b", ["perlmutter"], tokens_per_day=need, plan_on="low",
+                           **kw)
+    high = api.plan_layouts("gpt-1.7b", ["perlmutter"], tokens_per_day=need, plan_on="high",
+                            **kw)
+    assert (central.meta["gpus"], low.meta["gpus"]) == (16, 32)
+    assert high.meta["gpus"] <= 16 and low.meta["plan_on"] == "low"
+    far = api.plan_layouts("gpt-1.7b", ["perlmutter"], plan_on="low",
+                           tokens_per_day=by_gpus[32]["tokens_per_day"] * 1.001, **kw)
+    assert "at the low end of its band" in far.meta["infeasible"][0]
+    with pytest.raises(ConfigError, match="plan_on: unknown name 'worst'"):
+        api.plan_layouts("gpt-1.7b", ["perlmutter"], plan_on="worst", **kw)
+    rc, text, _ = _run([*BASE, "--plan-on", "low"], capsys)
+    assert rc == 0 and "planned on the low end of each machine's band" in text
+    best = next(ln for ln in text.splitlines() if ln.startswith("best: "))
+    assert best.count(" [") == 2, best
 
 
 def test_a_plans_table_shows_the_band_and_its_files_carry_it(tmp_path, capsys):

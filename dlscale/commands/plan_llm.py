@@ -10,8 +10,9 @@ machines tried (the best layout of each), the chosen machine's Pareto layouts
 ``value [low-high]``, ``KEY_low`` / ``KEY_high`` in ``-o``), the best
 layout and why it beats the best with another value of each dimension. With
 ``--tokens-per-day`` (or ``--tokens`` and ``--deadline-h``) it picks the fewest
-GPUs that meet the target; without, the highest throughput. Nothing meets: one
-line saying the closest and why, exit status 1.
+GPUs that meet the target; without, the highest throughput; ``--plan-on low``
+(``high``) judges each machine by the low (high) end of its best layout's band.
+Nothing meets: one line saying the closest and why, exit status 1.
 
 Example::
 
@@ -44,7 +45,7 @@ _DP_ONLY: dict[str, tuple[str, Any]] = {
     "price": ("--price", []), "max_power_kw": ("--max-power-kw", None),
     "algorithms": ("--algorithms", None), "collectives": ("--collectives", None),
     "batch": ("--batch", None), "baseline": ("--baseline", "node"),
-    "rank_by": ("--rank-by", "cost"), "plan_on": ("--plan-on", "central"),
+    "rank_by": ("--rank-by", "cost"),
     "runtime": ("--runtime", None), "measured_samples_per_s": ("--measured-samples-per-s", None),
     "measured_trace": ("--trace", None), "horovod_timeline": ("--horovod-timeline", None)}
 
@@ -157,7 +158,8 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
         recompute=_names(args.search_recompute, "--recompute", RECOMPUTE),
         sp=None if args.search_sp is None else [args.search_sp == "on"],
         schedules=_names(args.search_schedule, "--schedule", SCHEDULES),
-        dp_overlap=args.dp_overlap or "always", ep=_ints(args.search_ep, "--ep"))
+        dp_overlap=args.dp_overlap or "always", ep=_ints(args.search_ep, "--ep"),
+        plan_on=args.plan_on)
 
 
 def run_llm(args: argparse.Namespace) -> int:
@@ -184,6 +186,22 @@ def _shown(meta: dict[str, Any]) -> Any:
                       and (c != "ep" or bool(meta.get("experts"))))
 
 
+def _banded(row: dict[str, Any], key: str, fmt: str = ".4g") -> str:
+    """``value [low-high]`` of a row's ``key`` (the value alone where it has no band).
+
+    Examples
+    --------
+    >>> _banded({"x": 412.44, "x_low": 374.5, "x_high": 437.4}, "x")
+    '412.4 [374.5-437.4]'
+    >>> _banded({"x": 2.0}, "x", ".3g")
+    '2'
+    """
+    text = format(row[key], fmt)
+    if f"{key}_low" not in row:
+        return text
+    return f"{text} [{format(row[f'{key}_low'], fmt)}-{format(row[f'{key}_high'], fmt)}]"
+
+
 def report(res: Any, top: int, output: str | None) -> list[str]:
     """The lines ``plan`` prints for a transformer."""
     from dlscale.output import format_table
@@ -199,6 +217,11 @@ def report(res: Any, top: int, output: str | None) -> list[str]:
     written = [f"written: {output}"] if output else []
     shown = _shown(m)
     cols = [c for c in _MACHINE_COLUMNS if shown(c)]
+    if m.get("plan_on", "central") != "central":
+        lines.append(f"planned on the {m['plan_on']} end of each machine's band "
+                     f"({'pessimistic' if m['plan_on'] == 'low' else 'optimistic'}: its best "
+                     f"layout's {m['plan_on']} tokens per second; layouts ranked by the central "
+                     f"answer)")
     if len(m["machines"]) > 1:
         lines += ["machines (the best layout of each):", format_table(m["machines"], cols)]
     if m["machines"]:   # where nothing fits at all, the infeasible line says why
@@ -218,9 +241,10 @@ def report(res: Any, top: int, output: str | None) -> list[str]:
                          global_batch=m["global_batch"], schedule=b["schedule"],
                          virtual=b["virtual"], zero=b["zero"], sp=b["sp"],
                          recompute=b["recompute"], ep=b["ep"])
-    days = f", {b['days']:.3g} days for {m['tokens']:.4g} tokens" if m["tokens"] else ""
-    lines.append(f"best: {describe(lay)}: {b['tflops_per_gpu']:.4g} TFLOP/s per GPU, "
-                 f"{b['tokens_per_day']:.4g} tokens per day{days}, {b['memory_GB']:.3g} GB "
-                 f"per GPU; limited by {b['limit']}")
+    days = (f", {_banded(b, 'days', '.3g')} days for {m['tokens']:.4g} tokens"
+            if m["tokens"] else "")
+    lines.append(f"best: {describe(lay)}: {_banded(b, 'tflops_per_gpu')} TFLOP/s per GPU, "
+                 f"{_banded(b, 'tokens_per_day')} tokens per day{days}, "
+                 f"{b['memory_GB']:.3g} GB per GPU; limited by {b['limit']}")
     lines += ["why this layout:", *(f"  {ln}" for ln in m["why"])]
     return [*lines, *written]

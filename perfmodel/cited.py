@@ -104,7 +104,8 @@ def cited_ranges() -> dict[str, CitedRange]:
     Examples
     --------
     >>> import dlscale.perfmodel.compute.memory, dlscale.perfmodel.training.outside
-    >>> sorted(cited_ranges())[:2]
+    >>> from dlscale.perfmodel import cited   # the package's registry, however this file is loaded
+    >>> sorted(cited.cited_ranges())[:2]
     ['cudnn_workspace_bytes', 'decode_images_per_core_s']
     """
     return dict(sorted(_REGISTRY.items()))

@@ -59,6 +59,17 @@ def test_1f1b_holds_p_microbatches_gpipe_all():
     assert gp.activations_B > 7 * one.activations_B / 2 * 0.9     # 16 vs 2 in flight
 
 
+def test_interleaved_with_as_many_microbatches_as_stages_holds_no_more_than_gpipe():
+    """Fails before: the interleaved first stage held p + (p - 1) / v = 4.75
+    microbatches' activations of the 4 there are."""
+    m = get_llm("gpt-39.1b")
+    kw = dict(tp=8, pp=4, dp=1, micro=1, global_batch=4)
+    inter = llm_memory(m, ParallelLayout(**kw, schedule="interleaved", virtual=4))
+    gp = llm_memory(m, ParallelLayout(**kw, schedule="gpipe"))
+    assert ParallelLayout(**kw, schedule="interleaved", virtual=4).in_flight() == 4.0
+    assert inter.activations_B <= gp.activations_B
+
+
 @pytest.mark.parametrize("kw,field", [
     (dict(tp=0), "parallel.tp"), (dict(schedule="zb"), "parallel.schedule"),
     (dict(zero=4), "parallel.zero"), (dict(recompute="some"), "parallel.recompute"),

@@ -179,14 +179,26 @@ class ParallelLayout:
         GPipe: all ``m``. 1F1B: ``min(p, m)`` (Narayanan et al. Sec. 2.2.1).
         Interleaved: ``p (1 + (p - 1) / (p v))`` layers' worth of ``p`` stages, the
         factor Korthikanti et al. 2022 (Sec. 4.2.3) give for the first stage, as
-        microbatch-equivalents of a whole stage.
+        microbatch-equivalents of a whole stage, and at most ``m``: with ``m = p``
+        Megatron's warm-up (``(p - 1) 2 + (v - 1) p`` chunks, ``schedules.py``
+        ``forward_backward_pipelining_with_interleaving``) already covers all ``m v``
+        chunks, so the first stage holds every microbatch, as GPipe does.
+
+        Examples
+        --------
+        >>> ParallelLayout(pp=4, dp=1, micro=1, global_batch=4, schedule="interleaved",
+        ...                virtual=2).in_flight()
+        4.0
+        >>> ParallelLayout(pp=4, dp=1, micro=1, global_batch=16, schedule="interleaved",
+        ...                virtual=2).in_flight()
+        5.5
         """
         m, p = self.microbatches, self.pp
         if self.schedule == "gpipe":
             return float(m)
         if self.schedule == "1f1b":
             return float(min(p, m))
-        return p * (1.0 + (p - 1) / (p * self.virtual))
+        return min(float(m), p * (1.0 + (p - 1) / (p * self.virtual)))
 
     def check(self, model: TransformerSpec, gpus: int | None = None) -> None:
         """Raise one line if the layout cannot split ``model`` (or use ``gpus`` GPUs).

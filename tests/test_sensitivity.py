@@ -141,6 +141,8 @@ CHECKS: dict[str, Check] = {
     "node.device.memory_bandwidth_Bps": Check(GPU_ONE, _half, +1),
     "node.device.cores": Check(CPU_ONE, _double, +1),   # more cores: a batch fills less
     "node.device.fast_memory_bandwidth_Bps": Check(KNL_FLAT, _half, +1),
+    # a measured streaming share below the common one: memory-bound layers slower
+    "node.device.stream_fraction": Check(GPU_ONE, 0.5, +1),
     # the node's links
     "node.devices_per_node": Check(GPU_COMM, lambda n: n // 2, -1),   # fewer ranks to reduce
     "node.intra_link.bandwidth_Bps": Check(GPU_COMM, _half, +1),

@@ -188,6 +188,9 @@ def _knl(name: str, cores: int, clock_hz: float, mode: str) -> Device:
         fast_memory_bytes=16 * GB,                      # MCDRAM (Intel ARK)
         fast_memory_bandwidth_Bps=(490 if mode == "flat" else 350) * GB_per_s,  # STREAM, above
         memory_mode=mode, tdp_w=215.0,                  # Intel ARK
+        # definition: both bandwidths above are STREAM triad already, so a streaming
+        # kernel reaches all of them (perfmodel/compute/streaming.py applies no share)
+        stream_fraction=1.0,
         source="Intel ARK; Sodani et al. IEEE Micro 2016; Intel STREAM-on-KNL note (Raman 2016)",
     )
 
@@ -247,14 +250,28 @@ _HASWELL_2S = Device(
 # section), is assumed.
 
 
+# Streaming bandwidth (Device.stream_fraction, perfmodel/compute/streaming.py): CUDA
+# STREAM triad with ECC on, mohamso/stream-cuda README.md (commit 7a99f4f5, its table
+# of devices): K20X 180.45 GB/s (Abel; 181.60 on Taurus), P100 557.23 (EPIC), K80
+# 175.62 (Taurus, one GK210); over the datasheet figures 250, 732 and 240 GB/s. The
+# K40 (GK110B, the K20X's sibling) takes the K20X share and both P100s the P100's
+# (same HBM2 stack, 732 GB/s). No such figure was found for V100: it takes the
+# common share (HBM_ACHIEVABLE_FRACTION), as do the CPUs, whose catalog figures are
+# channel x rate x width, not STREAM (an assumption beyond the A100 it is measured on).
+_STREAM_K20X = 180.45 / 250        # CUDA STREAM triad, ECC on (stream-cuda, above)
+_STREAM_P100 = 557.23 / 732        # CUDA STREAM triad, ECC on (stream-cuda, above)
+_STREAM_K80 = 175.62 / 240         # CUDA STREAM triad, ECC on, one GK210 (above)
+
+
 def _gpu(name: str, sms: int, clock_hz: float, fp64: float, fp32: float, fp16: float,
          mem_gb: float, bw_gbps: float, frac: float, tdp_w: float, source: str,
-         frac_fp16: float = 0.0) -> Device:
+         frac_fp16: float = 0.0, stream: float = 0.0) -> Device:
     return Device(name=name, kind="gpu", cores=sms, clock_hz=clock_hz,
                   peak_fp64_flops=fp64 * TFLOPS, peak_fp32_flops=fp32 * TFLOPS,
                   peak_fp16_flops=fp16 * TFLOPS, memory_bytes=mem_gb * GB,
                   memory_bandwidth_Bps=bw_gbps * GB_per_s, sustained_fraction=frac,
-                  sustained_fraction_fp16=frac_fp16, tdp_w=tdp_w, source=source)
+                  sustained_fraction_fp16=frac_fp16, tdp_w=tdp_w, source=source,
+                  stream_fraction=stream)
 
 
 _BASE: dict[str, Device] = {
@@ -283,17 +300,19 @@ _BASE: dict[str, Device] = {
         source="OLCF Summit user guide; IBM POWER9 processor user manual"),
     # NVIDIA Tesla K20X datasheet: 14 SMX, 732 MHz, 1.31 / 3.95 TFLOPS, 6 GB, 250 GB/s, 235 W
     "k20x": _gpu("k20x", 14, 0.732 * GHz, 1.31, 3.95, 3.95, 6, 250, _PLACEHOLDER, 235.0,
-                 "NVIDIA Tesla K20X datasheet"),
+                 "NVIDIA Tesla K20X datasheet", stream=_STREAM_K20X),
     # NVIDIA Tesla K80 datasheet, per GK210 (half board): 13 SMX, 875 MHz boost,
     # 1.455 / 4.365 TFLOPS, 12 GB, 240 GB/s, 150 W
     "k80": _gpu("k80", 13, 0.875 * GHz, 2.91 / 2, 8.73 / 2, 8.73 / 2, 12, 240, _PLACEHOLDER,
-                150.0, "NVIDIA Tesla K80 datasheet (one GK210 of two per board)"),
+                150.0, "NVIDIA Tesla K80 datasheet (one GK210 of two per board)",
+                stream=_STREAM_K80),
     # NVIDIA Tesla P100 datasheet / Pascal whitepaper: SXM2 56 SMs 1480 MHz 5.3/10.6/21.2
     # TFLOPS, 16 GB HBM2 732 GB/s, 300 W; PCIe 1303 MHz 4.7/9.3/18.7 TFLOPS, 250 W
     "p100-sxm2": _gpu("p100-sxm2", 56, 1.480 * GHz, 5.3, 10.6, 21.2, 16, 732, _PLACEHOLDER,
-                      300.0, "NVIDIA Tesla P100 datasheet; Pascal GP100 whitepaper"),
+                      300.0, "NVIDIA Tesla P100 datasheet; Pascal GP100 whitepaper",
+                      stream=_STREAM_P100),
     "p100-pcie": _gpu("p100-pcie", 56, 1.303 * GHz, 4.7, 9.3, 18.7, 16, 732, _PLACEHOLDER,
-                      250.0, "NVIDIA Tesla P100 PCIe datasheet"),
+                      250.0, "NVIDIA Tesla P100 PCIe datasheet", stream=_STREAM_P100),
     # NVIDIA Tesla V100 datasheet / Volta whitepaper: SXM2 80 SMs 1530 MHz 7.8/15.7/125
     # TFLOPS, 16 GB HBM2 900 GB/s, 300 W; PCIe 1380 MHz 7/14/112 TFLOPS, 250 W
     "v100-sxm2": _gpu("v100-sxm2", 80, 1.530 * GHz, 7.8, 15.7, 125.0, 16, 900, _PLACEHOLDER,
@@ -304,7 +323,7 @@ _BASE: dict[str, Device] = {
 }
 
 _K40 = _gpu("k40", 15, 0.875 * GHz, 1.68, 5.04, 5.04, 12, 288, _PLACEHOLDER, 235.0,
-            "NVIDIA Tesla K40 datasheet")
+            "NVIDIA Tesla K40 datasheet", stream=_STREAM_K20X)
 _KNL = ("xeon-phi-7250-flat", "xeon-phi-7250-cache", "xeon-phi-7230-flat", "xeon-phi-7230-cache")
 _FP32 = {
     # intel/caffe GitHub issue #132 (2017): KNL 7250 cache mode, AlexNet batch 256, 444 img/s

@@ -11,11 +11,18 @@ For each layer ``l`` and batch ``b`` (samples per rank):
 - backward bytes ``e (b (2 a_{l-1} + a_l) + 2 w_l)``: read the output gradient and
   the saved input, write the input gradient, read the weights, write their
   gradients;
+- a training normalisation (batch or layer norm) makes
+  :data:`~dlscale.perfmodel.compute.passes.NORM_EXTRA_PASSES` more passes: ``e b p a_{l-1}``
+  more bytes forward and ``e b p (a_{l-1} + a_l)`` backward
+  (:func:`~dlscale.perfmodel.compute.passes.extra_passes`: the kernels' second read);
 - time ``max(FLOPs / rate, bytes / memory bandwidth)``, the roofline (Williams,
   Waterman, Patterson 2009), with ``rate = peak(precision) * sustained_fraction(precision)
   * KIND_EFFICIENCY[class] * u(batch * a_l)``: the device's GEMM fraction, the layer's
   algorithm class (a Winograd-eligible 3x3 convolution runs 2.25x the direct-convolution
-  FLOP rate) and how full the layer's work keeps the device (:mod:`dlscale.perfmodel.compute.efficiency`).
+  FLOP rate) and how full the layer's work keeps the device (:mod:`dlscale.perfmodel.compute.efficiency`),
+  and the memory bandwidth the one a streaming kernel reaches
+  (:func:`~dlscale.perfmodel.compute.streaming.achievable_bandwidth_Bps`, the rule the
+  transformer path uses too).
 
 With a measurement on the model (``model.measured``, :mod:`dlscale.perfmodel.compute.measured`), the times are
 scaled so that one device at the measured batch takes what was measured (forward and
@@ -65,6 +72,8 @@ from dlscale.perfmodel.compute.efficiency import (
     layer_class,
     utilization,
 )
+from dlscale.perfmodel.compute.passes import extra_passes
+from dlscale.perfmodel.compute.streaming import achievable_bandwidth_Bps
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.machine.hardware import Device
 from dlscale.perfmodel.training.workload import Model
@@ -160,7 +169,7 @@ def _roofline(model: Model, device: Device, precision: str, e: int, b: np.ndarra
               share: float, compute_fraction: float = 1.0) -> LayerTimes:
     cores = share * compute_fraction          # devices' worth of computing cores
     flops_rate = device.sustained_flops(precision) * cores
-    bw = device.training_memory_bandwidth_Bps * share
+    bw = achievable_bandwidth_Bps(device) * share
     layers = model.layers
     f = np.array([layer.forward_flops for layer in layers], dtype=float)
     w = np.array([layer.params for layer in layers], dtype=float)
@@ -173,8 +182,9 @@ def _roofline(model: Model, device: Device, precision: str, e: int, b: np.ndarra
                                         half_saturation_elements(device))
     ff = f * bcol
     fb = 2.0 * ff
-    bytes_f = e * (bcol * (inp + out) + w)
-    bytes_b = e * (bcol * (2 * inp + out) + 2 * w)
+    p = extra_passes(model)                               # a normalisation's second read
+    bytes_f = e * (bcol * ((1 + p) * inp + out) + w)
+    bytes_b = e * (bcol * ((2 + p) * inp + (1 + p) * out) + 2 * w)
     t_f = np.maximum(ff / rate, bytes_f / bw)
     t_b = np.maximum(fb / rate, bytes_b / bw)
     return LayerTimes(t_f, t_b, ff, fb, bytes_f, bytes_b, ff / rate >= bytes_f / bw)
@@ -282,14 +292,15 @@ def update_s(params: float, device: Device, momentum: bool = True, share: float 
     """Time of one SGD weight update over ``params`` fp32 weights.
 
     Streams the weights (read, write) and the gradient (read), and with momentum the
-    velocity (read, write): 5 or 3 arrays of 4 bytes, at the memory bandwidth.
+    velocity (read, write): 5 or 3 arrays of 4 bytes, at the bandwidth a streaming
+    kernel reaches (:func:`~dlscale.perfmodel.compute.streaming.achievable_bandwidth_Bps`).
 
     Parameters
     ----------
     params : float
         Weights updated.
     device : Device
-        Its training memory bandwidth.
+        Its achievable streaming bandwidth.
     momentum : bool, optional
         Whether a velocity array is read and written too (default True).
     share : float, optional
@@ -304,8 +315,8 @@ def update_s(params: float, device: Device, momentum: bool = True, share: float 
     --------
     >>> from dlscale.perfmodel.machine.hardware import Device
     >>> gpu = Device("g", "gpu", 80, 1.5e9, 7e12, 10e12, 80e12, 16e9, 1e12, 0.5)
-    >>> update_s(1e9, gpu)   # 20 GB at 1 TB/s
-    0.02
+    >>> round(update_s(1e9, gpu), 4)   # 20 GB at 1 TB/s x 1.80 / 2.04 (the A100 share)
+    0.0227
     """
     arrays = 5 if momentum else 3
-    return arrays * 4.0 * params / (device.training_memory_bandwidth_Bps * share)
+    return arrays * 4.0 * params / (achievable_bandwidth_Bps(device) * share)

@@ -112,6 +112,11 @@ class Device:
         (ResNet-50's convolutions, normalizations and framework time), far below what
         a transformer's GEMMs reach on the same device; the transformer path prices
         its GEMMs at this ceiling (:meth:`for_gemms`).
+    stream_fraction : float
+        Share of the training memory's bandwidth that a streaming kernel reaches on
+        this device, measured (STREAM / BabelStream triad over the datasheet figure);
+        1 where ``memory_bandwidth_Bps`` is itself a STREAM figure; 0: not measured,
+        the common share applies (:mod:`dlscale.perfmodel.compute.streaming`).
     fast_memory_bytes, fast_memory_bandwidth_Bps : float
         On-package memory (KNL's MCDRAM); 0 where there is none.
     memory_mode : {"", "flat", "cache"}
@@ -140,9 +145,14 @@ class Device:
     source: str = ""
     sustained_fraction_fp16: float = 0.0
     gemm_fraction_fp16: float = 0.0
+    stream_fraction: float = 0.0
 
     def __post_init__(self) -> None:
         owner = f"device {self.name!r}"
+        if not (isinstance(self.stream_fraction, (int, float))
+                and 0 <= self.stream_fraction <= 1):
+            raise ConfigError(f"{owner}.stream_fraction: must be in [0, 1] (0: not measured), "
+                              f"got {self.stream_fraction!r}")
         if not (0 <= self.gemm_fraction_fp16 <= 1):
             raise ConfigError(f"{owner}.gemm_fraction_fp16: must be in [0, 1], got "
                               f"{self.gemm_fraction_fp16!r}")

@@ -100,6 +100,7 @@ from dlscale.perfmodel.compute.llm_memory import (
     llm_memory,
     stage_params,
 )
+from dlscale.perfmodel.compute.streaming import HBM_ACHIEVABLE_FRACTION, achievable_bandwidth_Bps
 from dlscale.perfmodel.compute.variability import slowest_factor
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.layoutmemo import args_memo, layout_memo
@@ -136,14 +137,8 @@ GRAD_ACCUMULATE_BYTES = 6.0
 #: Mixed precision: 2-byte activations, gradients on the wire and weights gathered.
 _E = 2.0
 
-#: Share of the HBM's peak bandwidth that a streaming kernel reaches: an A100 SXM4
-#: 80 GB read kernel measured 1.80 of the datasheet's 2.04 TB/s, Nsight Compute
-#: agreeing at 88% of peak, and "the maximum memory bandwidth achieved by any kernel
-#: was around 90%" in the GTC talk it cites (NVIDIA developer forum, "Trouble to
-#: reach peak bandwidth of A100"). Every memory-bound kernel of the transformer
-#: path (elementwise, loss, optimizer, a GEMM's operands) moves its bytes at this
-#: share, on every device (an assumption beyond the A100).
-HBM_ACHIEVABLE_FRACTION = 1.80 / 2.04
+# HBM_ACHIEVABLE_FRACTION (the share a streaming kernel reaches) and the rule that
+# applies it live in perfmodel/compute/streaming.py, shared with the CNN roofline.
 
 
 #: Share of the intra-node link's rate per direction that NCCL's collectives reach
@@ -178,7 +173,8 @@ LOSS_BYTES_PER_LOGIT = 38.0 + 14.0
 
 
 def hbm_achievable_Bps(dev: Device) -> float:
-    """The bandwidth memory-bound kernels reach (:data:`HBM_ACHIEVABLE_FRACTION`).
+    """The bandwidth memory-bound kernels reach
+    (:func:`~dlscale.perfmodel.compute.streaming.achievable_bandwidth_Bps`).
 
     Parameters
     ----------
@@ -187,7 +183,8 @@ def hbm_achievable_Bps(dev: Device) -> float:
     Returns
     -------
     float
-        Bytes per second: the training memory's rate times the achievable fraction.
+        Bytes per second: the training memory's rate times the device's measured
+        streaming share, else :data:`HBM_ACHIEVABLE_FRACTION`.
 
     Examples
     --------
@@ -196,7 +193,7 @@ def hbm_achievable_Bps(dev: Device) -> float:
     >>> bool(hbm_achievable_Bps(a100) < a100.training_memory_bandwidth_Bps)
     True
     """
-    return dev.training_memory_bandwidth_Bps * HBM_ACHIEVABLE_FRACTION
+    return achievable_bandwidth_Bps(dev)
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from dlscale.perfmodel.catalog.devices import DEVICES
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.machine.config import load_cluster, load_workload
 from dlscale.perfmodel.machine.hardware import Cluster
@@ -150,14 +151,15 @@ tdp_w = 250
 
 def test_new_device_over_a_preset_must_give_its_own_fraction(tmp_path):
     """A P40 described over p100-cluster silently took the P100's solved fraction
-    (0.533) and the P100 datasheet as its source; now it is one clear error."""
+    and the P100 datasheet as its source; now it is one clear error."""
     path = tmp_path / "p40.toml"
     path.write_text(P40)
     with pytest.raises(ConfigError) as err:
         load_cluster(str(path))
     msg = str(err.value)
     assert "cluster.node.device" in msg and "sustained_fraction" in msg
-    assert "'p40'" in msg and "'p100-pcie'" in msg and "0.533" in msg
+    solved = f"{DEVICES['p100-pcie'].sustained_fraction:.3f}"   # 0.608 since round eight
+    assert "'p40'" in msg and "'p100-pcie'" in msg and solved in msg
     assert "\n" not in msg
 
 

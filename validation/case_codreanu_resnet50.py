@@ -130,8 +130,6 @@ MISSES: dict[str, str] = {
     "skx_448_nodes_images_per_s@simulated": (
         _SKX448 + "; simulated, the routed allreduces (75 ms per step) stay hidden behind "
         "the 356 ms step, so the simulated rate is the analytical one"),
-    "skx_448_nodes_90_epochs_time": "follows from skx_448_nodes_images_per_s (R4): " + _SKX448,
-    "skx_448_nodes_90_epochs_time@simulated": "follows from skx_448_nodes_images_per_s (R4)",
     "knl_104k_cores_90_epochs_time": _KNL,
     "knl_104k_cores_90_epochs_time@simulated": _KNL + "; simulated as analytically",
 }
@@ -143,8 +141,6 @@ MISSES: dict[str, str] = {
 MISS_ERRORS: dict[str, float | str | None] = {
     "skx_448_nodes_images_per_s": 0.257,
     "skx_448_nodes_images_per_s@simulated": 0.257,
-    "skx_448_nodes_90_epochs_time": -0.204,
-    "skx_448_nodes_90_epochs_time@simulated": -0.204,
     "knl_104k_cores_90_epochs_time": -0.281,
     "knl_104k_cores_90_epochs_time@simulated": -0.281,
 }

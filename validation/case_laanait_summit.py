@@ -100,13 +100,18 @@ MISSES: dict[str, str] = {
         "and a per-GPU step twice as long (a wider network or more samples per GPU) "
         "would hide the same allreduce as the 93% implies; the GPUs' rate spread "
         "(compute.variability: each step waits for the expected slowest of 27,600 "
-        "GPUs, 1.48 % log-standard deviation, x1.062) moved it from -10.2 to -12.2 pp"),
+        "GPUs, 1.48 % log-standard deviation, x1.062) moved it from -10.2 to -12.2 pp; "
+        "round eight's memory-bound layers (compute/streaming.py, compute/passes.py) "
+        "raised the V100 tensor-core fraction re-solved on BN-heavy ResNet-50 to 0.323, "
+        "so the FCN's step fell from 48.9 to 41.1 ms and 13.7 ms of the 33.8 ms "
+        "allreduce is exposed (10.7 before): -12.2 to -17.5 pp"),
     "efficiency_27600_gpus@simulated": (
         "as analytically (see efficiency_27600_gpus): the simulated allreduce (29 ms) "
         "is the analytical one, exposed behind a 45 ms step; the 18.9 % slowdown of the "
         "compute beside NCCL's collectives (arXiv 2507.03114) moved it from -10.0 to "
         "-10.8 pp, the GPUs' rate spread drawn per rank (compute.variability) to "
-        "-12.2 pp"),
+        "-12.2 pp, round eight's memory-bound layers (a shorter step, as analytically) "
+        "to -17.5 pp"),
     "peak_flops_27600_gpus": (
         "the model's per-GPU rate is 39 TFLOPS at 27,600 GPUs (counting direct-"
         "convolution FLOPs, with the 3x3 layers at Winograd's 2.25x): the step of the "
@@ -122,9 +127,9 @@ MISSES: dict[str, str] = {
 #: fidelity predicts nothing). Its test fails if the miss grows past this, changes
 #: side or starts passing (accounting.miss_band); update it with the cause.
 MISS_ERRORS: dict[str, float | str | None] = {
-    "efficiency_27600_gpus": -12.16,
+    "efficiency_27600_gpus": -17.53,
     "peak_flops_27600_gpus": -0.496,
-    "efficiency_27600_gpus@simulated": -12.24,
+    "efficiency_27600_gpus@simulated": -17.52,
 }
 
 

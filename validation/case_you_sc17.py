@@ -143,6 +143,19 @@ _COSIM_ORDERING = (
 
 MISSES: dict[str, str] = {
     "k80_comm_share_original": _K80_COMPUTE,
+    "k80_comm_share_final": (
+        "the final variant's exchange (tree, weights on the GPUs, overlapped) is the same "
+        "as before round eight, but the local step is shorter: the K80's sustained "
+        "fraction is re-solved on TensorFlow ResNet-50 (52 img/s) with the memory-bound "
+        "layers at the K80's STREAM bandwidth (175.62 of 240 GB/s) and batch norm's "
+        "second pass (compute/streaming.py, compute/passes.py), which leaves more of "
+        "ResNet-50's measured time to its memory-bound layers and so a higher "
+        "fraction (0.298) for the convolutions; AlexNet-CIFAR10 has no batch norm, so "
+        "its step falls (0.585 -> 0.539 s in the original variant) and the share rises "
+        "from 17.9 to 19.4 %; the paper's 14 % asks for an iteration about 1.4x longer than "
+        "that against the same exchange: Torch's AlexNet on a GK210 ran below the rate "
+        "the TensorFlow ResNet-50 fraction transfers (the compute rate per model and "
+        "framework, C)"),
     "k80_speedup_tree": "follows from the communication share: with communication about "
                         "a third of the time, replacing 8 sequential exchanges by "
                         "log2(8) = 3 tree steps can only cut the iteration by about 1.25x "
@@ -200,6 +213,7 @@ MISSES: dict[str, str] = {
 MISS_ERRORS: dict[str, float | str | None] = {
     **{f"ordering_{e}_vs_{s}@simulated": "wrong" for e, s in PAIRS},
     "k80_comm_share_original": -53.03,
+    "k80_comm_share_final": 5.39,
     "k80_speedup_tree": -0.666,
     "k80_speedup_weights_on_gpu": -0.196,
     "k80_speedup_total": -0.714,

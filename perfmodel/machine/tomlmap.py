@@ -250,8 +250,8 @@ def _rebased_device(base: Device, values: dict[str, Any], where: str) -> dict[st
     describes another chip: the base's sustained fractions were solved from a
     measurement of the base device at its own peaks, and its source cites the base's
     datasheet. Such a table must give ``sustained_fraction`` (one clear error
-    otherwise); the mixed-precision fraction falls back to it and the source is
-    cleared unless the table sets them. A rename alone (a memory variant) or changed
+    otherwise); the mixed-precision fraction falls back to it, and the source and the
+    measured streaming share (``stream_fraction``) are cleared unless the table sets them. A rename alone (a memory variant) or changed
     peaks under the same name (a what-if) keep everything else from the base.
 
     Parameters
@@ -279,7 +279,8 @@ def _rebased_device(base: Device, values: dict[str, Any], where: str) -> dict[st
             f"whose sustained_fraction {base.sustained_fraction:.3f} was solved from a "
             f"measurement of {base.name!r}; give sustained_fraction for {name!r} (from a "
             f"measurement of it; `dlscale catalog devices` shows how each preset's was solved)")
-    return {"sustained_fraction_fp16": 0.0, "source": "", **values}
+    # the base's measured streaming share is the base chip's too: cleared unless given
+    return {"sustained_fraction_fp16": 0.0, "source": "", "stream_fraction": 0.0, **values}
 
 
 def _checked(where: str, make: Callable[[], Any]) -> Any:

@@ -13,6 +13,7 @@ from dlscale.perfmodel.compute.efficiency import (
     layer_class,
 )
 from dlscale.perfmodel.compute.roofline import layer_times, update_s
+from dlscale.perfmodel.compute.streaming import HBM_ACHIEVABLE_FRACTION
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.machine.hardware import Device
 from dlscale.perfmodel.training.workload import Layer, Model
@@ -106,9 +107,11 @@ def test_least_squares_fit_recovers_a_known_curve():
 
 def test_memory_bound_layer_uses_bytes_over_bandwidth():
     t = layer_times(_model(), V100ISH, "fp32", 32)
-    # relu: reads 10k, writes 10k elements per sample, 4 bytes
-    assert t.forward_s[1] == pytest.approx(4 * 32 * 20_000 / 900e9)
-    assert t.backward_s[1] == pytest.approx(4 * 32 * 30_000 / 900e9)
+    # relu: reads 10k, writes 10k elements per sample, 4 bytes, at the bandwidth a
+    # streaming kernel reaches (no measured share here: 1.80 / 2.04 of 900 GB/s)
+    bw = 900e9 * HBM_ACHIEVABLE_FRACTION
+    assert t.forward_s[1] == pytest.approx(4 * 32 * 20_000 / bw)
+    assert t.backward_s[1] == pytest.approx(4 * 32 * 30_000 / bw)
     assert not t.compute_bound[1]
     # first layer reads the input: 3*32*32 elements
     assert t.forward_bytes[0] == pytest.approx(4 * (32 * (3072 + 10_000) + 1000))
@@ -145,5 +148,6 @@ def test_bad_inputs_raise_before_work():
 
 
 def test_update_streams_five_arrays_with_momentum():
-    assert update_s(1e6, V100ISH) == pytest.approx(20e6 / 900e9)
-    assert update_s(1e6, V100ISH, momentum=False) == pytest.approx(12e6 / 900e9)
+    bw = 900e9 * HBM_ACHIEVABLE_FRACTION          # the streaming share, as every kernel
+    assert update_s(1e6, V100ISH) == pytest.approx(20e6 / bw)
+    assert update_s(1e6, V100ISH, momentum=False) == pytest.approx(12e6 / bw)

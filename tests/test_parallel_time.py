@@ -123,7 +123,7 @@ def test_the_gemm_ceiling_moves_the_transformer_time():
     a100 = SELENE.node.device
     assert a100 is DEVICES["a100-sxm4-80gb"]
     assert a100.gemm_fraction_fp16 == pytest.approx(258 / 312)   # power-capped, randn
-    assert a100.sustained_fraction_fp16 < 0.3 < a100.for_gemms().sustained_fraction_fp16
+    assert a100.sustained_fraction_fp16 < 0.5 < a100.for_gemms().sustained_fraction_fp16
     lay = _lay(pp=1, dp=1, global_batch=4, schedule="1f1b", virtual=1, recompute="none")
     base = llm_iteration(SELENE, GPT, lay)
     lower = dataclasses.replace(a100, gemm_fraction_fp16=0.5 * a100.gemm_fraction_fp16)

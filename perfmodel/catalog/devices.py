@@ -258,9 +258,10 @@ _HASWELL_2S = Device(
 # (same HBM2 stack, 732 GB/s). No such figure was found for V100: it takes the
 # common share (HBM_ACHIEVABLE_FRACTION), as do the CPUs, whose catalog figures are
 # channel x rate x width, not STREAM (an assumption beyond the A100 it is measured on).
-_STREAM_K20X = 180.45 / 250        # CUDA STREAM triad, ECC on (stream-cuda, above)
-_STREAM_P100 = 557.23 / 732        # CUDA STREAM triad, ECC on (stream-cuda, above)
-_STREAM_K80 = 175.62 / 240         # CUDA STREAM triad, ECC on, one GK210 (above)
+# https://github.com/mohamso/stream-cuda README.md, STREAM Triad table (ECC on):
+_STREAM_K20X = 180.45 / 250        # K20X 180.45 GB/s; K20X datasheet 250 GB/s
+_STREAM_P100 = 557.23 / 732        # P100 557.23 GB/s; P100 datasheet 732 GB/s
+_STREAM_K80 = 175.62 / 240         # K80 175.62 GB/s; K80 datasheet 240 GB/s per GK210
 
 
 def _gpu(name: str, sms: int, clock_hz: float, fp64: float, fp32: float, fp16: float,

@@ -32,7 +32,7 @@ def test_a_profile_that_changes_the_answer_is_named_with_what_it_replaced(capsys
                            "2026-11-30; held-out error not recorded)")
     replaced = prof.splitlines()[2]
     # the one-thread GEMM of a shared VM: the figure behind the tenfold slower rows
-    assert replaced.startswith("profile replaced: ") and "sustained_fraction 0.4108 -> " in replaced
+    assert replaced.startswith("profile replaced: ") and "sustained_fraction 0.4147 -> " in replaced  # 0.4108 before round eight
     assert "node.intra_link.latency_s 0.3 us -> 1043 us" in replaced
     doc = json.loads(_run(capsys, [*argv, "--profile", PROFILE, "--format", "json"])[0])
     meta = doc["meta"]["provenance"]

@@ -171,7 +171,7 @@ class Prediction:
         --------
         >>> from dlscale.perfmodel.catalog import get_cluster, get_workload
         >>> predict(get_cluster("summit"), get_workload("resnet50"), [1, 2]).baseline_text()
-        'baseline: efficiency against 1 node running auto (ring): 0.136 s per iteration, 1,409 samples/s'
+        'baseline: efficiency against 1 node running auto (ring): 0.135 s per iteration, 1,423 samples/s'
         """
         what = "1 node" if self.baseline == "node" else "1 device alone"
         return (f"baseline: efficiency against {what} running {self.baseline_runs}: "

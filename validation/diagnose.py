@@ -118,7 +118,7 @@ CONFIGS: tuple[Config, ...] = (
     Config("laanait-summit", "FCN fp16, batch 4, 1 Summit node", ("peak_flops_27600_gpus",),
            "compute-bound", _laanait),
     Config("codreanu-resnet50", "ResNet-50, 448 SKX nodes, 2 x 16 per node",
-           ("skx_448_nodes_images_per_s", "skx_448_nodes_90_epochs_time"), "compute-dominated",
+           ("skx_448_nodes_images_per_s",), "compute-dominated",
            _codreanu("stampede2-skx", 448, 2, 16)),
     Config("codreanu-resnet50", "ResNet-50, 1,529 KNL nodes, 16 per node",
            ("knl_104k_cores_90_epochs_time",), "compute-dominated",

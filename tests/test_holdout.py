@@ -241,3 +241,47 @@ def test_dell_storage_is_described_only_in_the_diagnostic_file():
     assert load_cluster(str(HOLDOUT / "dell-c4130-p100-edr.toml")).node.storage_read_Bps == 0
     nfs = load_cluster(str(HOLDOUT / "dell-c4130-storage-10gbe.toml")).node
     assert (nfs.storage_read_Bps, nfs.storage_path) == (1.25e9, "network")
+
+
+def _exchange():
+    spec = importlib.util.spec_from_file_location("exchange_sensitivity",
+                                                  HOLDOUT / "exchange_sensitivity.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_exchange_sensitivity_rows_are_the_trials_rows():
+    """Round eight's diagnostic (exchange_sensitivity.py) states its rows again: the
+    same published values as run_holdout.py's cases, and its central column the same
+    prediction as their commands (one K80 and one DGX-1 row through the CLI)."""
+    ex, mod = _exchange(), _script()
+    cases = {c.name: c for c in mod.CASES}
+    for row in (*ex.K80_ROWS, *ex.DGX_ROWS):
+        case = cases[row[0]]
+        assert row[4] == pytest.approx(case.published, abs=1e-12)
+        assert case.nodes == row[3] and str(row[2]) in case.argv
+    k80 = next(r for r in ex.K80_ROWS if r[0] == "tf-k80-32-resnet50")
+    dgx = next(r for r in ex.DGX_ROWS if r[0] == "tf-dgx1-8-vgg16")
+    live = mod.run_all((cases[k80[0]], cases[dgx[0]]))
+    assert ex.k80_efficiency(k80, None) == pytest.approx(live[0]["predicted"], abs=5e-4)
+    assert ex.dgx_efficiency(dgx, 1.0, None) == pytest.approx(live[1]["predicted"], abs=5e-4)
+
+
+def test_no_single_exchange_slowdown_gives_both_rows_of_a_pair():
+    """Round eight's finding, held to live output: a delivered fraction that brings
+    the K80 ResNet-50 row within (+-5 pp) takes Inception V3 (nearly the same bytes)
+    out, and no NVLink slowdown, hidden or not, takes AlexNet and VGG-16 within
+    together; every K80 variant moves ResNet-50 down."""
+    ex = _exchange()
+    res = next(r for r in ex.K80_ROWS if r[0] == "tf-k80-32-resnet50")
+    inc = next(r for r in ex.K80_ROWS if r[0] == "tf-k80-32-inception-v3")
+    for _, tr in ex.K80_VARIANTS[1:]:
+        e_res, e_inc = ex.k80_efficiency(res, tr), ex.k80_efficiency(inc, tr)
+        assert e_res < ex.k80_efficiency(res, None)
+        assert not (abs(e_res - res[4]) <= 0.05 and abs(e_inc - inc[4]) <= 0.05), tr
+    alex, vgg = ex.DGX_ROWS
+    for _, scale, ovl in ex.DGX_VARIANTS:
+        e_a, e_v = ex.dgx_efficiency(alex, scale, ovl), ex.dgx_efficiency(vgg, scale, ovl)
+        assert not (abs(e_a - alex[4]) <= 0.05 and abs(e_v - vgg[4]) <= 0.05), scale

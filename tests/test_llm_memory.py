@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from dlscale.perfmodel.catalog.models_llm import get_llm
@@ -75,7 +77,8 @@ def test_interleaved_with_as_many_microbatches_as_stages_holds_no_more_than_gpip
     (dict(zero=4), "parallel.zero"), (dict(recompute="some"), "parallel.recompute"),
     (dict(sp=True), "parallel.sp"), (dict(schedule="interleaved"), "parallel.virtual"),
     (dict(virtual=2), "parallel.virtual"), (dict(global_batch=3, dp=2), "global_batch"),
-    (dict(schedule="interleaved", virtual=2, pp=4, global_batch=6), "global_batch")])
+    (dict(schedule="interleaved", virtual=2, pp=4, global_batch=6), "global_batch"),
+    (dict(precision="fp8"), "parallel.precision")])
 def test_bad_layouts_are_one_line(kw, field):
     with pytest.raises(ConfigError) as e:
         ParallelLayout(**kw)
@@ -91,7 +94,6 @@ def test_layout_against_model_and_machine(kw, gpus, text):
 
 
 def test_largest_microbatch_fits_and_the_next_does_not():
-    import dataclasses
 
     from dlscale.perfmodel.compute.llm_memory import largest_microbatch
 
@@ -145,3 +147,20 @@ def test_last_stage_holds_the_microbatches_its_schedule_keeps(schedule, virtual,
     layers = activation_bytes_per_layer(m, micro) * m.layers / 4
     output = sbh * (4 + 6 * m.vocab / m.hidden)     # norm, fp32 and 16-bit logits
     assert stage_memory(m, lay, "last").activations_B == pytest.approx(flight * layers + output)
+
+
+@pytest.mark.parametrize("zero", [0, 1, 2])
+def test_bf16_keeps_fp32_gradients_whole_under_zero_1(zero):
+    # Megatron-LM: --bf16 sets accumulate_allreduce_grads_in_fp32; the fp32 grad buffer
+    # stays whole under the distributed optimizer (ZeRO 1), which shards the 12 only
+    m = get_llm("gpt-1.7b")
+    lay = ParallelLayout(tp=1, pp=1, dp=4, micro=1, global_batch=4, zero=zero)
+    fp16 = stage_memory(m, lay, "first")
+    bf16 = stage_memory(m, dataclasses.replace(lay, precision="bf16"), "first")
+    params = m.params
+    shard = 4 if zero >= 2 else 1
+    assert bf16.gradients_B == 4.0 * params / shard == 2 * fp16.gradients_B
+    assert (bf16.weights_B, bf16.optimizer_B, bf16.activations_B) == (
+        fp16.weights_B, fp16.optimizer_B, fp16.activations_B)
+    if zero == 1:
+        assert bf16.states_B == pytest.approx((6 + 12 / 4) * params)

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.training.transformer import RECOMPUTE, TransformerSpec
 
-__all__ = ["SCHEDULES", "ZERO_STAGES", "ParallelLayout"]
+__all__ = ["PRECISIONS", "SCHEDULES", "ZERO_STAGES", "ParallelLayout"]
 
 #: Pipeline schedules: GPipe (Huang et al. 2019: all forwards, then all backwards),
 #: 1F1B (PipeDream-Flush, Narayanan et al. 2021) and Megatron's interleaved 1F1B.
@@ -53,6 +53,8 @@ SCHEDULES = ("gpipe", "1f1b", "interleaved")
 #: ZeRO stages (Rajbhandari et al. SC'20): 0 none, 1 optimizer state, 2 + gradients,
 #: 3 + weights (FSDP's full sharding).
 ZERO_STAGES = (0, 1, 2, 3)
+#: 16-bit formats of mixed-precision training (:attr:`ParallelLayout.precision`).
+PRECISIONS = ("fp16", "bf16")
 
 
 def _count(name: str, value: object) -> int:
@@ -90,6 +92,11 @@ class ParallelLayout:
     ep : int
         Expert-parallel size: the experts of every layer split over ``ep`` of the
         ``dp`` ranks (1: every rank holds every expert).
+    precision : {"fp16", "bf16"}
+        16-bit format of the mixed-precision training. ``"bf16"`` keeps the gradients
+        in fp32 (Megatron-LM sets ``accumulate_allreduce_grads_in_fp32`` with
+        ``--bf16``, ``megatron/training/arguments.py``); memory only
+        (:mod:`dlscale.perfmodel.compute.llm_memory`).
     """
 
     tp: int = 1
@@ -105,6 +112,7 @@ class ParallelLayout:
     scatter_gather: bool = True
     dp_overlap: bool = True
     ep: int = 1
+    precision: str = "fp16"
 
     def __post_init__(self) -> None:
         for name in ("tp", "pp", "dp", "micro", "global_batch", "virtual", "ep"):
@@ -117,6 +125,9 @@ class ParallelLayout:
         if self.recompute not in RECOMPUTE:
             raise ConfigError(f"parallel.recompute: must be one of {', '.join(RECOMPUTE)}, "
                               f"got {self.recompute!r}")
+        if self.precision not in PRECISIONS:
+            raise ConfigError(f"parallel.precision: must be one of {', '.join(PRECISIONS)}, "
+                              f"got {self.precision!r}")
         for name in ("sp", "scatter_gather", "dp_overlap"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"parallel.{name}: must be true or false, "

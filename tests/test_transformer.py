@@ -8,7 +8,11 @@ import pytest
 
 from dlscale.perfmodel.catalog.models_llm import LLMS, NARAYANAN_TABLE1, get_llm
 from dlscale.perfmodel.errors import ConfigError
-from dlscale.perfmodel.training.transformer import TransformerSpec, activation_bytes_per_layer
+from dlscale.perfmodel.training.transformer import (
+    TransformerSpec,
+    activation_bytes_per_layer,
+    split_activation_terms,
+)
 
 #: Narayanan et al. SC'21 Table 1, "Number of parameters (billion)".
 TABLE1_PARAMS = {"gpt-1.7b": 1.7, "gpt-3.6b": 3.6, "gpt-7.5b": 7.5, "gpt-18.4b": 18.4,
@@ -61,6 +65,46 @@ def test_korthikanti_table2_activation_forms():
         sbh * (10 + 24 / t))
     assert activation_bytes_per_layer(m, 4, tp=t, sp=True, recompute="full") == pytest.approx(
         2 * sbh / t)
+
+
+@pytest.mark.parametrize("name", sorted(n for n, m in LLMS.items()
+                                         if m.kv == m.heads and m.ffn == 4 * m.hidden
+                                         and not m.gated_mlp))
+@pytest.mark.parametrize(("tp", "sp", "recompute"), [
+    (1, False, "none"), (8, False, "none"), (8, True, "none"), (4, False, "selective"),
+    (4, True, "selective"), (2, True, "full")])
+def test_gpt_activations_are_korthikantis_bit_for_bit(name, tp, sp, recompute):
+    # a GPT layer (MHA, 4 h, GeLU): the closed form as it was written before GQA,
+    # ffn_hidden and SwiGLU were counted, same bits
+    m = get_llm(name)
+    sbh = float(m.seq) * 2 * m.hidden
+    if recompute == "full":
+        old = 2.0 * sbh / (tp if sp else 1)
+    else:
+        scores = 0.0 if recompute == "selective" else 5.0 * m.heads * m.seq / (m.hidden * tp)
+        old = sbh * ((10.0 / tp if sp else 10.0) + 24.0 / tp + scores)
+    assert activation_bytes_per_layer(m, 2, tp, sp, recompute) == old
+
+
+def test_gqa_ffn_and_swiglu_activations_by_tensor():
+    # Korthikanti Sec. 4.1's tensors with the model's shapes, bytes per token (16-bit):
+    # Q 2h, K and V 2 kv d each, out-projection input 2h; gate, up and product 2f each
+    llama = get_llm("llama2-70b")
+    h, f, kv, d = llama.hidden, llama.ffn, llama.kv, llama.head_dim
+    split = 2 * h + 2 * 2 * kv * d + 2 * h + 3 * 2 * f
+    assert split_activation_terms(llama) == pytest.approx(split / h)
+    sbh = float(llama.seq) * h
+    assert activation_bytes_per_layer(llama, 1, 8, True, "selective") == pytest.approx(
+        sbh * (10 + split / h) / 8)
+    # GPT's MLP of width f (GeLU input and output) and MHA
+    wide = TransformerSpec("w", hidden=1024, layers=2, heads=16, seq=512, vocab=1000,
+                           ffn_hidden=8192)
+    assert split_activation_terms(wide) == 8 + 4 * 8192 / 1024
+    # fewer key/value heads keep less than full attention
+    mha = TransformerSpec("m", hidden=1024, layers=2, heads=16, seq=512, vocab=1000)
+    gqa = TransformerSpec("g", hidden=1024, layers=2, heads=16, seq=512, vocab=1000,
+                          kv_heads=4)
+    assert activation_bytes_per_layer(gqa, 1) < activation_bytes_per_layer(mha, 1)
 
 
 def test_gqa_swiglu_and_moe_counts():

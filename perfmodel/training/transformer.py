@@ -23,7 +23,9 @@ The published closed forms this module implements (each function names its sourc
   ``s b h (10 + 24 / t + 5 a s / (h t))`` with tensor parallelism ``t``;
   ``s b h (34 / t + 5 a s / (h t))`` with sequence parallelism too; selective
   recomputation drops the ``5 a s / h`` term (the attention scores, softmax and its
-  dropout); full recomputation keeps ``2 s b h`` (the layer's input).
+  dropout); full recomputation keeps ``2 s b h`` (the layer's input). The ``24``
+  that tensor parallelism splits follows grouped-query attention, the MLP's width
+  and SwiGLU (:func:`split_activation_terms`), 24 for a GPT layer.
 
 Examples
 --------
@@ -46,7 +48,8 @@ from dataclasses import dataclass
 
 from dlscale.perfmodel.errors import ConfigError
 
-__all__ = ["RECOMPUTE", "TransformerSpec", "activation_bytes_per_layer"]
+__all__ = ["RECOMPUTE", "TransformerSpec", "activation_bytes_per_layer",
+           "split_activation_terms"]
 
 #: Activation recomputation modes (Korthikanti et al. 2022, Sec. 5).
 RECOMPUTE = ("none", "selective", "full")
@@ -297,4 +300,43 @@ def activation_bytes_per_layer(spec: TransformerSpec, micro: int, tp: int = 1,
         return 2.0 * sbh / (tp if sp else 1)
     scores = 0.0 if recompute == "selective" else 5.0 * a * s / (h * tp)
     whole = 10.0 / tp if sp else 10.0
-    return sbh * (whole + 24.0 / tp + scores)
+    return sbh * (whole + split_activation_terms(spec) / tp + scores)
+
+
+def split_activation_terms(spec: TransformerSpec) -> float:
+    """Bytes per ``s b h`` one layer keeps that tensor parallelism splits (``24`` for GPT).
+
+    Korthikanti et al. 2022 (arXiv 2205.05198), Sec. 4.1, counts what the backward
+    pass keeps, 16-bit: in attention ``Q`` and ``K`` for ``Q K^T`` (``4 s b h``),
+    ``V`` for the scores times ``V`` (``2 s b h``) and the output projection's input
+    (``2 s b h``); in the MLP the GeLU's input (``8 s b h``, the first linear's
+    ``4 h`` output) and the second linear's input (``8 s b h``). Those tensors
+    follow the model's shapes, each 2 bytes per element:
+
+    - grouped-query attention: ``K`` and ``V`` have ``kv_heads`` heads of ``h / a``,
+      ``2 s b h kv / a`` each, so attention keeps ``2 + 2 + 4 kv / a`` (``8`` for
+      ``kv = a``);
+    - an MLP of width ``f``: the GeLU's input and output are ``s b f``, ``4 f / h``;
+    - SwiGLU (Shazeer 2020): the two up projections' outputs (gate and up, the
+      SiLU's and the product's inputs) and the gated product (the down projection's
+      input), ``6 f / h``.
+
+    The terms tensor parallelism leaves whole (the layer norms' and the two linears'
+    inputs, the dropout masks, ``10 s b h``) and the scores' ``5 a s / h`` (per query
+    head) are unchanged. For a GPT layer (``kv = a``, ``f = 4 h``, GeLU) this is 24
+    exactly (Korthikanti's Table 2).
+
+    Examples
+    --------
+    >>> g = TransformerSpec("g", hidden=4096, layers=2, heads=32, seq=2048, vocab=32000)
+    >>> split_activation_terms(g)
+    24.0
+    >>> llama = TransformerSpec("l", hidden=4096, layers=2, heads=32, seq=2048, vocab=32000,
+    ...                         kv_heads=8, ffn_hidden=11008, gated_mlp=True)
+    >>> split_activation_terms(llama)
+    21.125
+    """
+    h, f = spec.hidden, spec.ffn
+    attention = 2.0 + 2.0 + 4.0 * spec.kv / spec.heads      # Q, K, V, output projection in
+    mlp = (6.0 if spec.gated_mlp else 4.0) * f / h
+    return attention + mlp

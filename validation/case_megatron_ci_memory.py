@@ -61,8 +61,8 @@ C4. ``--transformer-impl transformer_engine`` (the 7 B tests): TE's fused attent
     keeps no ``s x s`` matrices (scores, softmax, dropout mask), exactly the term
     Korthikanti et al.'s selective recomputation drops, so these runs are priced with
     ``recompute = "selective"`` (memory only; an assumption of the mechanism, fixed
-    before the first run). GQA's smaller keys and values are not in Korthikanti et
-    al.'s count (the model keeps ``4 s b h`` for Q and K).
+    before the first run). GQA's smaller keys and values were not in Korthikanti et
+    al.'s count, and are now (below).
 C5. The measured rank is of the last stage (above): the prediction is
     :func:`~dlscale.perfmodel.compute.llm_memory.stage_memory` of ``"last"``.
 
@@ -89,32 +89,43 @@ before any change to the model; the 7 B rows were added after the first two fixe
   size of a 16-bit element, not fitted. Peaks before -> after counting it: tp4_pp1
   -15.2% -> -8.8%, tp1_pp2 -17.7% -> -6.3%, tp1_pp4 -22.8% -> -7.8%, tp1_pp1_distopt
   -8.9% -> -0.2%.
-- **fp32 gradients with bf16** (not counted). Megatron-LM turns on
+- **fp32 gradients with bf16** (now counted: ``ParallelLayout.precision = "bf16"``,
+  ``llm_memory._grad_bytes``). Megatron-LM turns on
   ``accumulate_allreduce_grads_in_fp32`` whenever ``--bf16`` is set
-  (``megatron/training/arguments.py``), so a bf16 run keeps 2 + 4 + 12 = 18 bytes per
-  parameter (6 + 12 / d with the distributed optimizer), where the model counts
+  (``megatron/training/arguments.py``, ``validate_args``), and Megatron Core's
+  ``_ParamAndGradBuffer`` (``megatron/core/distributed/param_and_grad_buffer.py``)
+  allocates every parameter's ``main_grad`` in that fp32 buffer, whole on every rank
+  (the distributed optimizer reduce-scatters in it in place and shards only its fp32
+  main weights and Adam's moments), so a bf16 run keeps 2 + 4 + 12 = 18 bytes per
+  parameter (6 + 12 / d with the distributed optimizer), where the model counted
   ZeRO's 16 of fp16 mixed precision (Rajbhandari et al. SC'20, Sec. 3.1), the
-  precision of the paper rows (Narayanan et al., Korthikanti et al.: ``--fp16``). The
-  model has no bf16 layout, so this is a difference of configuration, not a wrong
-  term; it is 2 bytes per parameter of the stage (33-128 MB here, 3.4-3.9 GB on the
-  7 B runs).
-- **What else is live** (not counted). Between iterations 86 MB (``t`` = 4) to
-  134-149 MB (``t`` = 1) more than 18 bytes per parameter are allocated; not
+  precision of the paper rows (Narayanan et al., Korthikanti et al.: ``--fp16``,
+  still the default). 2 bytes per parameter of the stage (33-128 MB here, 3.4-3.9 GB
+  on the 7 B runs). Held before -> after: tp4_pp1 -31.2% -> -22.6%, tp1_pp2 -24.7% ->
+  -15.2%, tp1_pp4 -28.0% -> -19.0%, tp1_pp1_distopt -42.7% -> -21.8%, 7 B tp4_pp1
+  -17.0% -> -0.5%, 7 B tp1_pp4 (``v`` = 8) -20.6% -> -4.7%; peaks -8.8% -> -6.8%,
+  -6.3% -> -3.9%, -7.8% -> -5.3%, -0.2% -> +2.5%, -2.3% -> +3.6%, +6.9% -> +13.4%.
+- **GQA's smaller keys and values** (now counted:
+  ``transformer.split_activation_terms``): the 7 B runs' ``K`` and ``V`` have 8 of
+  32 heads, so a layer keeps ``2 + 2 + 4 / 4 = 5`` of Korthikanti's ``8 s b h``
+  attention terms that tensor parallelism splits. Peaks: 7 B tp4_pp1 +3.6% -> +0.8%,
+  7 B tp1_pp4 (``v`` = 8) +13.4% -> +8.0%.
+- **What else is live** (not counted). Between iterations 87 MB (``t`` = 4) to
+  134-148 MB (``t`` = 1) more than 18 bytes per parameter are allocated; not
   identified (candidates read in the source, none measured: cuBLAS workspaces,
   ``CUBLAS_WORKSPACE_CONFIG=:4096:8``, allocated through PyTorch's allocator; the
   data iterator's batch; the grad-norm and zero-count temporaries).
 
 Before the loss term, the last three summed accounted for each peak's shortfall on the
 ``t`` = 1 pipeline runs within 4 MB (646 of 643, 631 of 627 MB) and for 223 of
-tp4_pp1's 248 MB. The remaining peak errors (-0.2% to -8.8%) are the two terms not
-counted; the distributed optimizer's peak is near 0 by compensation: the model
-counts ZeRO's reduce and gather buckets at DeepSpeed's defaults (256 MB here), which
-Megatron's distributed optimizer does not allocate (it reduce-scatters in place in
-its gradient buffer), against the 128 + 134 MB above it leaves out. The 7 B peaks are
--2.3% (``t`` = 4) and +6.9% (``v`` = 8; GQA's smaller keys and values, not counted,
-would lower it). The memory held between iterations stays 17-43% under (recorded
-misses); on the 7 B ``t`` = 4 run bf16's fp32 gradients account for all but 0.09 of
-its 3.5 GB, on the ``v`` = 8 run for all but 1.15 of 5.0 GB.
+tp4_pp1's 248 MB. The small runs' peaks are now -6.8% to +2.5%; the distributed
+optimizer's is over because the model counts ZeRO's reduce and gather buckets at
+DeepSpeed's defaults (256 MB here), which Megatron's distributed optimizer does not
+allocate (it reduce-scatters in place in its gradient buffer), against the 134 MB
+left out above. The 7 B peaks are +0.8% (``t`` = 4) and +8.0% (``v`` = 8). The
+memory held between iterations of the 7 B runs is within 5% (-0.5%, -4.7%); that of
+the four small runs stays 15-23% under (recorded misses): what is left is the
+unidentified rest above, 87-148 MB, 15-23% of their 0.38-0.95 GB.
 
 Sources checked for absolute memory per GPU of Megatron-style runs (issue 29):
 
@@ -197,26 +208,21 @@ QUANTITIES = tuple(
         Quantity(f"held_{n}", "memory", r[8] / 1e9, "GB", _SRC.format(r[0], "allocated-bytes")),
     ))
 
-_BF16 = ("bf16 runs keep fp32 gradients (Megatron sets accumulate_allreduce_grads_in_fp32 "
-         "with --bf16): 2 bytes per parameter more than the model's fp16 mixed precision")
-_REST = "the rest of what is live between iterations, not identified"
+_REST = ("the rest of what is live between iterations, not identified (18 bytes per "
+         "parameter of bf16 with fp32 gradients counted)")
 
 #: Quantity -> diagnosed cause of the miss (module docstring, "What the model leaves out").
 MISSES: dict[str, str] = {
-    "held_tp4_pp1": f"{_BF16} (33 of the 119 MB short); {_REST} (86 MB)",
-    "held_tp1_pp2": f"{_BF16} (89 of the 234 MB short); {_REST} (145 MB)",
-    "held_tp1_pp4": f"{_BF16} (70 of the 219 MB short); {_REST} (149 MB)",
-    "held_tp1_pp1_distopt": (f"{_BF16}, sharded or not: with the distributed optimizer 6 "
-                             f"+ 12 / d bytes per parameter against the model's 4 + 12 / d "
-                             f"(128 of the 262 MB short); {_REST} (134 MB)"),
-    "held_7b_tp4_pp1": f"{_BF16} (3.42 of the 3.52 GB short); {_REST} (0.09 GB)",
-    "held_7b_tp1_pp4_vp8": f"{_BF16} (3.89 of the 5.05 GB short); {_REST} (1.15 GB)",
+    "held_tp4_pp1": f"{_REST}: 87 MB",
+    "held_tp1_pp2": f"{_REST}: 145 MB",
+    "held_tp1_pp4": f"{_REST}: 148 MB",
+    "held_tp1_pp1_distopt": f"{_REST}: 134 MB",
 }
 
 #: Miss key -> the error (relative) it had when its cause was diagnosed.
 MISS_ERRORS: dict[str, float | str | None] = {
-    "held_tp4_pp1": -0.312, "held_tp1_pp2": -0.247, "held_tp1_pp4": -0.280,
-    "held_tp1_pp1_distopt": -0.427, "held_7b_tp4_pp1": -0.170, "held_7b_tp1_pp4_vp8": -0.206,
+    "held_tp4_pp1": -0.226, "held_tp1_pp2": -0.152, "held_tp1_pp4": -0.190,
+    "held_tp1_pp1_distopt": -0.218,
 }
 
 
@@ -255,7 +261,8 @@ def layout(name: str) -> ParallelLayout:
                           schedule="interleaved" if v > 1 else "1f1b", virtual=v,
                           # TE's fused attention keeps no s x s matrices (C4)
                           recompute="selective" if kind == "7b" else "none",
-                          zero=1 if distopt else 0)
+                          zero=1 if distopt else 0,
+                          precision="bf16")           # --bf16: fp32 gradients (C2)
 
 
 def run(fidelity: str = "analytical") -> CaseOutput:

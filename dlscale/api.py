@@ -749,7 +749,7 @@ def simulate_transformer(cluster: str | Path | Cluster, model: str,
                          pp: int = 1, microbatch: int = 1, global_batch: int | None = None,
                          schedule: str = "1f1b", virtual: int = 1, zero: int = 0,
                          recompute: str = "none", sp: bool = False, ep: int = 1,
-                         noise: str | None = None, seed: int = 0,
+                         precision: str = "fp16", noise: str | None = None, seed: int = 0,
                          trace: str | Path | None = None,
                          cluster_overrides: Mapping[str, Any] | None = None,
                          ) -> SimulateResult:
@@ -769,7 +769,7 @@ def simulate_transformer(cluster: str | Path | Cluster, model: str,
         A transformer of the catalog (``dlscale catalog transformers``).
     nodes : int, str, sequence of int or None, optional
         Node counts; None: the fewest nodes that hold ``tp x pp`` GPUs.
-    tp, pp, microbatch, global_batch, schedule, virtual, zero, recompute, sp, ep
+    tp, pp, microbatch, global_batch, schedule, virtual, zero, recompute, sp, ep, precision
         The layout (:class:`dlscale.perfmodel.training.parallel.ParallelLayout`);
         ``global_batch`` None: one microbatch per replica; ``ep`` > 1 (a mixture of
         experts): its all-to-alls as events
@@ -825,7 +825,7 @@ def simulate_transformer(cluster: str | Path | Cluster, model: str,
         lay = ParallelLayout(tp=tp, pp=pp, dp=dp, micro=microbatch,
                              global_batch=microbatch * dp if global_batch is None
                              else global_batch, schedule=schedule, virtual=virtual, zero=zero,
-                             sp=sp, recompute=recompute, ep=ep)
+                             sp=sp, recompute=recompute, ep=ep, precision=precision)
         lay.check(spec)
         check_layout(c, lay)
         layouts.append((int(n), lay))

@@ -230,7 +230,7 @@ def plan_layouts(model: str | TransformerSpec, clusters: Sequence[str | Path | C
                  schedules: Sequence[str] | None = None,
                  dp_overlap: str = "always",
                  ep: Sequence[int] | None = None,
-                 plan_on: str = "central") -> LayoutPlanResult:
+                 plan_on: str = "central", precision: str = "fp16") -> LayoutPlanResult:
     """Search layouts and machine sizes for a transformer (module docstring).
 
     Parameters
@@ -261,6 +261,8 @@ def plan_layouts(model: str | TransformerSpec, clusters: Sequence[str | Path | C
         divisor of ``dp`` that divides the experts); refused for a dense model.
     plan_on : {"central", "low", "high"}
         The end of each machine's band it is chosen on (module docstring).
+    precision : {"fp16", "bf16"}
+        Every layout's mixed precision (bf16: fp32 gradients in memory and on the wire).
 
     Returns
     -------
@@ -286,7 +288,7 @@ def plan_layouts(model: str | TransformerSpec, clusters: Sequence[str | Path | C
         recompute=tuple(recompute) if recompute else base.recompute,
         sp=tuple(sp) if sp else base.sp,
         schedules=tuple(schedules) if schedules else base.schedules, dp_overlap=dp_overlap,
-        ep=tuple(ep) if ep else None)
+        ep=tuple(ep) if ep else None, precision=precision)
     cl = [load_cluster(c) for c in clusters]
     _check_sizes(spec, cl, space)
     plan = [(c, _counts(c, nodes, max_nodes)) for c in cl]
@@ -304,6 +306,7 @@ def plan_layouts(model: str | TransformerSpec, clusters: Sequence[str | Path | C
             searches += [search_layouts(c, spec, n * dpn, global_batch, space) for n in counts]
         out = _result(spec, searches, need, tokens, global_batch, plan_on)
     out.meta["without_layout"] += beyond
+    out.meta["precision"] = precision
     return out
 
 

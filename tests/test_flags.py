@@ -541,7 +541,7 @@ CHECKS: dict[tuple[str, str], Any] = {
         "--tp": ["--tp", "1"], "--pp": ["--pp", "2"], "--microbatch": ["--microbatch", "1"],
         "--zero": ["--zero", "0"], "--recompute": ["--recompute", "none"],
         "--sp": ["--sp", "off"], "--schedule": ["--schedule", "1f1b"],
-        "--dp-overlap": ["--dp-overlap", "never"],
+        "--dp-overlap": ["--dp-overlap", "never"], "--precision": ["--precision", "bf16"],
     }.items()},
     ("plan", "--ep"): Acts(["plan", "mixtral-8x7b", "--cluster", "dgx-h100-superpod",
                             "--global-batch", "32", "--nodes", "4", "--recompute",

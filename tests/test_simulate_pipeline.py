@@ -142,13 +142,14 @@ def test_noise_is_seeded_and_slows_the_iteration():
     assert min(a.iteration_s, c.iteration_s) > quiet.iteration_s
 
 
+@pytest.mark.parametrize("precision", ["fp16", "bf16"])
 @pytest.mark.parametrize("zero", [0, 1, 2, 3])
-def test_the_zero_stages_exchange_as_predict_prices_them(zero):
+def test_the_zero_stages_exchange_as_predict_prices_them(zero, precision):
     # after the flush (no overlap): the routed rings on the non-blocking tree are the
     # closed form's; ZeRO 2's reduce-scatter after every microbatch, ZeRO 3's gathers
-    # before every pass
+    # before every pass; bf16 reduces fp32 gradients and gathers 16-bit weights
     lay = ParallelLayout(tp=8, pp=1, dp=4, micro=1, global_batch=16, zero=zero,
-                         dp_overlap=False)
+                         dp_overlap=False, precision=precision)
     _close(simulate_pipeline(SELENE, get_llm("gpt-7.5b"), lay), 1e-6)
 
 

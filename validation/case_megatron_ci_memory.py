@@ -90,7 +90,7 @@ before any change to the model; the 7 B rows were added after the first two fixe
   -15.2% -> -8.8%, tp1_pp2 -17.7% -> -6.3%, tp1_pp4 -22.8% -> -7.8%, tp1_pp1_distopt
   -8.9% -> -0.2%.
 - **fp32 gradients with bf16** (now counted: ``ParallelLayout.precision = "bf16"``,
-  ``llm_memory._grad_bytes``). Megatron-LM turns on
+  ``ParallelLayout.grad_bytes``). Megatron-LM turns on
   ``accumulate_allreduce_grads_in_fp32`` whenever ``--bf16`` is set
   (``megatron/training/arguments.py``, ``validate_args``), and Megatron Core's
   ``_ParamAndGradBuffer`` (``megatron/core/distributed/param_and_grad_buffer.py``)

@@ -35,7 +35,8 @@ LLM_FLAGS = {"tokens_per_day": "--tokens-per-day", "tokens": "--tokens",
              "search_tp": "--tp", "search_pp": "--pp", "search_micro": "--microbatch",
              "search_zero": "--zero", "search_recompute": "--recompute",
              "search_sp": "--sp", "search_schedule": "--schedule",
-             "dp_overlap": "--dp-overlap", "search_ep": "--ep"}
+             "dp_overlap": "--dp-overlap", "search_ep": "--ep",
+             "llm_precision": "--precision"}
 
 #: dest -> (flag, its default) of the data-parallel options the transformer path refuses.
 _DP_ONLY: dict[str, tuple[str, Any]] = {
@@ -94,13 +95,18 @@ def add_llm_args(p: argparse.ArgumentParser) -> None:
                    help="whether the gradient exchange overlaps the last backward: always "
                         "(default, PyTorch DDP), never, or without-pipeline (Megatron-LM "
                         "2021: its own DDP after a pipeline's flush)")
+    g.add_argument("--precision", dest="llm_precision", choices=("fp16", "bf16"),
+                   help="mixed precision of every layout: fp16 (default) or bf16, whose "
+                        "gradients are fp32 in memory and on the wire (Megatron-LM)")
 
 
 def refuse_llm_flags(args: argparse.Namespace) -> None:
     """On a layer-by-layer workload, refuse every transformer-only flag in one line."""
     for dest, flag in LLM_FLAGS.items():
         if getattr(args, dest, None) is not None:
-            raise ConfigError(f"{flag}: searches a transformer's parallel layouts; workload "
+            what = ("sets a transformer's mixed precision" if dest == "llm_precision"
+                    else "searches a transformer's parallel layouts")
+            raise ConfigError(f"{flag}: {what}; workload "
                               f"{args.workload!r} is a layer-by-layer model trained data "
                               f"parallel (dlscale catalog transformers lists the transformers)")
 
@@ -159,7 +165,7 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
         sp=None if args.search_sp is None else [args.search_sp == "on"],
         schedules=_names(args.search_schedule, "--schedule", SCHEDULES),
         dp_overlap=args.dp_overlap or "always", ep=_ints(args.search_ep, "--ep"),
-        plan_on=args.plan_on)
+        plan_on=args.plan_on, precision=args.llm_precision or "fp16")
 
 
 def run_llm(args: argparse.Namespace) -> int:
@@ -240,7 +246,7 @@ def report(res: Any, top: int, output: str | None) -> list[str]:
     lay = ParallelLayout(tp=b["tp"], pp=b["pp"], dp=b["dp"], micro=b["micro"],
                          global_batch=m["global_batch"], schedule=b["schedule"],
                          virtual=b["virtual"], zero=b["zero"], sp=b["sp"],
-                         recompute=b["recompute"], ep=b["ep"])
+                         recompute=b["recompute"], ep=b["ep"], precision=m["precision"])
     days = (f", {_banded(b, 'days', '.3g')} days for {m['tokens']:.4g} tokens"
             if m["tokens"] else "")
     lines.append(f"best: {describe(lay)}: {_banded(b, 'tflops_per_gpu')} TFLOP/s per GPU, "

@@ -46,7 +46,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--algorithm", choices=ALGORITHMS, help="training algorithm (default: the workload's)")
     p.add_argument("--collective", choices=COLLECTIVES, help="allreduce algorithm (default: the workload's)")
     p.add_argument("--grouping", choices=GROUPINGS, help="gradient fusion or graph-aware grouping")
-    p.add_argument("--precision", choices=("fp32", "fp16", "fp64"), help="training precision")
+    p.add_argument("--precision", choices=("fp32", "fp16", "fp64", "bf16"),
+                   help="training precision: fp32, fp16 (mixed) or fp64 for a layer-by-layer "
+                        "model; fp16 (default) or bf16 (fp32 gradients) for a transformer")
     p.add_argument("--batch", type=int, metavar="N", help="samples per device per iteration")
     add_scaling_args(p)
     p.add_argument("--profile", metavar="FILE", help="machine profile from `dlscale calibrate`")
@@ -92,6 +94,10 @@ def workload_overrides(args: argparse.Namespace) -> dict[str, Any]:
              "precision": "precision", "batch": "batch_per_device"}
     out = {field: getattr(args, arg) for arg, field in names.items()
            if getattr(args, arg, None) is not None}
+    if out.get("precision") == "bf16":
+        raise ConfigError("--precision bf16: a transformer's mixed precision (fp32 "
+                          "gradients); a layer-by-layer model trains in fp32, fp16 (mixed) "
+                          "or fp64")
     out.update(_outside_overrides(args))
     gb = getattr(args, "global_batch", None)
     if gb is not None and getattr(args, "batch", None) is not None:

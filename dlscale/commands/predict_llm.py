@@ -16,7 +16,8 @@ from typing import Any
 from dlscale.commands.noise_arg import apply_noise
 from dlscale.perfmodel.errors import ConfigError
 
-__all__ = ["LAYOUT_FLAGS", "add_layout_args", "check_data_parallel", "is_transformer", "run_llm"]
+__all__ = ["LAYOUT_FLAGS", "add_layout_args", "check_data_parallel", "check_llm_precision",
+           "is_transformer", "run_llm"]
 
 #: dest -> flag of the layout options.
 LAYOUT_FLAGS = {"tp": "--tp", "pp": "--pp", "microbatch": "--microbatch",
@@ -91,9 +92,17 @@ def _refuse_dp_flags(args: argparse.Namespace) -> None:
     if getattr(args, "baseline", "node") != "node":
         raise ConfigError("--baseline: the transformer path reports TFLOP/s per GPU, not an "
                           "efficiency against a baseline")
-    if getattr(args, "precision", None) not in (None, "fp16"):
-        raise ConfigError(f"--precision: the transformer path models mixed precision (fp16 "
-                          f"math, 16-bit activations) only, got {args.precision}")
+    check_llm_precision(getattr(args, "precision", None))
+
+
+def check_llm_precision(precision: str | None) -> None:
+    """Refuse a ``--precision`` that is not a transformer's 16-bit mixed precision."""
+    from dlscale.perfmodel.training.parallel import PRECISIONS
+
+    if precision is not None and precision not in PRECISIONS:
+        raise ConfigError(f"--precision: a transformer trains in mixed precision, "
+                          f"{' or '.join(PRECISIONS)} (16-bit math and activations; bf16 "
+                          f"keeps fp32 gradients), got {precision}")
 
 
 def _layout(args: argparse.Namespace, dp: int) -> Any:
@@ -108,7 +117,8 @@ def _layout(args: argparse.Namespace, dp: int) -> Any:
                           global_batch=batch, schedule=schedule, virtual=virtual,
                           zero=args.zero if args.zero is not None else 0,
                           sp=bool(args.sp), recompute=args.recompute or "none",
-                          ep=args.ep if args.ep is not None else 1)
+                          ep=args.ep if args.ep is not None else 1,
+                          precision=args.precision or "fp16")
 
 
 def run_llm(args: argparse.Namespace) -> int:
@@ -152,7 +162,7 @@ def run_llm(args: argparse.Namespace) -> int:
               f"tp {lay.tp}, pp {lay.pp}, microbatch {lay.micro}, {lay.schedule}"
               f"{f' v {lay.virtual}' if lay.virtual > 1 else ''}, zero {lay.zero}, "
               f"recompute {lay.recompute}{', sp' if lay.sp else ''}"
-              f"{f', ep {lay.ep}' if lay.ep > 1 else ''}, mixed precision")
+              f"{f', ep {lay.ep}' if lay.ep > 1 else ''}, mixed precision {lay.precision}")
     from dlscale.perfmodel.compute.variability import cluster_noise
 
     meta = {"cluster": cluster.name, "model": model.name, "fidelity": "analytical",

@@ -82,7 +82,9 @@ def add_parser(sub: Any) -> None:
                         "figures replace the cluster's")
     g = p.add_argument_group("training workload settings (with a WORKLOAD), as in predict")
     g.add_argument("--batch", type=int, metavar="N", help="samples per device per iteration")
-    g.add_argument("--precision", choices=("fp32", "fp16", "fp64"), help="training precision")
+    g.add_argument("--precision", choices=("fp32", "fp16", "fp64", "bf16"),
+                   help="training precision: fp32, fp16 (mixed) or fp64 for a layer-by-layer "
+                        "model; fp16 (default) or bf16 (fp32 gradients) for a transformer")
     g.add_argument("--global-batch", type=int, metavar="N",
                    help="strong scaling: N samples per iteration over all devices")
     from dlscale.commands.measured_args import add_measured_args

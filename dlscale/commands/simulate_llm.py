@@ -20,7 +20,7 @@ __all__ = ["ACTS", "run_llm_sim"]
 #: dests this path reads (the layout flags, and these).
 ACTS = ("cluster", "workload", "nodes", "global_batch", "noise", "seed", "format", "output",
         "trace_out", "tp", "pp", "microbatch", "schedule", "virtual", "zero", "recompute", "sp",
-        "ep")
+        "ep", "precision")
 
 #: Why a flag of ``simulate`` does not act here, by dest (the rest: _OTHER).
 _WHY = {
@@ -31,7 +31,6 @@ _WHY = {
     "placement": "ranks are placed in Megatron's order (tensor, data, pipeline)",
     "profile": "the transformer path prices the catalog's figures (as predict's)",
     "old_trace": "simulate writes its Chrome trace with --trace-out",
-    "precision": "the transformer path models mixed precision only",
     "batch": "a transformer's batch is --microbatch and --global-batch",
 }
 _OTHER = "sets the data-parallel training loop or the one collective, not a transformer's layout"
@@ -68,6 +67,9 @@ def run_llm_sim(args: argparse.Namespace) -> int:
     from dlscale.provenance import load_cluster
 
     refuse_other_flags(args)
+    from dlscale.commands.predict_llm import check_llm_precision
+
+    check_llm_precision(args.precision)
     check_output_path(args.output, "-o")
     check_output_path(args.trace_out, "--trace-out")
     cluster, prov = load_cluster(args.cluster, None)
@@ -78,14 +80,17 @@ def run_llm_sim(args: argparse.Namespace) -> int:
         global_batch=args.global_batch, schedule=args.schedule or "1f1b",
         virtual=1 if args.virtual is None else args.virtual,
         zero=0 if args.zero is None else args.zero, recompute=args.recompute or "none",
-        sp=bool(args.sp), ep=1 if args.ep is None else args.ep, noise=args.noise, seed=args.seed, trace=args.trace_out)
+        sp=bool(args.sp), ep=1 if args.ep is None else args.ep,
+        precision=args.precision or "fp16", noise=args.noise, seed=args.seed,
+        trace=args.trace_out)
     first = res.raw[0]
     lay = first.analytical.layout
     header = (f"{first.analytical.model} on {cluster.name}, simulated (one iteration as "
               f"events): tp {lay.tp}, pp {lay.pp}, microbatch {lay.micro}, {lay.schedule}"
               f"{f' v {lay.virtual}' if lay.virtual > 1 else ''}, zero {lay.zero}, "
               f"recompute {lay.recompute}{', sp' if lay.sp else ''}"
-              f"{f', ep {lay.ep}' if lay.ep > 1 else ''}, noise {first.noise}, "
+              f"{f', ep {lay.ep}' if lay.ep > 1 else ''}, {lay.precision}, "
+              f"noise {first.noise}, "
               f"seed {args.seed}\n  analytical_s: predict's answer to the same layout; "
               f"messages_met: message groups that shared a link with another in flight")
     out = argparse.Namespace(format=args.format, output=None)

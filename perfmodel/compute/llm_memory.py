@@ -12,7 +12,7 @@ The terms, on the pipeline stage that needs the most (the first or the last):
   by ``dp``, stage 2 the gradients' 2 too, stage 3 the weights' 2 too (Sec. 5).
   With ``precision = "bf16"`` the gradients are fp32, 4 bytes (18 per parameter;
   ``6 + 12 / dp`` under ZeRO 1): Megatron-LM's ``accumulate_allreduce_grads_in_fp32``,
-  on whenever ``--bf16`` is (:func:`_grad_bytes`).
+  on whenever ``--bf16`` is (:attr:`~dlscale.perfmodel.training.parallel.ParallelLayout.grad_bytes`).
   With expert parallelism a rank holds ``E / ep`` of each layer's experts
   (:func:`~dlscale.perfmodel.training.expert.local_expert_params`), and ZeRO shards
   their states over the ``dp / ep`` ranks that hold the same experts;
@@ -72,17 +72,12 @@ from dlscale.perfmodel.training.expert import (
 from dlscale.perfmodel.training.parallel import ParallelLayout
 from dlscale.perfmodel.training.transformer import TransformerSpec, activation_bytes_per_layer
 
-__all__ = ["ADAM_BYTES", "BF16_GRAD_BYTES", "LOSS_16BIT_LOGIT_BYTES", "ZERO_BUCKET_ELEMENTS",
+__all__ = ["ADAM_BYTES", "LOSS_16BIT_LOGIT_BYTES", "ZERO_BUCKET_ELEMENTS",
            "LLMMemory", "largest_microbatch", "llm_memory", "stage_memory", "stage_params"]
 
 #: Mixed-precision Adam, bytes per parameter: fp16 weights, fp16 gradients, fp32
 #: master weights + momentum + variance (Rajbhandari et al. SC'20, Sec. 3.1).
 ADAM_BYTES = {"weights": 2.0, "gradients": 2.0, "optimizer": 12.0}
-
-#: Bytes per gradient with ``precision = "bf16"``: Megatron-LM keeps bf16 runs
-#: gradients in fp32 (``accumulate_allreduce_grads_in_fp32``, :func:`_grad_bytes`).
-#: definition: the size of one fp32 element.
-BF16_GRAD_BYTES = 4.0
 
 #: Bytes per logit of the output layer's 16-bit logits, live beside their fp32 copy
 #: while the loss runs (Megatron-LM ``gpt_model.py``: ``output.float()`` with
@@ -167,27 +162,17 @@ def stage_params(model: TransformerSpec, layout: ParallelLayout, stage: str) -> 
     return layers + out
 
 
-def _grad_bytes(layout: ParallelLayout) -> float:
-    """Bytes per gradient: 2 (fp16, ZeRO's count), 4 with bf16 (fp32 gradients).
-
-    Megatron-LM, ``megatron/training/arguments.py`` (``validate_args``): "bfloat16
-    requires gradient accumulation and all-reduce to be done in fp32", so ``--bf16``
-    sets ``accumulate_allreduce_grads_in_fp32``; ``megatron/core/distributed/
-    param_and_grad_buffer.py`` (``_ParamAndGradBuffer``) then allocates the contiguous
-    gradient buffer (each parameter's ``main_grad``) in fp32, every parameter of the
-    rank's model chunks, and ``distributed_optimizer.py`` reduce-scatters in that
-    buffer in place: it stays whole under ``--use-distributed-optimizer`` (ZeRO 1),
-    which shards the fp32 main weights and Adam's two moments only (the 12).
-    """
-    return BF16_GRAD_BYTES if layout.precision == "bf16" else ADAM_BYTES["gradients"]
-
-
 def _states(params: float, layout: ParallelLayout,
             expert: float = 0.0) -> tuple[float, float, float]:
     """Weights, gradients, optimizer bytes; ``expert`` of the ``params`` are sharded
     by ZeRO over the ``dp / ep`` ranks holding the same experts."""
     d, z = layout.dp, layout.zero
-    grad = _grad_bytes(layout)
+    # bf16: the contiguous fp32 gradient buffer (each parameter's ``main_grad``,
+    # megatron/core/distributed/param_and_grad_buffer.py ``_ParamAndGradBuffer``)
+    # holds every parameter of the rank's chunks; distributed_optimizer.py
+    # reduce-scatters in it in place, so it stays whole under ZeRO 1, which shards
+    # the fp32 main weights and Adam's two moments only (the 12)
+    grad = layout.grad_bytes
     if not expert:
         w = ADAM_BYTES["weights"] * params / (d if z >= 3 else 1)
         g = grad * params / (d if z >= 2 else 1)

@@ -62,7 +62,8 @@ DIMENSIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
 def describe(lay: ParallelLayout) -> str:
     """``tp 8, pp 16, dp 8, micro 1, 1f1b, zero 1, recompute full, sp``.
 
-    A mixture of experts split over ``ep > 1`` ranks adds ``, ep 4`` after ``dp``.
+    A mixture of experts split over ``ep > 1`` ranks adds ``, ep 4`` after ``dp``;
+    bf16 (not the default fp16) adds ``, bf16`` at the end.
 
     Parameters
     ----------
@@ -75,7 +76,8 @@ def describe(lay: ParallelLayout) -> str:
     sched = lay.schedule + (f" v {lay.virtual}" if lay.virtual > 1 else "")
     ep = f", ep {lay.ep}" if lay.ep > 1 else ""
     return (f"tp {lay.tp}, pp {lay.pp}, dp {lay.dp}{ep}, micro {lay.micro}, {sched}, "
-            f"zero {lay.zero}, recompute {lay.recompute}{', sp' if lay.sp else ''}")
+            f"zero {lay.zero}, recompute {lay.recompute}{', sp' if lay.sp else ''}"
+            f"{', bf16' if lay.precision == 'bf16' else ''}")
 
 
 def _value(lay: ParallelLayout, name: str) -> str:

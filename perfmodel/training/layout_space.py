@@ -40,7 +40,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from dlscale.perfmodel.errors import ConfigError
-from dlscale.perfmodel.training.parallel import SCHEDULES, ZERO_STAGES, ParallelLayout
+from dlscale.perfmodel.training.parallel import (
+    PRECISIONS,
+    SCHEDULES,
+    ZERO_STAGES,
+    ParallelLayout,
+)
 from dlscale.perfmodel.training.transformer import RECOMPUTE, TransformerSpec
 
 __all__ = ["DP_OVERLAP", "LayoutSpace", "divisors", "ep_sizes", "layouts", "tp_sizes"]
@@ -89,6 +94,8 @@ class LayoutSpace:
         The layouts' ``dp_overlap``: the gradient exchange beside the last
         backward always (PyTorch DDP, the layout's default), never, or only without
         a pipeline (Megatron-LM of 2021: its own DDP after the pipeline's flush).
+    precision : {"fp16", "bf16"}
+        The layouts' mixed precision (one training choice, not searched).
     """
 
     tp: tuple[int, ...] | None = None
@@ -101,8 +108,12 @@ class LayoutSpace:
     tp_across_nodes: bool = False
     dp_overlap: str = "always"
     ep: tuple[int, ...] | None = None
+    precision: str = "fp16"
 
     def __post_init__(self) -> None:
+        if self.precision not in PRECISIONS:
+            raise ConfigError(f"search.precision: must be one of {', '.join(PRECISIONS)}, "
+                              f"got {self.precision!r}")
         if self.dp_overlap not in DP_OVERLAP:
             raise ConfigError(f"search.dp_overlap: must be one of {', '.join(DP_OVERLAP)}, "
                               f"got {self.dp_overlap!r}")
@@ -242,4 +253,5 @@ def layouts(model: TransformerSpec, gpus: int, devices_per_node: int, global_bat
                                                          global_batch=global_batch,
                                                          schedule=sched, virtual=v, zero=z,
                                                          sp=s, recompute=r,
-                                                         dp_overlap=overlap, ep=e)
+                                                         dp_overlap=overlap, ep=e,
+                                                         precision=space.precision)

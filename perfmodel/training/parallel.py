@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.training.transformer import RECOMPUTE, TransformerSpec
 
-__all__ = ["PRECISIONS", "SCHEDULES", "ZERO_STAGES", "ParallelLayout"]
+__all__ = ["GRAD_BYTES", "PRECISIONS", "SCHEDULES", "ZERO_STAGES", "ParallelLayout"]
 
 #: Pipeline schedules: GPipe (Huang et al. 2019: all forwards, then all backwards),
 #: 1F1B (PipeDream-Flush, Narayanan et al. 2021) and Megatron's interleaved 1F1B.
@@ -55,6 +55,15 @@ SCHEDULES = ("gpipe", "1f1b", "interleaved")
 ZERO_STAGES = (0, 1, 2, 3)
 #: 16-bit formats of mixed-precision training (:attr:`ParallelLayout.precision`).
 PRECISIONS = ("fp16", "bf16")
+
+#: Bytes of one gradient element as it is accumulated and reduced, by precision:
+#: fp16 keeps 16-bit gradients; ``--bf16`` makes Megatron-LM accumulate and
+#: all-reduce them in fp32 (``megatron/training/arguments.py`` ``validate_args``:
+#: "bfloat16 requires gradient accumulation and all-reduce to be done in fp32", which
+#: sets ``accumulate_allreduce_grads_in_fp32``; ``megatron/core/distributed/
+#: param_and_grad_buffer.py`` then allocates each ``main_grad`` in fp32).
+#: definition: the sizes of one fp16 and one fp32 element.
+GRAD_BYTES = {"fp16": 2.0, "bf16": 4.0}
 
 
 def _count(name: str, value: object) -> int:
@@ -95,8 +104,10 @@ class ParallelLayout:
     precision : {"fp16", "bf16"}
         16-bit format of the mixed-precision training. ``"bf16"`` keeps the gradients
         in fp32 (Megatron-LM sets ``accumulate_allreduce_grads_in_fp32`` with
-        ``--bf16``, ``megatron/training/arguments.py``); memory only
-        (:mod:`dlscale.perfmodel.compute.llm_memory`).
+        ``--bf16``, ``megatron/training/arguments.py``): :attr:`grad_bytes` per
+        gradient in memory (:mod:`dlscale.perfmodel.compute.llm_memory`), in the
+        data-parallel reduction and in the gradient accumulation
+        (:mod:`dlscale.perfmodel.training.parallel_time`, and ``simulate``).
     """
 
     tp: int = 1
@@ -164,6 +175,31 @@ class ParallelLayout:
     def gpus(self) -> int:
         """``tp x pp x dp``."""
         return self.tp * self.pp * self.dp
+
+    @property
+    def grad_bytes(self) -> float:
+        """Bytes of one gradient element, accumulated and reduced (:data:`GRAD_BYTES`).
+
+        Examples
+        --------
+        >>> ParallelLayout().grad_bytes, ParallelLayout(precision="bf16").grad_bytes
+        (2.0, 4.0)
+        """
+        return GRAD_BYTES[self.precision]
+
+    def dp_element_bytes(self, op: str) -> float:
+        """Bytes per element of a data-parallel ``op``: the ZeRO all-gathers move the
+        16-bit weights, the allreduce and reduce-scatter the gradients (:attr:`grad_bytes`);
+        ``predict`` and ``simulate`` both size their exchanges so.
+
+        Examples
+        --------
+        >>> lay = ParallelLayout(precision="bf16")
+        >>> lay.dp_element_bytes("allgather"), lay.dp_element_bytes("reduce-scatter")
+        (2.0, 4.0)
+        """
+        # definition: a 16-bit (fp16 or bf16) weight is 2 bytes
+        return 2.0 if op == "allgather" else self.grad_bytes
 
     @property
     def microbatches(self) -> int:

@@ -36,7 +36,9 @@ The iteration of one data-parallel replica, in the terms of Narayanan et al. SC'
 - **the bubble**: the pipeline takes ``(m + (p - 1) / v)`` microbatch slots of one
   stage (bubble fraction ``(p - 1) / (v m)``, Narayanan et al. Sec. 2.2), the
   slowest stage's slot;
-- **data-parallel gradient exchange** of the stage's ``P / (t p)`` fp16 gradients over
+- **data-parallel gradient exchange** of the stage's ``P / (t p)`` gradients (fp16;
+  fp32 with bf16, ``ParallelLayout.grad_bytes``; the ZeRO all-gathers move 16-bit
+  weights) over
   the ``dp`` ranks (an allreduce; ZeRO 1: a reduce-scatter and an all-gather of the
   updated weights; ZeRO 2: the reduce-scatter every microbatch; ZeRO 3: also two
   all-gathers of the weights every microbatch: Rajbhandari et al. SC'20 Sec. 7),
@@ -54,11 +56,14 @@ The iteration of one data-parallel replica, in the terms of Narayanan et al. SC'
   inf/NaN check (read 4, write 4), their norm for clipping (read 4), Adam over fp32
   weights, gradient, momentum and variance (read 16, write 12) and the updated
   weights copied back to fp16 (``_copy_main_params_to_model_params``: read 4,
-  write 2): 52;
+  write 2): 52; with ``precision = "bf16"`` the gradients are already fp32
+  (:attr:`~dlscale.perfmodel.training.parallel.ParallelLayout.grad_bytes`) and
+  ``main_grad.float()`` returns the tensor itself, no copy: 46;
 - **gradient accumulation**: every microbatch adds its fp16 weight gradients into
   the accumulated ones (Megatron's local DDP hook ``param.main_grad.add_(param.grad)``,
   ``megatron/model/distributed.py``; PyTorch's ``AccumulateGrad`` the same): read
   2 + 2, write 2 bytes per parameter of the stage, at the achievable bandwidth;
+  with bf16 into the fp32 ``main_grad``: read 4 + 2, write 4;
 - **expert parallelism** (a mixture of experts with ``ep > 1``,
   :mod:`dlscale.perfmodel.training.expert`): each rank's expert products read its
   ``E / ep`` experts' weights; every MoE layer's dispatch and combine all-to-alls
@@ -127,14 +132,17 @@ __all__ = ["ADAM_STEP_BYTES", "GRAD_ACCUMULATE_BYTES", "HBM_ACHIEVABLE_FRACTION"
            "stage_microbatch_s"]
 
 #: Bytes the mixed-precision optimizer step reads and writes per parameter it
-#: updates (see the module docstring: 6 + 8 + 4 + 28 + 6).
-ADAM_STEP_BYTES = 52.0
+#: updates, by precision (see the module docstring: 6 + 8 + 4 + 28 + 6; bf16's fp32
+#: gradients need no copy to fp32: 8 + 4 + 28 + 6).
+ADAM_STEP_BYTES = {"fp16": 52.0, "bf16": 46.0}
 
-#: Bytes per parameter that adding one microbatch's fp16 weight gradients into the
-#: accumulated ones moves (read both, write one).
-GRAD_ACCUMULATE_BYTES = 6.0
+#: Bytes per parameter that adding one microbatch's weight gradients into the
+#: accumulated ones moves (read both, write one), by precision: fp16 into fp16
+#: (2 + 2, 2); bf16 into the fp32 ``main_grad`` (4 + 2, 4).
+GRAD_ACCUMULATE_BYTES = {"fp16": 6.0, "bf16": 10.0}
 
-#: Mixed precision: 2-byte activations, gradients on the wire and weights gathered.
+#: Mixed precision: 2-byte activations and weights gathered (the gradients on the
+#: wire: ``ParallelLayout.grad_bytes``).
 _E = 2.0
 
 # HBM_ACHIEVABLE_FRACTION (the share a streaming kernel reaches) and the rule that
@@ -341,14 +349,14 @@ def _stage_compute(cluster: Cluster, model: TransformerSpec, layout: ParallelLay
     n_tp = 4 + (2 if layout.recompute == "full" else 0)
     n = layout.stage_layers(model)
     fwd = n * (gemm_f + ew_f)
-    accumulate = GRAD_ACCUMULATE_BYTES * model.layer_params / t / bw
+    accumulate = GRAD_ACCUMULATE_BYTES[layout.precision] * model.layer_params / t / bw
     bwd = n * (gemm_b + ew_b + recompute + accumulate)
     tp = n * n_tp * coll
     # embedding (first stage): gather, dropout: read, write, mask, and its backward;
     # one allreduce forward; the logits and loss (last stage): the product and the
     # unfused fp32 loss (LOSS_BYTES_PER_LOGIT); one allreduce of the logit layer's
     # input gradient
-    table = GRAD_ACCUMULATE_BYTES * model.vocab * model.hidden / t / bw
+    table = GRAD_ACCUMULATE_BYTES[layout.precision] * model.vocab * model.hidden / t / bw
     emb = (5.0 * sbh / bw) * 3 + table
     lf, lb = _gemm_times((logit_gemm_shapes(model, t, b),), dev, bw, k0)
     loss = LOSS_BYTES_PER_LOGIT * model.seq * b * model.vocab / t / bw
@@ -359,7 +367,7 @@ def _stage_compute(cluster: Cluster, model: TransformerSpec, layout: ParallelLay
 
 
 @layout_memo(2, exclude=("global_batch", "schedule", "virtual", "zero", "sp", "recompute",
-                         "dp_overlap"))
+                         "dp_overlap", "precision"))
 def _pp_transfer(cluster: Cluster, model: TransformerSpec, layout: ParallelLayout) -> float:
     """One activation (or gradient) hand-over between neighbouring stages, every
     stage's ranks sending to the next stage's at once
@@ -391,11 +399,12 @@ def _dp_op(cluster: Cluster, model: TransformerSpec, layout: ParallelLayout, op:
     over the ``dp / ep`` ranks ``tp ep`` apart that hold the same ones; a stage's
     groups together, the stages apart (1F1B staggers their exchanges)."""
     d, t = layout.dp, layout.tp
+    e = layout.dp_element_bytes(op)
     if layout.ep == 1:
-        return _group_time(cluster, op, _E * params, d, t, layout.gpus, "ring", t * d)
+        return _group_time(cluster, op, e * params, d, t, layout.gpus, "ring", t * d)
     expert = local_expert_params(model, layout)
-    return (_group_time(cluster, op, _E * (params - expert), d, t, layout.gpus, "ring", t * d)
-            + _group_time(cluster, op, _E * expert, d // layout.ep, t * layout.ep,
+    return (_group_time(cluster, op, e * (params - expert), d, t, layout.gpus, "ring", t * d)
+            + _group_time(cluster, op, e * expert, d // layout.ep, t * layout.ep,
                           layout.gpus, "ring", t * d))
 
 
@@ -485,7 +494,8 @@ def optimizer_step_s(cluster: Cluster, model: TransformerSpec, layout: ParallelL
     if layout.ep > 1 and layout.zero >= 1:       # the experts' shard is over dp / ep
         expert = local_expert_params(model, layout)
         params, shard = params - expert + expert * layout.ep, layout.dp
-    return ADAM_STEP_BYTES * params / shard / hbm_achievable_Bps(cluster.node.device)
+    step = ADAM_STEP_BYTES[layout.precision]
+    return step * params / shard / hbm_achievable_Bps(cluster.node.device)
 
 
 def stage_microbatch_s(cluster: Cluster, model: TransformerSpec, layout: ParallelLayout,

@@ -205,12 +205,12 @@ class _Run:
         self._rings = np.zeros((self.p, self.d), dtype=np.int64)
         params = max(_stage_params(model, lay))
         expert = local_expert_params(model, lay) if lay.ep > 1 else 0.0
-        # (replicas, bytes) of each data-parallel ring: the dense gradients over all,
-        # the experts' over the replicas holding the same ones
+        # (replicas, elements) of each data-parallel ring: the dense gradients over
+        # all, the experts' over the replicas holding the same ones
         self.dp_rings: list[tuple[list[int] | None, float]] = [
-            (list(range(self.d)), _E * (params - expert))]
+            (list(range(self.d)), params - expert)]
         if lay.ep > 1 and self.d > lay.ep:
-            self.dp_rings.append((None, _E * expert))
+            self.dp_rings.append((None, expert))
         self.opt_s = optimizer_step_s(cluster, model, lay)
 
     def rank(self, ti: int, di: int, pi: int) -> int:
@@ -374,10 +374,11 @@ class _Run:
         (every replica runs the same rings in the same order: the k-th meets the k-th):
         all replicas' dense gradients, then (ep > 1) the experts' of the replicas
         ``ep`` apart that hold the same ones."""
-        for members, nbytes in self.dp_rings:
+        e = self.layout.dp_element_bytes(op)
+        for members, elements in self.dp_rings:
             if members is None:
                 members = list(range(d % self.layout.ep, self.d, self.layout.ep))
-            yield from self._ring_over(s, d, op, members, nbytes)
+            yield from self._ring_over(s, d, op, members, e * elements)
 
     def _ring_over(self, s: int, d: int, op: str, members: list[int], nbytes: float) -> Any:
         k = self._rings[s, d]

@@ -144,3 +144,17 @@ def test_the_catalog_lists_every_transformer(capsys):
     assert [r["name"] for r in rows] == list(LLMS)
     gpt3 = next(r for r in rows if r["name"] == "gpt3-175b")
     assert abs(gpt3["params_B"] - 174.6) < 0.1 and gpt3["kv_heads"] == gpt3["heads"] == 96
+
+
+def test_a_mixture_of_experts_keeps_the_mlp_terms_of_every_expert_a_token_visits():
+    import dataclasses
+
+    from dlscale.perfmodel.training.transformer import split_activation_terms
+
+    mix = get_llm("mixtral-8x7b")
+    one = dataclasses.replace(mix, top_k=1)
+    dense = dataclasses.replace(mix, experts=0, top_k=0)
+    mlp = 6.0 * mix.ffn / mix.hidden          # SwiGLU: gate, up, product per expert
+    assert split_activation_terms(one) == pytest.approx(split_activation_terms(dense))
+    assert split_activation_terms(mix) - split_activation_terms(one) == pytest.approx(
+        (mix.top_k - 1) * mlp)

@@ -320,6 +320,10 @@ def split_activation_terms(spec: TransformerSpec) -> float:
     - SwiGLU (Shazeer 2020): the two up projections' outputs (gate and up, the
       SiLU's and the product's inputs) and the gated product (the down projection's
       input), ``6 f / h``.
+    - a mixture of experts routes every token to ``top_k`` experts (Jiang et al. 2024,
+      Sec. 2: "each token ... two experts" of Mixtral), so each keeps ``top_k`` copies
+      of the MLP's terms, one per expert it went through (the routed tokens of every
+      expert its rank holds: as many, on average, as its own tokens times ``top_k``).
 
     The terms tensor parallelism leaves whole (the layer norms' and the two linears'
     inputs, the dropout masks, ``10 s b h``) and the scores' ``5 a s / h`` (per query
@@ -335,8 +339,13 @@ def split_activation_terms(spec: TransformerSpec) -> float:
     ...                         kv_heads=8, ffn_hidden=11008, gated_mlp=True)
     >>> split_activation_terms(llama)
     21.125
+    >>> moe = TransformerSpec("m", hidden=4096, layers=2, heads=32, seq=2048, vocab=32000,
+    ...                       kv_heads=8, ffn_hidden=14336, gated_mlp=True, experts=8,
+    ...                       top_k=2)
+    >>> split_activation_terms(moe) == 5 + 2 * 6 * 14336 / 4096
+    True
     """
     h, f = spec.hidden, spec.ffn
     attention = 2.0 + 2.0 + 4.0 * spec.kv / spec.heads      # Q, K, V, output projection in
-    mlp = (6.0 if spec.gated_mlp else 4.0) * f / h
+    mlp = (6.0 if spec.gated_mlp else 4.0) * f / h * (spec.top_k if spec.moe else 1)
     return attention + mlp

@@ -43,6 +43,7 @@ from dataclasses import dataclass
 
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.training.transformer import RECOMPUTE, TransformerSpec
+from dlscale.perfmodel.units import BYTES_PER_ELEMENT
 
 __all__ = ["GRAD_BYTES", "PRECISIONS", "SCHEDULES", "ZERO_STAGES", "ParallelLayout"]
 
@@ -63,7 +64,8 @@ PRECISIONS = ("fp16", "bf16")
 #: sets ``accumulate_allreduce_grads_in_fp32``; ``megatron/core/distributed/
 #: param_and_grad_buffer.py`` then allocates each ``main_grad`` in fp32).
 #: definition: the sizes of one fp16 and one fp32 element.
-GRAD_BYTES = {"fp16": 2.0, "bf16": 4.0}
+GRAD_BYTES = {"fp16": float(BYTES_PER_ELEMENT["fp16"]),
+              "bf16": float(BYTES_PER_ELEMENT["fp32"])}
 
 
 def _count(name: str, value: object) -> int:

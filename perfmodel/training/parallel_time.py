@@ -126,24 +126,49 @@ from dlscale.perfmodel.training.transformer_layers import (
     logit_gemm_shapes,
 )
 
-__all__ = ["ADAM_STEP_BYTES", "GRAD_ACCUMULATE_BYTES", "HBM_ACHIEVABLE_FRACTION",
-           "LOSS_BYTES_PER_LOGIT", "NCCL_NVLINK_FRACTION", "LLMIteration",
-           "hbm_achievable_Bps", "llm_iteration", "nccl_node", "optimizer_step_s",
+__all__ = ["ADAM_STEP_BYTES", "GRADIENT_COPY_BYTES", "HBM_ACHIEVABLE_FRACTION",
+           "LOSS_BYTES_PER_LOGIT", "NCCL_NVLINK_FRACTION", "LLMIteration", "adam_step_bytes",
+           "grad_accumulate_bytes", "hbm_achievable_Bps", "llm_iteration", "nccl_node", "optimizer_step_s",
            "stage_microbatch_s"]
 
 #: Bytes the mixed-precision optimizer step reads and writes per parameter it
-#: updates, by precision (see the module docstring: 6 + 8 + 4 + 28 + 6; bf16's fp32
-#: gradients need no copy to fp32: 8 + 4 + 28 + 6).
-ADAM_STEP_BYTES = {"fp16": 52.0, "bf16": 46.0}
+#: updates with fp16 gradients (see the module docstring: 6 + 8 + 4 + 28 + 6).
+ADAM_STEP_BYTES = 52.0
 
-#: Bytes per parameter that adding one microbatch's weight gradients into the
-#: accumulated ones moves (read both, write one), by precision: fp16 into fp16
-#: (2 + 2, 2); bf16 into the fp32 ``main_grad`` (4 + 2, 4).
-GRAD_ACCUMULATE_BYTES = {"fp16": 6.0, "bf16": 10.0}
+#: Of :data:`ADAM_STEP_BYTES`, the copy of the fp16 gradients to fp32 (read 2, write
+#: 4), which bf16's fp32 gradients do not need (:func:`adam_step_bytes`).
+GRADIENT_COPY_BYTES = 6.0
 
 #: Mixed precision: 2-byte activations and weights gathered (the gradients on the
 #: wire: ``ParallelLayout.grad_bytes``).
 _E = 2.0
+
+
+def adam_step_bytes(layout: ParallelLayout) -> float:
+    """Bytes per parameter of the optimizer step: :data:`ADAM_STEP_BYTES`, less the
+    gradient copy where the gradients already are fp32 (bf16: ``main_grad.float()``
+    returns the tensor itself).
+
+    Examples
+    --------
+    >>> adam_step_bytes(ParallelLayout()), adam_step_bytes(ParallelLayout(precision="bf16"))
+    (52.0, 46.0)
+    """
+    return ADAM_STEP_BYTES - (GRADIENT_COPY_BYTES if layout.grad_bytes > _E else 0.0)
+
+
+def grad_accumulate_bytes(layout: ParallelLayout) -> float:
+    """Bytes per parameter that adding one microbatch's 16-bit weight gradients into
+    the accumulated ones moves: read both, write the accumulated (2 + 2, 2 with fp16;
+    4 + 2, 4 into bf16's fp32 ``main_grad``).
+
+    Examples
+    --------
+    >>> bf16 = ParallelLayout(precision="bf16")
+    >>> grad_accumulate_bytes(ParallelLayout()), grad_accumulate_bytes(bf16)
+    (6.0, 10.0)
+    """
+    return 2.0 * layout.grad_bytes + _E
 
 # HBM_ACHIEVABLE_FRACTION (the share a streaming kernel reaches) and the rule that
 # applies it live in perfmodel/compute/streaming.py, shared with the CNN roofline.
@@ -349,14 +374,14 @@ def _stage_compute(cluster: Cluster, model: TransformerSpec, layout: ParallelLay
     n_tp = 4 + (2 if layout.recompute == "full" else 0)
     n = layout.stage_layers(model)
     fwd = n * (gemm_f + ew_f)
-    accumulate = GRAD_ACCUMULATE_BYTES[layout.precision] * model.layer_params / t / bw
+    accumulate = grad_accumulate_bytes(layout) * model.layer_params / t / bw
     bwd = n * (gemm_b + ew_b + recompute + accumulate)
     tp = n * n_tp * coll
     # embedding (first stage): gather, dropout: read, write, mask, and its backward;
     # one allreduce forward; the logits and loss (last stage): the product and the
     # unfused fp32 loss (LOSS_BYTES_PER_LOGIT); one allreduce of the logit layer's
     # input gradient
-    table = GRAD_ACCUMULATE_BYTES[layout.precision] * model.vocab * model.hidden / t / bw
+    table = grad_accumulate_bytes(layout) * model.vocab * model.hidden / t / bw
     emb = (5.0 * sbh / bw) * 3 + table
     lf, lb = _gemm_times((logit_gemm_shapes(model, t, b),), dev, bw, k0)
     loss = LOSS_BYTES_PER_LOGIT * model.seq * b * model.vocab / t / bw
@@ -474,7 +499,7 @@ def llm_iteration(cluster: Cluster, model: TransformerSpec,
 
 def optimizer_step_s(cluster: Cluster, model: TransformerSpec, layout: ParallelLayout) -> float:
     """The mixed-precision optimizer step of the most loaded stage's rank:
-    :data:`ADAM_STEP_BYTES` per parameter it updates (its ZeRO shard; the experts' over
+    :func:`adam_step_bytes` per parameter it updates (its ZeRO shard; the experts' over
     ``dp / ep``) at the achievable memory bandwidth; ``predict`` and ``simulate`` both
     charge it so.
 
@@ -494,7 +519,7 @@ def optimizer_step_s(cluster: Cluster, model: TransformerSpec, layout: ParallelL
     if layout.ep > 1 and layout.zero >= 1:       # the experts' shard is over dp / ep
         expert = local_expert_params(model, layout)
         params, shard = params - expert + expert * layout.ep, layout.dp
-    step = ADAM_STEP_BYTES[layout.precision]
+    step = adam_step_bytes(layout)
     return step * params / shard / hbm_achievable_Bps(cluster.node.device)
 
 

@@ -97,3 +97,15 @@ def test_a_precision_the_path_does_not_model_is_one_line(argv, flag, capsys):
         rc = int(exc.code or 0)
     cap = capsys.readouterr()
     assert rc == 2 and cap.out == "" and cap.err.count("\n") == 1 and flag in cap.err, cap.err
+
+
+@pytest.mark.parametrize("zero", [1, 3])
+def test_zero_buckets_hold_gradients_as_the_reduction_moves_them(zero):
+    # DeepSpeed's reduce bucket of 5e8 gradient elements is 4 B each under bf16's fp32
+    # gradients (1 GB more than fp16's), its gather bucket 5e8 16-bit weights either way
+    m = get_llm("llama2-70b")
+    lay = {p: ParallelLayout(tp=8, pp=1, dp=32, micro=1, global_batch=512, zero=zero,
+                             recompute="full", precision=p) for p in ("fp16", "bf16")}
+    f16, b16 = llm_memory(m, lay["fp16"]), llm_memory(m, lay["bf16"])
+    assert f16.buffers_B == pytest.approx(4 * 5e8, rel=1e-12)
+    assert b16.buffers_B - f16.buffers_B == pytest.approx(2 * 5e8, rel=1e-12)

@@ -39,8 +39,9 @@ The terms, on the pipeline stage that needs the most (the first or the last):
 - **communication buffers**: the two pipeline send/receive buffers of one
   microbatch's activations (``2 x 2 s b h`` bytes, ``/ t`` with scatter/gather), and
   with ZeRO the reduce and gather buckets of DeepSpeed's defaults,
-  ``reduce_bucket_size = allgather_bucket_size = 5e8`` elements of 2 bytes, capped
-  by the rank's gradients (DeepSpeed configuration reference, "ZeRO optimizations");
+  ``reduce_bucket_size = allgather_bucket_size = 5e8`` elements, capped by the rank's
+  parameters, a gradient element as the reduction moves it (4 bytes under bf16) and a
+  weight element 2 bytes (DeepSpeed configuration reference, "ZeRO optimizations");
   with expert parallelism the all-to-all's send and receive buffers of one MoE
   layer (:func:`~dlscale.perfmodel.training.expert.dispatch_bytes` each; an
   assumption: one layer's in flight).
@@ -222,12 +223,15 @@ def _activations(model: TransformerSpec, layout: ParallelLayout, stage: str) -> 
     return acts
 
 
-def _buffers(model: TransformerSpec, layout: ParallelLayout, grads: float) -> float:
+def _buffers(model: TransformerSpec, layout: ParallelLayout, params: float) -> float:
+    """The rank's communication buffers; ``params`` its stage's parameters (the ZeRO
+    buckets' cap: a bucket holds at most the rank's gradients or weights)."""
     sbh = float(model.seq) * layout.micro * model.hidden
     p2p = 2 * 2.0 * sbh / (layout.tp if layout.scatter_gather else 1) if layout.pp > 1 else 0.0
     zero = 0.0
-    if layout.zero:
-        zero = 2 * min(ZERO_BUCKET_ELEMENTS * 2.0, grads)
+    if layout.zero:                 # a reduce bucket of gradients, a gather one of weights,
+        zero = min(ZERO_BUCKET_ELEMENTS, params) * (    # each element as the exchange moves it
+            layout.dp_element_bytes("reduce-scatter") + layout.dp_element_bytes("allgather"))
     if layout.ep > 1:
         return p2p + zero + 2 * dispatch_bytes(model, layout)
     return p2p + zero
@@ -267,7 +271,7 @@ def stage_memory(model: TransformerSpec, layout: ParallelLayout, stage: str) -> 
     expert = local_expert_params(model, layout) if layout.ep > 1 else 0.0
     w, g, o = _states(params, layout, expert)
     acts = _activations(model, layout, stage)
-    return LLMMemory(w, g, o, acts, _buffers(model, layout, ADAM_BYTES["gradients"] * params),
+    return LLMMemory(w, g, o, acts, _buffers(model, layout, params),
                      stage)
 
 

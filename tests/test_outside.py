@@ -37,11 +37,17 @@ def test_loader_bounds_the_step_from_host_cores():
     assert float(free.samples_per_s[0]) > float(bound.samples_per_s[0])
 
 
-def test_measured_loader_rate_moves_the_answer_and_both_fidelities_agree():
+@pytest.mark.parametrize("runtime", [None, "parameter-server"])
+def test_measured_loader_rate_moves_the_answer_and_both_fidelities_agree(runtime):
+    # the parameter servers' own simulation too (it ignored the loader before)
+    from dlscale.perfmodel.catalog.runtimes import apply_runtime
+
     c = get_cluster("dgx1-v100")
+    c = c if runtime is None else apply_runtime(c, runtime)
     w = _rn50(loader_rate=2000.0)
     p = predict(c, w, 1)
-    s = simulate_training(c, w, 1, iterations=4)
+    s = simulate_training(c, w, 1, iterations=4,
+                          **({} if runtime is None else {"network": "flow"}))
     assert float(p.samples_per_s[0]) == pytest.approx(2000.0)
     assert s.samples_per_s == pytest.approx(2000.0)
     assert s.iteration_s == pytest.approx(float(p.iteration_s[0]))

@@ -140,7 +140,11 @@ def run_ps_sync(ctx: RunContext) -> RunOutcome:
         yield env.all_of(pushes)
         marks["push_end"][wk] = max(ends, default=bwd_start)
 
+    load = ctx.loader_s
+    held = 0   # iterations the input pipeline, not the step, ended (as the allreduce path)
+
     def iterations():
+        nonlocal held
         t0 = 0.0
         for k in range(ctx.iterations):
             f = ctx.noise.draw(ctx.rng, (R,))
@@ -154,6 +158,11 @@ def run_ps_sync(ctx: RunContext) -> RunOutcome:
             end = barrier + float(fw.max()) * prof.update_s
             _account(acc, prof, f, float(fw.max()), float(marks["pulled"].max()) - t0 + busy,
                      end - t0)
+            # the input pipeline prepares one node's batch every ``load`` s: the next
+            # iteration starts when both the step and the next batch are done
+            if load > 0:
+                held += bool(t0 + load > end)
+                end = max(end, t0 + load)
             iter_end[k] = end
             if ctx.tracer is not None and k < ctx.tracer.max_iterations:
                 _trace(ctx, prof, marks, f, end)
@@ -162,6 +171,8 @@ def run_ps_sync(ctx: RunContext) -> RunOutcome:
 
     env.process(iterations())
     env.run()
+    if held and ctx.loader_limit == "storage":
+        counters["limit"] = "storage"   # the node's storage set the pace (training.storage)
     times = np.diff(np.concatenate([[0.0], iter_end]))
     return RunOutcome(times, acc.per_iteration(ctx.iterations), float(iter_end[-1]), counters)
 

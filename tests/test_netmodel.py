@@ -184,3 +184,12 @@ def test_double_binary_tree_per_node_count_is_the_single_call_at_each():
     single = get_cluster("stampede2-knl")   # one rank per node: one node is one rank
     assert time_per_node_count(single, "allreduce", "double-binary-tree", 1e6, [1], 1).tolist() \
         == [0.0]
+
+
+@pytest.mark.parametrize("gamma", [float("nan"), float("inf"), -1e-9, 2.0,
+                                   np.array([0.0, float("nan")])])
+def test_a_reduction_cost_outside_its_range_is_refused(gamma):
+    # it gave nan (inf) or negative seconds (-1) without a word before
+    with pytest.raises(ConfigError, match=r"gamma_s_per_B: .* \[0, 1\] s/B"):
+        time_per_node_count(get_cluster("summit"), "allreduce", "ring", 1e6, [2, 4], 6,
+                            gamma_s_per_B=gamma)

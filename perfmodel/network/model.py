@@ -46,6 +46,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from dlscale.perfmodel.errors import ConfigError, unknown_name
+from dlscale.perfmodel.limits import GAMMA_RANGE_S_PER_B
 from dlscale.perfmodel.machine.hardware import Cluster, Topology
 from dlscale.perfmodel.network.fatwalk import applies, fat_walk
 from dlscale.perfmodel.network.packedflows import PackedFlows
@@ -518,6 +519,10 @@ def time_per_node_count(cluster: Cluster, collective: str, algorithm: str,
     _check_names(collective, algorithm, inter_algorithm)
     if np.any(~np.isfinite(n)) or np.any(n < 0):
         raise ConfigError(f"n_bytes: must be finite and >= 0, got {n_bytes!r}")
+    lo, hi = GAMMA_RANGE_S_PER_B
+    if not np.all((g >= lo) & (g <= hi)):        # NaN and infinities fail too
+        raise ConfigError(f"gamma_s_per_B: a reduction cost per byte must lie in [{lo:g}, "
+                          f"{hi:g}] s/B, got {gamma_s_per_B!r}")
     for nd in sorted({min(nodes), max(nodes)}) if nodes else ():
         cluster.check_nodes(nd)
     dev = device_links(cluster, ranks_per_node)

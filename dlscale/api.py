@@ -800,7 +800,7 @@ def simulate_transformer(cluster: str | Path | Cluster, model: str,
     from dlscale.node_counts import parse_nodes
     from dlscale.perfmodel.catalog.models_llm import get_llm
     from dlscale.perfmodel.compute.variability import cluster_noise
-    from dlscale.perfmodel.training.parallel import ParallelLayout
+    from dlscale.perfmodel.training.parallel import ParallelLayout, replica_counts
     from dlscale.simulator.training.pipeline import check_layout, simulate_pipeline
     from dlscale.simulator.training.stragglers import make_noise
 
@@ -810,18 +810,10 @@ def simulate_transformer(cluster: str | Path | Cluster, model: str,
     for name, value in (("tp", tp), ("pp", pp), ("ep", ep)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ConfigError(f"{name}: must be a positive integer, got {value!r}")
-    dpn = c.node.devices_per_node
-    counts = ([max(1, -(-tp * pp // dpn))] if nodes is None else
-              parse_nodes(nodes) if isinstance(nodes, str) else
+    counts = (None if nodes is None else parse_nodes(nodes) if isinstance(nodes, str) else
               [nodes] if isinstance(nodes, int) else list(nodes))
     layouts = []
-    for n in counts:
-        c.check_nodes(n)
-        gpus = int(n) * dpn
-        if gpus % (tp * pp):
-            raise ConfigError(f"nodes: {n} nodes of {dpn} GPUs do not split into tp x pp = "
-                              f"{tp} x {pp} groups")
-        dp = gpus // (tp * pp)
+    for n, dp in replica_counts(c, counts, tp, pp):
         lay = ParallelLayout(tp=tp, pp=pp, dp=dp, micro=microbatch,
                              global_batch=microbatch * dp if global_batch is None
                              else global_batch, schedule=schedule, virtual=virtual, zero=zero,

@@ -70,3 +70,13 @@ def test_table_and_csv_outputs(tmp_path, capsys):
                       capsys)
     assert rc == 0 and "tflops_per_gpu" in out and "gpt-1.7b" in out.splitlines()[0]
     assert out_csv.read_text().splitlines()[0].startswith("nodes,cluster,model,gpus")
+
+
+@pytest.mark.parametrize("command", ["predict", "simulate"])
+@pytest.mark.parametrize("layout", [["--tp", "1000000000000"], ["--tp", "8", "--pp", "160"]])
+def test_a_replica_larger_than_the_cluster_names_its_layout(command, layout, capsys):
+    # it named only the node count it derived ("--nodes: node count 125000000000 ...",
+    # "nodes: 160 is more than ..."), a count the user never gave
+    rc, out, err = _run([command, "dgx-h100-superpod", "llama2-70b", *layout], capsys)
+    assert rc == 2 and err.count("\n") == 1 and out == "", err
+    assert "tp x pp: one model replica of" in err and "holds 127" in err

@@ -126,27 +126,21 @@ def run_llm(args: argparse.Namespace) -> int:
     from dlscale.commands.common import emit, parse_nodes
     from dlscale.perfmodel.catalog.models_llm import get_llm
     from dlscale.perfmodel.training.llm_ranges import band_row, llm_band
+    from dlscale.perfmodel.training.parallel import replica_counts
     from dlscale.provenance import load_cluster
 
     _refuse_dp_flags(args)
     cluster, prov = load_cluster(args.cluster, None)
     cluster = apply_noise(cluster, args.noise)     # one policy with the DP path
     model = get_llm(args.workload)
-    dpn = cluster.node.devices_per_node
     tp = args.tp if args.tp is not None else 1
     pp = args.pp if args.pp is not None else 1
     if tp < 1 or pp < 1:
         raise ConfigError(f"--{'tp' if tp < 1 else 'pp'}: must be a positive integer, "
                           f"got {tp if tp < 1 else pp}")
-    first = max(1, -(-tp * pp // dpn))
-    nodes = parse_nodes(str(first) if args.nodes is None else args.nodes)
-    layouts = []
-    for n in nodes:
-        gpus = int(n) * dpn
-        if gpus % (tp * pp):
-            raise ConfigError(f"--nodes: {n} nodes of {dpn} GPUs do not split into tp x pp = "
-                              f"{tp} x {pp} groups")
-        layouts.append((int(n), _layout(args, gpus // (tp * pp))))
+    counts = None if args.nodes is None else parse_nodes(args.nodes)
+    layouts = [(n, _layout(args, dp))
+               for n, dp in replica_counts(cluster, counts, tp, pp, "--nodes")]
     for _n, lay in layouts:
         lay.check(model)
     columns = list(COLUMNS)

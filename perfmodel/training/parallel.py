@@ -39,13 +39,19 @@ True
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.training.transformer import RECOMPUTE, TransformerSpec
 from dlscale.perfmodel.units import BYTES_PER_ELEMENT
 
-__all__ = ["GRAD_BYTES", "PRECISIONS", "SCHEDULES", "ZERO_STAGES", "ParallelLayout"]
+__all__ = ["GRAD_BYTES", "PRECISIONS", "SCHEDULES", "ZERO_STAGES", "ParallelLayout",
+           "replica_counts"]
+
+if TYPE_CHECKING:
+    from dlscale.perfmodel.machine.hardware import Cluster
 
 #: Pipeline schedules: GPipe (Huang et al. 2019: all forwards, then all backwards),
 #: 1F1B (PipeDream-Flush, Narayanan et al. 2021) and Megatron's interleaved 1F1B.
@@ -287,3 +293,55 @@ class ParallelLayout:
     def stage_layers(self, model: TransformerSpec) -> int:
         """Layers each pipeline stage holds (all its chunks)."""
         return model.layers // self.pp
+
+
+def replica_counts(cluster: Cluster, counts: Sequence[int] | None, tp: int, pp: int,
+                   where: str = "nodes") -> list[tuple[int, int]]:
+    """Each node count with its data-parallel size ``dp``: the count's GPUs split into
+    ``tp x pp`` groups (one model replica each); ``counts`` None: the fewest nodes that
+    hold one replica. ``predict`` and ``simulate`` take their node counts from here.
+
+    Parameters
+    ----------
+    cluster : Cluster
+        The machine (its GPUs per node, its node count).
+    counts : sequence of int or None
+        Node counts, or None for one replica's.
+    tp, pp : int
+        Tensor- and pipeline-parallel sizes (positive).
+    where : str
+        The field or flag that gave ``counts``, for the messages.
+
+    Raises
+    ------
+    ConfigError
+        A count more than the cluster holds (naming ``tp x pp`` where the replica
+        alone does not fit), or whose GPUs do not split into ``tp x pp`` groups.
+
+    Examples
+    --------
+    >>> from dlscale.perfmodel.catalog import get_cluster
+    >>> replica_counts(get_cluster("dgx-h100-superpod"), None, 8, 4)
+    [(4, 1)]
+    >>> replica_counts(get_cluster("dgx-h100-superpod"), None, 8, 10**6)
+    Traceback (most recent call last):
+    ...
+    dlscale.perfmodel.errors.ConfigError: tp x pp: one model replica of 8 x 1000000 = 8,000,000 GPUs needs 1,000,000 nodes of 8; cluster 'dgx-h100-superpod' holds 127
+    """
+    dpn = cluster.node.devices_per_node
+    if counts is None:
+        fewest = max(1, -(-tp * pp // dpn))
+        if fewest > cluster.max_nodes:
+            raise ConfigError(f"tp x pp: one model replica of {tp} x {pp} = {tp * pp:,} GPUs "
+                              f"needs {fewest:,} nodes of {dpn}; cluster {cluster.name!r} "
+                              f"holds {cluster.max_nodes:,}")
+        counts = [fewest]
+    out = []
+    for n in counts:
+        cluster.check_nodes(n)
+        gpus = int(n) * dpn
+        if gpus % (tp * pp):
+            raise ConfigError(f"{where}: {n} nodes of {dpn} GPUs do not split into tp x pp = "
+                              f"{tp} x {pp} groups")
+        out.append((int(n), gpus // (tp * pp)))
+    return out

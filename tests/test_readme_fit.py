@@ -36,6 +36,24 @@ def test_fitting_figures_in_the_text_follow_the_output():
     assert f"against {rate} ({100 * error:+.1f} %" in SECTION
 
 
+def test_fitting_central_figure_is_the_unfitted_prediction(capsys, monkeypatch):
+    """"+9.3 % at the central values": the shown prediction without the fitted profile
+    (it read +8.6 % while the model gave +9.3 % before this test)."""
+    import json
+
+    monkeypatch.chdir(ROOT)
+    line = re.search(r"```sh\n(.*?)```", SECTION, re.S).group(1).splitlines()[1]
+    args = shlex.split(line)
+    i = args.index("--profile")
+    del args[i:i + 2]
+    capsys.readouterr()
+    assert main([*args[1:], "--format", "json"]) == 0
+    rate = json.loads(capsys.readouterr().out)["rows"][0]["samples_per_s"]
+    central = re.search(r"\(\+[\d.]+ %; ([+-][\d.]+) % at the central values\)", SECTION)
+    assert central is not None
+    assert central.group(1) == f"{100 * (rate / 2744 - 1):+.1f}", (central.group(1), rate)
+
+
 TRACE_PART = SECTION.split("#### From a trace of a real run", 1)[1]
 TIMELINE = ROOT / "examples" / "fit" / "local-2ranks-timeline.json"
 

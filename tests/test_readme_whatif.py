@@ -36,3 +36,47 @@ def test_worked_what_if_figures_in_the_text_follow_the_table():
     assert times == ["0.154", "0.168", "0.169"]
     assert "0.154 s against 0.168 and 0.169 s" in SECTION
     assert (ROOT / "docs" / "summit-whatif.png").stat().st_size > 10_000
+
+
+def test_worked_what_if_paragraph_quotes_the_model():
+    """Every figure of "How to read it", recomputed: the what-ifs' costs at 512 and 4,608
+    nodes, the dragonfly's routers, and Horovod's rank-0 negotiation on Summit."""
+    import dataclasses
+
+    import numpy as np
+
+    from dlscale.perfmodel.catalog import get_cluster, get_runtime, get_workload
+    from dlscale.perfmodel.machine.config import load_cluster
+    from dlscale.perfmodel.training.predict import predict
+    from dlscale.perfmodel.training.rank_layout import layout
+    from dlscale.perfmodel.training.sync import end_to_end_latency_s, negotiation_s
+
+    text = " ".join(SECTION.split("How to read it", 1)[1].split())
+    w = get_workload("resnet50")
+    names = ("summit", "summit-half-injection", "summit-dragonfly")
+    clusters = [get_cluster("summit"), *(load_cluster(ROOT / "examples" / "configs" / f"{n}.toml")
+                                         for n in names[1:])]
+    runs = [predict(c, w, [512, 4608]) for c in clusters]
+    t = {n: [float(x) for x in r.iteration_s] for n, r in zip(names, runs, strict=True)}
+
+    def cost(name: str, i: int) -> str:
+        return f"{100 * (t[name][i] / t['summit'][i] - 1):.0f}"
+
+    assert (f"At 512 nodes halving the injection costs {cost('summit-half-injection', 0)}% of "
+            f"the iteration ({t['summit-half-injection'][0]:.3f} s against "
+            f"{t['summit'][0]:.3f} s; NCCL's choice there becomes the ring)") in text
+    assert runs[1].to_rows()[0]["allreduce"] == "ring" != runs[0].to_rows()[0]["allreduce"]
+    dfly = clusters[2].network.topology
+    assert f"whose {dfly.terminals_per_router} nodes per router" in text
+    assert f"is {cost('summit-dragonfly', 0)}% slower, limited by its global links" in text
+    assert runs[2].to_rows()[0]["network_limit"] == "global"
+    assert (f"At 4,608 nodes the what-ifs cost {cost('summit-half-injection', 1)} and "
+            f"{cost('summit-dragonfly', 1)}% of the iteration") in text
+    # the rank-0 negotiation of earlier Horovod on Summit as built
+    legacy = dataclasses.replace(clusters[0], runtime=get_runtime("horovod-legacy-nccl"))
+    lay = layout(legacy, w, np.array([4608]))
+    neg = float(negotiation_s(lay.ranks, end_to_end_latency_s(legacy, lay))[0])
+    ranks = int(lay.ranks[0])
+    assert f"a linear gather of {ranks - 1:,} latencies per bucket, about {neg:.2f} s each" in text
+    legacy_s = float(predict(legacy, w, [4608]).iteration_s[0])
+    assert f"Summit as built takes {legacy_s:.3f} s" in text

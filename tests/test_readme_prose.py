@@ -227,3 +227,52 @@ def test_time_to_target_samples_follow_the_table():
 
     assert (f"({k('async-easgd')} and {k('hogwild-easgd')} thousand against {k('async-sgd')} "
             f"and {k('hogwild-sgd')} thousand)") in _flat(part)
+
+
+def _time_to_target_part() -> str:
+    return README.split("#### Time to a target accuracy", 1)[1].split("\n### ", 1)[0]
+
+
+def test_time_to_target_run_counts_and_step_times():
+    """"117 co-simulations (105 grid points, then 3 seeds of 4 algorithms)" is the
+    search grid's size, and on 16 nodes "about the same 0.18 s per step" is predict's
+    step of each compared algorithm at its tuned tau (the table's), noise none."""
+    from dlscale.simulator.training.target import grid
+
+    part = _time_to_target_part()
+    text = _flat(part)
+    command = re.search(r"\$ dlscale simulate cori-knl googlenet --nodes 16 (.*)", part)
+    assert command is not None
+    algorithms = re.search(r"--compare (\S+)", command.group(1)).group(1).split(",")
+    repeats = int(re.search(r"--repeats (\d+)", command.group(1)).group(1))
+    points = sum(len(grid(a, 16)) for a in algorithms)
+    assert (f"The command runs {points + repeats * len(algorithms)} co-simulations ({points} "
+            f"grid points, then {repeats} seeds of {len(algorithms)} algorithms;") in text
+    table = part.split(command.group(0), 1)[1].split("```", 1)[0]
+    header = next(ln.split() for ln in table.splitlines() if ln.startswith("algorithm"))
+    rows = [dict(zip(header, ln.split(), strict=True)) for ln in table.splitlines()
+            if ln.split()[:1] and ln.split()[0] in algorithms]
+    assert [r["algorithm"] for r in rows] == algorithms
+    cori = dataclasses.replace(get_cluster("cori-knl"), noise="none")
+    steps = set()
+    for r in rows:
+        tau = int(r["tau"]) if r["tau"] != "-" else 1
+        w = dataclasses.replace(get_workload("googlenet"), algorithm=r["algorithm"], tau=tau)
+        steps.add(f"{float(predict(cori, w, [16]).iteration_s[0]):.2f}")
+    (step,) = steps
+    assert f"every algorithm takes about the same {step} s per step" in text
+
+
+def test_the_test_section_quotes_the_harness():
+    """"with 2 MPI ranks, at most 64 nodes, co-simulations at 4 nodes and 20 steps per
+    worker": tests/readme_harness.py's sizes."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    try:
+        import readme_harness as h
+    finally:
+        sys.path.remove(str(ROOT / "tests"))
+    text = _section("## Run the tests")
+    assert (f"(with {h.MPI_RANKS} MPI ranks, at most {h.MAX_NODES} nodes, co-simulations at "
+            f"{h.COSIM_MAX_NODES} nodes and {h.TARGET_ITERATIONS} steps per worker") in text

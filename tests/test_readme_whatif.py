@@ -49,7 +49,12 @@ def test_worked_what_if_paragraph_quotes_the_model():
     from dlscale.perfmodel.machine.config import load_cluster
     from dlscale.perfmodel.training.predict import predict
     from dlscale.perfmodel.training.rank_layout import layout
-    from dlscale.perfmodel.training.sync import end_to_end_latency_s, negotiation_s
+    from dlscale.perfmodel.training.sync import (
+        buckets,
+        coordination_bytes,
+        end_to_end_latency_s,
+        negotiation_s,
+    )
 
     text = " ".join(SECTION.split("How to read it", 1)[1].split())
     w = get_workload("resnet50")
@@ -72,6 +77,10 @@ def test_worked_what_if_paragraph_quotes_the_model():
     assert runs[2].to_rows()[0]["network_limit"] == "global"
     assert (f"At 4,608 nodes the what-ifs cost {cost('summit-half-injection', 1)} and "
             f"{cost('summit-dragonfly', 1)}% of the iteration") in text
+    # the response cache's bit vector (it read 24 bytes, Horovod's for 161 tensors; the
+    # model's ResNet-50 has fewer dense gradient tensors)
+    bits = coordination_bytes(w, clusters[0].runtime, buckets(w, clusters[0].runtime).tensors)
+    assert f"coordinates each fused buffer with one {bits:.0f}-byte bit-vector allreduce" in text
     # the rank-0 negotiation of earlier Horovod on Summit as built
     legacy = dataclasses.replace(clusters[0], runtime=get_runtime("horovod-legacy-nccl"))
     lay = layout(legacy, w, np.array([4608]))

@@ -176,6 +176,17 @@ def test_transformer_paragraph_quotes_the_validation():
             f"{-100 * min(r['error'] for r in small):.1f}%, a recorded miss") in text
     left = [r["published"] - r["predicted"] for r in small]   # GB per GPU, not modelled
     assert f"{min(left):.2f}-{max(left):.2f} GB per GPU is not identified" in text
+    # "compute is 74-98% of every Table 1 row" (it read 73-98%)
+    from dlscale.perfmodel.catalog.models_llm import get_llm
+    from dlscale.validation import case_megatron_sc21 as sc21
+    from dlscale.validation.banded import llm_iteration
+
+    shares = []
+    for name in sc21.ROWS:
+        r = llm_iteration(sc21.SELENE, get_llm(name), sc21.layout(name))
+        shares.append(r.compute_s / r.iteration_s)
+    assert (f"compute is {100 * min(shares):.0f}-{100 * max(shares):.0f}% of every Table 1 row"
+            in text)
 
 
 def test_transformer_paragraph_quotes_the_catalog_and_band():

@@ -303,3 +303,26 @@ def test_the_test_section_quotes_the_harness():
     text = _section("## Run the tests")
     assert (f"(with {h.MPI_RANKS} MPI ranks, at most {h.MAX_NODES} nodes, co-simulations at "
             f"{h.COSIM_MAX_NODES} nodes and {h.TARGET_ITERATIONS} steps per worker") in text
+
+
+def test_bf16_byte_counts_are_the_models():
+    """``--precision bf16``: bytes per parameter of the states, the data-parallel
+    reduction and all-gather, the gradient accumulation and the optimizer step."""
+    from dlscale.perfmodel.compute.llm_memory import _states
+    from dlscale.perfmodel.training.parallel import ParallelLayout
+    from dlscale.perfmodel.training.parallel_time import adam_step_bytes, grad_accumulate_bytes
+
+    text = _section("A transformer (`dlscale catalog transformers`")
+    fp16, bf16 = ParallelLayout(), ParallelLayout(precision="bf16")
+
+    def states(lay: ParallelLayout) -> float:
+        return sum(_states(1.0, lay))
+
+    assert (f"{states(bf16):.0f} bytes of weights, gradients and optimizer state per "
+            f"parameter instead of {states(fp16):.0f}, the data-parallel reduction moves "
+            f"{bf16.dp_element_bytes('allreduce'):.0f} bytes per gradient (the ZeRO "
+            f"all-gathers still {bf16.dp_element_bytes('allgather'):.0f} per weight), "
+            f"accumulating a microbatch's gradients moves {grad_accumulate_bytes(bf16):.0f} "
+            f"bytes per parameter instead of {grad_accumulate_bytes(fp16):.0f}, and the "
+            f"optimizer step skips the gradient copy to fp32 ({adam_step_bytes(bf16):.0f} "
+            f"bytes per parameter instead of {adam_step_bytes(fp16):.0f})") in text

@@ -9,7 +9,6 @@ import json
 
 import pytest
 
-from dlscale.cli import main
 from dlscale.perfmodel.catalog import get_cluster
 from dlscale.perfmodel.catalog.models_llm import get_llm
 from dlscale.perfmodel.compute.llm_memory import llm_memory
@@ -24,6 +23,11 @@ from dlscale.perfmodel.training.expert import (
 from dlscale.perfmodel.training.parallel import ParallelLayout
 from dlscale.perfmodel.training.parallel_time import llm_iteration, nccl_node
 from dlscale.perfmodel.training.transformer_layers import layer_gemms
+
+try:  # tests/ imported as a package, or as plain files (pytest puts tests/ on sys.path)
+    from tests.cli_run import run_cli as _run
+except ImportError:  # pragma: no cover
+    from cli_run import run_cli as _run  # type: ignore[no-redef]
 
 MIX = get_llm("mixtral-8x7b")
 POD = get_cluster("dgx-h100-superpod")
@@ -134,16 +138,6 @@ def test_ep_needs_experts_and_must_divide_them():
         _lay(ep=2).check(get_llm("gpt-7.5b"))
     with pytest.raises(ConfigError, match=r"parallel\.ep: must divide the 8 experts"):
         _lay(ep=16).check(MIX)
-
-
-def _run(argv, capsys):
-    capsys.readouterr()
-    try:
-        rc = main(argv)
-    except SystemExit as exc:
-        rc = int(exc.code or 0)
-    cap = capsys.readouterr()
-    return rc, cap.out, cap.err
 
 
 def test_ep_flag_acts_on_the_transformer_path(capsys):

@@ -6,21 +6,15 @@ import json
 
 import pytest
 
-from dlscale.cli import main
 from dlscale.perfmodel.catalog import get_cluster
 from dlscale.perfmodel.catalog.models_llm import get_llm
 from dlscale.perfmodel.training.parallel import ParallelLayout
 from dlscale.perfmodel.training.parallel_time import llm_iteration
 
-
-def _run(argv, capsys):
-    capsys.readouterr()
-    try:
-        rc = main(argv)
-    except SystemExit as exc:
-        rc = int(exc.code or 0)
-    cap = capsys.readouterr()
-    return rc, cap.out, cap.err
+try:  # tests/ imported as a package, or as plain files (pytest puts tests/ on sys.path)
+    from tests.cli_run import run_cli as _run
+except ImportError:  # pragma: no cover
+    from cli_run import run_cli as _run  # type: ignore[no-redef]
 
 
 @pytest.mark.parametrize("extra", [["--tp", "1"], ["--tp", "1", "--pp", "1", "--zero", "0"]])

@@ -17,18 +17,13 @@ from dlscale.api import simulate_transformer
 from dlscale.cli import build_parser, main
 from dlscale.commands.simulate_llm import ACTS
 
+try:  # tests/ imported as a package, or as plain files (pytest puts tests/ on sys.path)
+    from tests.cli_run import run_cli as _run
+except ImportError:  # pragma: no cover
+    from cli_run import run_cli as _run  # type: ignore[no-redef]
+
 BASE = ["simulate", "dgx1-v100", "gpt-1.7b"]
 MULTI = "dgx-h100-superpod"
-
-
-def _run(argv, capsys):
-    capsys.readouterr()
-    try:
-        rc = main(argv)
-    except SystemExit as exc:
-        rc = int(exc.code or 0)
-    cap = capsys.readouterr()
-    return rc, cap.out, cap.err
 
 
 def _simulate_actions() -> list[argparse.Action]:

@@ -30,13 +30,20 @@ A100 node):
   reference architecture (NVIDIA, "DGX SuperPOD reference architecture", DGX A100,
   2020: rail-optimised, one plane per HCA, 20 nodes per scalable-unit leaf), 130 ns
   per switch (NVIDIA Quantum QM8700 brief); 560 nodes (Selene, TOP500 November
-  2020: 4,480 A100 GPUs).
+  2020: 4,480 A100 GPUs);
+- **software**: Megatron-LM's collectives through ``torch.distributed`` with the NCCL
+  backend (``megatron/arguments.py``: ``--distributed-backend``, ``default='nccl'``,
+  choices nccl and gloo), the catalog's ``nccl`` runtime (NCCL's transport over
+  InfiniBand, the slowdown of compute beside its collectives); the description named
+  no runtime before and so ran the default ``horovod-mpi``, a stack Megatron-LM does
+  not use.
 """
 
 from __future__ import annotations
 
 from dlscale.perfmodel.catalog.devices import DEVICES
 from dlscale.perfmodel.catalog.links import LINKS
+from dlscale.perfmodel.catalog.runtimes import RUNTIMES
 from dlscale.perfmodel.machine.hardware import Cluster, FatTree, Link, NetworkSpec, NodeSpec
 from dlscale.perfmodel.units import ns
 
@@ -74,4 +81,5 @@ SELENE = Cluster(
                 LINKS["ib-hdr"], hop_latency_s=130 * ns,
                 source="Narayanan et al. SC'21 Sec. 5; NVIDIA DGX SuperPOD reference "
                        "architecture (2020)"),
+    runtime=RUNTIMES["nccl"],
     source="NVIDIA Selene as in Narayanan et al. SC'21 (validation/megatron_selene.py)")

@@ -518,7 +518,26 @@ def with_transport(cluster: Cluster) -> Cluster:
     rt = cluster.runtime
     if rt.links_measured:
         return cluster
+    kept = _DELIVERED.get(id(cluster))
+    if kept is not None and kept[0] is cluster:   # the same object again: its answer
+        return kept[1]
+    out = _delivered(cluster)
+    if len(_DELIVERED) >= _DELIVERED_MAX:
+        del _DELIVERED[next(iter(_DELIVERED))]
+    _DELIVERED[id(cluster)] = (cluster, out)
+    return out
 
+
+#: :func:`with_transport`'s answers by the identity of the cluster asked (each entry
+#: holds the cluster, so an id is not reused while kept): a layout search prices
+#: thousands of layouts on one cluster, and its memo keys clusters by identity.
+_DELIVERED: dict[int, tuple[Cluster, Cluster]] = {}
+_DELIVERED_MAX = 256
+
+
+def _delivered(cluster: Cluster) -> Cluster:
+    """:func:`with_transport`'s cluster, built."""
+    rt = cluster.runtime
     side = rt.side("transport")
     fit = rt.fitted_value("transport")   # the user's own run, in place of the central value
 

@@ -11,16 +11,16 @@ and greatest over the central answer and the corners
   NCCL's maintainers: 0.96 to 0.976 of a NIC's rate for RDMA): the inter-node links
   as the runtime's transport delivers them
   (:func:`~dlscale.perfmodel.machine.runtime.with_transport`) at the side of the
-  corner. The central answer of this path charges the links' rated figures, so
-  both sides lengthen the inter-node communication: the band lies at and above the
-  central time there;
+  corner; the central answer at the cited central, as on the data-parallel path;
 - **compute slowed beside communication** (``Runtime.overlap_slowdown``, arXiv
-  2507.03114: 0 to 40 % on GPUs): the part of the data-parallel exchange hidden
-  behind the last microbatch's backward pass (``dp_comm_s - dp_exposed_s``) slows
-  that compute by the fraction ``s``, lengthening the iteration by ``s`` times it
-  (the rule of :mod:`dlscale.perfmodel.compute.overlap`). The tensor-, pipeline-
-  and expert-parallel communication is not overlapped on this path, so nothing
-  else is slowed;
+  2507.03114: 0 to 40 % on GPUs, 18.9 % central): the part of the data-parallel
+  exchange hidden behind the last microbatch's backward pass (``dp_comm_s -
+  dp_exposed_s``) slows that compute by the fraction ``s``, lengthening the iteration
+  by ``s`` times it
+  (:func:`~dlscale.perfmodel.training.parallel_time.overlap_slowdown_s`, the rule of
+  :mod:`dlscale.perfmodel.compute.overlap`), the central answer at the central ``s``.
+  The tensor-, pipeline- and expert-parallel communication is not overlapped on this
+  path, so nothing else is slowed;
 - **device variability** (:data:`~dlscale.perfmodel.compute.variability.DEVICE_SPREAD`,
   Sinha et al. SC'22: no spread to the largest cluster average's 4.08%): each
   corner's cluster noise by
@@ -70,7 +70,6 @@ import numpy as np
 
 from dlscale.perfmodel.compute import variability
 from dlscale.perfmodel.machine.hardware import Cluster
-from dlscale.perfmodel.machine.runtime import with_transport
 from dlscale.perfmodel.training.parallel import ParallelLayout
 from dlscale.perfmodel.training.parallel_time import LLMIteration, llm_iteration
 from dlscale.perfmodel.training.ranges import MECHANISMS, Mechanism, band_of
@@ -143,11 +142,7 @@ def llm_corners(cluster: Cluster, layout: ParallelLayout,
 def _iteration_at(cluster: Cluster, model: TransformerSpec, layout: ParallelLayout,
                   ) -> LLMIteration:
     """The iteration at one corner: its links, its slowdown of the hidden compute."""
-    r = llm_iteration(with_transport(cluster), model, layout)
-    hidden = r.dp_comm_s - r.dp_exposed_s
-    extra = cluster.runtime.slowdown(cluster.node.device.kind) * hidden
-    return dataclasses.replace(r, iteration_s=r.iteration_s + extra,
-                               compute_s=r.compute_s + extra)
+    return llm_iteration(cluster, model, layout)   # its sides: links, slowdown, K0
 
 
 def corner_iteration(cluster: Cluster, model: TransformerSpec, layout: ParallelLayout,

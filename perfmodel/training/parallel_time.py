@@ -110,6 +110,7 @@ from dlscale.perfmodel.compute.variability import slowest_factor
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.layoutmemo import args_memo, layout_memo
 from dlscale.perfmodel.machine.hardware import Cluster, Device
+from dlscale.perfmodel.machine.runtime import with_transport
 from dlscale.perfmodel.network.groups import groups_time_s, shift_time_s
 from dlscale.perfmodel.training.expert import (
     alltoalls_per_layer,
@@ -129,6 +130,7 @@ from dlscale.perfmodel.training.transformer_layers import (
 __all__ = ["ADAM_STEP_BYTES", "GRADIENT_COPY_BYTES", "HBM_ACHIEVABLE_FRACTION",
            "LOSS_BYTES_PER_LOGIT", "NCCL_NVLINK_FRACTION", "LLMIteration", "adam_step_bytes",
            "grad_accumulate_bytes", "hbm_achievable_Bps", "llm_iteration", "nccl_node", "optimizer_step_s",
+           "overlap_slowdown_s",
            "stage_microbatch_s"]
 
 #: Bytes the mixed-precision optimizer step reads and writes per parameter it
@@ -475,6 +477,9 @@ def llm_iteration(cluster: Cluster, model: TransformerSpec,
     """
     layout.check(model)
     _nodes(cluster, layout.gpus)
+    # the inter-node links as the runtime's transport delivers them, at the side the
+    # runtime names (the data-parallel path's rule; the band's corners set the side)
+    cluster = with_transport(cluster)
     fwd, bwd, tp, extra = _stage_compute(cluster, model, layout)
     # every GPU waits for the slowest of all (its tensor group each layer, the
     # pipeline its slowest stage, the exchange its slowest replica): the compute
@@ -488,13 +493,39 @@ def llm_iteration(cluster: Cluster, model: TransformerSpec,
     slots = m * (1.0 + layout.bubble_fraction)           # m + (p - 1) / v slots
     dp_total, dp_exposed = _dp_times(cluster, model, layout, (bwd + tp) / v)
     opt = optimizer_step_s(cluster, model, layout) * slow
-    total = slots * slot + dp_exposed + opt
+    beside = overlap_slowdown_s(cluster, dp_total, dp_exposed)
+    total = slots * slot + dp_exposed + opt + beside
     capacity = cluster.node.device.training_memory_bytes
     return LLMIteration(
-        model.name, cluster.name, layout, total, m * (fwd + bwd + extra),
+        model.name, cluster.name, layout, total, m * (fwd + bwd + extra) + beside,
         m * tp, m * pp, (slots - m) * slot, dp_total, dp_exposed, opt,
         model.flops(layout.global_batch, layout.recompute), llm_memory(model, layout),
         capacity, largest_microbatch(model, layout, capacity), m * ep)
+
+
+def overlap_slowdown_s(cluster: Cluster, dp_total_s: float, dp_exposed_s: float) -> float:
+    """What the compute beside the hidden part of the data-parallel exchange loses:
+    ``s`` times the hidden time, ``s`` the runtime's slowdown of compute beside
+    communication on the cluster's device kind at the side it names
+    (:meth:`~dlscale.perfmodel.machine.runtime.Runtime.slowdown`; the rule of
+    :mod:`dlscale.perfmodel.compute.overlap`: the overlapped compute takes ``1 + s`` as
+    long). ``predict`` and ``simulate`` both charge it so.
+
+    Parameters
+    ----------
+    cluster : Cluster
+        Its runtime and device kind.
+    dp_total_s, dp_exposed_s : float
+        The exchange, and the part of it not hidden behind the backward pass.
+
+    Examples
+    --------
+    >>> from dlscale.perfmodel.catalog import get_cluster
+    >>> round(overlap_slowdown_s(get_cluster("dgx-h100-superpod"), 0.5, 0.1), 4)
+    0.0756
+    """
+    return cluster.runtime.slowdown(cluster.node.device.kind) * max(dp_total_s - dp_exposed_s,
+                                                                    0.0)
 
 
 def optimizer_step_s(cluster: Cluster, model: TransformerSpec, layout: ParallelLayout) -> float:

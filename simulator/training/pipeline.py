@@ -33,7 +33,10 @@ schedule's operations (:mod:`~dlscale.simulator.training.pipeline_schedule`: gpi
   prices them, Rajbhandari et al. SC'20 Sec. 7) between
   the real ranks of each data-parallel group, on the same network as the pipelines'
   messages; it starts with the stage's last backward pass when the layout overlaps
-  it (``dp_overlap``), else after it; then the optimizer step (Adam's bytes at the
+  it (``dp_overlap``), else after it (the compute beside the hidden part slowed by
+  ``predict``'s closed form,
+  :func:`~dlscale.perfmodel.training.parallel_time.overlap_slowdown_s`, charged after
+  the pass); then the optimizer step (Adam's bytes at the
   memory bandwidth, as ``predict``); with expert parallelism the dense gradients'
   ring over all ``dp`` replicas, then the experts' over the ``dp / ep`` replicas that
   hold the same experts (``ep`` apart), as ``predict`` prices them;
@@ -41,6 +44,8 @@ schedule's operations (:mod:`~dlscale.simulator.training.pipeline_schedule`: gpi
   combine inside each pass, pairwise exchanges over the group's real ranks
   (:mod:`~dlscale.simulator.training.pipeline_expert`).
 
+The inter-node links are as the runtime's transport delivers them
+(:func:`~dlscale.perfmodel.machine.runtime.with_transport`), as ``predict``'s.
 Bubbles, stragglers and the contention of groups sharing links come out of the run.
 Symmetry is used where it is exact: the ``tp`` ranks of a group run in lockstep (the
 same compute, the same collectives); with per-rank noise (one factor per rank and
@@ -67,6 +72,7 @@ import simpy
 from dlscale.perfmodel.compute.variability import cluster_noise
 from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.machine.hardware import Cluster
+from dlscale.perfmodel.machine.runtime import with_transport
 from dlscale.perfmodel.training.expert import local_expert_params
 from dlscale.perfmodel.training.parallel import ParallelLayout
 from dlscale.perfmodel.training.parallel_time import (
@@ -74,6 +80,7 @@ from dlscale.perfmodel.training.parallel_time import (
     llm_iteration,
     nccl_node,
     optimizer_step_s,
+    overlap_slowdown_s,
     stage_microbatch_s,
 )
 from dlscale.perfmodel.training.transformer import TransformerSpec
@@ -212,6 +219,7 @@ class _Run:
         if lay.ep > 1 and self.d > lay.ep:
             self.dp_rings.append((None, expert))
         self.opt_s = optimizer_step_s(cluster, model, lay)
+        self.beside_s = 0.0      # set by simulate_pipeline from predict's answer
 
     def rank(self, ti: int, di: int, pi: int) -> int:
         """Megatron's rank numbering (tensor fastest, then data, then pipeline)."""
@@ -356,6 +364,11 @@ class _Run:
             yield from self._ring(s, d, "reduce-scatter")
         t1 = env.now
         yield self._event(("flushed", s, d))         # the step needs every gradient
+        # the last backward pass ran slower beside the exchange: predict's closed form
+        # (overlap_slowdown_s of its hidden exchange), charged after the pass, as the
+        # data-parallel simulation takes compute.overlap's
+        if self.beside_s > 0:
+            yield env.timeout(self.beside_s)
         t2 = env.now
         yield env.timeout(self.opt_s * float(self.factors[s, d]))
         t3 = env.now
@@ -459,7 +472,11 @@ def simulate_pipeline(cluster: Cluster, model: TransformerSpec, layout: Parallel
     draws = nz.draw(np.random.default_rng(seed), (layout.gpus,))
     # a tensor-parallel group waits for its slowest rank at every layer's collective
     factors = draws.reshape(layout.pp, layout.dp, layout.tp).max(axis=2)
-    run = _Run(cluster, model, layout, factors, every_flow, bundle, keep_log, trace)
+    # the inter-node links as the runtime's transport delivers them (llm_iteration's)
+    run = _Run(with_transport(cluster), model, layout, factors, every_flow, bundle, keep_log,
+               trace)
+    run.beside_s = overlap_slowdown_s(with_transport(cluster), analytical.dp_comm_s,
+                                      analytical.dp_exposed_s)
     run.run()
     iteration = float(run.end.max())
     flush = float(run.ops_end.max())

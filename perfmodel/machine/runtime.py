@@ -532,7 +532,7 @@ def with_transport(cluster: Cluster) -> Cluster:
 #: holds the cluster, so an id is not reused while kept): a layout search prices
 #: thousands of layouts on one cluster, and its memo keys clusters by identity.
 _DELIVERED: dict[int, tuple[Cluster, Cluster]] = {}
-_DELIVERED_MAX = 256
+_DELIVERED_MAX = 256   # numerical: clusters kept, far more than one question asks
 
 
 def _delivered(cluster: Cluster) -> Cluster:

@@ -166,3 +166,28 @@ def test_simulate_runs_other_algorithms_where_the_loader_does_not_bind():
     r = simulate_training(get_cluster("summit"), get_workload("resnet50"), 2,
                           algorithm="sync-easgd", iterations=2)
     assert r.fits and r.iteration_s > 0
+
+
+@pytest.mark.parametrize("command", ["predict", "simulate"])
+@pytest.mark.parametrize("extra,where", [
+    (["resnet50", "--data", "synthetic"], "with --data synthetic"),
+    (["examples/fit/digits-mlp.toml"], "the workload's data = 'synthetic'"),
+])
+def test_loader_rate_on_synthetic_data_is_refused_in_one_line(command, extra, where, capsys):
+    """Synthetic data has no input pipeline: ``--loader-rate 200`` with it was accepted
+    and changed nothing (p100-cluster, 4 nodes: 0.184 s with or without it)."""
+    from pathlib import Path
+
+    from dlscale.cli import main
+
+    root = Path(__file__).resolve().parents[1]
+    extra = [str(root / e) if e.endswith(".toml") else e for e in extra]
+    status = main([command, "p100-cluster", *extra, "--nodes", "4", "--loader-rate", "200",
+                   "--format", "json"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 2 and len(err) == 1, err
+    assert "--loader-rate 200" in err[0] and where in err[0]
+    # given with real data, the same flag acts
+    assert main([command, "p100-cluster", "resnet50", "--nodes", "4", "--loader-rate", "200",
+                 "--format", "json"]) == 0
+    assert '"iteration_s": 0.64' in capsys.readouterr().out

@@ -132,6 +132,21 @@ def _outside_overrides(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
+def check_loader_rate(args: argparse.Namespace, workload_data: str) -> None:
+    """Refuse ``--loader-rate`` where the data is synthetic (``--data synthetic``, or the
+    workload's ``data`` when ``--data`` is not given): synthetic data has no input
+    pipeline, so the rate would be accepted and read by nothing."""
+    rate = getattr(args, "loader_rate", None)
+    if rate is None:
+        return
+    given = getattr(args, "data", None)
+    if (given or workload_data) == "synthetic":
+        where = "--data synthetic" if given else "the workload's data = 'synthetic'"
+        raise ConfigError(f"--loader-rate {rate:g}: bounds the step by a real data set's "
+                          f"input pipeline; with {where} there is no loader (give --data "
+                          f"real, or drop --loader-rate)")
+
+
 def check_sync_only(args: argparse.Namespace, algorithms: list[str]) -> None:
     """Refuse ``--collective`` and ``--grouping`` where no algorithm run allreduces
     gradients (the EASGD family and asynchronous SGD talk to a master or reduce and
@@ -169,6 +184,7 @@ def run(args: argparse.Namespace) -> int:
     cluster = apply_ps_args(apply_runtime(cluster, args.runtime), args)
     cluster = apply_noise(cluster, args.noise)
     workload = load_workload(args.workload)
+    check_loader_rate(args, workload.data)
     overrides = workload_overrides(args)
     if overrides:
         workload = apply_overrides(workload, overrides, "command line")

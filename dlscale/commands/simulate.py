@@ -158,9 +158,11 @@ def _one_node_count(text: str) -> int:
 
 def _apply_workload_flags(args: argparse.Namespace) -> None:
     """``--batch``, ``--precision``, ``--global-batch`` applied to the workload, as predict does."""
-    from dlscale.commands.predict import workload_overrides
+    from dlscale.commands.predict import check_loader_rate, workload_overrides
     from dlscale.perfmodel.machine.config import apply_overrides, load_workload
 
+    if getattr(args, "loader_rate", None) is not None:
+        check_loader_rate(args, load_workload(args.workload).data)
     names = {"batch": args.batch, "precision": args.precision,
              "global_batch": getattr(args, "global_batch", None),
              **{k: getattr(args, k, None) for k in ("data", "loader_rate", "dispatch_us")}}

@@ -191,3 +191,29 @@ def test_loader_rate_on_synthetic_data_is_refused_in_one_line(command, extra, wh
     assert main([command, "p100-cluster", "resnet50", "--nodes", "4", "--loader-rate", "200",
                  "--format", "json"]) == 0
     assert '"iteration_s": 0.64' in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command", ["predict", "simulate"])
+@pytest.mark.parametrize("measured", [
+    ["resnet50", "--measured-samples-per-s", "100@32"],
+    ["resnet50", "--measured-trace", "examples/traces/pytorch_resnet50_v100_b64.json@64"],
+    ["examples/configs/resnet50-measured.toml"],
+])
+def test_dispatch_on_measured_compute_is_refused_in_one_line(command, measured, capsys):
+    """A measured compute holds the dispatch it paid, and the roofline's dispatch floor
+    is not applied to it: ``--dispatch-us 300`` with it was accepted and changed
+    nothing (p100-cluster, 4 nodes, 100 samples/s at batch 32: 0.339 s either way;
+    without the measurement it moves the step from 0.188 to 0.260 s)."""
+    from pathlib import Path
+
+    from dlscale.cli import main
+
+    root = Path(__file__).resolve().parents[1]
+    words = [str(root / w) if w.startswith("examples/") else w for w in measured]
+    if command == "predict":
+        words = ["--trace" if w == "--measured-trace" else w for w in words]
+    status = main([command, "p100-cluster", *words, "--nodes", "4", "--dispatch-us", "300",
+                   "--format", "json"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 2 and len(err) == 1, err
+    assert "--dispatch-us 300" in err[0] and "measured" in err[0]

@@ -46,6 +46,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--algorithm", choices=ALGORITHMS, help="training algorithm (default: the workload's)")
     p.add_argument("--collective", choices=COLLECTIVES, help="allreduce algorithm (default: the workload's)")
     p.add_argument("--grouping", choices=GROUPINGS, help="gradient fusion or graph-aware grouping")
+    p.add_argument("--tau", type=int, default=None,
+                   help="EASGD communication period (default: the workload's)")
     p.add_argument("--precision", choices=("fp32", "fp16", "fp64", "bf16"),
                    help="training precision: fp32, fp16 (mixed) or fp64 for a layer-by-layer "
                         "model; fp16 (default) or bf16 (fp32 gradients) for a transformer")
@@ -147,6 +149,20 @@ def check_loader_rate(args: argparse.Namespace, workload_data: str) -> None:
                           f"real, or drop --loader-rate)")
 
 
+def check_tau(args: argparse.Namespace, algorithms: list[str]) -> None:
+    """Refuse ``--tau`` where no algorithm run has a communication period (only the
+    EASGD family exchanges every ``tau`` steps)."""
+    from dlscale.perfmodel.training.workload import EASGD_FAMILY
+
+    tau = getattr(args, "tau", None)
+    if tau is not None and tau < 1:
+        raise ConfigError(f"--tau: must be an integer >= 1 (local steps between exchanges), "
+                          f"got {tau}")
+    if tau is not None and not any(a in EASGD_FAMILY for a in algorithms):
+        raise ConfigError(f"--tau: the EASGD family's communication period; "
+                          f"{', '.join(algorithms)} communicate every step")
+
+
 def check_sync_only(args: argparse.Namespace, algorithms: list[str]) -> None:
     """Refuse ``--collective`` and ``--grouping`` where no algorithm run allreduces
     gradients (the EASGD family and asynchronous SGD talk to a master or reduce and
@@ -189,6 +205,9 @@ def run(args: argparse.Namespace) -> int:
     if overrides:
         workload = apply_overrides(workload, overrides, "command line")
     check_sync_only(args, [workload.algorithm])
+    check_tau(args, [workload.algorithm])
+    if args.tau is not None:
+        workload = apply_overrides(workload, {"tau": args.tau}, "command line")
     workload, measured_lines, measured_meta = apply_measured(args, workload)
     nodes = parse_nodes(f"1-{cluster.max_nodes}" if args.nodes is None else args.nodes)
     # the API's own question; the table shows the model's rows as the API's .raw holds them

@@ -1,6 +1,7 @@
 """Time outside the step: input pipeline, dispatch, evaluation and start-up."""
 
 import dataclasses
+import json
 import subprocess
 import sys
 
@@ -217,3 +218,28 @@ def test_dispatch_on_measured_compute_is_refused_in_one_line(command, measured, 
     err = capsys.readouterr().err.strip().splitlines()
     assert status == 2 and len(err) == 1, err
     assert "--dispatch-us 300" in err[0] and "measured" in err[0]
+
+
+def test_a_timelines_readiness_alone_keeps_the_dispatch_floor(capsys):
+    """A Horovod timeline without a measured compute only splits the backward pass over
+    the layers; the times stay the roofline's, which the dispatch floor bounds. Before,
+    the timeline dropped the floor, so ``--dispatch-us 300`` changed nothing with it
+    (p100-cluster, 4 nodes: 0.2197 s either way; 0.2535 s without the timeline)."""
+    from pathlib import Path
+
+    from dlscale.cli import main
+
+    timeline = str(Path(__file__).resolve().parents[1] / "examples" / "traces" /
+                   "horovod_resnet50_4ranks.json")
+
+    def answer(command, extra):
+        words = [command, "p100-cluster", "resnet50", "--nodes", "4", "--noise", "none",
+                 "--horovod-timeline", timeline, *extra, "--format", "json"]
+        assert main(words + (["--iterations", "2"] if command == "simulate" else [])) == 0
+        doc = json.loads(capsys.readouterr().out)
+        return (doc.get("rows") or doc["runs"])[0]["iteration_s"]
+
+    for command in ("predict", "simulate"):
+        assert answer(command, ["--dispatch-us", "300"]) > 1.1 * answer(command, [])
+    assert answer("simulate", ["--dispatch-us", "300"]) == pytest.approx(
+        answer("predict", ["--dispatch-us", "300"]), rel=1e-6)

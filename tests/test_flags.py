@@ -386,6 +386,7 @@ _TRAINING_VALUES = {
     "--precision": ["fp16"], "--global-batch": ["64"], "--ps-servers": ["2"],
     "--ps-placement": ["separate"], "--ps-strategy": ["greedy"],
     "--data": ["synthetic"], "--loader-rate": ["100"], "--dispatch-us": ["10"],
+    "--grouping": ["graph-aware"],
 }
 
 #: A run whose input pipeline bounds the step (DGX-1: 40 host cores, 8 V100 at fp16).
@@ -443,6 +444,7 @@ CHECKS: dict[tuple[str, str], Any] = {
         "--tp": ["2"], "--pp": ["2"], "--microbatch": ["2"], "--schedule": ["gpipe"],
         "--virtual": ["2"], "--zero": ["1"], "--recompute": ["full"], "--sp": [],
         "--ep": ["2"]}.items()},
+    ("predict", "--tau"): Acts([*PRED, "--algorithm", "async-easgd"], ["--tau", "4"]),
     ("predict", "--data"): Acts(["predict", *LOADED], ["--data", "synthetic"]),
     ("predict", "--loader-rate"): Acts(PRED, ["--loader-rate", "100"]),
     ("predict", "--dispatch-us"): Acts(PRED, ["--dispatch-us", "500"]),
@@ -483,6 +485,7 @@ CHECKS: dict[tuple[str, str], Any] = {
         "--data": (["simulate", *LOADED, "--iterations", "2"], ["--data", "synthetic"]),
         "--loader-rate": (SIMT, ["--loader-rate", "100"]),
         "--dispatch-us": (SIMT, ["--dispatch-us", "500"]),
+        "--grouping": ([*SIMT, "--runtime", "horovod-legacy-nccl"], ["--grouping", "graph-aware"]),
     }.items()},
     **{("simulate CLUSTER WORKLOAD", f): r for f, r in _refuse_all(SIMT, {
         "--ranks": ["4"], "--operation": ["allgather"], "--size-bytes": ["1e6"],

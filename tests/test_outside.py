@@ -1,6 +1,7 @@
 """Time outside the step: input pipeline, dispatch, evaluation and start-up."""
 
 import dataclasses
+import json
 import subprocess
 import sys
 
@@ -166,3 +167,79 @@ def test_simulate_runs_other_algorithms_where_the_loader_does_not_bind():
     r = simulate_training(get_cluster("summit"), get_workload("resnet50"), 2,
                           algorithm="sync-easgd", iterations=2)
     assert r.fits and r.iteration_s > 0
+
+
+@pytest.mark.parametrize("command", ["predict", "simulate"])
+@pytest.mark.parametrize("extra,where", [
+    (["resnet50", "--data", "synthetic"], "with --data synthetic"),
+    (["examples/fit/digits-mlp.toml"], "the workload's data = 'synthetic'"),
+])
+def test_loader_rate_on_synthetic_data_is_refused_in_one_line(command, extra, where, capsys):
+    """Synthetic data has no input pipeline: ``--loader-rate 200`` with it was accepted
+    and changed nothing (p100-cluster, 4 nodes: 0.184 s with or without it)."""
+    from pathlib import Path
+
+    from dlscale.cli import main
+
+    root = Path(__file__).resolve().parents[1]
+    extra = [str(root / e) if e.endswith(".toml") else e for e in extra]
+    status = main([command, "p100-cluster", *extra, "--nodes", "4", "--loader-rate", "200",
+                   "--format", "json"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 2 and len(err) == 1, err
+    assert "--loader-rate 200" in err[0] and where in err[0]
+    # given with real data, the same flag acts
+    assert main([command, "p100-cluster", "resnet50", "--nodes", "4", "--loader-rate", "200",
+                 "--format", "json"]) == 0
+    assert '"iteration_s": 0.64' in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command", ["predict", "simulate"])
+@pytest.mark.parametrize("measured", [
+    ["resnet50", "--measured-samples-per-s", "100@32"],
+    ["resnet50", "--measured-trace", "examples/traces/pytorch_resnet50_v100_b64.json@64"],
+    ["examples/configs/resnet50-measured.toml"],
+])
+def test_dispatch_on_measured_compute_is_refused_in_one_line(command, measured, capsys):
+    """A measured compute holds the dispatch it paid, and the roofline's dispatch floor
+    is not applied to it: ``--dispatch-us 300`` with it was accepted and changed
+    nothing (p100-cluster, 4 nodes, 100 samples/s at batch 32: 0.339 s either way;
+    without the measurement it moves the step from 0.188 to 0.260 s)."""
+    from pathlib import Path
+
+    from dlscale.cli import main
+
+    root = Path(__file__).resolve().parents[1]
+    words = [str(root / w) if w.startswith("examples/") else w for w in measured]
+    if command == "predict":
+        words = ["--trace" if w == "--measured-trace" else w for w in words]
+    status = main([command, "p100-cluster", *words, "--nodes", "4", "--dispatch-us", "300",
+                   "--format", "json"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 2 and len(err) == 1, err
+    assert "--dispatch-us 300" in err[0] and "measured" in err[0]
+
+
+def test_a_timelines_readiness_alone_keeps_the_dispatch_floor(capsys):
+    """A Horovod timeline without a measured compute only splits the backward pass over
+    the layers; the times stay the roofline's, which the dispatch floor bounds. Before,
+    the timeline dropped the floor, so ``--dispatch-us 300`` changed nothing with it
+    (p100-cluster, 4 nodes: 0.2197 s either way; 0.2535 s without the timeline)."""
+    from pathlib import Path
+
+    from dlscale.cli import main
+
+    timeline = str(Path(__file__).resolve().parents[1] / "examples" / "traces" /
+                   "horovod_resnet50_4ranks.json")
+
+    def answer(command, extra):
+        words = [command, "p100-cluster", "resnet50", "--nodes", "4", "--noise", "none",
+                 "--horovod-timeline", timeline, *extra, "--format", "json"]
+        assert main(words + (["--iterations", "2"] if command == "simulate" else [])) == 0
+        doc = json.loads(capsys.readouterr().out)
+        return (doc.get("rows") or doc["runs"])[0]["iteration_s"]
+
+    for command in ("predict", "simulate"):
+        assert answer(command, ["--dispatch-us", "300"]) > 1.1 * answer(command, [])
+    assert answer("simulate", ["--dispatch-us", "300"]) == pytest.approx(
+        answer("predict", ["--dispatch-us", "300"]), rel=1e-6)

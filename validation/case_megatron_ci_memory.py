@@ -122,7 +122,9 @@ tp4_pp1's 248 MB. The small runs' peaks are now -6.8% to +2.5%; the distributed
 optimizer's is over because the model counts ZeRO's reduce and gather buckets at
 DeepSpeed's defaults (256 MB here), which Megatron's distributed optimizer does not
 allocate (it reduce-scatters in place in its gradient buffer), against the 134 MB
-left out above. The 7 B peaks are +0.8% (``t`` = 4) and +8.0% (``v`` = 8). The
+left out above. The 7 B peaks are +0.8% (``t`` = 4) and +8.0% (``v`` = 8) at this step;
+with ZeRO's reduce bucket at 4 bytes per gradient under bf16 (``llm_memory._buffers``)
+they are +2.5% and +9.7%, the distributed optimizer's +5.2%. The
 memory held between iterations of the 7 B runs is within 5% (-0.5%, -4.7%); that of
 the four small runs stays 15-23% under (recorded misses): what is left is the
 unidentified rest above, 87-148 MB, 15-23% of their 0.38-0.95 GB.

@@ -152,7 +152,23 @@ def apply_measured(args: argparse.Namespace,
                                     "negotiation_s": h.negotiation_s,
                                     "allreduce_s": h.allreduce_s, "exposed_s": h.exposed_s,
                                     "overlap": h.overlap}
+    _check_dispatch(args, workload)
     return workload, lines, meta
+
+
+def _check_dispatch(args: argparse.Namespace, workload: Workload) -> None:
+    """Refuse ``--dispatch-us`` where compute times are measured: the measurement
+    already holds the dispatch it paid, and the roofline's dispatch floor is not applied
+    to it (:func:`dlscale.perfmodel.compute.roofline.layer_times`), so the flag would be
+    read by nothing. A Horovod timeline's readiness alone keeps the model's times, which
+    the floor does bound."""
+    us = getattr(args, "dispatch_us", None)
+    measured = workload.model.measured
+    if us is None or measured is None or not measured.holds_times:
+        return   # a Horovod timeline's readiness alone: the model's times, floored
+    raise ConfigError(f"--dispatch-us {us:g}: the dispatch floor applies to modelled compute; "
+                      f"this compute is measured ({measured.source}), which holds the dispatch "
+                      f"it paid (drop --dispatch-us, or the measurement)")
 
 
 def _profile_compute(args: argparse.Namespace, workload: Workload, explicit: str | None,

@@ -46,6 +46,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--algorithm", choices=ALGORITHMS, help="training algorithm (default: the workload's)")
     p.add_argument("--collective", choices=COLLECTIVES, help="allreduce algorithm (default: the workload's)")
     p.add_argument("--grouping", choices=GROUPINGS, help="gradient fusion or graph-aware grouping")
+    p.add_argument("--tau", type=int, default=None,
+                   help="EASGD communication period (default: the workload's)")
     p.add_argument("--precision", choices=("fp32", "fp16", "fp64", "bf16"),
                    help="training precision: fp32, fp16 (mixed) or fp64 for a layer-by-layer "
                         "model; fp16 (default) or bf16 (fp32 gradients) for a transformer")
@@ -132,6 +134,35 @@ def _outside_overrides(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
+def check_loader_rate(args: argparse.Namespace, workload_data: str) -> None:
+    """Refuse ``--loader-rate`` where the data is synthetic (``--data synthetic``, or the
+    workload's ``data`` when ``--data`` is not given): synthetic data has no input
+    pipeline, so the rate would be accepted and read by nothing."""
+    rate = getattr(args, "loader_rate", None)
+    if rate is None:
+        return
+    given = getattr(args, "data", None)
+    if (given or workload_data) == "synthetic":
+        where = "--data synthetic" if given else "the workload's data = 'synthetic'"
+        raise ConfigError(f"--loader-rate {rate:g}: bounds the step by a real data set's "
+                          f"input pipeline; with {where} there is no loader (give --data "
+                          f"real, or drop --loader-rate)")
+
+
+def check_tau(args: argparse.Namespace, algorithms: list[str]) -> None:
+    """Refuse ``--tau`` where no algorithm run has a communication period (only the
+    EASGD family exchanges every ``tau`` steps)."""
+    from dlscale.perfmodel.training.workload import EASGD_FAMILY
+
+    tau = getattr(args, "tau", None)
+    if tau is not None and tau < 1:
+        raise ConfigError(f"--tau: must be an integer >= 1 (local steps between exchanges), "
+                          f"got {tau}")
+    if tau is not None and not any(a in EASGD_FAMILY for a in algorithms):
+        raise ConfigError(f"--tau: the EASGD family's communication period; "
+                          f"{', '.join(algorithms)} communicate every step")
+
+
 def check_sync_only(args: argparse.Namespace, algorithms: list[str]) -> None:
     """Refuse ``--collective`` and ``--grouping`` where no algorithm run allreduces
     gradients (the EASGD family and asynchronous SGD talk to a master or reduce and
@@ -169,10 +200,14 @@ def run(args: argparse.Namespace) -> int:
     cluster = apply_ps_args(apply_runtime(cluster, args.runtime), args)
     cluster = apply_noise(cluster, args.noise)
     workload = load_workload(args.workload)
+    check_loader_rate(args, workload.data)
     overrides = workload_overrides(args)
     if overrides:
         workload = apply_overrides(workload, overrides, "command line")
     check_sync_only(args, [workload.algorithm])
+    check_tau(args, [workload.algorithm])
+    if args.tau is not None:
+        workload = apply_overrides(workload, {"tau": args.tau}, "command line")
     workload, measured_lines, measured_meta = apply_measured(args, workload)
     nodes = parse_nodes(f"1-{cluster.max_nodes}" if args.nodes is None else args.nodes)
     # the API's own question; the table shows the model's rows as the API's .raw holds them

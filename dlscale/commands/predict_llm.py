@@ -26,6 +26,7 @@ LAYOUT_FLAGS = {"tp": "--tp", "pp": "--pp", "microbatch": "--microbatch",
 
 #: dest -> flag of the data-parallel path's options, refused on the transformer path.
 _DP_ONLY = {"algorithm": "--algorithm", "collective": "--collective", "grouping": "--grouping",
+            "tau": "--tau",
             "batch": "--batch", "profile": "--profile", "runtime": "--runtime",
             "ps_servers": "--ps-servers", "ps_placement": "--ps-placement",
             "ps_strategy": "--ps-strategy", "plot": "--plot",

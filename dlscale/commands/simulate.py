@@ -87,6 +87,10 @@ def add_parser(sub: Any) -> None:
                         "model; fp16 (default) or bf16 (fp32 gradients) for a transformer")
     g.add_argument("--global-batch", type=int, metavar="N",
                    help="strong scaling: N samples per iteration over all devices")
+    from dlscale.perfmodel.training.workload import GROUPINGS
+
+    g.add_argument("--grouping", choices=GROUPINGS,
+                   help="gradient fusion or graph-aware grouping (sync-sgd)")
     from dlscale.commands.measured_args import add_measured_args
     from dlscale.commands.runtime_args import add_ps_args, add_runtime_arg
     from dlscale.commands.simulate_training import add_training_args
@@ -157,11 +161,14 @@ def _one_node_count(text: str) -> int:
 
 
 def _apply_workload_flags(args: argparse.Namespace) -> None:
-    """``--batch``, ``--precision``, ``--global-batch`` applied to the workload, as predict does."""
-    from dlscale.commands.predict import workload_overrides
+    """``--batch``, ``--precision``, ``--grouping``, ``--global-batch`` and the time outside
+    the step applied to the workload, as predict does."""
+    from dlscale.commands.predict import check_loader_rate, workload_overrides
     from dlscale.perfmodel.machine.config import apply_overrides, load_workload
 
-    names = {"batch": args.batch, "precision": args.precision,
+    if getattr(args, "loader_rate", None) is not None:
+        check_loader_rate(args, load_workload(args.workload).data)
+    names = {"batch": args.batch, "precision": args.precision, "grouping": args.grouping,
              "global_batch": getattr(args, "global_batch", None),
              **{k: getattr(args, k, None) for k in ("data", "loader_rate", "dispatch_us")}}
     overrides = workload_overrides(argparse.Namespace(**names))

@@ -25,7 +25,7 @@ COLLECTIVE_ONLY: dict[str, object] = {
 }
 
 #: Flags of training (``simulate CLUSTER WORKLOAD``) that one collective has no use for.
-TRAINING_ONLY = ("algorithm", "iterations", "noise", "network", "cosim", "compare", "tau",
+TRAINING_ONLY = ("algorithm", "grouping", "iterations", "noise", "network", "cosim", "compare", "tau",
                  "lr", "lr_schedule", "target_accuracy", "tune", "repeats", "max_sim_time",
                  "eval_every", "hidden", "cosim_model", "plot", "baseline",
                  "measured_samples_per_s", "measured_trace", "horovod_timeline", "runtime",
@@ -93,13 +93,10 @@ def check_training_flags(args: argparse.Namespace) -> None:
 def check_run_flags(args: argparse.Namespace, algorithms: list[str], network: str) -> None:
     """Refuse ``--tau`` where no algorithm run has a period, ``--placement`` off a
     simulated network (once the workload's algorithm and the network are known)."""
-    from dlscale.commands.predict import check_sync_only
-    from dlscale.perfmodel.training.workload import EASGD_FAMILY
+    from dlscale.commands.predict import check_sync_only, check_tau
 
     check_sync_only(args, algorithms)
-    if _given(args, "tau") and not any(a in EASGD_FAMILY for a in algorithms):
-        raise ConfigError(f"--tau: the EASGD family's communication period; "
-                          f"{', '.join(algorithms)} communicate every step")
+    check_tau(args, algorithms)
     if _given(args, "placement") and args.placement != "linear" and network == "analytical":
         raise ConfigError(f"--placement {args.placement}: places ranks on a simulated "
                           f"network (--network fast or flow); the closed forms "

@@ -111,6 +111,13 @@ class MeasuredCompute:
                               f"(batch {self.batch} alone measures nothing)")
 
     @property
+    def holds_times(self) -> bool:
+        """Whether compute times were measured (a throughput, forward and backward
+        seconds, or per-layer times); False where only the backward pass's readiness
+        was, whose totals stay the model's."""
+        return self.samples_per_s > 0 or self.forward_s > 0 or bool(self.layers)
+
+    @property
     def iteration_s(self) -> float:
         """Seconds of one measured iteration, where a throughput was given (else 0)."""
         return self.batch / self.samples_per_s if self.samples_per_s > 0 else 0.0

@@ -155,14 +155,23 @@ def layer_times(model: Model, device: Device, precision: str, batch: ArrayLike,
     if not (0 < compute_fraction <= 1):
         raise ConfigError(f"compute_fraction: must be in (0, 1], got {compute_fraction!r}")
     times = _roofline(model, device, precision, e, b, share, compute_fraction)
-    if model.measured is not None:   # a measurement already holds the dispatch it paid
+    m = model.measured
+    if m is not None and m.holds_times:   # a measurement already holds the dispatch it paid
         return _apply_measured(model, device, precision, e, times)
-    if dispatch_s > 0:
-        from dlscale.perfmodel.compute.dispatch import dispatch_floor
-
-        f, bk = dispatch_floor(model, dispatch_s, times.forward_s, times.backward_s)
-        times = dataclasses.replace(times, forward_s=f, backward_s=bk)
+    times = _floored(model, dispatch_s, times)
+    if m is not None:   # only the backward's readiness measured: the model's times, split by it
+        return _apply_measured(model, device, precision, e, times, dispatch_s)
     return times
+
+
+def _floored(model: Model, dispatch_s: float, times: LayerTimes) -> LayerTimes:
+    """``times`` no shorter than their operators' dispatch (unchanged for 0)."""
+    if dispatch_s <= 0:
+        return times
+    from dlscale.perfmodel.compute.dispatch import dispatch_floor
+
+    f, bk = dispatch_floor(model, dispatch_s, times.forward_s, times.backward_s)
+    return dataclasses.replace(times, forward_s=f, backward_s=bk)
 
 
 def _roofline(model: Model, device: Device, precision: str, e: int, b: np.ndarray,
@@ -190,12 +199,14 @@ def _roofline(model: Model, device: Device, precision: str, e: int, b: np.ndarra
     return LayerTimes(t_f, t_b, ff, fb, bytes_f, bytes_b, ff / rate >= bytes_f / bw)
 
 
-def _measured_scales(model: Model, device: Device, precision: str,
-                     e: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per-layer factors (forward, backward) that make the roofline the measurement."""
+def _measured_scales(model: Model, device: Device, precision: str, e: int,
+                     dispatch_s: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """Per-layer factors (forward, backward) that make the roofline the measurement
+    (``dispatch_s``: the dispatch floor of a readiness-only measurement's model times)."""
     m = model.measured
     assert m is not None
-    ref = _roofline(model, device, precision, e, np.asarray(float(m.batch)), 1.0)
+    ref = _floored(model, dispatch_s,
+                   _roofline(model, device, precision, e, np.asarray(float(m.batch)), 1.0))
     rf, rb = ref.forward_s, ref.backward_s
     sf, sb = _total_scales(model, device, precision, rf, rb)
     if m.backward_ready:
@@ -283,8 +294,8 @@ def _total_scales(model: Model, device: Device, precision: str, rf: np.ndarray,
 
 
 def _apply_measured(model: Model, device: Device, precision: str, e: int,
-                    times: LayerTimes) -> LayerTimes:
-    sf, sb = _measured_scales(model, device, precision, e)
+                    times: LayerTimes, dispatch_s: float = 0.0) -> LayerTimes:
+    sf, sb = _measured_scales(model, device, precision, e, dispatch_s)
     return replace(times, forward_s=times.forward_s * sf, backward_s=times.backward_s * sb)
 
 

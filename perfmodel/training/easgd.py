@@ -34,7 +34,9 @@ async-easgd, async-measgd, hogwild-easgd, async-sgd, async-msgd, hogwild-sgd
     for async-msgd, which also reads and writes the velocity), ``k W / bandwidth``.
     With a lock the master serves ``1 / (link + update)`` exchanges per second; the
     Hogwild variants drop the lock, so transfers and updates of different workers
-    overlap: ``1 / max(link, update)``. A worker waits for no other worker: its compute
+    overlap: ``1 / max(2 W beta, update)`` (the shared link is busy only while bytes
+    cross it; the latencies of concurrent messages overlap, as in the simulator's
+    processor-sharing link). A worker waits for no other worker: its compute
     is ``t`` times its own mean factor, 1 for the mean-one noise (no slowest-rank
     charge). Noise drifts the workers out of their start-up order: a lock serves
     colliding workers one after the other, which spreads them apart again (the
@@ -371,19 +373,23 @@ def easgd_times(cluster: Cluster, workload: Workload, lay: Layout) -> IterationT
 
     link = exchange_s(alpha_m, beta_m, W)
     upd = W * u
-    service = np.maximum(link, upd) if alg.startswith("hogwild") else link + upd
+    hogwild = alg.startswith("hogwild")
+    # the lock holds the master for the whole exchange; without it the shared link is
+    # busy only while the 2 W bytes cross it (concurrent messages' latencies overlap)
+    held = 2 * W * beta_m if hogwild else link
+    service = np.maximum(held, upd) if hogwild else link + upd
     demand = P / (tau * t_step + link)
-    if alg.startswith("hogwild") and cluster_noise(cluster) != "none":
+    if hogwild and cluster_noise(cluster) != "none":
         # noise drifts the lock-free workers out of their start-up order onto the
         # shared link, which nothing puts back: the random-phase steady state
-        demand = shared_link_rate(P, tau * t_step + 2 * alpha_m, 2 * W * beta_m)
+        demand = shared_link_rate(P, tau * t_step + 2 * alpha_m, held)
     rate = np.minimum(demand, 1.0 / service)       # exchanges per second, whole job
     steps_per_s = rate * tau
     iteration = P / steps_per_s
     # a worker's time away from compute is its exchange, and the wait for the master
     # when the master saturates: both count as communication (exposed <= comm)
     comm = np.maximum(link / tau, iteration - t_step)
-    limit = np.where(demand * service > 1.0, np.where(link >= upd, "master-link", "master-update"),
+    limit = np.where(demand * service > 1.0, np.where(held >= upd, "master-link", "master-update"),
                      "")
     return IterationTimes(iteration, t_step + 0 * iteration, comm, iteration - t_step,
                           steps_per_s * lay.batch_per_rank, limit, backward)

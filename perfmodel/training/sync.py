@@ -79,6 +79,7 @@ from dlscale.perfmodel.machine.runtime import Runtime, cache_bitvector_bytes, wi
 from dlscale.perfmodel.network.autopolicy import choose_allreduce
 from dlscale.perfmodel.network.contention import hockney_params
 from dlscale.perfmodel.network.model import limiting_levels, path_hockney, time_per_node_count
+from dlscale.perfmodel.network.msgfactors import message_time_s
 from dlscale.perfmodel.training.rank_layout import IterationTimes, Layout
 from dlscale.perfmodel.training.workload import Workload
 
@@ -339,7 +340,10 @@ def bit_vector_bytes(tensors: int) -> float:
 
 
 def end_to_end_latency_s(cluster: Cluster, lay: Layout) -> np.ndarray:
-    """Zero-byte latency from the first to the last rank, at each node count.
+    """Zero-byte latency from the first to the last rank, at each node count: the
+    path's latency at the network's per-size factor of a zero-byte message
+    (:func:`dlscale.perfmodel.network.msgfactors.message_time_s`, as the simulator's
+    ``transfer_s`` of 0 bytes has it; the path's latency without factors).
 
     Parameters
     ----------
@@ -355,7 +359,9 @@ def end_to_end_latency_s(cluster: Cluster, lay: Layout) -> np.ndarray:
         runtime's transport).
     """
     cluster = with_transport(cluster)
-    return np.array([path_hockney(cluster, int(n), lay.ranks_per_node, 0, int(p) - 1)[0]
+    factors = cluster.network.message_factors
+    return np.array([message_time_s(path_hockney(cluster, int(n), lay.ranks_per_node, 0,
+                                                 int(p) - 1)[0], 0.0, 0.0, factors)
                      for n, p in zip(lay.nodes, lay.ranks, strict=True)])
 
 

@@ -75,14 +75,15 @@ def pair_walk(p: int, rpn: int, dev: bool, m: np.ndarray, w: np.ndarray,
         from dlscale.kernels.jit import njit
 
         space = globals()
-        for helper in ("_costs", "_same", "_runs", "_count", "_rows", "_clocks"):
+        for helper in ("_costs", "_same", "_add", "_row", "_runs", "_count", "_rows",
+                       "_clocks"):
             space[helper] = njit()(space[helper])
         _COMPILED.append(njit()(_pairs))
     B, pp = len(cases[0]), 1 << (p.bit_length() - 1)
     R = len(m) + 4                          # a row: intra, host, levels, hops, leaves, moves
     H, L = (p - 1) // rpn + 1, tables[4].shape[1]
     fneed = (p + pp) * B + pp * R + pp + 2
-    ineed = 5 * pp + 1 + 2 * H + 2 * L
+    ineed = 5 * pp + 1 + 2 * H + 2 * L + pp * len(m)
     if len(_WORK[0]) < fneed:               # kept for the next node count (a curve's
         _WORK[0] = np.empty(2 * fneed)      # grow): no fresh pages; each buffer checked on
     if len(_WORK[1]) < ineed:               # its own (B cases and tree tables vary)
@@ -139,6 +140,8 @@ def _pairs(p: int, rpn: int, dev: bool, m: np.ndarray, w: np.ndarray, host: np.n
     run_at, run_s, run_d = iwork[2 * pp:3 * pp + 1], iwork[3 * pp + 1:4 * pp + 1], \
         iwork[4 * pp + 1:5 * pp + 1]
     cnt = iwork[5 * pp + 1:5 * pp + 1 + 2 * H + 2 * L]
+    o = 5 * pp + 1 + 2 * H + 2 * L
+    keys = iwork[o:o + pp * h].reshape(pp, h)
     for i in range(pp):                     # each core rank's host
         chost[i] = host[2 * i + 1 if i < r else i + r]
     for x in range(len(cnt)):
@@ -161,11 +164,11 @@ def _pairs(p: int, rpn: int, dev: bool, m: np.ndarray, w: np.ndarray, host: np.n
         bit = 1 << (s - (1 if r else 0)) if kind == 0 else 0
         n_msg = pp if kind == 0 else r
         red[s] = kind != 2
-        nr = _runs(kind, bit, n_msg, chost, host, run_at, run_s, run_d)
-        _count(nr, 1, run_at, run_s, run_d, h, H, L, grp, base, bsel, cnt)
+        nr = _runs(kind, bit, n_msg, chost, host, run_at, run_s, run_d, h, H, L, grp, base,
+                   bsel, cnt)
         uneven = _rows(nr, run_at, run_s, run_d, s, dev, h, H, L, grp, base, bsel, cnt, rep,
-                       load[s], hops[s:s + 1], inter[s:s + 1], lat0, nic, hop, betas, nn,
-                       fl, fb, plain, rows, cost, cid) or uneven
+                       load, hops, inter, lat0, nic, hop, betas, nn, fl, fb, plain, rows,
+                       keys, cost, cid) or uneven
         _count(nr, -1, run_at, run_s, run_d, h, H, L, grp, base, bsel, cnt)
         _clocks(kind, bit, n_msg, r, pp, red[s], zero, kk, cost, cid, clock)
     value = np.zeros(B)
@@ -175,11 +178,13 @@ def _pairs(p: int, rpn: int, dev: bool, m: np.ndarray, w: np.ndarray, host: np.n
 
 
 def _runs(kind: int, bit: int, n_msg: int, chost: np.ndarray, host: np.ndarray,
-          run_at: np.ndarray, run_s: np.ndarray, run_d: np.ndarray) -> int:
+          run_at: np.ndarray, run_s: np.ndarray, run_d: np.ndarray, h: int, H: int, L: int,
+          grp: np.ndarray, base: np.ndarray, bsel: np.ndarray, cnt: np.ndarray) -> int:
     """A step's messages (``kind`` 0: core message ``f`` to ``f ^ bit``, 1: the fold
     ``2 f`` to ``2 f + 1``, 2: the unfold) as runs of consecutive messages between the
     same two hosts: run ``q`` is messages ``run_at[q]..run_at[q + 1] - 1`` from host
-    ``run_s[q]`` to ``run_d[q]``; how many runs."""
+    ``run_s[q]`` to ``run_d[q]``, counted as each run ends (:func:`_count`); how many
+    runs."""
     nr, ls, ld = 0, -1, -1
     for f in range(n_msg):
         if kind == 0:
@@ -190,11 +195,28 @@ def _runs(kind: int, bit: int, n_msg: int, chost: np.ndarray, host: np.ndarray,
             hs, hd = host[2 * f + 1], host[2 * f]
         if hs == ls and hd == ld:
             continue
+        if nr and ls != ld:
+            _add(ls, ld, f - run_at[nr - 1], h, H, L, grp, base, bsel, cnt)
         run_at[nr], run_s[nr], run_d[nr] = f, hs, hd
         nr += 1
         ls, ld = hs, hd
+    if nr and ls != ld:
+        _add(ls, ld, n_msg - run_at[nr - 1], h, H, L, grp, base, bsel, cnt)
     run_at[nr] = n_msg
     return nr
+
+
+def _add(hs: int, hd: int, n: int, h: int, H: int, L: int, grp: np.ndarray,
+         base: np.ndarray, bsel: np.ndarray, cnt: np.ndarray) -> None:
+    """``n`` messages from host ``hs`` to host ``hd`` (another) added to the counters
+    (:func:`_count`'s)."""
+    cnt[hs] += n
+    cnt[H + hd] += n
+    for i in range(2, h + 1):
+        if grp[i, hs] == grp[i, hd]:
+            break
+        cnt[2 * H + base[i, hs] + bsel[i, hd]] += n
+        cnt[2 * H + L + base[i, hd] + bsel[i, hd]] += n
 
 
 def _count(nr: int, sign: int, run_at: np.ndarray, run_s: np.ndarray, run_d: np.ndarray,
@@ -208,14 +230,7 @@ def _count(nr: int, sign: int, run_at: np.ndarray, run_s: np.ndarray, run_d: np.
         hs, hd = run_s[q], run_d[q]
         if hs == hd:
             continue
-        n = sign * (run_at[q + 1] - run_at[q])
-        cnt[hs] += n
-        cnt[H + hd] += n
-        for i in range(2, h + 1):
-            if grp[i, hs] == grp[i, hd]:
-                break
-            cnt[2 * H + base[i, hs] + bsel[i, hd]] += n
-            cnt[2 * H + L + base[i, hd] + bsel[i, hd]] += n
+        _add(hs, hd, sign * (run_at[q + 1] - run_at[q]), h, H, L, grp, base, bsel, cnt)
 
 
 def _rows(nr: int, run_at: np.ndarray, run_s: np.ndarray, run_d: np.ndarray, s: int,
@@ -223,46 +238,56 @@ def _rows(nr: int, run_at: np.ndarray, run_s: np.ndarray, run_d: np.ndarray, s: 
           bsel: np.ndarray, cnt: np.ndarray, rep: np.ndarray, load: np.ndarray,
           hops: np.ndarray, inter: np.ndarray, lat0: np.ndarray, nic: np.ndarray,
           hop: np.ndarray, betas: np.ndarray, nn: np.ndarray, fl: np.ndarray, fb: np.ndarray,
-          plain: np.ndarray, rows: np.ndarray, cost: np.ndarray, cid: np.ndarray) -> bool:
-    """Each run's row (``fatwalk._step``'s: intra, host, switch levels, hops, leaves its
-    node, moves; one per run: its messages' hosts and counters are the same), the
-    step's maxima, and each message's row among the step's distinct ones (``cid``),
-    costed once each (``cost``); whether the rows differ."""
+          plain: np.ndarray, rows: np.ndarray, keys: np.ndarray, cost: np.ndarray,
+          cid: np.ndarray) -> bool:
+    """Each message's row among the step's distinct ones (``cid``; ``fatwalk._step``'s
+    row: intra, host, switch levels, hops, leaves its node, moves), each distinct row
+    costed once (``cost``), and the step's maxima; whether the rows differ. A run's
+    messages share their hosts and counters, so a run has one row, and a row is its
+    key's (``keys``): the host count, then each level's link count, 0 past the levels
+    it crosses (all 0 within a node). The maxima over the distinct rows are the
+    maxima over all."""
     K = h + 1
     uneven, nd, last = False, 0, -1
+    slots = np.full(_SLOTS, -1, np.int64)   # the distinct rows, by a hash of their keys
+    key = np.zeros(h, np.int64)
     for q in range(nr):
         hs, hd = run_s[q], run_d[q]
-        row = rows[nd]                      # a candidate: kept if no row before is it
-        for k in range(K + 3):
-            row[k] = 0.0
-        row[K + 2] = 1.0
-        if dev:
-            row[0] = 1.0
+        for i in range(h):
+            key[i] = 0
         if hs != hd:
-            row[K + 1] = 1.0
-            row[1] = float(max(cnt[hs], cnt[H + hd]))
+            key[0] = max(cnt[hs], cnt[H + hd])
             for i in range(2, h + 1):
                 if grp[i, hs] == grp[i, hd]:
                     break
-                row[K] = 2 * (i - 1)
-                row[i] = max(rep[cnt[2 * H + base[i, hs] + bsel[i, hd]]],
-                             rep[cnt[2 * H + L + base[i, hd] + bsel[i, hd]]])
-        for k in range(K):
-            load[k] = max(load[k], row[k])
-        hops[0] = max(hops[0], int(row[K]))
-        inter[0] = inter[0] or row[K + 1] > 0
-        for k in range(K + 3):
-            uneven = uneven or row[k] != rows[0, k]
+                key[i - 1] = max(cnt[2 * H + base[i, hs] + bsel[i, hd]],
+                                 cnt[2 * H + L + base[i, hd] + bsel[i, hd]])
         got = -1
-        if last >= 0 and _same(row, rows[last], K + 3):
+        if last >= 0 and _same(key, keys, last, h):
             got = last
         else:
-            for j in range(min(nd, 32)):     # few distinct rows (6-20 on Summit); past
-                if _same(row, rows[j], K + 3):   # 32, a repeat is costed again (the
-                    got = j                 # same bits)
+            mix = 0
+            for i in range(h):
+                mix = mix * 1000003 + key[i]
+            at = (mix * 40503) & (_SLOTS - 1)
+            while slots[at] >= 0:           # open addressing: the keys themselves compared
+                if _same(key, keys, slots[at], h):
+                    got = slots[at]
                     break
+                at = (at + 1) & (_SLOTS - 1)
+            if got < 0 and nd < _SLOTS // 2:    # past half full, a new row is costed
+                slots[at] = nd              # whenever met (the same bits)
         if got < 0:
-            _costs(row, K, s, lat0, nic, hop, betas, nn, fl, fb, plain, cost[nd])
+            for i in range(h):
+                keys[nd, i] = key[i]
+            _row(key, h, dev, rep, rows, nd)
+            for k in range(K):
+                load[s, k] = max(load[s, k], rows[nd, k])
+            hops[s] = max(hops[s], int(rows[nd, K]))
+            inter[s] = inter[s] or rows[nd, K + 1] > 0
+            for k in range(K + 3):
+                uneven = uneven or rows[nd, k] != rows[0, k]
+            _costs(rows, nd, K, s, lat0, nic, hop, betas, nn, fl, fb, plain, cost)
             got = nd
             nd += 1
         last = got
@@ -271,10 +296,35 @@ def _rows(nr: int, run_at: np.ndarray, run_s: np.ndarray, run_d: np.ndarray, s: 
     return uneven
 
 
-def _same(a: np.ndarray, b: np.ndarray, n: int) -> bool:
-    """Whether the first ``n`` entries of ``a`` and ``b`` are equal."""
+def _row(key: np.ndarray, h: int, dev: bool, rep: np.ndarray, rows: np.ndarray,
+         j: int) -> None:
+    """Row ``j`` (:func:`_rows`) from its key: intra (``dev``), host (the count), each
+    level's load (its count's, ``rep``), hops (two per level crossed), whether it
+    leaves its node, that it moves."""
+    K = h + 1
+    for k in range(K + 3):
+        rows[j, k] = 0.0
+    rows[j, K + 2] = 1.0
+    if dev:
+        rows[j, 0] = 1.0
+    if key[0] > 0:
+        rows[j, K + 1] = 1.0
+        rows[j, 1] = float(key[0])
+        for i in range(2, h + 1):
+            if key[i - 1] == 0:
+                break
+            rows[j, K] = 2 * (i - 1)
+            rows[j, i] = rep[key[i - 1]]
+
+
+#: Slots of :func:`_rows`' table of a step's distinct rows (a power of two).
+_SLOTS = 256
+
+
+def _same(key: np.ndarray, keys: np.ndarray, j: int, n: int) -> bool:
+    """Whether ``key`` is ``keys[j]`` (its first ``n`` entries)."""
     for k in range(n):
-        if a[k] != b[k]:
+        if key[k] != keys[j, k]:
             return False
     return True
 
@@ -323,18 +373,18 @@ def _clocks(kind: int, bit: int, n_msg: int, r: int, pp: int, red: bool, zero: b
             clock[x, b] = clock[x, b] + kk[b] * 0.0
 
 
-def _costs(row: np.ndarray, K: int, s: int, lat0: np.ndarray, nic: np.ndarray,
+def _costs(rows: np.ndarray, j: int, K: int, s: int, lat0: np.ndarray, nic: np.ndarray,
            hop: np.ndarray, betas: np.ndarray, nn: np.ndarray, fl: np.ndarray,
            fb: np.ndarray, plain: np.ndarray, costs: np.ndarray) -> None:
-    """A moving message's cost per case from its row (``fatwalk._step``'s formula, the
-    step's largest message one vector)."""
-    hp = int(row[K])
+    """A moving message's cost per case (``costs[j]``) from its row (``rows[j]``;
+    ``fatwalk._step``'s formula, the step's largest message one vector)."""
+    hp = int(rows[j, K])
     for b in range(len(nn)):
-        lat = lat0[b] + (nic[b] if row[K + 1] > 0 else 0.0) + hp * hop[b]
+        lat = lat0[b] + (nic[b] if rows[j, K + 1] > 0 else 0.0) + hp * hop[b]
         busy = 0.0
         for k in range(K):
-            busy = max(busy, row[k] * 1.0 * betas[b, k])
+            busy = max(busy, rows[j, k] * 1.0 * betas[b, k])
         if plain[b]:
-            costs[b] = lat + nn[b] * busy
+            costs[j, b] = lat + nn[b] * busy
         else:
-            costs[b] = fl[b, s] * lat + nn[b] * busy / fb[b, s]
+            costs[j, b] = fl[b, s] * lat + nn[b] * busy / fb[b, s]

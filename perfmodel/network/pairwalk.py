@@ -169,7 +169,10 @@ def _pairs(p: int, rpn: int, dev: bool, m: np.ndarray, w: np.ndarray, host: np.n
         uneven = _rows(nr, run_at, run_s, run_d, s, dev, h, H, L, grp, base, bsel, cnt, rep,
                        load, hops, inter, lat0, nic, hop, betas, nn, fl, fb, plain, rows,
                        keys, cost, cid) or uneven
-        _count(nr, -1, run_at, run_s, run_d, h, H, L, grp, base, bsel, cnt)
+        if len(cnt) <= 8 * nr:              # counters zeroed for the next step: all at
+            cnt[:] = 0                      # once, or run by run where they are many
+        else:
+            _count(nr, -1, run_at, run_s, run_d, h, H, L, grp, base, bsel, cnt)
         _clocks(kind, bit, n_msg, r, pp, red[s], zero, kk, cost, cid, clock)
     value = np.zeros(B)
     for b in range(B):

@@ -150,7 +150,8 @@ def _kernel() -> Callable[..., Any]:
         from dlscale.kernels.jit import njit
 
         space = globals()
-        for helper in ("_trees", "_window_max", "_subset", "_by_coord", "_windows"):
+        for helper in ("_trees", "_window_max", "_one_depth_max", "_tree_window_max",
+                       "_subset", "_by_coord", "_windows"):
             space[helper] = njit()(space[helper])
         _COMPILED.append({"_count": njit()(_count)})
     return _COMPILED[0]["_count"]
@@ -232,6 +233,57 @@ def _window_max(order: np.ndarray, start: np.ndarray, ka: np.ndarray, kb: np.nda
     return oa, ob
 
 
+def _tree_window_max(ka: np.ndarray, kb: np.ndarray, two: bool, coord: np.ndarray, T1: int,
+                     K: int, D: int, lo: np.ndarray, hi: np.ndarray
+                     ) -> tuple[np.ndarray, np.ndarray, bool]:
+    """:func:`_window_max` over all messages, for rank keys: in each tree (messages
+    ``< T1``, then the rest) a rank's messages (as a child, as a parent: its children
+    are one depth) share one coordinate, so a rank's count in a window is ``n1`` if
+    ``c1`` is in it plus ``n2`` if ``c2`` is, and the most over the ranks is the most
+    over their few distinct ``(n1, c1, n2, c2)``; and whether each rank's messages are
+    so (else nothing is counted: the sliding count is the one)."""
+    oa, ob = np.zeros(len(lo), np.int64), np.zeros(len(lo), np.int64)
+    ok = _one_depth_max(ka, coord, T1, K, D, lo, hi, oa)
+    if ok and two:
+        ok = _one_depth_max(kb, coord, T1, K, D, lo, hi, ob)
+    return oa, ob, ok
+
+
+def _one_depth_max(key: np.ndarray, coord: np.ndarray, T1: int, K: int, D: int,
+                   lo: np.ndarray, hi: np.ndarray, out: np.ndarray) -> bool:
+    """:func:`_tree_window_max` for one key into ``out``; whether it applies."""
+    N = 3                                   # at most 2 messages per rank, tree and end
+    n = np.zeros((2, K), np.int64)
+    c = np.zeros((2, K), np.int64)
+    for f in range(len(key)):
+        t, x = (0 if f < T1 else 1), key[f]
+        if (n[t, x] and c[t, x] != coord[f]) or n[t, x] == N - 1:
+            return False
+        n[t, x] += 1
+        c[t, x] = coord[f]
+    seen = np.zeros(N * N * (D + 1) * (D + 1), np.bool_)
+    codes = np.empty(len(seen), np.int64)
+    nc = 0
+    for x in range(K):
+        code = ((n[0, x] * (D + 1) + c[0, x]) * N + n[1, x]) * (D + 1) + c[1, x]
+        if not seen[code]:
+            seen[code] = True
+            codes[nc] = code
+            nc += 1
+    for j in range(len(lo)):
+        best = 0
+        for q in range(nc):
+            code = codes[q]
+            c2 = code % (D + 1)
+            n2 = code // (D + 1) % N
+            c1 = code // ((D + 1) * N) % (D + 1)
+            n1 = code // ((D + 1) * N * (D + 1))
+            v = (n1 if lo[j] <= c1 <= hi[j] else 0) + (n2 if lo[j] <= c2 <= hi[j] else 0)
+            best = max(best, v)
+        out[j] = best
+    return True
+
+
 def _subset(order: np.ndarray, start: np.ndarray, on: np.ndarray
             ) -> tuple[np.ndarray, np.ndarray]:
     """The messages of ``order`` that are ``on``, in the same order, and where each
@@ -308,7 +360,9 @@ def _count(p: int, rpn: int, dev: bool, m: np.ndarray, w: np.ndarray, segments: 
         coord = D - dd if r == 0 else dd - 1
         hs, hd = (h_low, h_up) if r == 0 else (h_up, h_low)
         order, start = _by_coord(coord, D)
-        got, sent = _window_max(order, start, dst, src, dev, p, lo, hi)
+        got, sent, ok = _tree_window_max(dst, src, dev, coord, F // 2, p, D, lo, hi)
+        if not ok:                          # not one depth per rank and tree: counted
+            got, sent = _window_max(order, start, dst, src, dev, p, lo, hi)
         order, start = _subset(order, start, hs != hd)         # messages leaving a node
         a, b_ = _window_max(order, start, hs, hd, True, H, lo, hi)
         # element by element, not row assignments (whose shape check numba compiles,

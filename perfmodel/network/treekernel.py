@@ -383,7 +383,8 @@ def _count(p: int, rpn: int, dev: bool, m: np.ndarray, w: np.ndarray, segments: 
                 gid[x] = x // M
             wp *= w[i - 1]
             W *= w[i - 1]
-            for f in range(F):
+            for x in range(len(order)):     # the messages reaching level i - 1 (the
+                f = order[x]                # only ones read)
                 gs, gd = gid[hs[f]], gid[hd[f]]
                 on[f] = gs != gd
                 ka[f] = gs * W + b[hd[f]]

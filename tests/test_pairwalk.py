@@ -136,11 +136,14 @@ def test_the_kept_buffers_grow_for_the_ranks_whatever_the_cases_before():
     one, g_one = np.array([16.0]), np.array([0.0])
     fatwalk.fat_walk(topo, 40, 6, True, "allreduce", "recursive-doubling", [summit],
                      many, g_many)
-    assert len(pairwalk._WORK[1]) < 1 << (600 * 6).bit_length() - 1   # the old trap
+    m, w = fatwalk._tree(topo, 600)
+    need = pairwalk._needs(600 * 6, 6, 1, len(m),
+                           fatwalk._kernel("_tables")(600 * 6, 6, m, w)[4].shape[1])
+    assert len(pairwalk._WORK[1]) < need[1]                      # the old trap
     got, _ = fatwalk.fat_walk(topo, 600, 6, True, "allreduce", "recursive-doubling",
                               [summit], one, g_one)
     walk = fatwalk.message_walk(topo, 600, 6, True, [summit], one, g_one)
-    assert len(pairwalk._WORK[1]) >= 1 << (600 * 6).bit_length() - 1
+    assert len(pairwalk._WORK[1]) >= need[1] and len(pairwalk._WORK[0]) >= need[0]
     assert got is None or got.ravel().tobytes() == walk[0].tobytes()
 
 def test_the_kept_core_rank_buffer_grows_with_the_ranks_not_only_the_work():

@@ -79,11 +79,7 @@ def pair_walk(p: int, rpn: int, dev: bool, m: np.ndarray, w: np.ndarray,
                        "_clocks"):
             space[helper] = njit()(space[helper])
         _COMPILED.append(njit()(_pairs))
-    B, pp = len(cases[0]), 1 << (p.bit_length() - 1)
-    R = len(m) + 4                          # a row: intra, host, levels, hops, leaves, moves
-    H, L = (p - 1) // rpn + 1, tables[4].shape[1]
-    fneed = (p + pp) * B + pp * R + pp + 2
-    ineed = 5 * pp + 1 + 2 * H + 2 * L + pp * len(m)
+    fneed, ineed = _needs(p, rpn, len(cases[0]), len(m), tables[4].shape[1])
     if len(_WORK[0]) < fneed:               # kept for the next node count (a curve's
         _WORK[0] = np.empty(2 * fneed)      # grow): no fresh pages; each buffer checked on
     if len(_WORK[1]) < ineed:               # its own (B cases and tree tables vary)
@@ -95,6 +91,15 @@ def pair_walk(p: int, rpn: int, dev: bool, m: np.ndarray, w: np.ndarray,
 #: costs, the rows, the link loads by count) and integers (each core rank's host, each
 #: message's cost row, the step's host-pair runs, the host and link counters).
 _WORK: list[np.ndarray] = [np.empty(0), np.empty(0, np.int64)]
+
+
+def _needs(p: int, rpn: int, B: int, h: int, L: int) -> tuple[int, int]:
+    """The floats and integers :func:`_pairs` works in: for ``p`` ranks (``rpn`` per
+    node), ``B`` cases, ``h`` tree levels and ``L`` links per direction."""
+    pp = 1 << (p.bit_length() - 1)
+    H = (p - 1) // rpn + 1
+    R = h + 4                               # a row: intra, host, levels, hops, leaves, moves
+    return (p + pp) * B + pp * R + pp + 2, 5 * pp + 1 + 2 * H + 2 * L + pp * h
 
 
 def steps_of(p: int) -> int:

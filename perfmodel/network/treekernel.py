@@ -27,6 +27,7 @@ True
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -134,13 +135,20 @@ def _steps(load: np.ndarray, hops: np.ndarray, inter: np.ndarray, recv: np.ndarr
     named (intra, host, then the switch levels; the intra level only behind device
     links)."""
     steps = []
+    names = _names(load.shape[-1])
+    first = 0 if device_links else 1
     for lr, hr, ir, rr in zip(load.tolist(), hops.tolist(), inter.tolist(), recv.tolist(),
                               strict=True):
         for row, hp, it, rc in zip(lr, hr, ir, rr, strict=True):
-            lv = {("intra", "host")[k] if k < 2 else f"L{k - 1}-L{k}": x
-                  for k, x in enumerate(row) if x > 0 and (k or device_links)}
+            lv = {names[k]: row[k] for k in range(first, len(row)) if row[k] > 0}
             steps.append(StepLoad(lv, hp, it, rc))
     return steps
+
+
+@cache
+def _names(K: int) -> tuple[str, ...]:
+    """The level names of a step's ``K`` columns: intra, host, then the switch levels."""
+    return ("intra", "host", *[f"L{k - 1}-L{k}" for k in range(2, K)])[:K]
 
 
 def _kernel() -> Callable[..., Any]:

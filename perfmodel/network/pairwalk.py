@@ -14,11 +14,22 @@ more structure, which :func:`pair_walk` uses without changing one sum:
   folded rank's one), so the clocks are advanced in place, pair by pair: each rank's
   clock takes the same maxima of the same sums as the message walk's (``max`` is exact
   and commutative), and the reduction's ``+ kk * count`` is added to every rank as
-  there (``kk * 0.0`` to a rank that receives nothing).
+  there (``kk * 0.0`` to a rank that receives nothing, left out where it is a no-op:
+  clocks are ``>= +0.0``). The clocks are kept in core order, so a step's pairs are
+  ``(f, f + bit)``;
+- every message adds the same share to a host or link counter, so a counter's sum is
+  its count's (``k`` shares added one by one, as the message walk adds them): the
+  counters are counted, as integers, per run of consecutive messages between the same
+  two hosts (about two runs per host and step, not one per message);
+- a run's messages share their row (their hosts' counters), and a row is a function
+  of its integer key (host count, each level's link count): each run's key is looked
+  up in a small hash table of the step's distinct rows (6 to 40 on Summit), and each
+  distinct row is built, folded into the step's maxima and costed once.
 
-The host and link counters are added in the messages' order, the rows and costs are
-the message walk's (:func:`dlscale.perfmodel.network.fatwalk._step`'s formula), so the
-answers are its bits (tested on random trees, rails, ranks and cases).
+The rows and costs are the message walk's (:func:`dlscale.perfmodel.network.fatwalk._step`'s
+formula), so the answers are its bits (tested on random trees, rails, ranks and cases,
+and past the hash table's slots). At 27,648 ranks (Summit's 4,608 nodes) a walk takes
+about 3.5 ms of CPU (6.2 ms when each message was counted and rowed on its own).
 
 Examples
 --------

@@ -8,8 +8,10 @@ many of a window's messages each rank, host and link takes, the most of them per
 level. :func:`tree_steps` builds the trees, counts every key's messages per depth and
 takes each window's largest sum, compiled, for every node count of a long curve (the
 numpy path sorts and routes each node count's edges anew: tens of milliseconds at
-thousands of ranks). The counts are integers and ``1 / rails`` a power of two, so the
-loads are the very ones :func:`dlscale.perfmodel.network.treewindows.windowed` and
+thousands of ranks). A rank's messages in each tree are of one depth (its children's,
+its own), so its windows' counts come from ``(n1, c1, n2, c2)`` and the ranks' most from
+their few distinct ones (:func:`_tree_window_max`). The counts are integers and
+``1 / rails`` a power of two, so the loads are the very ones :func:`dlscale.perfmodel.network.treewindows.windowed` and
 :func:`dlscale.perfmodel.network.linkload.step_load` give (tested bit for bit).
 
 Examples

@@ -160,8 +160,8 @@ def _kernel() -> Callable[..., Any]:
         from dlscale.kernels.jit import njit
 
         space = globals()
-        for helper in ("_trees", "_window_max", "_one_depth_max", "_tree_window_max",
-                       "_subset", "_by_coord", "_windows"):
+        for helper in ("_trees", "_window_max", "_depth_codes", "_codes_max",
+                       "_tree_window_max", "_subset", "_by_coord", "_windows"):
             space[helper] = njit()(space[helper])
         _COMPILED.append({"_count": njit()(_count)})
     return _COMPILED[0]["_count"]
@@ -250,25 +250,32 @@ def _tree_window_max(ka: np.ndarray, kb: np.ndarray, two: bool, coord: np.ndarra
     ``< T1``, then the rest) a rank's messages (as a child, as a parent: its children
     are one depth) share one coordinate, so a rank's count in a window is ``n1`` if
     ``c1`` is in it plus ``n2`` if ``c2`` is, and the most over the ranks is the most
-    over their few distinct ``(n1, c1, n2, c2)``; and whether each rank's messages are
-    so (else nothing is counted: the sliding count is the one)."""
+    over their few distinct ``(n1, c1, n2, c2)`` (:func:`_depth_codes`,
+    :func:`_codes_max`); and whether each rank's messages are so (else nothing is
+    counted: the sliding count is the one)."""
     oa, ob = np.zeros(len(lo), np.int64), np.zeros(len(lo), np.int64)
-    ok = _one_depth_max(ka, coord, T1, K, D, lo, hi, oa)
-    if ok and two:
-        ok = _one_depth_max(kb, coord, T1, K, D, lo, hi, ob)
+    codes, ok = _depth_codes(ka, coord, T1, K, D)
+    if not ok:
+        return oa, ob, False
+    _codes_max(codes, D, lo, hi, oa)
+    if two:
+        codes, ok = _depth_codes(kb, coord, T1, K, D)
+        if ok:
+            _codes_max(codes, D, lo, hi, ob)
     return oa, ob, ok
 
 
-def _one_depth_max(key: np.ndarray, coord: np.ndarray, T1: int, K: int, D: int,
-                   lo: np.ndarray, hi: np.ndarray, out: np.ndarray) -> bool:
-    """:func:`_tree_window_max` for one key into ``out``; whether it applies."""
+def _depth_codes(key: np.ndarray, coord: np.ndarray, T1: int, K: int, D: int
+                 ) -> tuple[np.ndarray, bool]:
+    """The distinct ``(n1, c1, n2, c2)`` of the keys (:func:`_tree_window_max`), coded,
+    and whether each key's messages are of one coordinate per tree (at most two)."""
     N = 3                                   # at most 2 messages per rank, tree and end
     n = np.zeros((2, K), np.int64)
     c = np.zeros((2, K), np.int64)
     for f in range(len(key)):
         t, x = (0 if f < T1 else 1), key[f]
         if (n[t, x] and c[t, x] != coord[f]) or n[t, x] == N - 1:
-            return False
+            return np.zeros(0, np.int64), False
         n[t, x] += 1
         c[t, x] = coord[f]
     seen = np.zeros(N * N * (D + 1) * (D + 1), np.bool_)
@@ -280,9 +287,17 @@ def _one_depth_max(key: np.ndarray, coord: np.ndarray, T1: int, K: int, D: int,
             seen[code] = True
             codes[nc] = code
             nc += 1
+    return codes[:nc], True
+
+
+def _codes_max(codes: np.ndarray, D: int, lo: np.ndarray, hi: np.ndarray,
+               out: np.ndarray) -> None:
+    """Per window ``lo[j] <= c <= hi[j]``, the most a key of these codes takes
+    (:func:`_depth_codes`), into ``out``."""
+    N = 3
     for j in range(len(lo)):
         best = 0
-        for q in range(nc):
+        for q in range(len(codes)):
             code = codes[q]
             c2 = code % (D + 1)
             n2 = code // (D + 1) % N
@@ -291,7 +306,6 @@ def _one_depth_max(key: np.ndarray, coord: np.ndarray, T1: int, K: int, D: int,
             v = (n1 if lo[j] <= c1 <= hi[j] else 0) + (n2 if lo[j] <= c2 <= hi[j] else 0)
             best = max(best, v)
         out[j] = best
-    return True
 
 
 def _subset(order: np.ndarray, start: np.ndarray, on: np.ndarray
@@ -365,13 +379,22 @@ def _count(p: int, rpn: int, dev: bool, m: np.ndarray, w: np.ndarray, segments: 
     for f in range(F):                      # each edge's hosts, once for both directions
         h_low[f], h_up[f] = lower[f] // rpn, upper[f] // rpn
     b, gid = np.zeros(H, np.int64), np.empty(H, np.int64)
+    up_codes, ok_up = _depth_codes(upper, D - dd, F // 2, p, D)
+    low_codes, ok_low = _depth_codes(lower, D - dd, F // 2, p, D)
     for r in range(2):
         src, dst = (lower, upper) if r == 0 else (upper, lower)
         coord = D - dd if r == 0 else dd - 1
         hs, hd = (h_low, h_up) if r == 0 else (h_up, h_low)
         order, start = _by_coord(coord, D)
-        got, sent, ok = _tree_window_max(dst, src, dev, coord, F // 2, p, D, lo, hi)
-        if not ok:                          # not one depth per rank and tree: counted
+        # the ranks' windows from their depths per tree, coded once for both directions
+        # (the broadcast's coordinates D - 1 - the reduction's: its windows mirrored)
+        got, sent = np.zeros(S, np.int64), np.zeros(S, np.int64)
+        wlo, whi = (lo, hi) if r == 0 else (D - 1 - hi, D - 1 - lo)
+        if ok_up and ok_low:
+            _codes_max(up_codes if r == 0 else low_codes, D, wlo, whi, got)
+            if dev:
+                _codes_max(low_codes if r == 0 else up_codes, D, wlo, whi, sent)
+        else:                               # not one depth per rank and tree: counted
             got, sent = _window_max(order, start, dst, src, dev, p, lo, hi)
         order, start = _subset(order, start, hs != hd)         # messages leaving a node
         a, b_ = _window_max(order, start, hs, hd, True, H, lo, hi)

@@ -161,7 +161,8 @@ def _kernel() -> Callable[..., Any]:
 
         space = globals()
         for helper in ("_trees", "_window_max", "_depth_codes", "_codes_max",
-                       "_tree_window_max", "_subset", "_by_coord", "_windows"):
+                       "_tree_window_max", "_subset", "_mirror", "_by_coord",
+                       "_windows"):
             space[helper] = njit()(space[helper])
         _COMPILED.append({"_count": njit()(_count)})
     return _COMPILED[0]["_count"]
@@ -325,6 +326,23 @@ def _subset(order: np.ndarray, start: np.ndarray, on: np.ndarray
     return sub[:n], at
 
 
+def _mirror(order: np.ndarray, start: np.ndarray, D: int) -> tuple[np.ndarray, np.ndarray]:
+    """Messages by coordinate (:func:`_by_coord`'s ``order`` and ``start``) by the
+    coordinate ``D - 1 - c`` instead: the groups in reverse, each in its order (as
+    :func:`_by_coord` and :func:`_subset` order them)."""
+    out = np.empty(start[D] - start[0], np.int64)
+    at = np.zeros(D + 1, np.int64)
+    n = 0
+    for c2 in range(D):
+        at[c2] = n
+        c = D - 1 - c2
+        for x in range(start[c], start[c + 1]):
+            out[n] = order[x]
+            n += 1
+    at[D] = n
+    return out, at
+
+
 def _by_coord(coord: np.ndarray, D: int) -> tuple[np.ndarray, np.ndarray]:
     """The messages in order of coordinate (a counting sort) and where each begins."""
     start = np.zeros(D + 1, np.int64)
@@ -381,11 +399,13 @@ def _count(p: int, rpn: int, dev: bool, m: np.ndarray, w: np.ndarray, segments: 
     b, gid = np.zeros(H, np.int64), np.empty(H, np.int64)
     up_codes, ok_up = _depth_codes(upper, D - dd, F // 2, p, D)
     low_codes, ok_low = _depth_codes(lower, D - dd, F // 2, p, D)
+    leave, leave_at = np.empty(0, np.int64), np.empty(0, np.int64)
     for r in range(2):
         src, dst = (lower, upper) if r == 0 else (upper, lower)
         coord = D - dd if r == 0 else dd - 1
         hs, hd = (h_low, h_up) if r == 0 else (h_up, h_low)
-        order, start = _by_coord(coord, D)
+        if r == 0 or not (ok_up and ok_low):
+            order, start = _by_coord(coord, D)
         # the ranks' windows from their depths per tree, coded once for both directions
         # (the broadcast's coordinates D - 1 - the reduction's: its windows mirrored)
         got, sent = np.zeros(S, np.int64), np.zeros(S, np.int64)
@@ -396,7 +416,11 @@ def _count(p: int, rpn: int, dev: bool, m: np.ndarray, w: np.ndarray, segments: 
                 _codes_max(low_codes if r == 0 else up_codes, D, wlo, whi, sent)
         else:                               # not one depth per rank and tree: counted
             got, sent = _window_max(order, start, dst, src, dev, p, lo, hi)
-        order, start = _subset(order, start, hs != hd)         # messages leaving a node
+        if r == 0:                          # messages leaving a node, by coordinate
+            order, start = _subset(order, start, hs != hd)
+            leave, leave_at = order, start
+        else:                               # the same, by the reversed coordinates
+            order, start = _mirror(leave, leave_at, D)
         a, b_ = _window_max(order, start, hs, hd, True, H, lo, hi)
         # element by element, not row assignments (whose shape check numba compiles,
         # 2 s of a first run): the same values

@@ -85,10 +85,24 @@ def _one_depth_messages(rng, p, D):
             len(key[0]))
 
 
+def _by_depth(ka, kb, two, coord, T1, K, D, lo, hi):
+    """The rank windows as _count takes them from each rank's depths per tree."""
+    oa, ob = np.zeros(len(lo), np.int64), np.zeros(len(lo), np.int64)
+    codes, ok = treekernel._depth_codes(ka, coord, T1, K, D)
+    if ok:
+        treekernel._codes_max(codes, D, lo, hi, oa)
+    if ok and two:
+        codes, ok = treekernel._depth_codes(kb, coord, T1, K, D)
+        if ok:
+            treekernel._codes_max(codes, D, lo, hi, ob)
+    return oa, ob, ok
+
+
 @pytest.mark.parametrize("seed", range(12))
 def test_the_rank_windows_by_depth_are_the_sliding_counts(seed):
     """The rank windows counted from each rank's one depth per tree
-    (:func:`treekernel._tree_window_max`) are :func:`treekernel._window_max`'s, and a
+    (:func:`treekernel._depth_codes`, :func:`treekernel._codes_max`) are
+    :func:`treekernel._window_max`'s, and a
     rank at two depths of a tree, or with three messages there, is left to it."""
     treekernel._kernel()
     rng = np.random.default_rng(seed)
@@ -99,7 +113,7 @@ def test_the_rank_windows_by_depth_are_the_sliding_counts(seed):
         order, start = treekernel._by_coord(coord, D)
         want = treekernel._window_max(order, start, key, key, False, p, lo, hi)
         for two in (False, True):
-            a, b, ok = treekernel._tree_window_max(key, key, two, coord, T1, p, D, lo, hi)
+            a, b, ok = _by_depth(key, key, two, coord, T1, p, D, lo, hi)
             assert ok and a.tobytes() == want[0].tobytes()
             assert b.tobytes() == (a if two else np.zeros(len(lo), np.int64)).tobytes()
     lo, hi = treekernel._windows(D, -1)
@@ -110,5 +124,4 @@ def test_the_rank_windows_by_depth_are_the_sliding_counts(seed):
         other = (coord[0] + 1) % D if len(extra) == 1 else coord[0]
         k2 = np.concatenate([key[:1], np.array(extra), key[1:]]).astype(np.int64)
         c2 = np.concatenate([coord[:1], np.full(len(extra), other), coord[1:]])
-        assert not treekernel._tree_window_max(k2, k2, True, c2, T1 + len(extra), p, D,
-                                               lo, hi)[2]
+        assert not _by_depth(k2, k2, True, c2, T1 + len(extra), p, D, lo, hi)[2]

@@ -10,7 +10,7 @@ takes each window's largest sum, compiled, for every node count of a long curve 
 numpy path sorts and routes each node count's edges anew: tens of milliseconds at
 thousands of ranks). A rank's messages in each tree are of one depth (its children's,
 its own), so its windows' counts come from ``(n1, c1, n2, c2)`` and the ranks' most from
-their few distinct ones (:func:`_tree_window_max`). The counts are integers and
+their few distinct ones (:func:`_depth_codes`, :func:`_codes_max`). The counts are integers and
 ``1 / rails`` a power of two, so the loads are the very ones :func:`dlscale.perfmodel.network.treewindows.windowed` and
 :func:`dlscale.perfmodel.network.linkload.step_load` give (tested bit for bit).
 
@@ -161,8 +161,7 @@ def _kernel() -> Callable[..., Any]:
 
         space = globals()
         for helper in ("_trees", "_window_max", "_depth_codes", "_codes_max",
-                       "_tree_window_max", "_subset", "_mirror", "_by_coord",
-                       "_windows"):
+                       "_subset", "_mirror", "_by_coord", "_windows"):
             space[helper] = njit()(space[helper])
         _COMPILED.append({"_count": njit()(_count)})
     return _COMPILED[0]["_count"]
@@ -244,32 +243,15 @@ def _window_max(order: np.ndarray, start: np.ndarray, ka: np.ndarray, kb: np.nda
     return oa, ob
 
 
-def _tree_window_max(ka: np.ndarray, kb: np.ndarray, two: bool, coord: np.ndarray, T1: int,
-                     K: int, D: int, lo: np.ndarray, hi: np.ndarray
-                     ) -> tuple[np.ndarray, np.ndarray, bool]:
-    """:func:`_window_max` over all messages, for rank keys: in each tree (messages
-    ``< T1``, then the rest) a rank's messages (as a child, as a parent: its children
-    are one depth) share one coordinate, so a rank's count in a window is ``n1`` if
-    ``c1`` is in it plus ``n2`` if ``c2`` is, and the most over the ranks is the most
-    over their few distinct ``(n1, c1, n2, c2)`` (:func:`_depth_codes`,
-    :func:`_codes_max`); and whether each rank's messages are so (else nothing is
-    counted: the sliding count is the one)."""
-    oa, ob = np.zeros(len(lo), np.int64), np.zeros(len(lo), np.int64)
-    codes, ok = _depth_codes(ka, coord, T1, K, D)
-    if not ok:
-        return oa, ob, False
-    _codes_max(codes, D, lo, hi, oa)
-    if two:
-        codes, ok = _depth_codes(kb, coord, T1, K, D)
-        if ok:
-            _codes_max(codes, D, lo, hi, ob)
-    return oa, ob, ok
-
-
 def _depth_codes(key: np.ndarray, coord: np.ndarray, T1: int, K: int, D: int
                  ) -> tuple[np.ndarray, bool]:
-    """The distinct ``(n1, c1, n2, c2)`` of the keys (:func:`_tree_window_max`), coded,
-    and whether each key's messages are of one coordinate per tree (at most two)."""
+    """:func:`_window_max` over all messages, for rank keys, in two parts: in each tree
+    (messages ``< T1``, then the rest) a rank's messages (as a child, as a parent: its
+    children are one depth) share one coordinate, so a rank's count in a window is
+    ``n1`` if ``c1`` is in it plus ``n2`` if ``c2`` is, and the most over the ranks is
+    the most over their few distinct ``(n1, c1, n2, c2)``. Here those, coded, and
+    whether each key's messages are so (at most two per tree; else the sliding count
+    is the one)."""
     N = 3                                   # at most 2 messages per rank, tree and end
     n = np.zeros((2, K), np.int64)
     c = np.zeros((2, K), np.int64)

@@ -136,11 +136,14 @@ def test_the_kept_buffers_grow_for_the_ranks_whatever_the_cases_before():
     one, g_one = np.array([16.0]), np.array([0.0])
     fatwalk.fat_walk(topo, 40, 6, True, "allreduce", "recursive-doubling", [summit],
                      many, g_many)
-    assert len(pairwalk._WORK[1]) < 1 << (600 * 6).bit_length() - 1   # the old trap
+    m, w = fatwalk._tree(topo, 600)
+    need = pairwalk._needs(600 * 6, 6, 1, len(m),
+                           fatwalk._kernel("_tables")(600 * 6, 6, m, w)[4].shape[1])
+    assert len(pairwalk._WORK[1]) < need[1]                      # the old trap
     got, _ = fatwalk.fat_walk(topo, 600, 6, True, "allreduce", "recursive-doubling",
                               [summit], one, g_one)
     walk = fatwalk.message_walk(topo, 600, 6, True, [summit], one, g_one)
-    assert len(pairwalk._WORK[1]) >= 1 << (600 * 6).bit_length() - 1
+    assert len(pairwalk._WORK[1]) >= need[1] and len(pairwalk._WORK[0]) >= need[0]
     assert got is None or got.ravel().tobytes() == walk[0].tobytes()
 
 def test_the_kept_core_rank_buffer_grows_with_the_ranks_not_only_the_work():
@@ -162,3 +165,27 @@ def test_the_kept_core_rank_buffer_grows_with_the_ranks_not_only_the_work():
     walk(2, 200)                      # 12 ranks, 200 messages: 9,600 floats, 24 ranks kept
     walk(100, 1)                      # 600 ranks, 1 message: 512 core ranks
     assert len(pairwalk._WORK[1]) >= 512
+
+
+@pytest.mark.parametrize("nodes, rpn", [(37, 3), (200, 6), (150, 7)])
+def test_rows_past_the_tables_slots_are_costed_again_with_the_same_bits(monkeypatch, nodes,
+                                                                        rpn):
+    """A step's distinct rows past half of :func:`pairwalk._rows`' hash table are costed
+    whenever met (its slots made 4 here, the rows run in Python): the message walk's
+    bits all the same."""
+    summit = with_transport(get_cluster("summit"))
+    knl = _machines(True)[1]
+    topo = FatTree(3, 4, ((3, 2), (5, 3)), 100000, rails=3)
+    n, g = np.array([24.0, 7.5e9]), np.array([1e-10, 0.0])
+    m, w = fatwalk._tree(topo, nodes)
+    p = nodes * rpn
+    args = (p, rpn, True, m, w, fatwalk._kernel("_tables")(p, rpn, m, w),
+            fatwalk._cases([summit, knl], True, fatwalk._levels(topo, len(m)), n, g,
+                           np.ones(pairwalk.steps_of(p))))
+    pairwalk.pair_walk(*args)                           # compiled, buffers sized
+    monkeypatch.setattr(pairwalk, "_SLOTS", 4)
+    monkeypatch.setattr(pairwalk, "_rows", pairwalk._rows.py_func)
+    mine = pairwalk._COMPILED[0].py_func(*args[:5], *args[5], *args[6], *pairwalk._WORK)
+    ref = fatwalk.message_walk(topo, nodes, rpn, True, [summit, knl], n, g)
+    for a, b in zip(mine, ref, strict=True):
+        assert np.asarray(a).tobytes() == np.asarray(b).tobytes()

@@ -68,3 +68,60 @@ def test_a_plan_is_the_same_either_way(monkeypatch, segments):
     assert (got.levels, got.dbt_depth, got.device_links) == (ref.levels, ref.dbt_depth, ref.device_links)
     for key in ("load", "repeat", "inter", "hops", "recv", "size"):
         assert np.array_equal(getattr(got, key), getattr(ref, key)), key
+
+
+
+def _one_depth_messages(rng, p, D):
+    """Two trees' messages by key (each key 0-2 messages per tree, all of one depth
+    there, as the double binary tree's ranks as children and as parents), shuffled:
+    keys, coordinates, and where tree 2 begins."""
+    key, coord = [], []
+    for _ in range(2):
+        depth, n = rng.integers(0, D, p), rng.integers(0, 3, p)
+        k = rng.permutation(np.repeat(np.arange(p), n))
+        key.append(k)
+        coord.append(depth[k])
+    return (np.concatenate(key).astype(np.int64), np.concatenate(coord).astype(np.int64),
+            len(key[0]))
+
+
+def _by_depth(ka, kb, two, coord, T1, K, D, lo, hi):
+    """The rank windows as _count takes them from each rank's depths per tree."""
+    oa, ob = np.zeros(len(lo), np.int64), np.zeros(len(lo), np.int64)
+    codes, ok = treekernel._depth_codes(ka, coord, T1, K, D)
+    if ok:
+        treekernel._codes_max(codes, D, lo, hi, oa)
+    if ok and two:
+        codes, ok = treekernel._depth_codes(kb, coord, T1, K, D)
+        if ok:
+            treekernel._codes_max(codes, D, lo, hi, ob)
+    return oa, ob, ok
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_rank_windows_by_depth_are_the_sliding_counts(seed):
+    """The rank windows counted from each rank's one depth per tree
+    (:func:`treekernel._depth_codes`, :func:`treekernel._codes_max`) are
+    :func:`treekernel._window_max`'s, and a
+    rank at two depths of a tree, or with three messages there, is left to it."""
+    treekernel._kernel()
+    rng = np.random.default_rng(seed)
+    p, D = int(rng.integers(3, 300)), int(rng.integers(1, 12))
+    key, coord, T1 = _one_depth_messages(rng, p, D)
+    for segments in (-1, 0, 1, 4):
+        lo, hi = treekernel._windows(D, segments)
+        order, start = treekernel._by_coord(coord, D)
+        want = treekernel._window_max(order, start, key, key, False, p, lo, hi)
+        for two in (False, True):
+            a, b, ok = _by_depth(key, key, two, coord, T1, p, D, lo, hi)
+            assert ok and a.tobytes() == want[0].tobytes()
+            assert b.tobytes() == (a if two else np.zeros(len(lo), np.int64)).tobytes()
+    lo, hi = treekernel._windows(D, -1)
+    x = int(key[0])
+    for extra in ([x, x], [x] if D > 1 else []):      # three messages; a second depth
+        if not extra:
+            continue
+        other = (coord[0] + 1) % D if len(extra) == 1 else coord[0]
+        k2 = np.concatenate([key[:1], np.array(extra), key[1:]]).astype(np.int64)
+        c2 = np.concatenate([coord[:1], np.full(len(extra), other), coord[1:]])
+        assert not _by_depth(k2, k2, True, c2, T1 + len(extra), p, D, lo, hi)[2]

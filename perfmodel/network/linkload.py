@@ -251,11 +251,11 @@ def _fat_tree_step(topology: FatTree | Crossbar, nodes: int, ranks_per_node: int
     if not moves.any():
         return StepLoad(load, 0, False, 0.0)
     sm, dm, wm = src[moves], dst[moves], wt[moves]
-    recv = float(np.bincount(dm, weights=wm).max())
+    inn = np.bincount(dm, weights=wm)       # what each rank receives: its link's in too
+    recv = float(inn.max())
     if device_links:
         out = np.bincount(sm, weights=wm)
-        inn = np.bincount(dm, weights=wm)
-        load["intra"] = max(float(out.max()), float(inn.max()))
+        load["intra"] = max(float(out.max()), recv)
     hs, hd = sm // ranks_per_node, dm // ranks_per_node
     inter = hs != hd
     if not inter.any():

@@ -224,10 +224,8 @@ def _assemble(loads: list[StepLoad], repeat: list[int], reduce: list[bool], scal
               device_links: bool, dbt_depth: int = 0) -> CollectivePlan:
     levels = tuple(sorted({lvl for s in loads for lvl in s.load}))
     S = len(loads)
-    arr = np.zeros((S, len(levels)))
-    for i, s in enumerate(loads):
-        for j, lvl in enumerate(levels):
-            arr[i, j] = s.load.get(lvl, 0.0) * scale[i]
+    arr = np.array([[s.load.get(lvl, 0.0) * scale[i] for lvl in levels]     # the same
+                    for i, s in enumerate(loads)], dtype=float).reshape(S, len(levels))
     return CollectivePlan(
         levels, arr, np.asarray(repeat, dtype=float),
         np.array([s.inter for s in loads], dtype=bool),

@@ -8,8 +8,10 @@ many of a window's messages each rank, host and link takes, the most of them per
 level. :func:`tree_steps` builds the trees, counts every key's messages per depth and
 takes each window's largest sum, compiled, for every node count of a long curve (the
 numpy path sorts and routes each node count's edges anew: tens of milliseconds at
-thousands of ranks). The counts are integers and ``1 / rails`` a power of two, so the
-loads are the very ones :func:`dlscale.perfmodel.network.treewindows.windowed` and
+thousands of ranks). A rank's messages in each tree are of one depth (its children's,
+its own), so its windows' counts come from ``(n1, c1, n2, c2)`` and the ranks' most from
+their few distinct ones (:func:`_depth_codes`, :func:`_codes_max`). The counts are integers and
+``1 / rails`` a power of two, so the loads are the very ones :func:`dlscale.perfmodel.network.treewindows.windowed` and
 :func:`dlscale.perfmodel.network.linkload.step_load` give (tested bit for bit).
 
 Examples
@@ -27,6 +29,7 @@ True
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -134,13 +137,20 @@ def _steps(load: np.ndarray, hops: np.ndarray, inter: np.ndarray, recv: np.ndarr
     named (intra, host, then the switch levels; the intra level only behind device
     links)."""
     steps = []
+    names = _names(load.shape[-1])
+    first = 0 if device_links else 1
     for lr, hr, ir, rr in zip(load.tolist(), hops.tolist(), inter.tolist(), recv.tolist(),
                               strict=True):
         for row, hp, it, rc in zip(lr, hr, ir, rr, strict=True):
-            lv = {("intra", "host")[k] if k < 2 else f"L{k - 1}-L{k}": x
-                  for k, x in enumerate(row) if x > 0 and (k or device_links)}
+            lv = {names[k]: row[k] for k in range(first, len(row)) if row[k] > 0}
             steps.append(StepLoad(lv, hp, it, rc))
     return steps
+
+
+@cache
+def _names(K: int) -> tuple[str, ...]:
+    """The level names of a step's ``K`` columns: intra, host, then the switch levels."""
+    return ("intra", "host", *[f"L{k - 1}-L{k}" for k in range(2, K)])[:K]
 
 
 def _kernel() -> Callable[..., Any]:
@@ -150,7 +160,8 @@ def _kernel() -> Callable[..., Any]:
         from dlscale.kernels.jit import njit
 
         space = globals()
-        for helper in ("_trees", "_window_max", "_subset", "_by_coord", "_windows"):
+        for helper in ("_trees", "_window_max", "_depth_codes", "_codes_max",
+                       "_subset", "_mirror", "_by_coord", "_windows"):
             space[helper] = njit()(space[helper])
         _COMPILED.append({"_count": njit()(_count)})
     return _COMPILED[0]["_count"]
@@ -232,6 +243,54 @@ def _window_max(order: np.ndarray, start: np.ndarray, ka: np.ndarray, kb: np.nda
     return oa, ob
 
 
+def _depth_codes(key: np.ndarray, coord: np.ndarray, T1: int, K: int, D: int
+                 ) -> tuple[np.ndarray, bool]:
+    """:func:`_window_max` over all messages, for rank keys, in two parts: in each tree
+    (messages ``< T1``, then the rest) a rank's messages (as a child, as a parent: its
+    children are one depth) share one coordinate, so a rank's count in a window is
+    ``n1`` if ``c1`` is in it plus ``n2`` if ``c2`` is, and the most over the ranks is
+    the most over their few distinct ``(n1, c1, n2, c2)``. Here those, coded, and
+    whether each key's messages are so (at most two per tree; else the sliding count
+    is the one)."""
+    N = 3                                   # at most 2 messages per rank, tree and end
+    n = np.zeros((2, K), np.int64)
+    c = np.zeros((2, K), np.int64)
+    for f in range(len(key)):
+        t, x = (0 if f < T1 else 1), key[f]
+        if (n[t, x] and c[t, x] != coord[f]) or n[t, x] == N - 1:
+            return np.zeros(0, np.int64), False
+        n[t, x] += 1
+        c[t, x] = coord[f]
+    seen = np.zeros(N * N * (D + 1) * (D + 1), np.bool_)
+    codes = np.empty(len(seen), np.int64)
+    nc = 0
+    for x in range(K):
+        code = ((n[0, x] * (D + 1) + c[0, x]) * N + n[1, x]) * (D + 1) + c[1, x]
+        if not seen[code]:
+            seen[code] = True
+            codes[nc] = code
+            nc += 1
+    return codes[:nc], True
+
+
+def _codes_max(codes: np.ndarray, D: int, lo: np.ndarray, hi: np.ndarray,
+               out: np.ndarray) -> None:
+    """Per window ``lo[j] <= c <= hi[j]``, the most a key of these codes takes
+    (:func:`_depth_codes`), into ``out``."""
+    N = 3
+    for j in range(len(lo)):
+        best = 0
+        for q in range(len(codes)):
+            code = codes[q]
+            c2 = code % (D + 1)
+            n2 = code // (D + 1) % N
+            c1 = code // ((D + 1) * N) % (D + 1)
+            n1 = code // ((D + 1) * N * (D + 1))
+            v = (n1 if lo[j] <= c1 <= hi[j] else 0) + (n2 if lo[j] <= c2 <= hi[j] else 0)
+            best = max(best, v)
+        out[j] = best
+
+
 def _subset(order: np.ndarray, start: np.ndarray, on: np.ndarray
             ) -> tuple[np.ndarray, np.ndarray]:
     """The messages of ``order`` that are ``on``, in the same order, and where each
@@ -247,6 +306,23 @@ def _subset(order: np.ndarray, start: np.ndarray, on: np.ndarray
                 n += 1
     at[len(start) - 1] = n
     return sub[:n], at
+
+
+def _mirror(order: np.ndarray, start: np.ndarray, D: int) -> tuple[np.ndarray, np.ndarray]:
+    """Messages by coordinate (:func:`_by_coord`'s ``order`` and ``start``) by the
+    coordinate ``D - 1 - c`` instead: the groups in reverse, each in its order (as
+    :func:`_by_coord` and :func:`_subset` order them)."""
+    out = np.empty(start[D] - start[0], np.int64)
+    at = np.zeros(D + 1, np.int64)
+    n = 0
+    for c2 in range(D):
+        at[c2] = n
+        c = D - 1 - c2
+        for x in range(start[c], start[c + 1]):
+            out[n] = order[x]
+            n += 1
+    at[D] = n
+    return out, at
 
 
 def _by_coord(coord: np.ndarray, D: int) -> tuple[np.ndarray, np.ndarray]:
@@ -303,13 +379,30 @@ def _count(p: int, rpn: int, dev: bool, m: np.ndarray, w: np.ndarray, segments: 
     for f in range(F):                      # each edge's hosts, once for both directions
         h_low[f], h_up[f] = lower[f] // rpn, upper[f] // rpn
     b, gid = np.zeros(H, np.int64), np.empty(H, np.int64)
+    up_codes, ok_up = _depth_codes(upper, D - dd, F // 2, p, D)
+    low_codes, ok_low = _depth_codes(lower, D - dd, F // 2, p, D)
+    leave, leave_at = np.empty(0, np.int64), np.empty(0, np.int64)
     for r in range(2):
         src, dst = (lower, upper) if r == 0 else (upper, lower)
         coord = D - dd if r == 0 else dd - 1
         hs, hd = (h_low, h_up) if r == 0 else (h_up, h_low)
-        order, start = _by_coord(coord, D)
-        got, sent = _window_max(order, start, dst, src, dev, p, lo, hi)
-        order, start = _subset(order, start, hs != hd)         # messages leaving a node
+        if r == 0 or not (ok_up and ok_low):
+            order, start = _by_coord(coord, D)
+        # the ranks' windows from their depths per tree, coded once for both directions
+        # (the broadcast's coordinates D - 1 - the reduction's: its windows mirrored)
+        got, sent = np.zeros(S, np.int64), np.zeros(S, np.int64)
+        wlo, whi = (lo, hi) if r == 0 else (D - 1 - hi, D - 1 - lo)
+        if ok_up and ok_low:
+            _codes_max(up_codes if r == 0 else low_codes, D, wlo, whi, got)
+            if dev:
+                _codes_max(low_codes if r == 0 else up_codes, D, wlo, whi, sent)
+        else:                               # not one depth per rank and tree: counted
+            got, sent = _window_max(order, start, dst, src, dev, p, lo, hi)
+        if r == 0:                          # messages leaving a node, by coordinate
+            order, start = _subset(order, start, hs != hd)
+            leave, leave_at = order, start
+        else:                               # the same, by the reversed coordinates
+            order, start = _mirror(leave, leave_at, D)
         a, b_ = _window_max(order, start, hs, hd, True, H, lo, hi)
         # element by element, not row assignments (whose shape check numba compiles,
         # 2 s of a first run): the same values
@@ -329,7 +422,8 @@ def _count(p: int, rpn: int, dev: bool, m: np.ndarray, w: np.ndarray, segments: 
                 gid[x] = x // M
             wp *= w[i - 1]
             W *= w[i - 1]
-            for f in range(F):
+            for x in range(len(order)):     # the messages reaching level i - 1 (the
+                f = order[x]                # only ones read)
                 gs, gd = gid[hs[f]], gid[hd[f]]
                 on[f] = gs != gd
                 ka[f] = gs * W + b[hd[f]]

@@ -294,6 +294,10 @@ class Workload:
             if not (math.isfinite(value) and value >= 0):
                 raise ConfigError(f"{owner}.{fieldname}: must be a finite number >= 0, "
                                   f"got {value!r}")
+        if self.data == "synthetic" and self.loader_rate > 0:
+            raise ConfigError(f"{owner}.loader_rate: {self.loader_rate:g} samples/s bounds a "
+                              f"real data set's input pipeline; with data 'synthetic' there is "
+                              f"no loader (set data 'real', or loader_rate 0)")
         for fieldname, value in (("dispatch_per_op_s", self.dispatch_per_op_s),
                                  ("evals_per_epoch", self.evals_per_epoch)):
             if not (math.isfinite(value) and (value >= 0 or value == -1.0)):

@@ -367,6 +367,7 @@ class _Run:
         # the last backward pass ran slower beside the exchange: predict's closed form
         # (overlap_slowdown_s of its hidden exchange), charged after the pass, as the
         # data-parallel simulation takes compute.overlap's
+        tb = env.now
         if self.beside_s > 0:
             yield env.timeout(self.beside_s)
         t2 = env.now
@@ -378,6 +379,8 @@ class _Run:
             if t1 > t0:
                 self.trace.add(d, s, "data-parallel " + ("allreduce" if self.layout.zero == 0
                                                          else "reduce-scatter"), t0, t1)
+            if t2 > tb:
+                self.trace.add(d, s, "compute slowed beside the exchange", tb, t2)
             self.trace.add(d, s, "optimizer step", t2, t3)
             if env.now > t3:
                 self.trace.add(d, s, "data-parallel allgather", t3, env.now)

@@ -100,3 +100,16 @@ def test_tau_and_grouping_are_flags_of_both_fidelities(base, flag, capsys):
     for command in ("predict", "simulate"):
         assert answer(command, flag) != answer(command, []), command
     assert answer("simulate", flag)[0] == pytest.approx(answer("predict", flag)[0], rel=2e-4)
+
+
+@pytest.mark.parametrize("argv", [["k80-8gpu", "resnet50", "--iterations", "2"], ["k80-8gpu"]])
+def test_a_one_node_machine_simulates_without_nodes(argv, capsys):
+    # the default of two nodes was refused on a one-node machine ("nodes: 2 is more than
+    # cluster 'k80-8gpu' holds"): its one node is the default there
+    from dlscale.cli import main
+
+    capsys.readouterr()
+    assert main(["simulate", *argv, "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    ranks = doc["runs"][0]["ranks"] if "runs" in doc else doc["ranks"]
+    assert ranks == 8

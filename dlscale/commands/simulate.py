@@ -45,7 +45,8 @@ def add_parser(sub: Any) -> None:
                    help="training workload (preset or TOML): simulate training iterations "
                         "instead of one collective")
     p.add_argument("--nodes", type=str, default=None,
-                   help="nodes to simulate (default: 2; ignored for .graphml); with a WORKLOAD "
+                   help="nodes to simulate (default: 2, or 1 on a one-node machine; ignored for "
+                        ".graphml); with a WORKLOAD "
                         "a list or range as in predict")
     p.add_argument("--ranks", type=int, default=None,
                    help="ranks taking part (default: every device of the nodes)")
@@ -144,7 +145,7 @@ def _network(args: argparse.Namespace) -> tuple[Any, str, Provenance]:
     from dlscale.provenance import load_cluster
 
     cluster, prov = load_cluster(args.cluster, args.profile)
-    nodes = 2 if args.nodes is None else _one_node_count(args.nodes)
+    nodes = min(2, cluster.max_nodes) if args.nodes is None else _one_node_count(args.nodes)
     cluster.check_nodes(nodes)
     graph = _node_graph(args.intranode, cluster)
     return (SimulatedNetwork.from_cluster(cluster, nodes, graph, **opts), cluster.name,

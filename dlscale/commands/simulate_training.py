@@ -61,7 +61,8 @@ def _add(parser: argparse.ArgumentParser, *names: str, **kw: Any) -> None:
 def add_training_args(parser: argparse.ArgumentParser) -> None:
     """Add the training options (see module docstring) to ``parser``."""
     _add(parser, "--nodes", default="2",
-         help="node counts: 'N', a list '1,2,4' or a doubling range '1-64' (default 2)")
+         help="node counts: 'N', a list '1,2,4' or a doubling range '1-64' (default 2, "
+              "or 1 on a one-node machine)")
     _add(parser, "--algorithm", choices=ALGORITHMS, default=None,
          help="training algorithm (default: the workload's)")
     _add(parser, "--iterations", type=int, default=None,
@@ -117,9 +118,9 @@ def add_training_args(parser: argparse.ArgumentParser) -> None:
          help="also write the rows (.csv for CSV, else JSON)")
 
 
-def _nodes(value: Any) -> list[int]:
+def _nodes(value: Any, max_nodes: int) -> list[int]:
     if value is None:
-        return [2]
+        return [min(2, max_nodes)]            # two nodes, or a one-node machine's one
     if isinstance(value, int):
         return [value]
     from dlscale.node_counts import parse_nodes
@@ -300,7 +301,7 @@ def run_training(args: argparse.Namespace) -> int:
     default = "flow" if cluster.runtime.parameter_server else DEFAULT_NETWORK
     network = args.network or (getattr(args, "mode", None) if getattr(args, "mode", None)
                                in NETWORKS else None) or default
-    nodes = _nodes(args.nodes)
+    nodes = _nodes(args.nodes, cluster.max_nodes)
     algs = _algorithms(args)
     from dlscale.commands.simulate_target import check_target_args, run_target
 

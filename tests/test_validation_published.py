@@ -284,6 +284,19 @@ def test_readme_shows_the_count_and_bias_the_tool_prints() -> None:
     assert bias_line(s) in text, "regenerate: dlscale validate published --write-readme"
 
 
+def test_readme_block_is_the_live_accounting() -> None:
+    """The whole generated block, every row's value and error, not only its counts: it
+    went stale unseen after a memory change moved three Megatron CI peaks (+2.5 ->
+    +5.2 %, +0.8 -> +2.5 %, +8.0 -> +9.7 %) without moving a count."""
+    from dlscale.validation.readme import BEGIN, END, README, readme_block
+
+    text = README.read_text(encoding="utf-8")
+    shown = text[text.index(BEGIN) + len(BEGIN) + 1:text.index(END)].rstrip("\n")
+    assert shown == readme_block(_all_rows()).rstrip("\n"), (
+        "validation/README.md's results are not the live ones; regenerate: dlscale "
+        "validate published --write-readme")
+
+
 def test_write_readme_replaces_only_the_generated_block(tmp_path, capsys) -> None:
     from dlscale.validation.readme import BEGIN, END
 

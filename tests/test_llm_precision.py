@@ -15,6 +15,11 @@ from dlscale.perfmodel.compute.llm_memory import llm_memory
 from dlscale.perfmodel.training.parallel import ParallelLayout
 from dlscale.perfmodel.training.parallel_time import llm_iteration, optimizer_step_s
 
+try:  # tests/ imported as a package, or as plain files (pytest puts tests/ on sys.path)
+    from tests.cli_run import run_cli
+except ImportError:  # pragma: no cover
+    from cli_run import run_cli  # type: ignore[no-redef]
+
 H100 = "dgx-h100-superpod"
 LLAMA = ["--tp", "8", "--pp", "4", "--nodes", "16", "--global-batch", "512"]
 
@@ -90,13 +95,8 @@ def test_plan_precision_acts(tmp_path, capsys):
      "--precision"),
 ])
 def test_a_precision_the_path_does_not_model_is_one_line(argv, flag, capsys):
-    capsys.readouterr()
-    try:
-        rc = main(argv)
-    except SystemExit as exc:
-        rc = int(exc.code or 0)
-    cap = capsys.readouterr()
-    assert rc == 2 and cap.out == "" and cap.err.count("\n") == 1 and flag in cap.err, cap.err
+    rc, out, err = run_cli(argv, capsys)
+    assert rc == 2 and out == "" and err.count("\n") == 1 and flag in err, err
 
 
 @pytest.mark.parametrize("zero", [1, 3])

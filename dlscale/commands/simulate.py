@@ -145,7 +145,10 @@ def _network(args: argparse.Namespace) -> tuple[Any, str, Provenance]:
     from dlscale.provenance import load_cluster
 
     cluster, prov = load_cluster(args.cluster, args.profile)
-    nodes = min(2, cluster.max_nodes) if args.nodes is None else _one_node_count(args.nodes)
+    from dlscale.commands.simulate_training import default_nodes
+
+    nodes = (default_nodes(cluster.max_nodes) if args.nodes is None
+             else _one_node_count(args.nodes))
     cluster.check_nodes(nodes)
     graph = _node_graph(args.intranode, cluster)
     return (SimulatedNetwork.from_cluster(cluster, nodes, graph, **opts), cluster.name,

@@ -118,9 +118,15 @@ def add_training_args(parser: argparse.ArgumentParser) -> None:
          help="also write the rows (.csv for CSV, else JSON)")
 
 
+def default_nodes(max_nodes: int) -> int:
+    """``simulate``'s node count when ``--nodes`` is not given: two, or a one-node
+    machine's one (training and one collective alike)."""
+    return min(2, max_nodes)
+
+
 def _nodes(value: Any, max_nodes: int) -> list[int]:
     if value is None:
-        return [min(2, max_nodes)]            # two nodes, or a one-node machine's one
+        return [default_nodes(max_nodes)]
     if isinstance(value, int):
         return [value]
     from dlscale.node_counts import parse_nodes

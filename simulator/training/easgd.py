@@ -219,8 +219,11 @@ class LockedRun(_AsyncRun):
         self.master_busy_s += xfer
         if self.num is not None:
             self.num.exchange(w)
-        acc.comm_s[w] += xfer
-        acc.exposed_comm_s[w] += xfer
+        # the wait for the lock is time away from compute for the exchange: it counts
+        # in the communication, as the closed form's saturated master does
+        # (easgd_times' comm); master_queue_s is that part of it
+        acc.comm_s[w] += env.now - tq
+        acc.exposed_comm_s[w] += env.now - tq
         self.trace(w, k, "comm", "wait master", tq, ts - tq)
         self.trace(w, k, "comm", "push+pull", ts, xfer)
         env.process(self.apply(req, w))

@@ -82,12 +82,18 @@ class _Rounds:
         t = start.copy()
         for k in steps:
             f = self.draws(k)
-            d = f * self.t_step + self.copy
+            d = f * self.t_step
             if tr is not None and k < tr.max_iterations:
                 for r in tr.ranks.tolist():
                     tr.slice(r, "compute", f"step {k}", float(t[r]), float(d[r]))
-            t += d
+                    if self.copy:
+                        tr.slice(r, "comm", "host copy", float(t[r] + d[r]), self.copy)
+            t += d + self.copy
             acc.compute_s += d
+            # the weights' device -> host -> device copy crosses the host link: it is
+            # communication, as the closed form counts it (easgd_times' comm)
+            acc.comm_s += self.copy
+            acc.exposed_comm_s += self.copy
             if num is not None:
                 for w in range(self.R):
                     num.local_step(w, k)
@@ -99,7 +105,6 @@ class _Rounds:
         start = np.zeros(R)
         for b, steps in enumerate(self.blocks):
             ready = self.local(start, steps)
-            served = np.zeros(R)
             for w in range(R):                      # round-robin, rank order
                 with self.master.request() as req:
                     yield req
@@ -112,11 +117,14 @@ class _Rounds:
                         tr.slice(-1, "master", f"serve w{w}", t0, serve)
                         tr.slice(w, "comm", "exchange", t0, serve)
                     acc.master_queue_s[w] += t0 - float(ready[w])
-                    served[w] = env.now
             end = env.now
-            acc.comm_s += serve
-            acc.exposed_comm_s += serve
-            acc.straggler_wait_s += end - served        # waiting for the round to end
+            # a worker is away from its steps from being ready until the round ends:
+            # its turns' wait, its own exchange and the turns after it, the round the
+            # closed form charges as communication (easgd_times: P turns per round);
+            # master_queue_s is the part before its own turn
+            away = end - ready
+            acc.comm_s += away
+            acc.exposed_comm_s += away
             self.block_end[b] = end
             start = np.full(R, end)
             if num is not None:

@@ -35,8 +35,19 @@ from dlscale.simulator.training.result import TrainingResult
 
 __all__ = ["plot_accuracy", "plot_target", "plot_training_scaling"]
 
+#: The stacked parts of an iteration; the master's queue is a part of the exposed
+#: communication (a wait for the exchange), drawn apart from the rest of it.
 _STACK = (("compute_s", "compute"), ("exposed_comm_s", "exposed communication"),
-          ("straggler_wait_s", "waiting for stragglers"), ("master_queue_s", "master queue"))
+          ("master_queue_s", "of which master queue"),
+          ("straggler_wait_s", "waiting for stragglers"))
+
+
+def _stacked(summary: dict, key: str) -> float:
+    """The height of ``key``'s bar: exposed communication less its master queue."""
+    value = summary.get(key, 0.0)
+    if key == "exposed_comm_s":
+        value -= summary.get("master_queue_s", 0.0)
+    return max(value, 0.0)
 
 
 def _plt():
@@ -70,7 +81,7 @@ def plot_training_scaling(path: str | Path, runs: Sequence[TrainingResult], titl
     x = list(range(len(runs)))
     bottom = [0.0] * len(runs)
     for key, label in _STACK:
-        vals = [r.summary().get(key, 0.0) for r in runs]
+        vals = [_stacked(r.summary(), key) for r in runs]
         ax2.bar(x, vals, bottom=bottom, label=label)
         bottom = [b + v for b, v in zip(bottom, vals, strict=True)]
     ax2.set_xticks(x, [str(r.nodes) for r in runs])

@@ -208,3 +208,18 @@ def test_trace_shows_the_pull_and_the_pushes():
     names = {e["name"] for e in r.trace["traceEvents"] if e["ph"] == "X"}
     assert {"pull variables (parameter servers)", "push gradients (parameter servers)",
             "forward", "backward", "update"} <= names
+
+
+@pytest.mark.parametrize("cluster,nodes", [("summit", 1), ("dgx1-v100", 1), ("summit", 2)])
+def test_predict_and_simulate_name_the_exchange_alike(cluster, nodes):
+    """Six or eight GPUs of one node push and pull through its server: predict named
+    the row's exchange "parameter-server" (ranks > 1), simulate "" (worker nodes > 1),
+    with the same comm_s priced in both (Summit, one node: 0.0041 s)."""
+    c = apply_runtime(dataclasses.replace(get_cluster(cluster), noise="none"),
+                      "parameter-server")
+    w = get_workload("resnet50")
+    row = predict(c, w, [nodes]).to_rows()[0]
+    sim = simulate_training(c, w, nodes, iterations=2, efficiency=False,
+                            network="flow").to_rows()[0]
+    assert row["allreduce"] == "parameter-server"
+    assert sim["allreduce"] == row["allreduce"]

@@ -71,8 +71,8 @@ from dlscale.perfmodel.training.psplace import model_variables, place
 from dlscale.perfmodel.training.rank_layout import IterationTimes, Layout
 from dlscale.perfmodel.training.workload import Workload
 
-__all__ = ["PsPlan", "check_ps", "fifo_end", "host_departures", "ps_limit", "ps_plan",
-           "ps_summary", "ps_sync_times", "pull_end_s", "push_end_s", "ready_times", "servers_for"]
+__all__ = ["PsPlan", "check_ps", "exchange_name", "fifo_end", "host_departures", "ps_limit",
+           "ps_plan", "ps_summary", "ps_sync_times", "pull_end_s", "push_end_s", "ready_times", "servers_for"]
 
 
 @dataclass(frozen=True)
@@ -417,6 +417,18 @@ def ps_limit(cluster: Cluster, workload: Workload, nodes: int) -> str:
     return pull_lim if pull >= busy else push_lim
 
 
+def exchange_name(ranks: int) -> str:
+    """The ``allreduce`` column of a parameter-server run on ``ranks`` ranks:
+    ``"parameter-server"``, or ``""`` on one rank, which exchanges nothing (several
+    ranks on one node push and pull through its servers too). ``predict`` and
+    ``simulate`` both name their rows by it.
+
+    >>> exchange_name(6), exchange_name(1)
+    ('parameter-server', '')
+    """
+    return "parameter-server" if ranks > 1 else ""
+
+
 def ps_summary(cluster: Cluster, workload: Workload,
                lay: Layout) -> tuple[np.ndarray, np.ndarray]:
     """Per node count: ``"parameter-server"`` (``""`` on one rank) and the link that
@@ -432,6 +444,6 @@ def ps_summary(cluster: Cluster, workload: Workload,
     lay : Layout
         Node counts.
     """
-    names = ["parameter-server" if p > 1 else "" for p in lay.ranks.tolist()]
+    names = [exchange_name(int(p)) for p in lay.ranks.tolist()]
     limits = [ps_limit(cluster, workload, int(k)) for k in lay.nodes.tolist()]
     return np.array(names, dtype=object), np.array(limits, dtype=object)

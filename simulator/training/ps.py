@@ -34,7 +34,7 @@ from __future__ import annotations
 import numpy as np
 import simpy
 
-from dlscale.perfmodel.training.ps import PsPlan, ps_plan
+from dlscale.perfmodel.training.ps import PsPlan, exchange_name, ps_plan
 from dlscale.simulator.network.flow import FlowNetwork
 from dlscale.simulator.training.common import Breakdown, RunContext, RunOutcome, compute_profile
 
@@ -103,7 +103,7 @@ def run_ps_sync(ctx: RunContext) -> RunOutcome:
     iter_end = np.zeros(ctx.iterations)
     counters: dict = {"exchange": "parameter-server", "variables": J,
                       "servers": len(plan.server_node), "flows": 0,
-                      "allreduce": "parameter-server" if W > 1 else ""}
+                      "allreduce": exchange_name(R)}
     ready_off, order = _push_schedule(w.overlap, prof, plan, ctx.cluster.runtime)
     busy = _busy(plan)
 

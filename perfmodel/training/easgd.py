@@ -349,16 +349,22 @@ def easgd_times(cluster: Cluster, workload: Workload, lay: Layout) -> IterationT
         rnd = (time_per_node_count(cluster, "reduce", "binomial", W, lay.nodes, r, gamma)
                + time_per_node_count(cluster, "broadcast", "binomial", W, lay.nodes, r))
         comm = rnd / tau
+        # the slowest worker's tau-step block, per step (the simulator's max of the
+        # ranks' ready times): its expected mean factor
+        slow = np.array([block_slowest_factor(cluster, int(p), tau)
+                         for p in np.atleast_1d(P).tolist()])
         if workload.overlap:
             iteration = np.maximum(t_step, comm)
             compute = t_step + 0 * iteration
+            # exposed: the wait after the slowest worker's block, as in sync_sgd_times
+            # (the faster workers' wait for it is neither compute nor communication)
+            exposed = np.maximum(iteration - compute * slow, 0.0)
         else:
-            # the round waits for the slowest worker's tau steps (the simulator's
-            # max of the ranks' ready times): its expected mean factor per step
-            compute = t_step * np.array([block_slowest_factor(cluster, int(p), tau)
-                                         for p in np.atleast_1d(P).tolist()])
+            # the round waits for the slowest worker's tau steps
+            compute = t_step * slow
             iteration = compute + comm
-        return IterationTimes(iteration, compute, comm, iteration - compute,
+            exposed = iteration - compute
+        return IterationTimes(iteration, compute, comm, exposed,
                               lay.global_batch / iteration, backward_s=backward)
 
     alpha_m, beta_m = master_link(cluster, alg, lay.nodes, lay.ranks_per_node, W)

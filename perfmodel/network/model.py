@@ -70,6 +70,7 @@ from dlscale.perfmodel.network.stepcost import (
     path_load,
     plan_time_s,
     step_s,
+    steps_total_s,
 )
 from dlscale.perfmodel.network.walkmemo import companions, figures, recall, remember
 
@@ -547,5 +548,5 @@ def time_per_node_count(cluster: Cluster, collective: str, algorithm: str,
     busy = (curve.load * level_betas(cluster, curve.levels)).max(axis=-1, initial=0.0)
     nn = n[..., None]                                                       # (..., N, 1)
     step = step_s(cluster, lat, busy, curve.size, nn) + g[:, None] * nn * curve.recv
-    out = np.where(np.isnan(walked), (curve.repeat * step).sum(axis=-1), walked)
+    out = np.where(np.isnan(walked), steps_total_s(curve.repeat, step), walked)
     return np.where(ranks > 1, out, 0.0)

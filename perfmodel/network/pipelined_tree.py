@@ -40,6 +40,7 @@ from dlscale.perfmodel.network.stepcost import (
     level_betas,
     plan_time_s,
     step_s,
+    steps_total_s,
 )
 
 __all__ = ["MAX_SEGMENTS", "dbt_best_segments", "dbt_curve_time_s", "dbt_segments", "dbt_time_s",
@@ -169,7 +170,7 @@ def _sum_of_steps(cluster: Cluster, st: _Stack, dev: bool, n: np.ndarray,
     busy = (st.load * level_betas(cluster, st.levels)).max(axis=-1, initial=0.0)
     nn = n[..., None]
     step = step_s(cluster, lat, busy, st.size, nn) + gamma[:, None] * nn * st.recv
-    return np.asarray((st.repeat * step).sum(axis=-1))
+    return np.asarray(steps_total_s(st.repeat, step))
 
 
 def dbt_curve_time_s(cluster: Cluster, nodes: tuple[int, ...], ranks_per_node: int,

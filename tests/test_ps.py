@@ -223,3 +223,26 @@ def test_predict_and_simulate_name_the_exchange_alike(cluster, nodes):
                             network="flow").to_rows()[0]
     assert row["allreduce"] == "parameter-server"
     assert sim["allreduce"] == row["allreduce"]
+
+
+def test_a_simulated_sweep_and_the_api_run_the_flows_the_command_runs(tmp_path):
+    """``dlscale simulate summit resnet50 --runtime parameter-server`` runs the pushes
+    and pulls as flows (network 'flow' by default); the Python API's simulate_training
+    and a simulated sweep defaulted to 'fast', which refuses a parameter server, so
+    their point was an error row ("network: runtime 'parameter-server' is simulated
+    as max-min fair flows ...; got 'fast'") where the command answered."""
+    from dlscale.api import sweep
+
+    c = apply_runtime(get_cluster("summit"), "parameter-server")
+    w = get_workload("resnet50")
+    api = simulate_training(c, w, 2, iterations=2, efficiency=False)
+    assert api.network == "flow"
+    res = sweep({"name": "ps", "cluster": "summit", "workload": "resnet50", "nodes": [2],
+                 "fidelity": "simulated", "plots": [],
+                 "vary": {"cluster.runtime": ["parameter-server"]}}, tmp_path / "s",
+                executor="serial")
+    (row,) = res.rows
+    assert row["status"] == "ok", row["error"]
+    assert row["network"] == "flow"
+    flagged = simulate_training(c, w, 2, iterations=2, efficiency=False, network="flow")
+    assert api.iteration_s == flagged.iteration_s

@@ -34,7 +34,7 @@ from dlscale.perfmodel.errors import ConfigError
 from dlscale.perfmodel.machine.hardware import Cluster
 from dlscale.perfmodel.training.workload import ALGORITHMS, Workload
 from dlscale.provenance import NO_BASELINE, Provenance
-from dlscale.simulator.training.net import DEFAULT_NETWORK, NETWORKS
+from dlscale.simulator.training.net import NETWORKS, default_network
 from dlscale.simulator.training.result import TrainingResult
 
 __all__ = ["COLUMNS", "add_training_args", "run_training"]
@@ -304,7 +304,7 @@ def run_training(args: argparse.Namespace) -> int:
 
     cluster, workload, measured_lines, measured_meta, prov = _load(args)
     # a parameter-server runtime runs its own flows: 'flow' unless told otherwise
-    default = "flow" if cluster.runtime.parameter_server else DEFAULT_NETWORK
+    default = default_network(cluster)
     network = args.network or (getattr(args, "mode", None) if getattr(args, "mode", None)
                                in NETWORKS else None) or default
     nodes = _nodes(args.nodes, cluster.max_nodes)

@@ -51,13 +51,23 @@ from dlscale.perfmodel.training.sync import (
 from dlscale.perfmodel.training.workload import Workload
 from dlscale.simulator.network.simulated import SimulatedNetwork
 
-__all__ = ["DEFAULT_NETWORK", "NETWORKS", "TrainingNetwork", "make_training_network"]
+__all__ = ["DEFAULT_NETWORK", "NETWORKS", "TrainingNetwork", "default_network",
+           "make_training_network"]
 
 #: Network backends by name.
 NETWORKS = ("analytical", "fast", "flow")
 #: The backend ``simulate`` uses unless told otherwise, in the Python API, the command
 #: line and sweeps alike: the routed fast mode (link contention on the topology).
 DEFAULT_NETWORK = "fast"
+
+
+def default_network(cluster: Cluster) -> str:
+    """The backend a run on ``cluster`` gets when none is named: :data:`DEFAULT_NETWORK`,
+    or ``"flow"`` for a parameter-server runtime, whose pushes and pulls run as their
+    own max-min fair flows (:mod:`dlscale.simulator.training.ps`). The command line,
+    the Python API and a simulated sweep all ask here (a sweep's parameter-server
+    point was refused, "got 'fast'", where ``dlscale simulate`` answered it)."""
+    return "flow" if cluster.runtime.parameter_server else DEFAULT_NETWORK
 
 
 class TrainingNetwork:

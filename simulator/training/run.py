@@ -44,7 +44,7 @@ from dlscale.perfmodel.training.rank_layout import Layout, layout
 from dlscale.perfmodel.training.workload import ALGORITHMS, Workload
 from dlscale.simulator.topology.placement import PLACEMENTS
 from dlscale.simulator.training.common import RunContext, RunOutcome, compute_profile
-from dlscale.simulator.training.net import DEFAULT_NETWORK, NETWORKS, make_training_network
+from dlscale.simulator.training.net import NETWORKS, default_network, make_training_network
 from dlscale.simulator.training.result import TrainingResult
 from dlscale.simulator.training.stragglers import Noise, make_noise
 from dlscale.simulator.training.trace import TraceRecorder
@@ -306,7 +306,7 @@ def _new_result(cluster: Cluster, workload: Workload, nodes: int, ranks: int, mo
 
 def simulate_training(cluster: Cluster, workload: Workload, nodes: int, *,
                       algorithm: str | None = None, iterations: int = 20, seed: int = 0,
-                      mode: str = "timing", network: str | NetworkModel = DEFAULT_NETWORK,
+                      mode: str = "timing", network: str | NetworkModel | None = None,
                       noise: str | Noise | None = None, trace: bool | str = False,
                       efficiency: bool = True, cosim_options: dict | None = None,
                       trace_ranks: int = 16, trace_iterations: int = 5,
@@ -330,8 +330,10 @@ def simulate_training(cluster: Cluster, workload: Workload, nodes: int, *,
         Timing only (catalog parameter sizes, no arrays), or co-simulation: every
         worker holds real parameters of the small model of :mod:`dlscale.kernels` and
         runs the real kernels in the order the events decide.
-    network : {"analytical", "fast", "flow"} or a NetworkModel object
-        Who answers communication times (:mod:`dlscale.simulator.training.net`).
+    network : {"analytical", "fast", "flow"}, a NetworkModel object or None, optional
+        Who answers communication times (:mod:`dlscale.simulator.training.net`;
+        default :func:`~dlscale.simulator.training.net.default_network`: ``"fast"``,
+        ``"flow"`` for a parameter-server runtime).
     noise : str or noise model, optional
         ``"none"``, ``"lognormal:SIGMA"``, ``"empirical:FILE"`` (:mod:`dlscale.simulator.training.stragglers`);
         ``None``: the cluster's ``noise``.
@@ -379,13 +381,15 @@ def simulate_training(cluster: Cluster, workload: Workload, nodes: int, *,
 
 def _simulate(cluster: Cluster, workload: Workload, nodes: int, *,
               algorithm: str | None = None, iterations: int = 20, seed: int = 0,
-              mode: str = "timing", network: str | NetworkModel = DEFAULT_NETWORK,
+              mode: str = "timing", network: str | NetworkModel | None = None,
               noise: str | Noise | None = None, trace: bool | str = False,
               efficiency: bool = True, cosim_options: dict | None = None,
               trace_ranks: int = 16, trace_iterations: int = 5, baseline: str = "node",
               placement: str = "linear", analytical: Prediction | None = None
               ) -> TrainingResult:
     """:func:`simulate_training`."""
+    if network is None:
+        network = default_network(cluster)
     workload = _check(cluster, workload, nodes, algorithm, iterations, mode, network, seed, placement)
     nz = _check_run_options(cluster, workload, baseline, noise, mode, cosim_options)
     nodes = int(nodes)

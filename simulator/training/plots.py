@@ -38,7 +38,7 @@ __all__ = ["plot_accuracy", "plot_target", "plot_training_scaling"]
 #: The stacked parts of an iteration; the master's queue is a part of the exposed
 #: communication (a wait for the exchange), drawn apart from the rest of it.
 _STACK = (("compute_s", "compute"), ("exposed_comm_s", "exposed communication"),
-          ("master_queue_s", "of which master queue"),
+          ("master_queue_s", "master queue (exposed)"),
           ("straggler_wait_s", "waiting for stragglers"))
 
 

@@ -113,3 +113,19 @@ def test_a_one_node_machine_simulates_without_nodes(argv, capsys):
     doc = json.loads(capsys.readouterr().out)
     ranks = doc["runs"][0]["ranks"] if "runs" in doc else doc["ranks"]
     assert ranks == 8
+
+
+def test_an_input_bound_node_count_is_named_in_the_refusal(capsys):
+    """simulate refuses an asynchronous run whose step the input pipeline bounds (it
+    simulates the loader for sync-sgd only). Asked for 1, 2, 4 and 8 Summit nodes of
+    AlexNet's async-sgd, it refused the whole list without saying that only one node is
+    input-bound (predict's limit there; 2 to 8 nodes are master-bound and simulate
+    answers them): the line names the node count now."""
+    from dlscale.cli import main
+
+    assert main(["simulate", "summit", "alexnet", "--algorithm", "async-sgd",
+                 "--nodes", "1,2,4,8", "--iterations", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "on 1 node its input pipeline" in err and "leave out 1 node" in err
+    assert main(["simulate", "summit", "alexnet", "--algorithm", "async-sgd",
+                 "--nodes", "2,4", "--iterations", "2", "--format", "json"]) == 0

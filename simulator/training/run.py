@@ -109,11 +109,13 @@ def _check(cluster: Cluster, workload: Workload, nodes: int, algorithm: str | No
     if workload.algorithm != "sync-sgd" and math.isfinite(loader_rate_per_node(cluster, workload)):
         limit = iteration_times(cluster, workload, [int(nodes)]).limit
         if limit is not None and limit[0] in ("input-pipeline", "storage"):
+            n = int(nodes)
             raise ConfigError(
-                f"workload {workload.name!r}: its input pipeline (loader "
-                f"{loader_rate_per_node(cluster, workload):g} samples/s per node) bounds the "
-                f"step, which is simulated for sync-sgd only, not {workload.algorithm}; give "
-                f"data = 'synthetic' or use predict")
+                f"workload {workload.name!r}: on {n} node{'s' if n != 1 else ''} its input "
+                f"pipeline (loader {loader_rate_per_node(cluster, workload):g} samples/s per "
+                f"node) bounds the step, which is simulated for sync-sgd only, not "
+                f"{workload.algorithm}; give data = 'synthetic', leave out {n} node"
+                f"{'s' if n != 1 else ''}, or use predict")
     return workload
 
 

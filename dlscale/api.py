@@ -269,6 +269,13 @@ def simulate(cluster: str | Path | Cluster, workload: str | Path | Workload,
     c = load_cluster(cluster, cluster_overrides)
     w = load_workload(workload, workload_overrides)
     counts = _nodes(c, nodes)
+    if sim is getattr(importlib.import_module("dlscale.simulator.training.run"),
+                      "simulate_training", None):
+        # every node count checked before the first runs (one line, no work done)
+        from dlscale.simulator.training.run import check_runs
+
+        check_runs(c, w, counts, seed=seed, **{k: options[k] for k in (
+            "algorithm", "iterations", "mode", "network", "placement") if k in options})
     answer = _analytical(c, w, counts, options)
     trace = options.pop("trace", False)
     raws, rows = [], []

@@ -129,3 +129,25 @@ def test_an_input_bound_node_count_is_named_in_the_refusal(capsys):
     assert "on 1 node its input pipeline" in err and "leave out 1 node" in err
     assert main(["simulate", "summit", "alexnet", "--algorithm", "async-sgd",
                  "--nodes", "2,4", "--iterations", "2", "--format", "json"]) == 0
+
+
+def test_a_refusal_at_a_later_node_count_comes_before_any_run(monkeypatch):
+    """GoogLeNet's original EASGD on the H100 SuperPOD is input-bound at 2 nodes only
+    (predict's limit: communication, input-pipeline, compute, communication at 1, 2,
+    4, 8): asked 1,2 the 1-node run was simulated and then the 2-node count refused.
+    Every count is checked first now: the same line, no run."""
+    import dlscale.simulator.training.run as run
+    from dlscale.api import simulate
+    from dlscale.perfmodel.errors import ConfigError
+
+    runs = []
+    real = run._simulate
+
+    def counted(cluster, workload, nodes, **kwargs):
+        runs.append(nodes)
+        return real(cluster, workload, nodes, **kwargs)
+
+    monkeypatch.setattr(run, "_simulate", counted)
+    with pytest.raises(ConfigError, match="on 2 nodes its input pipeline"):
+        simulate("dgx-h100-superpod", "googlenet", [1, 2], algorithm="easgd", iterations=2)
+    assert runs == []

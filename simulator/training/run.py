@@ -49,7 +49,7 @@ from dlscale.simulator.training.result import TrainingResult
 from dlscale.simulator.training.stragglers import Noise, make_noise
 from dlscale.simulator.training.trace import TraceRecorder
 
-__all__ = ["MODES", "analytical_answer", "simulate_training"]
+__all__ = ["MODES", "analytical_answer", "check_runs", "simulate_training"]
 
 #: Simulation modes.
 MODES = ("timing", "cosim")
@@ -71,6 +71,19 @@ def _memory(workload: Workload, cluster: Cluster, ranks: int, batch: float) -> d
         "fits": bool(v.fits[0]),
         "shortfall_bytes": float(v.shortfall_bytes[0]),
     }
+
+
+def check_runs(cluster: Cluster, workload: Workload, nodes: Sequence[int], *,
+               algorithm: str | None = None, iterations: int = 20, mode: str = "timing",
+               network: str | NetworkModel | None = None, seed: int = 0,
+               placement: str = "linear") -> None:
+    """The checks :func:`simulate_training` makes, for every node count of a question
+    before any is simulated (``dlscale.api.simulate``): a refusal at a later node count
+    (an input-bound asynchronous step at 2 nodes of a 1,2 list) came after the first
+    count's run. Raises the same :class:`ConfigError`."""
+    net = default_network(cluster) if network is None else network
+    for n in nodes:
+        _check(cluster, workload, n, algorithm, iterations, mode, net, seed, placement)
 
 
 def _check(cluster: Cluster, workload: Workload, nodes: int, algorithm: str | None,

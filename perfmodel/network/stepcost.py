@@ -105,6 +105,20 @@ def steps_total_s(repeat: np.ndarray, step: np.ndarray) -> np.ndarray:
     on 2 nodes: ``comm_s`` 0.008105232319066366 alone, ...364 beside 4 and 8 nodes).
     A running sum adds the padding's zeros last: the same bits whatever the list.
 
+    Parameters
+    ----------
+    repeat : ndarray
+        Each step's repeat count (0 for padding), on the last axis.
+    step : ndarray
+        Each step's seconds, broadcast against ``repeat``.
+
+    Returns
+    -------
+    ndarray
+        Seconds, the last axis summed.
+
+    Examples
+    --------
     >>> a = steps_total_s(np.array([1.0, 1, 1, 1]), np.array([0.1, 0.2, 0.3, 1e-17]))
     >>> b = steps_total_s(np.array([1.0, 1, 1, 1, 0, 0, 0, 0]),
     ...                   np.array([0.1, 0.2, 0.3, 1e-17, 0, 0, 0, 0]))

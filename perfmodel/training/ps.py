@@ -423,6 +423,18 @@ def exchange_name(ranks: int) -> str:
     ranks on one node push and pull through its servers too). ``predict`` and
     ``simulate`` both name their rows by it.
 
+    Parameters
+    ----------
+    ranks : int
+        Ranks of the run.
+
+    Returns
+    -------
+    str
+        The column's value.
+
+    Examples
+    --------
     >>> exchange_name(6), exchange_name(1)
     ('parameter-server', '')
     """

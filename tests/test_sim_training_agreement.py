@@ -152,3 +152,24 @@ def test_a_masters_parts_are_the_closed_forms_parts(algorithm, nodes):
     for key in ("compute_s", "comm_s", "exposed_comm_s"):
         assert s[key] == pytest.approx(float(getattr(p, key)[0]), rel=0.02), key
     assert s["master_queue_s"] <= s["exposed_comm_s"] * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("cluster,workload,algorithm,nodes", [
+    ("summit", "alexnet", "async-sgd", [1, 2]),          # a locked master
+    ("summit", "alexnet", "hogwild-sgd", [1, 2]),        # a lock-free one
+    ("dgx-h100-superpod", "googlenet", "easgd", [1, 2]),  # the round-robin rounds
+    ("summit", "alexnet", "sync-easgd", [1, 64]),        # the reduce + broadcast rounds
+])
+def test_the_masters_and_rounds_wait_for_the_input_pipeline_as_predict_does(
+        cluster, workload, algorithm, nodes):
+    """Each list has a node count whose step the input pipeline bounds (predict's
+    limit) and one it does not: simulate refused every asynchronous and EASGD run at
+    the first ("simulated for sync-sgd only"); its workers now wait for their batches
+    (the node's loader rate, outside.loader_s) and agree with predict at both."""
+    c = dataclasses.replace(get_cluster(cluster), noise="none")
+    w = dataclasses.replace(get_workload(workload), algorithm=algorithm)
+    p = predict(c, w, nodes)
+    assert sorted(str(b) == "input-pipeline" for b in p.bottleneck) == [False, True]
+    for i, n in enumerate(nodes):
+        r = simulate_training(c, w, n, iterations=40, efficiency=False)
+        assert r.iteration_s == pytest.approx(float(p.iteration_s[i]), rel=0.02), n

@@ -115,39 +115,47 @@ def test_a_one_node_machine_simulates_without_nodes(argv, capsys):
     assert ranks == 8
 
 
-def test_an_input_bound_node_count_is_named_in_the_refusal(capsys):
-    """simulate refuses an asynchronous run whose step the input pipeline bounds (it
-    simulates the loader for sync-sgd only). Asked for 1, 2, 4 and 8 Summit nodes of
-    AlexNet's async-sgd, it refused the whole list without saying that only one node is
-    input-bound (predict's limit there; 2 to 8 nodes are master-bound and simulate
-    answers them): the line names the node count now."""
+def test_an_input_bound_asynchronous_run_is_simulated(capsys):
+    """simulate refused an asynchronous run whose step the input pipeline bounds (it
+    simulated the loader for sync-sgd only): AlexNet's async-sgd on 1, 2, 4 and 8
+    Summit nodes, input-bound at 1 node (predict's limit; 2 to 8 are master-bound),
+    exited 2 ("on 1 node its input pipeline ... simulated for sync-sgd only"). Its
+    workers wait for their batches now (simulator.training.easgd.batch_ready_s), and
+    the 1-node run agrees with predict's input-bound step."""
     from dlscale.cli import main
 
+    capsys.readouterr()
     assert main(["simulate", "summit", "alexnet", "--algorithm", "async-sgd",
-                 "--nodes", "1,2,4,8", "--iterations", "2"]) == 2
-    err = capsys.readouterr().err
-    assert "on 1 node its input pipeline" in err and "leave out 1 node" in err
-    assert main(["simulate", "summit", "alexnet", "--algorithm", "async-sgd",
-                 "--nodes", "2,4", "--iterations", "2", "--format", "json"]) == 0
+                 "--nodes", "1,2,4,8", "--iterations", "4", "--noise", "none",
+                 "--format", "json"]) == 0
+    out = capsys.readouterr()
+    assert "sync-sgd only" not in out.err
+    runs = json.loads(out.out)["runs"]
+    assert [r["nodes"] for r in runs] == [1, 2, 4, 8]
+    one = runs[0]
+    assert one["iteration_s"] == pytest.approx(one["analytical_iteration_s"], rel=0.02)
 
 
 def test_a_refusal_at_a_later_node_count_comes_before_any_run(monkeypatch):
-    """GoogLeNet's original EASGD on the H100 SuperPOD is input-bound at 2 nodes only
-    (predict's limit: communication, input-pipeline, compute, communication at 1, 2,
-    4, 8): asked 1,2 the 1-node run was simulated and then the 2-node count refused.
-    Every count is checked first now: the same line, no run."""
+    """Asked 1,2 nodes of a question refused at 2 only, the 1-node run was simulated
+    and then the 2-node count refused (found with GoogLeNet's original EASGD on the
+    H100 SuperPOD, input-bound at 2 nodes, a refusal simulate no longer makes). The
+    simulated work's bound refuses 5,000,000 steps at 2 Summit nodes (12 ranks) and
+    not at 1 (6 ranks) the same way. Every count is checked first now: the one line,
+    no run (a run begun here fails at once rather than simulating for hours)."""
     import dlscale.simulator.training.run as run
     from dlscale.api import simulate
     from dlscale.perfmodel.errors import ConfigError
+    from dlscale.perfmodel.limits import MAX_RANK_STEPS
 
     runs = []
-    real = run._simulate
 
     def counted(cluster, workload, nodes, **kwargs):
         runs.append(nodes)
-        return real(cluster, workload, nodes, **kwargs)
+        raise RuntimeError(f"{nodes} nodes simulated before every count was checked")
 
     monkeypatch.setattr(run, "_simulate", counted)
-    with pytest.raises(ConfigError, match="on 2 nodes its input pipeline"):
-        simulate("dgx-h100-superpod", "googlenet", [1, 2], algorithm="easgd", iterations=2)
+    steps = MAX_RANK_STEPS // 10
+    with pytest.raises(ConfigError, match="12 ranks x 5,000,000 iterations"):
+        simulate("summit", "googlenet", [1, 2], algorithm="easgd", iterations=steps)
     assert runs == []

@@ -26,6 +26,11 @@ two updates whose read-modify-write of the same chunk overlap in simulated time 
 the earlier write, and the lost chunk updates are counted (and, in co-simulation,
 really lost from the center array).
 
+Real data: a worker's step ends when its next batch is there, its share of the node's
+input pipeline (:func:`batch_ready_s` of
+:func:`dlscale.perfmodel.training.outside.loader_s`), so no worker steps faster than
+the closed form's input-bound iteration.
+
 Round-based algorithms (``easgd``, ``sync-easgd``): :mod:`dlscale.simulator.training.easgd_rounds`.
 
 Examples
@@ -42,6 +47,7 @@ True
 from __future__ import annotations
 
 from collections.abc import Generator
+from typing import Any
 
 import numpy as np
 import simpy
@@ -51,7 +57,8 @@ from dlscale.perfmodel.training.workload import SGD_FAMILY
 from dlscale.simulator.training.common import Breakdown, RunContext, RunOutcome, compute_profile
 from dlscale.simulator.training.master import SharedPipe
 
-__all__ = ["ASYNC", "HOGWILD", "HogwildRun", "LockedRun", "StepDraws", "step_time_s"]
+__all__ = ["ASYNC", "HOGWILD", "HogwildRun", "LockedRun", "StepDraws", "batch_ready_s",
+           "step_time_s"]
 
 #: Algorithms with a first-come-first-served master.
 ASYNC = ("async-easgd", "async-measgd", "async-sgd", "async-msgd")
@@ -83,6 +90,31 @@ def step_time_s(ctx: RunContext) -> float:
 def tau_of(ctx: RunContext) -> int:
     """Communication period: the workload's tau, 1 for the SGD baselines."""
     return period(ctx.workload)
+
+
+def batch_ready_s(first_s: float, k: int, loader_s: float) -> float:
+    """When a worker's batch for its step ``k`` is ready: its node's input pipeline
+    delivers the worker's share of the node's samples, one batch every ``loader_s``
+    (:func:`dlscale.perfmodel.training.outside.loader_s`, 0: no bound), from the
+    worker's first step at ``first_s`` (its first batch prepared before it; a step
+    ends when the next batch is there, so ``k`` steps take at least ``k loader_s``,
+    the closed form's ``iteration >= loader_s``,
+    :func:`~dlscale.perfmodel.training.outside.with_loader`).
+
+    The loader prepares batches ahead of the step that takes them (a prefetch queue,
+    as PyTorch's ``DataLoader`` and ``tf.data`` keep), so it does not stop while a
+    worker exchanges with the master or waits for a round: the bound holds at every
+    ``tau``. The queue is not bounded here: where the step is the slower, the loader
+    holds back no step either way. (The allreduce path's iterations wait for the
+    batch prepared during the iteration before, the same bound for steps that all
+    exchange.)
+
+    Examples
+    --------
+    >>> batch_ready_s(2.0, 3, 0.5), batch_ready_s(2.0, 3, 0.0)
+    (3.5, 2.0)
+    """
+    return first_s + k * loader_s
 
 
 def completions_to_iterations(done: list[float], ranks: int) -> np.ndarray:
@@ -123,8 +155,10 @@ class _AsyncRun:
         self.draws = StepDraws(ctx)
         self.acc = Breakdown(self.R)
         self.done: list[float] = []
-        self.counters: dict[str, float] = {"master_exchanges": 0, "lost_updates": 0,
-                                           "chunk_updates": 0}
+        self.counters: dict[str, Any] = {"master_exchanges": 0, "lost_updates": 0,
+                                         "chunk_updates": 0}
+        self.load = ctx.loader_s
+        self.held = 0   # steps that waited for the input pipeline
 
     def trace(self, w: int, k: int, category: str, name: str, t0: float, d: float) -> None:
         """A slice of worker ``w``'s timeline, if it and step ``k`` are traced."""
@@ -151,14 +185,25 @@ class _AsyncRun:
         """Push the worker's weights to the master and pull the center."""
         raise NotImplementedError
 
+    def input_wait(self, k: int, first: float) -> Generator[simpy.Event, object, None]:
+        """Wait for the batch of step ``k`` (:func:`batch_ready_s`)."""
+        ready = batch_ready_s(first, k, self.load)
+        if ready > self.env.now:
+            self.held += 1
+            yield self.env.timeout(ready - self.env.now)
+
     def worker(self, w: int) -> Generator[simpy.Event, object, None]:
-        """Worker ``w``: join, then ``K`` local steps with an exchange every ``tau``."""
+        """Worker ``w``: join, then ``K`` local steps with an exchange every ``tau``;
+        a step ends when the worker has its next batch from the node's input pipeline
+        (as the allreduce path's iteration ends when the next can start)."""
         yield from self.join(w)
+        first = self.env.now
         for k in range(self.K):
             yield from self.local_step(w, k)
             if (k + 1) % self.tau == 0 or k == self.K - 1:
                 yield from self.exchange(w, k)
                 self.counters["master_exchanges"] += 1
+            yield from self.input_wait(k + 1, first)
             self.done.append(self.env.now)
             if self.num is not None:
                 self.num.step_done(w, k, self.env.now)
@@ -175,6 +220,8 @@ class _AsyncRun:
         end = float(self.env.now)
         busy = self.busy_s()
         self.counters["master_busy_fraction"] = busy / end if end > 0 else 0.0
+        if self.held and self.ctx.loader_limit == "storage":
+            self.counters["limit"] = "storage"   # the node's storage set the pace
         return RunOutcome(completions_to_iterations(self.done, self.R),
                           self.acc.per_iteration(self.K), end, self.counters)
 

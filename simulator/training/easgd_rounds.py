@@ -16,6 +16,10 @@
     round before to be done (one round in flight); the first block, which waits for
     no round, fills that pipeline and is left out of the iteration times.
 
+Every local step waits for its batch from the node's input pipeline
+(:func:`~dlscale.simulator.training.easgd.batch_ready_s`), as the asynchronous
+workers' do.
+
 Per-rank compute is vectorized (one factor array per step), the rounds are SimPy
 processes holding a ``simpy.Resource`` (the master, or the communication channel).
 
@@ -33,6 +37,7 @@ True
 from __future__ import annotations
 
 from collections.abc import Generator
+from typing import Any
 
 import numpy as np
 import simpy
@@ -40,7 +45,7 @@ import simpy
 from dlscale.perfmodel.network.collectives import parameter_server_s
 from dlscale.perfmodel.training.easgd import master_update_s_per_B
 from dlscale.simulator.training.common import Breakdown, RunContext, RunOutcome
-from dlscale.simulator.training.easgd import StepDraws, step_time_s, tau_of
+from dlscale.simulator.training.easgd import StepDraws, batch_ready_s, step_time_s, tau_of
 
 __all__ = ["run_rounds"]
 
@@ -75,12 +80,24 @@ class _Rounds:
             self.rnd = ctx.net.reduce_broadcast_s(W)
             self.copy = 0.0
         self.overlap = alg == "sync-easgd" and ctx.workload.overlap
+        self.load = ctx.loader_s
+        self.held = 0   # steps that waited for the input pipeline
+
+    def fed(self, t: np.ndarray, k: int) -> np.ndarray:
+        """``t`` (each worker's time), no earlier than when the batch of step ``k`` is
+        there (:func:`~dlscale.simulator.training.easgd.batch_ready_s`): a step, and
+        a block with its round, ends when the next batch is there."""
+        ready = batch_ready_s(0.0, k, self.load)
+        self.held += bool(np.any(t < ready))
+        return np.maximum(t, ready)
 
     def local(self, start: np.ndarray, steps: range) -> np.ndarray:
         """Every worker's ``steps`` local steps from ``start``; returns when each is done."""
         tr, num, acc = self.tr, self.num, self.acc
         t = start.copy()
         for k in steps:
+            if k != steps[0]:   # the block's first batch: the block before's end
+                t = self.fed(t, k)
             f = self.draws(k)
             d = f * self.t_step
             if tr is not None and k < tr.max_iterations:
@@ -125,8 +142,8 @@ class _Rounds:
             away = end - ready
             acc.comm_s += away
             acc.exposed_comm_s += away
-            self.block_end[b] = end
-            start = np.full(R, end)
+            start = self.fed(np.full(R, end), steps[-1] + 1)
+            self.block_end[b] = float(start.max())
             if num is not None:
                 num.step_done_all(steps[-1], end)
 
@@ -162,9 +179,9 @@ class _Rounds:
             acc.exposed_comm_s += exposed
             acc.straggler_wait_s += np.maximum(wait - exposed, 0.0) + (
                 float(ready.max()) - ready if not overlap else 0.0)
-            block_end[b] = float(nxt.max())
+            start = self.fed(nxt, steps[-1] + 1)
+            block_end[b] = float(start.max())
             prev_end = end
-            start = nxt
             if num is not None:
                 num.step_done_all(steps[-1], float(block_end[b]))
 
@@ -172,10 +189,12 @@ class _Rounds:
 def run_rounds(ctx: RunContext) -> RunOutcome:
     """Simulate ``easgd`` or ``sync-easgd`` (see module docstring)."""
     run = _Rounds(ctx)
-    counters = {"rounds": len(run.blocks)}
+    counters: dict[str, Any] = {"rounds": len(run.blocks)}
     env = run.env
     env.process(run.original() if run.alg == "easgd" else run.sync_easgd())
     env.run()
+    if run.held and ctx.loader_limit == "storage":
+        counters["limit"] = "storage"   # the node's storage set the pace
     block_end, blocks = run.block_end, run.blocks
     sim_end = max(float(env.now), float(block_end[-1]))
     sizes = np.array([len(s) for s in blocks], dtype=float)

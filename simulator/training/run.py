@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import os
 from collections.abc import Sequence
 
@@ -37,7 +36,6 @@ from dlscale.perfmodel.limits import check_rank_steps
 from dlscale.perfmodel.machine.hardware import Cluster
 from dlscale.perfmodel.network.analytical import NetworkModel
 from dlscale.perfmodel.training.iteration import iteration_times
-from dlscale.perfmodel.training.outside import loader_rate_per_node
 from dlscale.perfmodel.training.predict import Prediction, one_device
 from dlscale.perfmodel.training.ranges import predict_range, relative_band
 from dlscale.perfmodel.training.rank_layout import Layout, layout
@@ -119,16 +117,6 @@ def _check(cluster: Cluster, workload: Workload, nodes: int, algorithm: str | No
         workload = dataclasses.replace(workload, algorithm=algorithm)
     if cluster.runtime.parameter_server:
         _check_ps(cluster, workload, int(nodes), network, placement, mode)
-    if workload.algorithm != "sync-sgd" and math.isfinite(loader_rate_per_node(cluster, workload)):
-        limit = iteration_times(cluster, workload, [int(nodes)]).limit
-        if limit is not None and limit[0] in ("input-pipeline", "storage"):
-            n = int(nodes)
-            raise ConfigError(
-                f"workload {workload.name!r}: on {n} node{'s' if n != 1 else ''} its input "
-                f"pipeline (loader {loader_rate_per_node(cluster, workload):g} samples/s per "
-                f"node) bounds the step, which is simulated for sync-sgd only, not "
-                f"{workload.algorithm}; give data = 'synthetic', leave out {n} node"
-                f"{'s' if n != 1 else ''}, or use predict")
     return workload
 
 

@@ -89,16 +89,21 @@ class Breakdown:
     straggler_wait_s: np.ndarray = field(init=False)
     master_queue_s: np.ndarray = field(init=False)
 
+    #: The categories, in the order of :meth:`rank_parts`.
+    PARTS = ("compute_s", "comm_s", "exposed_comm_s", "straggler_wait_s", "master_queue_s")
+
     def __post_init__(self) -> None:
-        for name in ("compute_s", "comm_s", "exposed_comm_s", "straggler_wait_s",
-                     "master_queue_s"):
+        for name in self.PARTS:
             setattr(self, name, np.zeros(self.ranks))
 
     def per_iteration(self, iterations: np.ndarray | int) -> dict[str, np.ndarray]:
         """Each category divided by the iterations (per rank, or one count for all)."""
         n = np.maximum(np.asarray(iterations, dtype=float), 1.0)
-        return {k: getattr(self, k) / n for k in ("compute_s", "comm_s", "exposed_comm_s",
-                                                  "straggler_wait_s", "master_queue_s")}
+        return {k: getattr(self, k) / n for k in self.PARTS}
+
+    def rank_parts(self, rank: int) -> np.ndarray:
+        """Rank ``rank``'s seconds so far in each category (:attr:`PARTS` order)."""
+        return np.array([getattr(self, k)[rank] for k in self.PARTS])
 
 
 @dataclass(frozen=True)

@@ -58,7 +58,7 @@ from dlscale.simulator.training.common import Breakdown, RunContext, RunOutcome,
 from dlscale.simulator.training.master import SharedPipe
 
 __all__ = ["ASYNC", "HOGWILD", "HogwildRun", "LockedRun", "StepDraws", "batch_ready_s",
-           "step_time_s"]
+           "measured_completions", "step_time_s"]
 
 #: Algorithms with a first-come-first-served master.
 ASYNC = ("async-easgd", "async-measgd", "async-sgd", "async-msgd")
@@ -117,6 +117,22 @@ def batch_ready_s(first_s: float, k: int, loader_s: float) -> float:
     return first_s + k * loader_s
 
 
+def measured_completions(done: list[float], ranks: int) -> np.ndarray:
+    """Which step completions the iteration times span
+    (:func:`completions_to_iterations`): indices into ``done``, every completion after
+    the first ``ranks`` up to the last whole block of ``ranks``; with a single block,
+    that block.
+
+    Examples
+    --------
+    >>> measured_completions([1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0], 2).tolist()
+    [2, 3, 4, 5]
+    """
+    order = np.argsort(np.asarray(done), kind="stable")
+    blocks = len(order) // ranks
+    return order[ranks:blocks * ranks] if blocks > 1 else order[:ranks]
+
+
 def completions_to_iterations(done: list[float], ranks: int) -> np.ndarray:
     """Times per iteration from step completion times: one per ``ranks`` completions.
 
@@ -155,6 +171,10 @@ class _AsyncRun:
         self.draws = StepDraws(ctx)
         self.acc = Breakdown(self.R)
         self.done: list[float] = []
+        # per completion: its worker and the breakdown's seconds of its step, so that
+        # the parts are averaged over the steps the iteration times span
+        self.done_by: list[int] = []
+        self.done_parts: list[np.ndarray] = []
         self.counters: dict[str, Any] = {"master_exchanges": 0, "lost_updates": 0,
                                          "chunk_updates": 0}
         self.load = ctx.loader_s
@@ -199,12 +219,15 @@ class _AsyncRun:
         yield from self.join(w)
         first = self.env.now
         for k in range(self.K):
+            before = self.acc.rank_parts(w)
             yield from self.local_step(w, k)
             if (k + 1) % self.tau == 0 or k == self.K - 1:
                 yield from self.exchange(w, k)
                 self.counters["master_exchanges"] += 1
             yield from self.input_wait(k + 1, first)
             self.done.append(self.env.now)
+            self.done_by.append(w)
+            self.done_parts.append(self.acc.rank_parts(w) - before)
             if self.num is not None:
                 self.num.step_done(w, k, self.env.now)
 
@@ -222,8 +245,19 @@ class _AsyncRun:
         self.counters["master_busy_fraction"] = busy / end if end > 0 else 0.0
         if self.held and self.ctx.loader_limit == "storage":
             self.counters["limit"] = "storage"   # the node's storage set the pace
-        return RunOutcome(completions_to_iterations(self.done, self.R),
-                          self.acc.per_iteration(self.K), end, self.counters)
+        return RunOutcome(completions_to_iterations(self.done, self.R), self.measured_parts(),
+                          end, self.counters)
+
+    def measured_parts(self) -> dict[str, np.ndarray]:
+        """Each worker's breakdown per step over the steps the iteration times span
+        (:func:`measured_completions`: the start-up's steps, when the workers join
+        the master one after the other, left out of both)."""
+        at = measured_completions(self.done, self.R)
+        who = np.asarray(self.done_by, dtype=np.int64)[at]
+        sums = np.zeros((self.R, len(Breakdown.PARTS)))
+        np.add.at(sums, who, np.asarray(self.done_parts).reshape(-1, len(Breakdown.PARTS))[at])
+        steps = np.maximum(np.bincount(who, minlength=self.R), 1)
+        return {k: sums[:, i] / steps for i, k in enumerate(Breakdown.PARTS)}
 
 
 class LockedRun(_AsyncRun):

@@ -62,7 +62,10 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--placement", choices=PLACEMENTS, default=None,
                    help="rank placement on the routed topology (default: linear; random "
                         "is seeded by --seed); with a WORKLOAD, on its simulated network")
-    p.add_argument("--seed", type=int, default=0, help="seed of random placement and routing")
+    p.add_argument("--seed", type=int, default=None,
+                   help="seed of random placement and of Valiant routing on a dragonfly "
+                        "(refused where the collective draws neither); with a WORKLOAD, "
+                        "of noise, placement, data (default 0)")
     p.add_argument("--intranode", choices=INTRANODE, default=None,
                    help="graph inside a node: star (each device on its own intra link), "
                         "summit (2 x 3 GPUs on NVLink), pcie (GPUs on PCIe switches), "
@@ -193,6 +196,9 @@ def run(args: argparse.Namespace) -> int:
                           f"and plan; here that is --measured-trace FILE); nothing was written")
     from dlscale.commands.predict_llm import LAYOUT_FLAGS, check_data_parallel, is_transformer
 
+    seed_given = args.seed is not None
+    if not seed_given:
+        args.seed = 0
     if args.workload is not None and is_transformer(args.workload):
         from dlscale.commands.simulate_llm import run_llm_sim
 
@@ -217,6 +223,8 @@ def run(args: argparse.Namespace) -> int:
             raise ConfigError(f"--{flag.replace('_', '-')}: sets the training workload; "
                               f"give a WORKLOAD (simulate CLUSTER WORKLOAD), got only {args.cluster!r}")
     check_collective_flags(args)
+    if args.gamma is not None:
+        _check_gamma_reduces(args.operation or "allreduce", args.collective, args.gamma)
     collective_defaults(args)
     if not args.size_bytes >= 0:
         raise ConfigError(f"--size-bytes: must be >= 0, got {args.size_bytes!r}")
@@ -229,6 +237,11 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--seed: must be an integer >= 0, got {args.seed}")
     start = time.perf_counter()
     net, name, prov = _network(args)
+    if seed_given and not net.seeded:
+        raise ConfigError(f"--seed {args.seed}: seeds a random placement (--placement random) "
+                          f"and Valiant routing on a dragonfly; this collective "
+                          f"({args.placement} placement, deterministic routing) draws "
+                          f"nothing, so nothing would read it")
     prov.warn()
     ranks = net.max_ranks if args.ranks is None else args.ranks
     if args.mode == "flow" and ranks > 64:
@@ -257,6 +270,30 @@ def run(args: argparse.Namespace) -> int:
         return 0
     _print_collective(args, res, doc, name, prov, wall)
     return 0
+
+
+def _reduces(operation: str, algorithm: str | None) -> bool:
+    """Whether a receiver of ``operation`` (by ``algorithm``; its default where that is
+    not one of the operation's) reduces what it gets: read from the schedule itself."""
+    from dlscale.perfmodel.network.registry import algorithms
+    from dlscale.perfmodel.network.schedules import build_schedule
+
+    names = algorithms(operation)
+    alg = algorithm if algorithm in names else names[0]
+    return any(ph.reduce for ph in build_schedule(operation, alg, 4, 1.0))
+
+
+def _check_gamma_reduces(operation: str, algorithm: str | None, gamma: float) -> None:
+    """Refuse ``--gamma`` for an operation whose receivers reduce nothing (broadcast,
+    allgather, alltoall copy what they get): the cost would be read by nothing."""
+    from dlscale.perfmodel.network.registry import OPERATIONS
+
+    if operation not in OPERATIONS or _reduces(operation, algorithm):
+        return   # an unknown operation is argparse's to refuse
+    reducing = ", ".join(op for op in OPERATIONS if _reduces(op, None))
+    raise ConfigError(f"--gamma {gamma:g}: the cost per byte a receiver reduces; "
+                      f"{operation} reduces nothing (its receivers copy what they get), so "
+                      f"nothing would read it (it acts with --operation {reducing})")
 
 
 def _print_collective(args: argparse.Namespace, res: Any, doc: dict[str, Any], name: str,

@@ -123,6 +123,12 @@ class SimulatedNetwork:
         #: The software stack whose ``"auto"`` rule applies (None on a bare graph).
         self.runtime: Runtime | None = None
 
+    @property
+    def seeded(self) -> bool:
+        """Whether :attr:`seed` changes anything: a random placement, or a router that
+        draws its paths (its ``draws`` attribute: Valiant's intermediate groups)."""
+        return self.placement == "random" or bool(getattr(self.router, "draws", False))
+
     @classmethod
     def from_cluster(cls, cluster: Cluster, nodes: int, node_graph: nx.Graph | None = None,
                      **kwargs: object) -> SimulatedNetwork:

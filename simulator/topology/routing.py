@@ -61,6 +61,10 @@ class Router(Protocol):
     rails : int
         Independent planes; :func:`route` asks :meth:`node_paths` once per rail and
         splits each pair's bytes evenly over them.
+
+    A router whose paths depend on its ``seed`` sets ``draws = True`` (the dragonfly's
+    Valiant routing); one without the attribute routes the same for every seed, and
+    ``simulate CLUSTER --seed`` is refused on it unless the placement is random.
     """
 
     rails: int

@@ -313,6 +313,8 @@ class DragonflyRouter:
         self.seed = seed
         # Valiant's intermediate groups are drawn for the whole batch at once
         self.pairwise = not self.valiant or params["groups"] < 3
+        #: Whether the paths are drawn at random (by ``seed``): Valiant over 3+ groups.
+        self.draws = not self.pairwise
 
     def _hop(self, gs: np.ndarray, gd: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         g, a = self.p["groups"], self.p["routers_per_group"]

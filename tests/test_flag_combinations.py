@@ -1,0 +1,93 @@
+"""Flags in combinations where they cannot act are refused in one line; where they can,
+they still act.
+
+``tests/test_flags.py`` holds each flag to acting for one input, or to being refused in
+a mode. These are the combinations a probe of every flag at several values found
+accepted and read by nothing (the output the same as without the flag, and nothing in
+it saying so): a reduction cost for an operation that reduces nothing, a seed of a run
+that draws nothing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+try:
+    from tests.cli_run import run_cli
+except ImportError:  # pragma: no cover - run from inside tests/
+    from cli_run import run_cli  # type: ignore[no-redef]
+
+ROOT = Path(__file__).resolve().parents[1]
+SIMC = ["simulate", "stampede2-skx", "--nodes", "4", "--size-bytes", "1e6"]
+LLM_PLAN = ["plan", "gpt-1.7b", "--cluster", "dgx1-v100", "--global-batch", "16",
+            "--nodes", "1"]
+
+#: id -> (argv, the flag the one line names, a phrase of the reason)
+REFUSED = {
+    **{f"gamma-{op}": ([*SIMC, "--operation", op, "--gamma", "1e-9"], "--gamma",
+                       f"{op} reduces nothing") for op in ("broadcast", "allgather", "alltoall")},
+    "seed-linear": ([*SIMC, "--seed", "5"], "--seed", "draws nothing"),
+    "seed-topology": ([*SIMC, "--placement", "topology", "--seed", "5"], "--seed",
+                      "draws nothing"),
+}
+
+
+def _rates(folder: Path) -> str:
+    path = folder / "r.csv"
+    path.write_text("nodes,samples_per_s\n1,130\n2,250\n4,480\n")
+    return str(path)
+
+
+@pytest.mark.parametrize("case", sorted(REFUSED))
+def test_refused_in_one_line(case, tmp_path, capsys, monkeypatch):
+    argv, flag, why = REFUSED[case]
+    monkeypatch.chdir(tmp_path)
+    argv = [_rates(tmp_path) if a == "RATES" else a for a in argv]
+    rc, out, err = run_cli(argv, capsys)
+    assert rc == 2, (argv, out, err)
+    assert err.count("\n") == 1 and flag in err and why in err, err
+    assert {p.name for p in tmp_path.iterdir()} <= {"r.csv"}, "a refused command wrote files"
+
+
+def _out(argv: list[str], capsys) -> str:
+    rc, out, err = run_cli(argv, capsys)
+    assert rc == 0, (argv, err)
+    return "\n".join(ln for ln in out.splitlines() if "simulated in" not in ln)
+
+
+@pytest.mark.parametrize("op", ["allreduce", "reduce-scatter", "reduce", "parameter-server"])
+def test_gamma_still_acts_where_receivers_reduce(op, capsys):
+    base = [*SIMC, "--operation", op]
+    assert _out([*base, "--gamma", "1e-9"], capsys) != _out(base, capsys)
+
+
+def test_seed_still_acts_with_random_placement(capsys):
+    base = ["simulate", "stampede2-skx", "--nodes", "64", "--size-bytes", "1e7",
+            "--placement", "random"]
+    assert _out([*base, "--seed", "5"], capsys) != _out(base, capsys)
+
+
+def test_seed_still_acts_with_valiant_routing(tmp_path, capsys):
+    """Valiant routing on a dragonfly draws each message's intermediate group by the
+    seed: the same linear placement, other links loaded."""
+    c = tmp_path / "valiant.toml"
+    c.write_text('base = "cori-knl"\n[network.topology]\nrouting = "valiant"\n')
+    base = ["simulate", str(c), "--nodes", "1200", "--size-bytes", "1e6", "--format", "json"]
+
+    def links(argv):
+        import json
+
+        rc, out, err = run_cli(argv, capsys)
+        assert rc == 0, err
+        return json.loads(out)["top_links"]
+
+    assert links([*base, "--seed", "1"]) != links([*base, "--seed", "2"])
+
+
+def test_seed_without_a_flag_is_zero_in_every_mode(capsys):
+    """The parser's default is None (so that a given seed is told apart); training runs
+    still report seed 0."""
+    out = _out(["simulate", "summit", "resnet50", "--nodes", "2", "--iterations", "2"], capsys)
+    assert "seed 0)" in out

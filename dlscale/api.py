@@ -551,7 +551,7 @@ def fit(cluster: str | Path | Cluster, workload: str | Path | Workload,
         rates: str | Path | None = None, *, nodes: Sequence[int] | None = None,
         horovod_timeline: str | Path | None = None,
         single_device: tuple[float, int] | None = None, runtime: str | None = None,
-        workload_overrides: Mapping[str, Any] | None = None, baseline: str = "node",
+        workload_overrides: Mapping[str, Any] | None = None, baseline: str | None = None,
         output: str | Path | None = None) -> Any:
     """Fit the costs real runs pay to the user's own small run, into a machine profile.
 
@@ -583,8 +583,9 @@ def fit(cluster: str | Path | Cluster, workload: str | Path | Workload,
         The runtime the run used (default: the cluster's).
     workload_overrides : mapping, optional
         Workload fields changed by dotted path (``{"batch_per_device": 64}``).
-    baseline : {"node", "device"}
-        What a table's efficiencies are measured against.
+    baseline : {"node", "device"}, optional
+        What a table's efficiencies are measured against (default ``"node"``); refused
+        where no observation is an efficiency (nothing would read it).
     output : str or Path, optional
         Where to write the profile (atomically; a regular file there is replaced, as
         ``calibrate`` does, a write-protected one refused).
@@ -620,7 +621,7 @@ def fit(cluster: str | Path | Cluster, workload: str | Path | Workload,
     from dlscale.perfmodel.training.predict import BASELINES
     from dlscale.provenance import version
 
-    if baseline not in BASELINES:
+    if baseline is not None and baseline not in BASELINES:
         raise ConfigError(f"baseline: must be one of {', '.join(BASELINES)}, got {baseline!r}")
     if rates is None and horovod_timeline is None:
         raise ConfigError("fit: give a rates table, a Horovod timeline, or both")
@@ -652,7 +653,12 @@ def fit(cluster: str | Path | Cluster, workload: str | Path | Workload,
     if horovod_timeline is not None:
         obs += timeline_observations(horovod_timeline, c.node.devices_per_node,
                                      w.layer_gradient_bytes())
-    result = fit_scaling(c, w, obs, baseline)
+    if baseline is not None and not any(o.quantity == "efficiency" for o in obs):
+        given = sorted({o.quantity for o in obs})
+        raise ConfigError(f"--baseline {baseline}: says what measured efficiencies are "
+                          f"against; these observations hold none ({', '.join(given)}), so "
+                          f"nothing would read it (drop it, or give an efficiency column)")
+    result = fit_scaling(c, w, obs, baseline or "node")
     if output is not None:
         inputs = []
         for p in (rates, horovod_timeline):

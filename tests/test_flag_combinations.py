@@ -5,7 +5,8 @@ they still act.
 a mode. These are the combinations a probe of every flag at several values found
 accepted and read by nothing (the output the same as without the flag, and nothing in
 it saying so): a reduction cost for an operation that reduces nothing, a seed of a run
-that draws nothing.
+that draws nothing, a baseline for a table without efficiencies, a pipeline schedule
+with no pipeline, and the data-parallel plan's defaults given on the transformer path.
 """
 
 from __future__ import annotations
@@ -31,6 +32,20 @@ REFUSED = {
     "seed-linear": ([*SIMC, "--seed", "5"], "--seed", "draws nothing"),
     "seed-topology": ([*SIMC, "--placement", "topology", "--seed", "5"], "--seed",
                       "draws nothing"),
+    "fit-baseline-rates": (["fit", "summit", "vgg16", "--rates", "RATES", "-o", "f.json",
+                            "--baseline", "device"], "--baseline", "hold none"),
+    "plan-llm-rank-by-default": ([*LLM_PLAN, "--rank-by", "cost"], "--rank-by",
+                                 "data-parallel plan"),
+    "plan-llm-baseline-default": ([*LLM_PLAN, "--baseline", "node"], "--baseline",
+                                  "data-parallel plan"),
+    "plan-llm-schedule-no-pipeline": ([*LLM_PLAN, "--pp", "1", "--schedule", "interleaved"],
+                                      "--schedule", "every --pp tried is 1"),
+    "plan-llm-zero3-pipelines": ([*LLM_PLAN, "--pp", "2", "--zero", "3"], "--zero",
+                                 "only without one"),
+    "plan-llm-sp-no-tp": ([*LLM_PLAN, "--tp", "1", "--sp", "on"], "--sp",
+                          "every --tp tried is 1"),
+    "predict-llm-baseline-default": (["predict", "dgx1-v100", "gpt-1.7b", "--baseline", "node"],
+                                     "--baseline", "not an efficiency"),
 }
 
 
@@ -91,3 +106,17 @@ def test_seed_without_a_flag_is_zero_in_every_mode(capsys):
     still report seed 0."""
     out = _out(["simulate", "summit", "resnet50", "--nodes", "2", "--iterations", "2"], capsys)
     assert "seed 0)" in out
+
+
+def test_fit_baseline_still_acts_on_efficiencies(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "e.csv").write_text("nodes,efficiency\n2,0.9\n4,0.8\n")
+    base = ["fit", "summit", "vgg16", "--rates", "e.csv", "-o", "f.json"]
+    assert _out([*base, "--baseline", "device"], capsys) != _out(base, capsys)
+
+
+def test_plan_defaults_still_apply_on_the_data_parallel_path(capsys):
+    base = ["plan", "resnet50", "--cluster", "summit", "--nodes", "1-4"]
+    plain = _out(base, capsys)
+    assert _out([*base, "--rank-by", "cost", "--baseline", "node"], capsys) == plain
+    assert "ranked by node_hours" in plain   # cost without prices: node-hours, said so

@@ -53,9 +53,9 @@ def add_parser(sub: Any) -> None:
                                         "workload's)")
     p.add_argument("--data", choices=("real", "synthetic"),
                    help="real data (decoded on the host cores) or synthetic")
-    p.add_argument("--baseline", choices=BASELINES, default="node",
+    p.add_argument("--baseline", choices=BASELINES, default=None,
                    help="what the table's efficiencies are against: one node (default) or "
-                        "one device alone")
+                        "one device alone (only for a table with an efficiency column)")
     p.add_argument("-o", "--output", required=True, metavar="FILE",
                    help="profile to write (JSON; a regular file there is replaced)")
     p.add_argument("--format", choices=("table", "json"), default="table",

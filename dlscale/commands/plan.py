@@ -98,11 +98,12 @@ def add_parser(sub: Any) -> None:
     g.add_argument("--batch", type=int, metavar="N", help="samples per device per iteration")
     g.add_argument("--global-batch", type=int, metavar="N",
                    help="strong scaling: N samples per iteration over all devices")
-    g.add_argument("--baseline", choices=("node", "device"), default="node",
+    g.add_argument("--baseline", choices=("node", "device"), default=None,
                    help="efficiency (and --min-efficiency) against one node (default) or one "
                         "device alone")
-    g.add_argument("--rank-by", default="cost",
-                   choices=("cost", "node_hours", "time", "nodes", "efficiency"))
+    g.add_argument("--rank-by", default=None,
+                   choices=("cost", "node_hours", "time", "nodes", "efficiency"),
+                   help="what orders the plans (default: cost)")
     g.add_argument("--plan-on", choices=("low", "central", "high"), default="central",
                    help="which value of each answer's range the limits and the ranking read: "
                         "low (the pessimistic end: low rate and efficiency, high time and "
@@ -149,6 +150,8 @@ def run(args: argparse.Namespace) -> int:
     if is_transformer(args.workload):
         return run_llm(args)
     refuse_llm_flags(args)
+    args.baseline = args.baseline or "node"
+    args.rank_by = args.rank_by or "cost"
     if args.top < 0:
         raise ConfigError(f"--top: must be an integer >= 0, got {args.top}")
 

@@ -45,8 +45,8 @@ _DP_ONLY: dict[str, tuple[str, Any]] = {
     "budget_node_hours": ("--budget-node-hours", None), "budget": ("--budget", None),
     "price": ("--price", []), "max_power_kw": ("--max-power-kw", None),
     "algorithms": ("--algorithms", None), "collectives": ("--collectives", None),
-    "batch": ("--batch", None), "baseline": ("--baseline", "node"),
-    "rank_by": ("--rank-by", "cost"),
+    "batch": ("--batch", None), "baseline": ("--baseline", None),
+    "rank_by": ("--rank-by", None),
     "runtime": ("--runtime", None), "measured_samples_per_s": ("--measured-samples-per-s", None),
     "measured_trace": ("--trace", None), "horovod_timeline": ("--horovod-timeline", None)}
 
@@ -153,19 +153,41 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
     if not args.cluster:
         raise ConfigError("--cluster: name the machines to plan a transformer on (one "
                           "search per cluster and node count)")
+    tp, pp = _ints(args.search_tp, "--tp"), _ints(args.search_pp, "--pp")
+    zero = _ints(args.search_zero, "--zero")
+    _check_lists(args, tp, pp, zero)
     return dict(
         global_batch=args.global_batch,
         nodes=parse_nodes(args.nodes) if args.nodes is not None else None,
         tokens_per_day=args.tokens_per_day, tokens=args.tokens,
         deadline_s=args.deadline_h * 3600.0 if args.deadline_h is not None else None,
-        max_nodes=args.max_nodes, tp=_ints(args.search_tp, "--tp"),
-        pp=_ints(args.search_pp, "--pp"), micro=_ints(args.search_micro, "--microbatch"),
-        zero=_ints(args.search_zero, "--zero"),
+        max_nodes=args.max_nodes, tp=tp,
+        pp=pp, micro=_ints(args.search_micro, "--microbatch"),
+        zero=zero,
         recompute=_names(args.search_recompute, "--recompute", RECOMPUTE),
         sp=None if args.search_sp is None else [args.search_sp == "on"],
         schedules=_names(args.search_schedule, "--schedule", SCHEDULES),
         dp_overlap=args.dp_overlap or "always", ep=_ints(args.search_ep, "--ep"),
         plan_on=args.plan_on, precision=args.llm_precision or "fp16")
+
+
+def _check_lists(args: argparse.Namespace, tp: list[int] | None, pp: list[int] | None,
+                 zero: list[int] | None) -> None:
+    """Refuse search lists that cannot act together: a schedule with no pipeline tried,
+    ZeRO 2 or 3 (which need no pipeline) with only pipelines, sequence parallelism with
+    no tensor parallelism (the search would drop every layout, or never read the flag)."""
+    if args.search_schedule is not None and pp is not None and set(pp) <= {1}:
+        raise ConfigError(f"--schedule {args.search_schedule}: orders a pipeline's "
+                          f"microbatches; every --pp tried is 1 (no pipeline), so nothing "
+                          f"would read it (add a --pp above 1, or drop --schedule)")
+    if zero is not None and pp is not None and min(zero) >= 2 and min(pp) > 1:
+        raise ConfigError(f"--zero {args.search_zero}: ZeRO 2 and 3 shard the gradients a "
+                          f"pipeline accumulates, so they run only without one; every --pp "
+                          f"tried ({args.search_pp}) is a pipeline (add --pp 1, or a "
+                          f"--zero of 0 or 1)")
+    if args.search_sp == "on" and tp is not None and set(tp) <= {1}:
+        raise ConfigError("--sp on: sequence parallelism splits the tensor-parallel group's "
+                          "work; every --tp tried is 1 (add a --tp above 1, or drop --sp)")
 
 
 def run_llm(args: argparse.Namespace) -> int:

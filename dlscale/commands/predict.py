@@ -86,7 +86,7 @@ def add_scaling_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--global-batch", type=int, metavar="N",
                    help="strong scaling: N samples per iteration over all devices, so each "
                         "device gets N / devices (default: the workload's scaling)")
-    p.add_argument("--baseline", choices=BASELINES, default="node",
+    p.add_argument("--baseline", choices=BASELINES, default=None,
                    help="efficiency against one node (default) or one device alone")
 
 
@@ -211,7 +211,7 @@ def run(args: argparse.Namespace) -> int:
     workload, measured_lines, measured_meta = apply_measured(args, workload)
     nodes = parse_nodes(f"1-{cluster.max_nodes}" if args.nodes is None else args.nodes)
     # the API's own question; the table shows the model's rows as the API's .raw holds them
-    result = predict(cluster, workload, nodes, baseline=args.baseline).raw
+    result = predict(cluster, workload, nodes, baseline=args.baseline or "node").raw
     rows = result.to_rows()
     meta = {"cluster": cluster.name, "workload": workload.name, "model": workload.model.name,
             "algorithm": workload.algorithm, "collective": workload.collective,

@@ -90,7 +90,7 @@ def _refuse_dp_flags(args: argparse.Namespace) -> None:
         if getattr(args, dest, None) is not None:
             raise ConfigError(f"{flag}: sets the data-parallel path of predict; the "
                               f"transformer {args.workload!r} is priced by its parallel layout")
-    if getattr(args, "baseline", "node") != "node":
+    if getattr(args, "baseline", None) is not None:
         raise ConfigError("--baseline: the transformer path reports TFLOP/s per GPU, not an "
                           "efficiency against a baseline")
     check_llm_precision(getattr(args, "precision", None))

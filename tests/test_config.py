@@ -134,3 +134,24 @@ def test_a_nested_table_may_start_from_a_preset_of_its_kind(tmp_path) -> None:
     f.write_text('base = "summit"\n[runtime]\nbase = 3\n')
     with pytest.raises(ConfigError, match=r"runtime\.base: expected a preset name, got 3"):
         load_cluster(str(f))
+
+
+@pytest.mark.parametrize("text,field", [
+    ('base = "summit"\n[runtime]\nname = "gloo"\n', "cluster.runtime.name"),
+    ('base = "summit"\n[node.device]\nname = "a100-sxm4-80gb"\n', "cluster.node.device.name"),
+    ('base = "summit"\nname = "cori-knl"\n', "cluster.name"),
+])
+def test_a_table_renamed_to_another_preset_is_refused(tmp_path, text, field):
+    """``[runtime] name = "gloo"`` over Summit kept Horovod-NCCL's figures and printed
+    'runtime gloo' on every row (an answer labelled as the preset's that is not its)."""
+    with pytest.raises(ConfigError, match=rf"{field}: '.*' is the name of a preset.*base = "):
+        load_cluster(_write(tmp_path, text))
+
+
+@pytest.mark.parametrize("text,name", [
+    ('base = "summit"\n[runtime]\nbase = "gloo"\ncycle_s = 0.01\n', "gloo"),   # the preset
+    ('base = "summit"\n[runtime]\nname = "my-stack"\n', "my-stack"),          # its own name
+    ('base = "summit"\n[runtime]\nname = "horovod-nccl"\n', "horovod-nccl"),  # the base's
+])
+def test_a_name_of_its_own_or_the_preset_itself_loads(tmp_path, text, name):
+    assert load_cluster(_write(tmp_path, text)).runtime.name == name

@@ -228,7 +228,9 @@ def build(cls: type, table: Mapping[str, Any], where: str, *, base: Any = None,
     if base is not None:
         if cls is Device:
             values = _rebased_device(base, values, where)
-        return _checked(where, lambda: dataclasses.replace(base, **values))
+        built = _checked(where, lambda: dataclasses.replace(base, **values))
+        _check_renamed_to_preset(base, built, where, lookup)
+        return built
     missing = [f.name for f in dataclasses.fields(cls)
                if f.init and f.name not in values
                and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
@@ -281,6 +283,41 @@ def _rebased_device(base: Device, values: dict[str, Any], where: str) -> dict[st
             f"measurement of it; `dlscale catalog devices` shows how each preset's was solved)")
     # the base's measured streaming share is the base chip's too: cleared unless given
     return {"sustained_fraction_fp16": 0.0, "source": "", "stream_fraction": 0.0, **values}
+
+
+def _check_renamed_to_preset(base: Any, built: Any, where: str,
+                             lookup: PresetLookup | None) -> None:
+    """Refuse a table over ``base`` renamed to another preset's name without being it.
+
+    ``[runtime] name = "gloo"`` over Summit's runtime keeps Horovod-NCCL's figures for
+    every field the table does not set, and every output would name the result
+    ``gloo``: an answer labelled as a preset's that is not its. A name of its own, or
+    the preset itself (``base = "gloo"`` in the table), is what was meant.
+
+    Examples
+    --------
+    >>> from dlscale.perfmodel.catalog import get_runtime
+    >>> from dlscale.perfmodel.machine.runtime import Runtime
+    >>> lookup = lambda tp, name, where: get_runtime(name)
+    >>> build(Runtime, {"name": "gloo"}, "runtime", base=get_runtime("horovod-nccl"),
+    ...       lookup=lookup)
+    Traceback (most recent call last):
+    ...
+    dlscale.perfmodel.errors.ConfigError: runtime.name: 'gloo' is the name of a preset, but this table keeps the figures of 'horovod-nccl' where it sets none, so every answer would be labelled 'gloo' without being its; start from it (base = "gloo" in this table) or give it a name of its own
+    """
+    new, old = getattr(built, "name", None), getattr(base, "name", None)
+    if lookup is None or not isinstance(new, str) or new == old:
+        return
+    try:
+        preset = lookup(type(built), new, where)
+    except ConfigError:
+        return    # not a preset's name (or no presets of this kind): a name of its own
+    if preset == built:
+        return    # the preset itself, field for field
+    raise ConfigError(f"{where}.name: {new!r} is the name of a preset, but this table keeps "
+                      f"the figures of {old!r} where it sets none, so every answer would be "
+                      f"labelled {new!r} without being its; start from it "
+                      f"(base = \"{new}\" in this table) or give it a name of its own")
 
 
 def _checked(where: str, make: Callable[[], Any]) -> Any:

@@ -256,6 +256,10 @@ def run_sweep(study: Study, out_dir: str | Path | None = None, *, executor: str 
 
     evals = _evaluators(study, executor, jobs, baseline, evaluators)
     cluster, workload = check_study(study)
+    if not evaluators:   # the built-in model's reading of each field (another may read any)
+        from dlscale.sweep_reads import check_axes_read
+
+        check_axes_read(study, cluster, workload, materialize)
     cluster, prov = provenance.load_cluster(cluster, profile)
     prov = prov.with_baseline(provenance.NO_BASELINE if study.fidelity == "cosim" else
                               provenance.baseline_phrase(baseline, workload.scaling, "point"))

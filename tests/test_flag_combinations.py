@@ -120,3 +120,49 @@ def test_plan_defaults_still_apply_on_the_data_parallel_path(capsys):
     plain = _out(base, capsys)
     assert _out([*base, "--rank-by", "cost", "--baseline", "node"], capsys) == plain
     assert "ranked by node_hours" in plain   # cost without prices: node-hours, said so
+
+
+_STUDY = 'name = "t"\ncluster = "summit"\nworkload = "resnet50"\nnodes = [1, 4]\n[vary]\n'
+
+
+@pytest.mark.parametrize("vary,field", [
+    ("tau = [1, 4]\n", "workload.tau"),
+    ('"runtime.ps_servers" = [1, 2]\n', "cluster.runtime.ps_servers"),
+    ('"runtime.ps_strategy" = ["round-robin", "greedy"]\n', "cluster.runtime.ps_strategy"),
+    ('collective = ["ring", "binomial-tree"]\nalgorithm = ["async-easgd", "hogwild-sgd"]\n',
+     "workload.collective"),
+])
+def test_a_study_varying_what_no_point_reads_is_refused(vary, field, tmp_path, capsys):
+    """A sweep of sync-sgd over tau (or of Horovod over ps_servers) ran, every point tied:
+    the field predict refuses as a flag was read by nothing."""
+    (tmp_path / "s.toml").write_text(_STUDY + vary)
+    rc, _, err = run_cli(["sweep", str(tmp_path / "s.toml"), "--executor", "serial",
+                            "--quiet", "--no-plots", "-o", str(tmp_path / "o")], capsys)
+    assert rc == 2 and err.count("\n") == 1 and f"vary {field}: read only with" in err, err
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("vary", [
+    'tau = [1, 4]\nalgorithm = ["sync-sgd", "sync-easgd"]\n',
+    '"runtime.ps_servers" = [1, 2]\nruntime = ["horovod-nccl", "parameter-server"]\n',
+    'collective = ["ring", "binomial-tree"]\n',
+])
+def test_a_study_varying_what_some_point_reads_runs(vary, tmp_path):
+    from dlscale.study import load_study
+    from dlscale.sweep import check_study
+    from dlscale.sweep_points import materialize
+    from dlscale.sweep_reads import check_axes_read
+
+    (tmp_path / "s.toml").write_text(_STUDY + vary)
+    study = load_study(tmp_path / "s.toml")
+    check_axes_read(study, *check_study(study), materialize)
+
+
+def test_another_evaluator_may_read_any_field(tmp_path, capsys, monkeypatch):
+    """``--evaluator`` replaces the model, which may read tau for sync-sgd: no refusal."""
+    monkeypatch.syspath_prepend(str(ROOT / "tests"))
+    (tmp_path / "s.toml").write_text(_STUDY + "tau = [1, 4]\n")
+    rc, _, err = run_cli(["sweep", str(tmp_path / "s.toml"), "--executor", "serial",
+                            "--quiet", "--no-plots", "--evaluator", "sweep_fakes:ring_eval",
+                            "-o", str(tmp_path / "o")], capsys)
+    assert rc == 0, err

@@ -97,7 +97,8 @@ def test_resume_key_covers_the_seed_and_other_studies_are_refused(tmp_path):
 
 
 def test_sweep_output_onto_a_file_is_refused(tmp_path, capsys):
-    s = write_study(tmp_path)
+    # the built-in model (no fake evaluator): a grid it reads (it refuses tau for sync-sgd)
+    s = write_study(tmp_path, '[vary]\n"network.link.bandwidth_GBps" = [6.25, 12.5]\n')
     f = tmp_path / "taken.txt"
     f.write_text("keep me")
     code = main(["sweep", str(s.path), "-o", str(f), "--executor", "serial", "--quiet"])

@@ -44,6 +44,9 @@ REFUSED = {
                                  "only without one"),
     "plan-llm-sp-no-tp": ([*LLM_PLAN, "--tp", "1", "--sp", "on"], "--sp",
                           "every --tp tried is 1"),
+    "graphml-nodes": (["simulate", "GRAPHML", "--nodes", "2"], "--nodes", "simulated whole"),
+    "graphml-intranode": (["simulate", "GRAPHML", "--intranode", "summit"], "--intranode",
+                          "its own graph"),
     "predict-llm-baseline-default": (["predict", "dgx1-v100", "gpt-1.7b", "--baseline", "node"],
                                      "--baseline", "not an efficiency"),
 }
@@ -55,15 +58,38 @@ def _rates(folder: Path) -> str:
     return str(path)
 
 
+def _graphml(folder: Path) -> str:
+    """Four hosts on one switch."""
+    import networkx as nx
+
+    G = nx.Graph()
+    G.add_node("s", kind="switch")
+    for i in range(4):
+        G.add_node(f"h{i}", kind="host")
+        G.add_edge(f"h{i}", "s", bandwidth_Bps=1e10, latency_s=1e-6)
+    path = folder / "t.graphml"
+    nx.write_graphml(G, path)
+    return str(path)
+
+
+_INPUTS = {"RATES": _rates, "GRAPHML": _graphml}
+
+
 @pytest.mark.parametrize("case", sorted(REFUSED))
 def test_refused_in_one_line(case, tmp_path, capsys, monkeypatch):
     argv, flag, why = REFUSED[case]
     monkeypatch.chdir(tmp_path)
-    argv = [_rates(tmp_path) if a == "RATES" else a for a in argv]
+    argv = [_INPUTS[a](tmp_path) if a in _INPUTS else a for a in argv]
     rc, out, err = run_cli(argv, capsys)
     assert rc == 2, (argv, out, err)
     assert err.count("\n") == 1 and flag in err and why in err, err
-    assert {p.name for p in tmp_path.iterdir()} <= {"r.csv"}, "a refused command wrote files"
+    assert {p.name for p in tmp_path.iterdir()} <= {"r.csv", "t.graphml"}, \
+        "a refused command wrote files"
+
+
+def test_graphml_still_takes_ranks(tmp_path, capsys):
+    g = _graphml(tmp_path)
+    assert " on 2 ranks of " in _out(["simulate", g, "--ranks", "2"], capsys)
 
 
 def _out(argv: list[str], capsys) -> str:

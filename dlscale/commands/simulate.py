@@ -45,8 +45,8 @@ def add_parser(sub: Any) -> None:
                    help="training workload (preset or TOML): simulate training iterations "
                         "instead of one collective")
     p.add_argument("--nodes", type=str, default=None,
-                   help="nodes to simulate (default: 2, or 1 on a one-node machine; ignored for "
-                        ".graphml); with a WORKLOAD "
+                   help="nodes to simulate (default: 2, or 1 on a one-node machine; refused "
+                        "for a .graphml, simulated whole); with a WORKLOAD "
                         "a list or range as in predict")
     p.add_argument("--ranks", type=int, default=None,
                    help="ranks taking part (default: every device of the nodes)")
@@ -140,6 +140,14 @@ def _network(args: argparse.Namespace) -> tuple[Any, str, Provenance]:
     if str(args.cluster).endswith(".graphml"):
         from dlscale.simulator.topology.graphml import read_graphml_topology
 
+        if args.nodes is not None:
+            raise ConfigError(f"--nodes {args.nodes}: a .graphml topology is simulated whole "
+                              f"(every endpoint it marks); --ranks N runs the collective on "
+                              f"N of them")
+        if args.intranode_given:
+            raise ConfigError(f"--intranode {args.intranode}: a .graphml topology carries "
+                              f"its own graph inside each node; --intranode builds a "
+                              f"cluster's")
         if args.profile is not None:
             raise ConfigError("--profile: a .graphml topology carries its own link figures; "
                               "a profile applies to a cluster preset or TOML file")
@@ -223,6 +231,7 @@ def run(args: argparse.Namespace) -> int:
             raise ConfigError(f"--{flag.replace('_', '-')}: sets the training workload; "
                               f"give a WORKLOAD (simulate CLUSTER WORKLOAD), got only {args.cluster!r}")
     check_collective_flags(args)
+    args.intranode_given = args.intranode is not None
     if args.gamma is not None:
         _check_gamma_reduces(args.operation or "allreduce", args.collective, args.gamma)
     collective_defaults(args)

@@ -78,7 +78,9 @@ def add_parser(sub: Any) -> None:
                    help="what to print (default: table)")
     p.add_argument("-o", "--output", metavar="FILE", help="write the JSON result to FILE")
     p.add_argument("--trace-out", metavar="FILE.json",
-                   help="write the simulator's Chrome trace (open in Perfetto)")
+                   help="write the simulator's Chrome trace (open in Perfetto); with a "
+                        "WORKLOAD, of the last node count's run (of the last algorithm of "
+                        "--compare)")
     # the old spelling, refused: --trace reads a profiler trace in predict and plan
     p.add_argument("--trace", dest="old_trace", metavar="FILE", help=argparse.SUPPRESS)
     p.add_argument("--profile", metavar="FILE",

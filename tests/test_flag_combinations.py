@@ -47,6 +47,11 @@ REFUSED = {
     "graphml-nodes": (["simulate", "GRAPHML", "--nodes", "2"], "--nodes", "simulated whole"),
     "graphml-intranode": (["simulate", "GRAPHML", "--intranode", "summit"], "--intranode",
                           "its own graph"),
+    **{f"quick-{' '.join(extra)}": (argv, extra[-2], "--quick runs")
+       for argv, extra in ((["validate", "local", "--quick", *e], e) for e in (
+           ["--iterations", "300"], ["--rounds", "5"], ["--max-size", "1048576"]))},
+    **{f"calibrate-quick-{' '.join(e)}": (["calibrate", "--quick", *e], e[0], "--quick runs")
+       for e in (["--max-size", "1048576"], ["--min-size", "1"])},
     "predict-llm-baseline-default": (["predict", "dgx1-v100", "gpt-1.7b", "--baseline", "node"],
                                      "--baseline", "not an efficiency"),
 }
@@ -79,6 +84,9 @@ _INPUTS = {"RATES": _rates, "GRAPHML": _graphml}
 def test_refused_in_one_line(case, tmp_path, capsys, monkeypatch):
     argv, flag, why = REFUSED[case]
     monkeypatch.chdir(tmp_path)
+    # calibrate and validate local hold signals until MPI is up (a process's whole life):
+    # not in this test process, whose later tests count on Python's own SIGINT handler
+    monkeypatch.setattr("dlscale.validation.mpi_abort.hold_signals", lambda: None)
     argv = [_INPUTS[a](tmp_path) if a in _INPUTS else a for a in argv]
     rc, out, err = run_cli(argv, capsys)
     assert rc == 2, (argv, out, err)

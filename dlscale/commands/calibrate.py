@@ -49,6 +49,25 @@ def parse_sizes(min_bytes: int, max_bytes: int, step: int) -> list[int]:
     return picked
 
 
+def quick_caps(*given: tuple[str, int | None, int, str]) -> None:
+    """Refuse a value ``--quick`` would clip: ``(flag, given or None, cap, "at most" or
+    "at least")``, a value past its cap (it would run at the cap, the flag read by
+    nothing); one within it acts.
+
+    Examples
+    --------
+    >>> quick_caps(("--rounds", 1, 2, "at most"), ("--rounds", None, 2, "at most"))
+    >>> quick_caps(("--rounds", 5, 2, "at most"))
+    Traceback (most recent call last):
+    ...
+    dlscale.perfmodel.errors.ConfigError: --rounds 5: --quick runs at most 2; give --rounds 5 without --quick (or at most 2 with it)
+    """
+    for flag, value, cap, side in given:
+        if value is not None and (value > cap if side == "at most" else value < cap):
+            raise ConfigError(f"{flag} {value}: --quick runs {side} {cap}; give {flag} {value} "
+                              f"without --quick (or {side} {cap} with it)")
+
+
 def add_yield_arg(p: Any) -> None:
     """``--yield auto|on|off``: MPICH progress throttling for oversubscribed hosts."""
     p.add_argument("--yield", dest="yield_mode", choices=("auto", "on", "off"), default="auto",
@@ -76,9 +95,10 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--quick", action="store_true",
                    help="small run: sizes 4 B .. 64 KiB every 4x, allreduce only, 10 s budget "
                         "unless --budget-s is given")
-    p.add_argument("--min-size", type=int, default=1, metavar="BYTES", help="default: 1")
-    p.add_argument("--max-size", type=int, default=64 << 20, metavar="BYTES",
-                   help="default: 67108864 (64 MiB)")
+    p.add_argument("--min-size", type=int, default=None, metavar="BYTES",
+                   help="default: 1 (4 with --quick, which takes 4 or more)")
+    p.add_argument("--max-size", type=int, default=None, metavar="BYTES",
+                   help="default: 67108864 (64 MiB; 65536 with --quick, which takes at most that)")
     p.add_argument("--size-step", type=int, default=None, metavar="K",
                    help="take every K-th power of two (default: 1)")
     p.add_argument("--collectives", default=None,
@@ -101,15 +121,19 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
     budget = args.budget_s if args.budget_s is not None else 10.0 if args.quick else 60.0
     if not (budget > 0):
         raise ConfigError(f"--budget-s: must be > 0, got {budget!r}")
+    lo = args.min_size if args.min_size is not None else 1
+    hi = args.max_size if args.max_size is not None else 64 << 20
     if args.quick:
         for flag, value in (("--size-step", args.size_step), ("--collectives", args.collectives)):
             if value is not None:
                 raise ConfigError(f"{flag}: --quick measures every 4x in size, allreduce only; "
                                   f"give {flag} without --quick")
-        sizes = parse_sizes(max(4, args.min_size), min(args.max_size, 64 << 10), 2)
+        quick_caps(("--min-size", args.min_size, 4, "at least"),
+                   ("--max-size", args.max_size, 64 << 10, "at most"))
+        sizes = parse_sizes(max(4, lo), min(hi, 64 << 10), 2)
         names = ["allreduce"]
     else:
-        sizes = parse_sizes(args.min_size, args.max_size, args.size_step or 1)
+        sizes = parse_sizes(lo, hi, args.size_step or 1)
         collectives = args.collectives or ",".join(COLLECTIVES)
         names = [] if collectives == "none" else [c.strip() for c in collectives.split(",")]
     bad = [c for c in names if c not in COLLECTIVES]

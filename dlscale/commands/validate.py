@@ -40,13 +40,15 @@ def _add_local(sub: Any) -> None:
     p.add_argument("--quick", action="store_true",
                    help="small run: 1 KiB .. 64 KiB, 100 iterations, 2 rounds, 8 s budget unless given")
     p.add_argument("--min-size", type=int, default=1024, metavar="BYTES", help="default: 1024")
-    p.add_argument("--max-size", type=int, default=64 << 20, metavar="BYTES",
-                   help="default: 67108864 (64 MiB)")
-    p.add_argument("--iterations", type=int, default=500,
-                   help="training iterations per run (default: 500)")
-    p.add_argument("--rounds", type=int, default=8,
+    p.add_argument("--max-size", type=int, default=None, metavar="BYTES",
+                   help="default: 67108864 (64 MiB; 65536 with --quick, which takes at most that)")
+    p.add_argument("--iterations", type=int, default=None,
+                   help="training iterations per run (default: 500; 100 with --quick, which "
+                        "takes at most that)")
+    p.add_argument("--rounds", type=int, default=None,
                    help="runs of each training algorithm, the algorithms taking turns "
-                        "(default: 8; the report takes the median)")
+                        "(default: 8, 2 with --quick, which takes at most that; the report "
+                        "takes the median)")
     p.add_argument("--algorithms", default=",".join(TRAINING_ALGORITHMS),
                    help=f"training runs, comma list of {', '.join(TRAINING_ALGORITHMS)}")
     p.add_argument("-o", "--output", default="validate-local.json", metavar="FILE",
@@ -192,11 +194,18 @@ def run_local(args: argparse.Namespace) -> int:
     bad = [a for a in algos if a not in TRAINING_ALGORITHMS]
     if bad:
         raise ConfigError(f"--algorithms: unknown {bad}; valid: {', '.join(TRAINING_ALGORITHMS)}")
-    budget, lo, hi, iters = args.budget_s, args.min_size, args.max_size, args.iterations
-    rounds = args.rounds
+    from dlscale.commands.calibrate import quick_caps
+
+    budget, lo = args.budget_s, args.min_size
+    hi = args.max_size if args.max_size is not None else 64 << 20
+    iters = args.iterations if args.iterations is not None else 500
+    rounds = args.rounds if args.rounds is not None else 8
     if budget is None:
         budget = 8.0 if args.quick else 60.0
     if args.quick:
+        quick_caps(("--max-size", args.max_size, 64 << 10, "at most"),
+                   ("--iterations", args.iterations, 100, "at most"),
+                   ("--rounds", args.rounds, 2, "at most"))
         hi = min(hi, 64 << 10)
         iters = min(iters, 100)
         rounds = min(rounds, 2)

@@ -52,6 +52,9 @@ REFUSED = {
            ["--iterations", "300"], ["--rounds", "5"], ["--max-size", "1048576"]))},
     **{f"calibrate-quick-{' '.join(e)}": (["calibrate", "--quick", *e], e[0], "--quick runs")
        for e in (["--max-size", "1048576"], ["--min-size", "1"])},
+    "calibrate-rank-counts-no-collectives": (["calibrate", "--collectives", "none",
+                                              "--rank-counts", "2"], "--rank-counts",
+                                             "measures none"),
     "predict-llm-baseline-default": (["predict", "dgx1-v100", "gpt-1.7b", "--baseline", "node"],
                                      "--baseline", "not an efficiency"),
 }

@@ -140,6 +140,10 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
     if bad:
         raise ConfigError(f"--collectives: unknown {bad}; valid: {', '.join(COLLECTIVES)}, none")
     counts = None
+    if args.rank_counts and not names:
+        raise ConfigError(f"--rank-counts {args.rank_counts}: the rank counts of the "
+                          f"collectives; --collectives none measures none, so nothing would "
+                          f"read it")
     if args.rank_counts:
         try:
             counts = [int(x) for x in args.rank_counts.split(",")]

@@ -155,3 +155,20 @@ def test_a_table_renamed_to_another_preset_is_refused(tmp_path, text, field):
 ])
 def test_a_name_of_its_own_or_the_preset_itself_loads(tmp_path, text, name):
     assert load_cluster(_write(tmp_path, text)).runtime.name == name
+
+
+@pytest.mark.parametrize("text,field", [
+    ('base = "summit"\n[runtime]\nps_servers = 2\n', "cluster.runtime.ps_servers"),
+    ('base = "summit"\n[runtime]\nps_strategy = "greedy"\n', "cluster.runtime.ps_strategy"),
+    ('base = "summit"\n[runtime]\nshort_msg_bytes = 1e9\n', "cluster.runtime.short_msg_bytes"),
+])
+def test_a_runtime_field_the_runtime_never_reads_is_refused(tmp_path, text, field):
+    """Over Horovod-NCCL (allreduce, its own selection) these loaded and changed nothing:
+    the answer was the base's to the last bit."""
+    with pytest.raises(ConfigError, match=rf"{field}: .*nothing would read"):
+        load_cluster(_write(tmp_path, text))
+
+
+def test_the_parameter_servers_fields_load_on_a_parameter_server_runtime(tmp_path):
+    text = 'base = "summit"\n[runtime]\nbase = "parameter-server"\nps_servers = 2\n'
+    assert load_cluster(_write(tmp_path, text)).runtime.ps_servers == 2

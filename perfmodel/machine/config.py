@@ -122,6 +122,8 @@ def _load(tp: type[_T], kind: str, spec: str | Path | _T) -> _T:
         preset: _T = _preset(tp, spec, kind)
         return preset
     loaded: _T = _load_file(tp, kind, Path(spec), ())
+    if isinstance(loaded, Cluster):   # what the file describes, as a whole, is read
+        loaded.runtime.check_read(f"{spec}: cluster.runtime")
     return loaded
 
 

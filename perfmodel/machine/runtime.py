@@ -264,6 +264,51 @@ class Runtime:
             raise ConfigError(f"{owner}.algorithms: selection 'mpich' needs "
                               f"recursive-doubling and rabenseifner, got {list(self.algorithms)!r}")
 
+    def check_read(self, where: str) -> None:
+        """Refuse a field set away from its default where this runtime never reads it.
+
+        The parameter servers' fields with an allreduce exchange, MPICH's short-message
+        bound with another selection: a description that would change nothing. Called
+        on a cluster file's runtime (:func:`dlscale.perfmodel.machine.config.load_cluster`),
+        not on every runtime built: a sweep's grid may cross such fields with the ones
+        that make them read (``dlscale.sweep_reads`` refuses a grid no point reads).
+
+        Parameters
+        ----------
+        where : str
+            Prefix of the message (the file and the table).
+
+        Raises
+        ------
+        ConfigError
+            Naming the field, its value and what would read it.
+
+        Examples
+        --------
+        >>> import dataclasses
+        >>> from dlscale.perfmodel.catalog import get_runtime
+        >>> dataclasses.replace(get_runtime("nccl"), ps_servers=2).check_read("runtime")
+        Traceback (most recent call last):
+        ...
+        dlscale.perfmodel.errors.ConfigError: runtime.ps_servers: sets a parameter server's tasks; this runtime exchanges gradients by allreduce, so nothing would read 2 (give exchange = 'parameter-server', or leave ps_servers 0)
+        """
+        owner = where
+        defaults = {f.name: f.default for f in dataclasses.fields(self)}
+        if not self.parameter_server:
+            for fld in ("ps_servers", "ps_placement", "ps_strategy"):
+                if getattr(self, fld) != defaults[fld]:
+                    raise ConfigError(f"{owner}.{fld}: sets a parameter server's tasks; this "
+                                      f"runtime exchanges gradients by {self.exchange}, so "
+                                      f"nothing would read {getattr(self, fld)!r} (give "
+                                      f"exchange = 'parameter-server', or leave {fld} "
+                                      f"{defaults[fld]!r})")
+        if self.selection != "mpich" and self.short_msg_bytes != defaults["short_msg_bytes"]:
+            raise ConfigError(f"{owner}.short_msg_bytes: MPICH's bound between recursive "
+                              f"doubling and Rabenseifner, read by selection 'mpich'; this "
+                              f"runtime's selection is {self.selection!r}, so nothing would "
+                              f"read {self.short_msg_bytes:g} (give selection = 'mpich', or "
+                              f"leave it {defaults['short_msg_bytes']:g})")
+
     def _check_progress_cores(self, owner: str) -> None:
         kinds = ("cpu", "knl", "gpu")
         seen = set()

@@ -584,8 +584,9 @@ def fit(cluster: str | Path | Cluster, workload: str | Path | Workload,
     workload_overrides : mapping, optional
         Workload fields changed by dotted path (``{"batch_per_device": 64}``).
     baseline : {"node", "device"}, optional
-        What a table's efficiencies are measured against (default ``"node"``); refused
-        where no observation is an efficiency (nothing would read it).
+        What a table's efficiencies are measured against (default ``"node"``);
+        ``"device"`` is refused where no observation is an efficiency (nothing would
+        read it).
     output : str or Path, optional
         Where to write the profile (atomically; a regular file there is replaced, as
         ``calibrate`` does, a write-protected one refused).
@@ -653,7 +654,7 @@ def fit(cluster: str | Path | Cluster, workload: str | Path | Workload,
     if horovod_timeline is not None:
         obs += timeline_observations(horovod_timeline, c.node.devices_per_node,
                                      w.layer_gradient_bytes())
-    if baseline is not None and not any(o.quantity == "efficiency" for o in obs):
+    if baseline == "device" and not any(o.quantity == "efficiency" for o in obs):
         given = sorted({o.quantity for o in obs})
         raise ConfigError(f"--baseline {baseline}: says what measured efficiencies are "
                           f"against; these observations hold none ({', '.join(given)}), so "

@@ -62,10 +62,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--placement", choices=PLACEMENTS, default=None,
                    help="rank placement on the routed topology (default: linear; random "
                         "is seeded by --seed); with a WORKLOAD, on its simulated network")
-    p.add_argument("--seed", type=int, default=None,
-                   help="seed of random placement and of Valiant routing on a dragonfly "
-                        "(refused where the collective draws neither); with a WORKLOAD, "
-                        "of noise, placement, data (default 0)")
+    p.add_argument("--seed", type=int, default=None, help="seed of random placement and "
+                   "Valiant routing (refused where neither draws); with a WORKLOAD, also noise")
     p.add_argument("--intranode", choices=INTRANODE, default=None,
                    help="graph inside a node: star (each device on its own intra link), "
                         "summit (2 x 3 GPUs on NVLink), pcie (GPUs on PCIe switches), "

@@ -302,6 +302,8 @@ def run_training(args: argparse.Namespace) -> int:
     :func:`dlscale.api.simulate`, which runs each node count once); 0 on success."""
     from dlscale.api import simulate
 
+    if args.seed is None:           # not given (simulate.run sets it; a caller of this
+        args.seed = 0               # function with the parser's namespace may not)
     cluster, workload, measured_lines, measured_meta, prov = _load(args)
     # a parameter-server runtime runs its own flows: 'flow' unless told otherwise
     default = default_network(cluster)

@@ -9,7 +9,9 @@ and exits with status 130 (128 + SIGINT), as a shell does, at any point of the c
 :func:`main` takes it before it imports anything beyond the standard library (the
 package's ``__init__`` imports lazily). Under MPI (``calibrate``, ``validate local``) a
 signal that comes before MPI is up is held until it is, then aborts every rank
-(:func:`dlscale.validation.mpi_abort.hold_signals`).
+(:func:`dlscale.validation.mpi_abort.hold_signals`); called in process
+(``main([...])``), they give the caller's SIGINT and SIGTERM handlers back on every
+way out (:func:`~dlscale.validation.mpi_abort.release_signals`).
 
 ``DLSCALE_READY_FILE=PATH`` (for tests, which wait on it instead of sleeping): the
 command appends ``main`` to PATH once its signal handling is in place, and ``run``
@@ -162,10 +164,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     _OWN_PROCESS = argv is None
     words = list(sys.argv[1:] if argv is None else argv)
     command = words[0] if words and words[0] in COMMANDS else ""
+    held: dict[int, object] | None = None   # the handlers hold_signals replaced
     if command == "calibrate" or words[:2] == ["validate", "local"]:
         from dlscale.validation.mpi_abort import hold_signals
 
-        hold_signals()
+        held = hold_signals()
     else:
         import signal
         import threading
@@ -199,6 +202,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             stopping = _INTERRUPTED and argv is None
             signal.signal(signal.SIGINT, signal.SIG_IGN if stopping else
                           signal.default_int_handler)
+        if held is not None and argv is not None:
+            # in process: the caller's SIGINT and SIGTERM handlers back, on every way
+            # out (the process itself keeps holding them until it exits)
+            from dlscale.validation.mpi_abort import release_signals
+
+            release_signals(held)
     end_mpi_sweep(status)
     if _INTERRUPTED and argv is None:
         # the command line after Ctrl-C: its outputs are written or removed and its one

@@ -231,3 +231,103 @@ def test_an_interrupt_another_exception_carries_is_one_line(capsys, monkeypatch)
     monkeypatch.setattr(cli, "_main", broken_import)
     with pytest.raises(ImportError, match="no module named x"):
         cli.main(["catalog", "devices"])
+
+
+class _OneRank:
+    """One MPI rank, for calibrate and validate local with their measurement replaced."""
+
+    def Get_rank(self) -> int:
+        return 0
+
+    def Get_size(self) -> int:
+        return 1
+
+    def bcast(self, value, root=0):
+        return value
+
+    def Barrier(self) -> None:
+        return None
+
+    def Abort(self, code=1):  # pragma: no cover - only on a signal
+        raise SystemExit(code)
+
+
+def _signal_state():
+    return (signal.pthread_sigmask(signal.SIG_BLOCK, []),
+            signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM))
+
+
+@pytest.mark.parametrize("how", ["refused", "held", "normal", "error", "interrupt"])
+@pytest.mark.parametrize("command", ["calibrate", "validate local"])
+def test_calibrate_and_validate_local_in_process_leave_the_signals_as_they_were(
+        how, command, tmp_path, capsys, monkeypatch):
+    """calibrate and validate local hold SIGINT and SIGTERM until MPI is up (a held
+    signal then aborts every rank); called in process (``main([...])``) they give the
+    caller's handlers back on every way out, and a signal held and never acted on is
+    not left for a later call. A refusal before MPI left the holder in place (the
+    interrupt tests after it in the same process failed), a normal end Python's
+    defaults instead of the caller's own handlers."""
+    import argparse
+    import json
+
+    from dlscale import cli
+    from dlscale.validation import calibrate_run, mpi_abort, mpi_env, validate_local
+    from dlscale.validation.validate_local import summarize
+
+    root = Path(__file__).resolve().parents[1]
+
+    def measured(comm, *args, **kwargs):
+        if how == "interrupt":
+            raise KeyboardInterrupt
+        if how == "error":
+            raise RuntimeError("the measurement broke")
+        if command == "calibrate":
+            from dlscale.perfmodel.machine.profile import load_profile
+
+            return load_profile(str(root / "examples" / "profiles" / "this-host.json"))
+        rows = json.loads((root / "tests" / "data" / "validate_local_2ranks.json")
+                          .read_text())["rows"]
+        return {"rows": rows, "summary": summarize(rows)}
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(mpi_env, "get_mpi", lambda: argparse.Namespace(COMM_WORLD=_OneRank()))
+    monkeypatch.setattr(calibrate_run, "calibrate", measured)
+    monkeypatch.setattr(validate_local, "validate_local", measured)
+    argv = [*command.split(), "--quick", "-o", str(tmp_path / "out.json")]
+    if how == "held":   # a SIGTERM while the command starts, then its refusal
+        real = cli._main
+
+        def signalled(words):
+            signal.raise_signal(signal.SIGTERM)
+            return real(words)
+
+        monkeypatch.setattr(cli, "_main", signalled)
+    if how in ("refused", "held"):
+        argv += ["--collectives", "alltoall"] if command == "calibrate" else ["--rounds", "0"]
+    env = dict(os.environ)
+
+    def own(signum, frame):  # pragma: no cover - only installed, never called
+        raise AssertionError("the caller's handler")
+
+    before = _signal_state()
+    old_int = signal.signal(signal.SIGINT, own)
+    old_term = signal.signal(signal.SIGTERM, own)
+    try:
+        mine = _signal_state()
+        if how == "error":
+            with pytest.raises(RuntimeError, match="the measurement broke"):
+                main(argv)
+        else:
+            status = main(argv)
+            assert status == {"refused": 2, "held": 2, "normal": 0, "interrupt": 130}[how], \
+                capsys.readouterr().err
+        after = _signal_state()
+        held = list(mpi_abort._HELD)
+    finally:
+        signal.signal(signal.SIGINT, old_int)
+        signal.signal(signal.SIGTERM, old_term)
+        os.environ.clear()
+        os.environ.update(env)   # the MPI settings the run made
+    assert after == mine, f"{argv}: signal mask and SIGINT, SIGTERM handlers changed"
+    assert held == []
+    assert _signal_state() == before

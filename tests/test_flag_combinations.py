@@ -87,9 +87,6 @@ _INPUTS = {"RATES": _rates, "GRAPHML": _graphml}
 def test_refused_in_one_line(case, tmp_path, capsys, monkeypatch):
     argv, flag, why = REFUSED[case]
     monkeypatch.chdir(tmp_path)
-    # calibrate and validate local hold signals until MPI is up (a process's whole life):
-    # not in this test process, whose later tests count on Python's own SIGINT handler
-    monkeypatch.setattr("dlscale.validation.mpi_abort.hold_signals", lambda: None)
     argv = [_INPUTS[a](tmp_path) if a in _INPUTS else a for a in argv]
     rc, out, err = run_cli(argv, capsys)
     assert rc == 2, (argv, out, err)

@@ -24,10 +24,10 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
-__all__ = ["SIGNALS", "abort_on_signal", "hold_signals"]
+__all__ = ["SIGNALS", "abort_on_signal", "hold_signals", "release_signals"]
 
 #: The signals that abort the job.
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -46,17 +46,32 @@ def _hold(sig: int, _frame: Any) -> None:
     _HELD.append(sig)
 
 
-def hold_signals() -> None:
+def hold_signals() -> dict[int, Any]:
     """From now until :func:`abort_on_signal`, SIGINT and SIGTERM are held, not raised.
 
     The command line calls it first thing for its MPI commands: a signal that comes
     while the command imports or MPI starts (no communicator to abort yet) is acted
     on as soon as :func:`abort_on_signal` enters, so it aborts every rank with one
     line instead of leaving a traceback on one rank and its peers waiting. Call it
-    in the main thread.
+    in the main thread. Returns the handlers it replaced, for
+    :func:`release_signals` (a command called in process gives them back at its end).
     """
-    for sig in SIGNALS:
-        signal.signal(sig, _hold)
+    return {sig: signal.signal(sig, _hold) for sig in SIGNALS}
+
+
+def release_signals(previous: Mapping[int, Any]) -> None:
+    """Put back the handlers :func:`hold_signals` replaced (``previous``, what it
+    returned), and forget a signal it held that no :func:`abort_on_signal` acted on
+    (the command ended before MPI was up): a later command in the same process does
+    not abort on it.
+
+    A handler Python did not install (``None`` from :func:`signal.signal`) cannot be
+    put back from Python; that signal keeps the handler it has.
+    """
+    _HELD.clear()
+    for sig, handler in previous.items():
+        if handler is not None:
+            signal.signal(sig, handler)
 
 
 def _restored(sig: int, handler: Any) -> Any:

@@ -14,7 +14,8 @@
     worker waits for the round; with ``workload.overlap`` it goes on with its next
     ``tau`` steps on the previous center and only waits, at the end of them, for the
     round before to be done (one round in flight); the first block, which waits for
-    no round, fills that pipeline and is left out of the iteration times.
+    no round, fills that pipeline and is left out of the iteration times, and of the
+    per-iteration parts (compute, communication, exposed communication) with them.
 
 Every local step waits for its batch from the node's input pipeline
 (:func:`~dlscale.simulator.training.easgd.batch_ready_s`), as the asynchronous
@@ -82,6 +83,9 @@ class _Rounds:
         self.overlap = alg == "sync-easgd" and ctx.workload.overlap
         self.load = ctx.loader_s
         self.held = 0   # steps that waited for the input pipeline
+        # with overlap, the breakdown's seconds at the end of the first block (the
+        # pipeline's fill, which the iteration times leave out)
+        self.fill: dict[str, np.ndarray] | None = None
 
     def fed(self, t: np.ndarray, k: int) -> np.ndarray:
         """``t`` (each worker's time), no earlier than when the batch of step ``k`` is
@@ -182,6 +186,8 @@ class _Rounds:
             start = self.fed(nxt, steps[-1] + 1)
             block_end[b] = float(start.max())
             prev_end = end
+            if overlap and b == 0:
+                self.fill = {k: getattr(acc, k).copy() for k in Breakdown.PARTS}
             if num is not None:
                 num.step_done_all(steps[-1], float(block_end[b]))
 
@@ -199,10 +205,15 @@ def run_rounds(ctx: RunContext) -> RunOutcome:
     sim_end = max(float(env.now), float(block_end[-1]))
     sizes = np.array([len(s) for s in blocks], dtype=float)
     per_block = np.diff(np.concatenate([[0.0], block_end])) / sizes
-    if run.overlap and len(blocks) > 1:
+    parts = run.acc.per_iteration(ctx.iterations)
+    if run.overlap and len(blocks) > 1 and run.fill is not None:
         # one round in flight: the first block waits for no round (the pipeline's
         # fill), so the steady iterations are timed from its end, as the
-        # asynchronous runs time theirs from the start-up's
+        # asynchronous runs time theirs from the start-up's; the parts are averaged
+        # over the same steps
         per_block, sizes = per_block[1:], sizes[1:]
+        fill = run.fill
+        parts = {k: (getattr(run.acc, k) - fill[k]) / float(sizes.sum())
+                 for k in Breakdown.PARTS}
     times = np.repeat(per_block, sizes.astype(int))
-    return RunOutcome(times, run.acc.per_iteration(ctx.iterations), sim_end, counters)
+    return RunOutcome(times, parts, sim_end, counters)

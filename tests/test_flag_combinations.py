@@ -32,6 +32,18 @@ REFUSED = {
     "seed-linear": ([*SIMC, "--seed", "5"], "--seed", "draws nothing"),
     "seed-topology": ([*SIMC, "--placement", "topology", "--seed", "5"], "--seed",
                       "draws nothing"),
+    # a training or transformer run draws at random only by its noise, co-simulation,
+    # a random placement or Valiant routing: --seed was accepted and read by nothing
+    # (the header's "seed 4" the only difference)
+    "seed-training-no-noise": (["simulate", "dgx1-v100", "resnet50", "--noise", "none",
+                                "--seed", "4"], "--seed", "draws nothing"),
+    "seed-training-sigma-0": (["simulate", "dgx1-v100", "resnet50", "--noise", "lognormal:0",
+                               "--seed", "4"], "--seed", "draws nothing"),
+    "seed-training-analytical": (["simulate", "summit", "resnet50", "--noise", "none",
+                                  "--network", "analytical", "--seed", "4"], "--seed",
+                                 "draws nothing"),
+    "seed-transformer-no-noise": (["simulate", "dgx1-v100", "gpt-1.7b", "--noise", "none",
+                                   "--seed", "4"], "--seed", "noise none draws nothing"),
     "fit-baseline-rates": (["fit", "summit", "vgg16", "--rates", "RATES", "-o", "f.json",
                             "--baseline", "device"], "--baseline", "hold none"),
     "plan-llm-rank-by-default": ([*LLM_PLAN, "--rank-by", "cost"], "--rank-by",
@@ -133,6 +145,49 @@ def test_seed_still_acts_with_valiant_routing(tmp_path, capsys):
         return json.loads(out)["top_links"]
 
     assert links([*base, "--seed", "1"]) != links([*base, "--seed", "2"])
+
+
+def test_seed_still_acts_with_valiant_routing_inside_a_cluster_graph(tmp_path, capsys):
+    """A cluster of several devices per node routes through the cluster graph's router
+    (intra-node paths joined to the dragonfly's): it draws as the dragonfly's does.
+    --seed was refused there ("draws nothing") while the links it loads changed."""
+    c = tmp_path / "valiant.toml"
+    c.write_text('base = "perlmutter"\n[network.topology]\nrouting = "valiant"\n')
+    base = ["simulate", str(c), "--nodes", "600", "--size-bytes", "1e6", "--format", "json"]
+
+    def links(argv):
+        import json
+
+        rc, out, err = run_cli(argv, capsys)
+        assert rc == 0, err
+        return json.loads(out)["top_links"]
+
+    assert links([*base, "--seed", "1"]) != links([*base, "--seed", "2"])
+
+
+@pytest.mark.parametrize("argv", [
+    ["simulate", "dgx1-v100", "resnet50", "--noise", "lognormal:0.1"],
+    ["simulate", "dgx1-v100", "resnet50"],            # the cluster's noise: a GPU's spread
+    ["simulate", "dgx1-v100", "gpt-1.7b", "--noise", "lognormal:0.1"],
+    ["simulate", "dgx1-v100", "gpt-1.7b"],
+])
+def test_seed_still_acts_on_noise_draws(argv, capsys):
+    def body(out):   # the table, without the header line that names the seed
+        return [ln for ln in out.splitlines() if "seed" not in ln]
+
+    assert body(_out([*argv, "--seed", "4"], capsys)) != body(_out([*argv, "--seed", "5"],
+                                                                   capsys))
+
+
+@pytest.mark.parametrize("argv", [
+    ["simulate", "summit", "resnet50", "--noise", "none", "--nodes", "8", "--iterations", "3",
+     "--placement", "random"],
+    ["simulate", "k80-8gpu", "alexnet-cifar10", "--noise", "none", "--nodes", "1",
+     "--iterations", "2", "--cosim"],
+])
+def test_seed_is_accepted_where_a_training_run_draws(argv, capsys):
+    """A random placement, a co-simulation's data and weights: the seed is read."""
+    assert "seed 4" in _out([*argv, "--seed", "4"], capsys)
 
 
 def test_seed_without_a_flag_is_zero_in_every_mode(capsys):

@@ -62,8 +62,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--placement", choices=PLACEMENTS, default=None,
                    help="rank placement on the routed topology (default: linear; random "
                         "is seeded by --seed); with a WORKLOAD, on its simulated network")
-    p.add_argument("--seed", type=int, default=None, help="seed of random placement and "
-                   "Valiant routing (refused where neither draws); with a WORKLOAD, also noise")
+    p.add_argument("--seed", type=int, default=None, help="seed of random placement, Valiant "
+                   "routing; with a WORKLOAD also noise, cosim (refused where none draws)")
     p.add_argument("--intranode", choices=INTRANODE, default=None,
                    help="graph inside a node: star (each device on its own intra link), "
                         "summit (2 x 3 GPUs on NVLink), pcie (GPUs on PCIe switches), "
@@ -204,7 +204,7 @@ def run(args: argparse.Namespace) -> int:
                           f"and plan; here that is --measured-trace FILE); nothing was written")
     from dlscale.commands.predict_llm import LAYOUT_FLAGS, check_data_parallel, is_transformer
 
-    seed_given = args.seed is not None
+    args.seed_given = seed_given = args.seed is not None   # refused where nothing reads it
     if not seed_given:
         args.seed = 0
     if args.workload is not None and is_transformer(args.workload):

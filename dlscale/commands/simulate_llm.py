@@ -12,8 +12,12 @@ simulation reads.
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from dlscale.perfmodel.errors import ConfigError
+
+if TYPE_CHECKING:
+    from dlscale.perfmodel.machine.hardware import Cluster
 
 __all__ = ["ACTS", "run_llm_sim"]
 
@@ -52,11 +56,25 @@ def _given(args: argparse.Namespace, dest: str) -> bool:
 def refuse_other_flags(args: argparse.Namespace) -> None:
     """One line for the first flag given that this path does not read."""
     for dest in sorted(vars(args)):
-        if dest in ACTS or dest in ("run", "command", "func") or not _given(args, dest):
+        if dest in ACTS or dest in ("run", "command", "func", "seed_given") or \
+                not _given(args, dest):
             continue
         flag = "--" + dest.replace("_", "-") if dest != "old_trace" else "--trace"
         raise ConfigError(f"{flag}: {_WHY.get(dest, _OTHER)}; the transformer "
                           f"{args.workload!r} is simulated by its parallel layout")
+
+
+def _check_seed_draws(seed: int, cluster: Cluster, noise: str | None) -> None:
+    """Refuse a ``--seed`` where the noise draws nothing: the one thing it seeds here
+    (the network is routed from the default seed, on the linear placement)."""
+    from dlscale.perfmodel.compute.variability import cluster_noise
+    from dlscale.simulator.training.stragglers import make_noise
+
+    nz = make_noise(cluster_noise(cluster) if noise is None else noise)
+    if not nz.draws:
+        raise ConfigError(f"--seed {seed}: seeds the transformer simulation's noise draws "
+                          f"(--noise lognormal:SIGMA, empirical:FILE); noise "
+                          f"{nz.spec or 'none'} draws nothing, so nothing would read it")
 
 
 def run_llm_sim(args: argparse.Namespace) -> int:
@@ -73,6 +91,8 @@ def run_llm_sim(args: argparse.Namespace) -> int:
     check_output_path(args.output, "-o")
     check_output_path(args.trace_out, "--trace-out")
     cluster, prov = load_cluster(args.cluster, None)
+    if getattr(args, "seed_given", False):
+        _check_seed_draws(args.seed, cluster, args.noise)
     res = simulate_transformer(
         cluster, args.workload, args.nodes, tp=1 if args.tp is None else args.tp,
         pp=1 if args.pp is None else args.pp,

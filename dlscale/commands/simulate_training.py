@@ -297,6 +297,24 @@ def _flow_cost_note(cluster: Cluster, workload: Workload, nodes: int, iterations
               f"messages in seconds", file=sys.stderr)
 
 
+def _check_seed_draws(seed: int, noise: Any, cosim: bool, cluster: Cluster,
+                      nodes: list[int], network: str, placement: str) -> None:
+    """Refuse a ``--seed`` given to a run that draws nothing at random: without noise
+    that draws, co-simulation (data split, initial weights, batches), a random
+    placement or a router that draws its paths, nothing would read it."""
+    from dlscale.simulator.training.net import network_draws
+
+    if noise.draws or cosim or network_draws(cluster, nodes, network, placement):
+        return
+    routing = ("the analytical network" if network == "analytical" else
+               f"{placement} placement, deterministic routing")
+    raise ConfigError(f"--seed {seed}: seeds the noise draws (--noise lognormal:SIGMA, "
+                      f"empirical:FILE), the co-simulation (--cosim, --target-accuracy), "
+                      f"a random placement (--placement random) and Valiant routing on a "
+                      f"dragonfly; this run (noise {noise.spec or 'none'}, timing only, "
+                      f"{routing}) draws nothing, so nothing would read it")
+
+
 def run_training(args: argparse.Namespace) -> int:
     """Run the training simulation described by ``args`` (through
     :func:`dlscale.api.simulate`, which runs each node count once); 0 on success."""
@@ -328,6 +346,9 @@ def run_training(args: argparse.Namespace) -> int:
 
         args.noise = cluster_noise(cluster)
     noise = make_noise(args.noise)
+    if getattr(args, "seed_given", False):
+        _check_seed_draws(args.seed, noise, bool(args.cosim or target), cluster, nodes,
+                          network, placement)
     if target:
         alg_list = [a or workload.algorithm for a in algs]
         prov.warn()

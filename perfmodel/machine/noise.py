@@ -78,6 +78,9 @@ class NoNoise:
 
     name: str = "none"
 
+    #: Whether the factors depend on the generator (a seed): never.
+    draws = False
+
     def draw(self, rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
         """Factors of ones (consumes no random numbers)."""
         return np.ones(shape)
@@ -104,6 +107,12 @@ class Lognormal:
             raise ConfigError(f"noise: lognormal sigma must be a number in [0, {MAX_SIGMA:g}] "
                               f"(log-standard deviation of the compute-time factors), "
                               f"got {self.sigma!r}")
+
+    @property
+    def draws(self) -> bool:
+        """Whether the factors depend on the generator (a seed): ``sigma > 0`` (at 0
+        every factor is 1)."""
+        return self.sigma > 0
 
     def draw(self, rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
         """``exp(sigma z - sigma^2 / 2)`` of shape ``shape``."""
@@ -190,6 +199,12 @@ class Empirical:
             raise ConfigError(f"noise file: {p!r} is not a list of step times in seconds "
                               f"(one number per line, or a .npy array): {reason}") from None
         return cls(sample, p)
+
+    @property
+    def draws(self) -> bool:
+        """Whether the factors depend on the generator (a seed): a sample of more than
+        one distinct value."""
+        return bool(np.any(self.sample != self.sample[0]))
 
     def draw(self, rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
         """Resample with replacement."""

@@ -46,13 +46,20 @@ from dlscale.simulator.topology.metrics import TopologyMetrics, topology_metrics
 from dlscale.simulator.topology.placement import node_of, place
 from dlscale.simulator.topology.routing import make_router, route
 
-__all__ = ["MODES", "SimulatedNetwork"]
+__all__ = ["MODES", "SimulatedNetwork", "draws_at_random"]
 
 #: Simulation modes: flow-level reference, lock-step fast mode.
 MODES = ("flow", "fast")
 
 #: Default algorithm of each collective.
 DEFAULT_ALGORITHM = {c: algs[0] for c, algs in ALGORITHMS.items()}
+
+
+def draws_at_random(placement: str, router: object) -> bool:
+    """Whether a simulated network's seed changes anything: a random placement, or a
+    router that draws its paths (its ``draws`` attribute: Valiant's intermediate
+    groups on a dragonfly of 3+ groups)."""
+    return placement == "random" or bool(getattr(router, "draws", False))
 
 
 class SimulatedNetwork:
@@ -125,9 +132,8 @@ class SimulatedNetwork:
 
     @property
     def seeded(self) -> bool:
-        """Whether :attr:`seed` changes anything: a random placement, or a router that
-        draws its paths (its ``draws`` attribute: Valiant's intermediate groups)."""
-        return self.placement == "random" or bool(getattr(self.router, "draws", False))
+        """Whether :attr:`seed` changes anything (:func:`draws_at_random`)."""
+        return draws_at_random(self.placement, self.router)
 
     @classmethod
     def from_cluster(cls, cluster: Cluster, nodes: int, node_graph: nx.Graph | None = None,

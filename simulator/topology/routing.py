@@ -169,6 +169,8 @@ class ClusterRouter:
         self.net = ROUTERS[inner["family"]](inner, seed)
         self.rails = self.net.rails
         self.pairwise = bool(getattr(self.net, "pairwise", False))
+        #: The network router's: whether its host paths are drawn by ``seed``.
+        self.draws = bool(getattr(self.net, "draws", False))
         self.base = params["base"]
         self.per = params["per_node"]
         self.tp = np.ascontiguousarray(params["template_paths"], dtype=np.int64)

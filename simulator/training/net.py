@@ -31,6 +31,8 @@ Examples
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from dlscale.perfmodel.errors import ConfigError, unknown_name
@@ -49,10 +51,10 @@ from dlscale.perfmodel.training.sync import (
     workload_allreduce,
 )
 from dlscale.perfmodel.training.workload import Workload
-from dlscale.simulator.network.simulated import SimulatedNetwork
+from dlscale.simulator.network.simulated import SimulatedNetwork, draws_at_random
 
 __all__ = ["DEFAULT_NETWORK", "NETWORKS", "TrainingNetwork", "default_network",
-           "make_training_network"]
+           "make_training_network", "network_draws"]
 
 #: Network backends by name.
 NETWORKS = ("analytical", "fast", "flow")
@@ -259,3 +261,31 @@ def make_training_network(cluster: Cluster, workload: Workload, nodes: int,
                           seed: int = 0, placement: str = "linear") -> TrainingNetwork:
     """Build the :class:`TrainingNetwork` of ``nodes`` nodes of ``cluster``."""
     return TrainingNetwork(cluster, workload, nodes, network, seed, placement)
+
+
+def network_draws(cluster: Cluster, nodes: Sequence[int], network: str,
+                  placement: str = "linear") -> bool:
+    """Whether the simulated network of a run at ``nodes`` reads its seed
+    (:func:`~dlscale.simulator.network.simulated.draws_at_random`: a random placement,
+    or a router that draws its paths).
+
+    Never on the ``analytical`` backend, nor at a count of one device (the closed
+    forms answer it, as :class:`TrainingNetwork` does). The router asked is that of
+    the smallest simulated count's graph: a topology family's router draws at every
+    node count or at none (Valiant's over 3+ groups: its groups are the topology's).
+
+    Examples
+    --------
+    >>> from dlscale.perfmodel.catalog import get_cluster
+    >>> network_draws(get_cluster("summit"), [2, 4], "fast")
+    False
+    >>> network_draws(get_cluster("summit"), [2, 4], "fast", "random")
+    True
+    """
+    from dlscale.simulator.topology.cluster import cluster_graph
+    from dlscale.simulator.topology.routing import make_router
+
+    counts = [int(n) for n in nodes if n * cluster.node.devices_per_node >= 2]
+    if network == "analytical" or not counts:
+        return False
+    return draws_at_random(placement, make_router(cluster_graph(cluster, min(counts))))

@@ -197,3 +197,32 @@ def test_overlapped_sync_easgd_exposes_the_wait_after_the_slowest_block(cluster,
     quiet = dataclasses.replace(c, noise="none")
     q = iteration_times(quiet, w, nodes)
     assert float(q.exposed_comm_s[0]) == pytest.approx(float(q.comm_s[0] - q.compute_s[0]))
+
+
+@pytest.mark.parametrize("algorithm", ["easgd", "async-easgd", "async-measgd", "async-sgd",
+                                       "async-msgd", "hogwild-sgd", "sync-sgd"])
+def test_predict_says_where_its_closed_form_prices_no_noise(algorithm, capsys):
+    """An input that cannot move the answer is said: where predict's closed form prices
+    no compute noise (a locked master, the original EASGD), the table says so and its
+    rows are those of --noise none (the note's claim, held here); where it does
+    (Hogwild, sync SGD) no note, and the rows move."""
+    from cli_run import run_cli
+
+    from dlscale.perfmodel.training.easgd import NOISE_UNPRICED
+
+    base = ["predict", "summit", "resnet50", "--nodes", "1,4", "--algorithm", algorithm]
+    rc, noisy, _ = run_cli([*base, "--noise", "lognormal:0.5"], capsys)
+    rc2, quiet, _ = run_cli([*base, "--noise", "none"], capsys)
+    assert rc == rc2 == 0
+    rows = [ln for ln in noisy.splitlines() if ln[:5].strip().isdigit()]
+    rows_quiet = [ln for ln in quiet.splitlines() if ln[:5].strip().isdigit()]
+    note = f"noise lognormal:0.5: not priced by {algorithm}'s closed form"
+    assert "not priced by" not in quiet
+    if algorithm in NOISE_UNPRICED:
+        assert note in noisy
+        assert rows == rows_quiet
+    else:
+        assert "not priced by" not in noisy
+        assert rows != rows_quiet
+    _, _, err = run_cli([*base, "--noise", "lognormal:0.5", "--format", "json"], capsys)
+    assert (note in err) == (algorithm in NOISE_UNPRICED)

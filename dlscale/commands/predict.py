@@ -232,11 +232,13 @@ def run(args: argparse.Namespace) -> int:
               f"{batch}) on {cluster.name}, runtime {cluster.runtime.name}")
     header = "\n".join([header, network_line(cluster), *measured_lines])
     chosen = allreduce_summary(rows) if workload.algorithm == "sync-sgd" else ""
-    flag = baseline_line(result)
-    if flag and args.format == "table":
-        header += "\n" + flag
-    elif flag:
-        print(flag, file=sys.stderr)
+    from dlscale.perfmodel.training.easgd import noise_note
+
+    for flag in (baseline_line(result), noise_note(workload.algorithm, cluster_noise(cluster))):
+        if flag and args.format == "table":
+            header += "\n" + flag
+        elif flag:
+            print(flag, file=sys.stderr)
     cols = [c for c in COLUMNS if c in rows[0] and (c != "note" or any(r[c] for r in rows))]
     prov = prov.with_baseline(result.baseline_text())
     emit(args, rows, meta, cols, header, prov)

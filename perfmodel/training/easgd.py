@@ -83,8 +83,8 @@ from dlscale.perfmodel.network.msgfactors import effective_hockney
 from dlscale.perfmodel.training.rank_layout import IterationTimes, Layout
 from dlscale.perfmodel.training.workload import SGD_FAMILY, Workload
 
-__all__ = ["MASTER_ARRAYS", "easgd_times", "exchange_s", "host_copy_s", "master_link",
-           "master_update_s_per_B", "period", "shared_link_rate"]
+__all__ = ["MASTER_ARRAYS", "NOISE_UNPRICED", "easgd_times", "exchange_s", "host_copy_s",
+           "master_link", "master_update_s_per_B", "noise_note", "period", "shared_link_rate"]
 
 #: Arrays of ``W`` bytes the master reads or writes to apply one exchange.
 MASTER_ARRAYS = {
@@ -92,6 +92,46 @@ MASTER_ARRAYS = {
     "async-sgd": 3, "async-msgd": 5, "hogwild-sgd": 3,
 }
 
+
+
+#: Algorithms whose closed form (:func:`easgd_times`) prices no per-rank compute noise:
+#: a locked master served as a deterministic fluid bound, and the original EASGD's
+#: rounds. Their queueing under noise is resolved by the simulation only: no citable
+#: finite-source queue formula (product form, two-moment, QNA, M/D/1//N) matched the
+#: simulation near saturation (stop 41: Summit async-sgd, 2 nodes, lognormal 0.1:
+#: simulate +4.66%, those formulas +0.16% to +8.2%). Hogwild's random-phase steady
+#: state and Sync EASGD's slowest block do price it.
+NOISE_UNPRICED = ("easgd", "async-easgd", "async-measgd", "async-sgd", "async-msgd")
+
+
+def noise_note(algorithm: str, noise: str) -> str:
+    """The line ``predict`` prints where ``algorithm``'s closed form does not price the
+    compute noise ``noise`` (its rows are those of no noise), or ``""``.
+
+    Parameters
+    ----------
+    algorithm : str
+        The training algorithm.
+    noise : str
+        The noise in force (``"none"``, ``"lognormal:SIGMA"``, ``"empirical:FILE"``).
+
+    Returns
+    -------
+    str
+        The note, or ``""`` where the noise is priced or there is none.
+
+    Examples
+    --------
+    >>> noise_note("hogwild-sgd", "lognormal:0.1"), noise_note("async-sgd", "none")
+    ('', '')
+    >>> noise_note("async-sgd", "lognormal:0.1").split(":")[0]
+    'noise lognormal'
+    """
+    if algorithm not in NOISE_UNPRICED or noise == "none":
+        return ""
+    return (f"noise {noise}: not priced by {algorithm}'s closed form (its rows are those "
+            f"of --noise none); the queueing it causes at the master is resolved by "
+            f"dlscale simulate")
 
 
 def master_link(cluster: Cluster, algorithm: str, nodes: np.ndarray,

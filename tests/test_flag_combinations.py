@@ -130,6 +130,15 @@ def test_seed_still_acts_with_random_placement(capsys):
     assert _out([*base, "--seed", "5"], capsys) != _out(base, capsys)
 
 
+def _top_links(argv, capsys):
+    """The most loaded links a collective simulation reports (its JSON's top_links)."""
+    import json
+
+    rc, out, err = run_cli(argv, capsys)
+    assert rc == 0, err
+    return json.loads(out)["top_links"]
+
+
 def test_seed_still_acts_with_valiant_routing(tmp_path, capsys):
     """Valiant routing on a dragonfly draws each message's intermediate group by the
     seed: the same linear placement, other links loaded."""
@@ -137,14 +146,8 @@ def test_seed_still_acts_with_valiant_routing(tmp_path, capsys):
     c.write_text('base = "cori-knl"\n[network.topology]\nrouting = "valiant"\n')
     base = ["simulate", str(c), "--nodes", "1200", "--size-bytes", "1e6", "--format", "json"]
 
-    def links(argv):
-        import json
-
-        rc, out, err = run_cli(argv, capsys)
-        assert rc == 0, err
-        return json.loads(out)["top_links"]
-
-    assert links([*base, "--seed", "1"]) != links([*base, "--seed", "2"])
+    assert _top_links([*base, "--seed", "1"], capsys) != _top_links([*base, "--seed", "2"],
+                                                                    capsys)
 
 
 def test_seed_still_acts_with_valiant_routing_inside_a_cluster_graph(tmp_path, capsys):
@@ -155,14 +158,8 @@ def test_seed_still_acts_with_valiant_routing_inside_a_cluster_graph(tmp_path, c
     c.write_text('base = "perlmutter"\n[network.topology]\nrouting = "valiant"\n')
     base = ["simulate", str(c), "--nodes", "600", "--size-bytes", "1e6", "--format", "json"]
 
-    def links(argv):
-        import json
-
-        rc, out, err = run_cli(argv, capsys)
-        assert rc == 0, err
-        return json.loads(out)["top_links"]
-
-    assert links([*base, "--seed", "1"]) != links([*base, "--seed", "2"])
+    assert _top_links([*base, "--seed", "1"], capsys) != _top_links([*base, "--seed", "2"],
+                                                                    capsys)
 
 
 @pytest.mark.parametrize("argv", [
